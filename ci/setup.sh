@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every system package kernel-lab needs on Debian 12, idempotently.
+# One source of truth: README, .ci/run, the Dockerfile and the CI workflow all call this.
+#
+#   clang, lld       cross-assemble and link the kernels for riscv64, aarch64, x86_64
+#   qemu-user        qemu-riscv64 / qemu-aarch64 / qemu-x86_64 (the qemu backend)
+#   cmake, libclang-dev, pkg-config, build-essential
+#                    build the Unicorn C core (unicorn-engine crate, bindgen needs libclang)
+#   llvm             llvm-objdump / llvm-mc for disassembly in reports
+set -euo pipefail
+
+packages=(clang lld llvm qemu-user cmake libclang-dev pkg-config build-essential ca-certificates)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present (${packages[*]})"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,276 @@
+//! Backends: what executes a batch. Unicorn runs the image in-process; qemu-user and native run
+//! it as a child process speaking the `_start` framing on stdin/stdout. A run does not care
+//! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
+//! alone and the rest of the batch still runs.
+
+mod process;
+mod unicorn;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use process::ProcessBackend;
+pub use unicorn::UnicornBackend;
+
+use crate::batch::Batch;
+use crate::image::Image;
+use crate::toolchain::ToolchainError;
+use crate::variant::{Arch, Variant};
+
+/// Which emulator or host runs the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BackendKind {
+    /// Unicorn 2.1.5 in-process (QEMU 5.0.1 core).
+    Unicorn,
+    /// qemu-user 7.2, one long-lived process per variant.
+    Qemu,
+    /// The x86_64 image executed directly on an x86_64 host.
+    Native,
+}
+
+impl BackendKind {
+    /// Every backend, in report order.
+    pub const ALL: [BackendKind; 3] = [BackendKind::Unicorn, BackendKind::Qemu, BackendKind::Native];
+
+    /// Command-line and report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Unicorn => "unicorn",
+            BackendKind::Qemu => "qemu",
+            BackendKind::Native => "native",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<BackendKind> {
+        BackendKind::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip.
+    pub fn supports(self, variant: &Variant) -> Result<(), String> {
+        match self {
+            BackendKind::Unicorn if variant.zbb => Err(
+                "Unicorn 2.1.5 (QEMU 5.0.1 core) decodes no Zbb instructions and cannot enable \
+                 RISC-V extensions"
+                    .into(),
+            ),
+            BackendKind::Native if Arch::host() != Some(variant.arch) => Err(format!(
+                "native runs only the host's architecture ({}), not {}",
+                std::env::consts::ARCH,
+                variant.arch
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Opens this backend for `variant` with the image already built.
+    ///
+    /// # Errors
+    /// A missing qemu binary (naming the Debian package), or an engine that fails to set up.
+    pub fn open(self, variant: &Variant, image: &Image, limits: Limits) -> Result<Box<dyn Backend>, BackendError> {
+        self.supports(variant).map_err(BackendError::Unsupported)?;
+        Ok(match self {
+            BackendKind::Unicorn => Box::new(UnicornBackend::new(image, limits)?),
+            BackendKind::Qemu => Box::new(ProcessBackend::qemu(image, variant.qemu_cpu, limits)?),
+            BackendKind::Native => Box::new(ProcessBackend::native(image, limits)?),
+        })
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Budgets that turn a hang into a finding.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Wall-clock budget for one batch on any backend.
+    pub batch_time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { batch_time: Duration::from_secs(20) }
+    }
+}
+
+/// How a memory access went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A load.
+    Read,
+    /// A store.
+    Write,
+    /// An instruction fetch.
+    Fetch,
+}
+
+/// Why a call did not return normally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The CPU model does not decode the instruction (SIGILL; Unicorn `INSN_INVALID`).
+    IllegalInstruction,
+    /// An access to unmapped or protected memory (SIGSEGV; Unicorn `*_UNMAPPED`, `*_PROT`).
+    Memory { access: Option<Access>, addr: Option<u64> },
+    /// A misaligned or otherwise bad bus access (SIGBUS; Unicorn `*_UNALIGNED`).
+    Bus { addr: Option<u64> },
+    /// A breakpoint or trap instruction (SIGTRAP).
+    Trap,
+    /// An arithmetic exception (SIGFPE).
+    Arithmetic,
+    /// A system call from the kernel (`ecall`, `svc`, `syscall`), which kernels may not make.
+    SystemCall,
+    /// Another CPU exception, by the emulator's interrupt number.
+    Exception(u32),
+    /// The batch ran past its time budget.
+    Hang(Duration),
+    /// The process ended without reporting (killed, or exited with a status).
+    Crash(String),
+}
+
+/// A fault: what, where, and which call of the batch was in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// What went wrong.
+    pub kind: FaultKind,
+    /// Guest PC of the faulting instruction, when known.
+    pub pc: Option<u64>,
+    /// Index of the call in flight, when known.
+    pub call: Option<usize>,
+    /// The backend's own words (qemu's stderr, Unicorn's error), for the report.
+    pub detail: String,
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultKind::IllegalInstruction => write!(f, "illegal instruction"),
+            FaultKind::Memory { access, addr } => {
+                let what = match access {
+                    Some(Access::Read) => "read of",
+                    Some(Access::Write) => "write to",
+                    Some(Access::Fetch) => "fetch from",
+                    None => "access to",
+                };
+                match addr {
+                    Some(a) => write!(f, "{what} unmapped or protected memory at {a:#x}"),
+                    None => write!(f, "{what} unmapped or protected memory"),
+                }
+            }
+            FaultKind::Bus { addr: Some(a) } => write!(f, "bus error (misaligned or bad access) at {a:#x}"),
+            FaultKind::Bus { addr: None } => write!(f, "bus error (misaligned or bad access)"),
+            FaultKind::Trap => write!(f, "trap (breakpoint)"),
+            FaultKind::Arithmetic => write!(f, "arithmetic exception"),
+            FaultKind::SystemCall => write!(f, "system call from a kernel"),
+            FaultKind::Exception(n) => write!(f, "CPU exception {n}"),
+            FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
+            FaultKind::Crash(s) => write!(f, "guest process died: {s}"),
+        }
+    }
+}
+
+impl FaultKind {
+    /// The fault a Linux signal stands for (`signo`, `si_addr` from the guest's handler).
+    pub fn from_signal(signo: u64, addr: u64) -> FaultKind {
+        match signo {
+            4 => FaultKind::IllegalInstruction,
+            11 => FaultKind::Memory { access: None, addr: Some(addr) },
+            7 => FaultKind::Bus { addr: Some(addr) },
+            5 => FaultKind::Trap,
+            8 => FaultKind::Arithmetic,
+            31 => FaultKind::SystemCall,
+            n => FaultKind::Crash(format!("signal {n}")),
+        }
+    }
+}
+
+/// Errors that stop a backend from running at all (as opposed to a guest fault).
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot run this variant.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A tool is missing.
+    #[error(transparent)]
+    Tool(#[from] ToolchainError),
+    /// The image lacks what the driver protocol needs.
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageError),
+    /// Unicorn refused a set-up step.
+    #[error("unicorn: {0}")]
+    Unicorn(String),
+    /// Talking to the guest process failed in a way that is not a guest fault.
+    #[error("{program}: {reason}")]
+    Process { program: String, reason: String },
+}
+
+/// The raw result of one backend entry: the response bytes and the fault that ended it, if any.
+#[derive(Debug, Clone)]
+pub struct RawRun {
+    /// `lab_arena[0..resp_len]` as the guest left it.
+    pub resp: Vec<u8>,
+    /// Set when the entry ended early.
+    pub fault: Option<Fault>,
+}
+
+/// Something that executes the driver: write `payload` to `lab_arena`, run `lab_batch`, return
+/// `lab_arena[0..resp_len]`.
+pub trait Backend {
+    /// Which backend this is.
+    fn kind(&self) -> BackendKind;
+
+    /// Runs the calls of `payload` from its `start` index.
+    ///
+    /// # Errors
+    /// Only for failures of the backend itself; guest faults come back in [`RawRun::fault`].
+    fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError>;
+}
+
+/// After this many faults in one batch the rest is abandoned (each fault costs a restart).
+pub const MAX_FAULTS_PER_BATCH: usize = 64;
+
+/// A finished batch: the final response and every fault, in order.
+#[derive(Debug, Clone)]
+pub struct BatchRun {
+    /// Final `lab_arena[0..resp_len]`.
+    pub resp: Vec<u8>,
+    /// Faults with the call each one hit.
+    pub faults: Vec<Fault>,
+}
+
+impl BatchRun {
+    /// The fault that ended call `call`, if any.
+    pub fn fault_of(&self, call: usize) -> Option<&Fault> {
+        self.faults.iter().find(|f| f.call == Some(call))
+    }
+
+    /// A fault that cannot be tied to a call (a crash or hang that abandoned the batch).
+    pub fn batch_fault(&self) -> Option<&Fault> {
+        self.faults.iter().find(|f| f.call.is_none())
+    }
+}
+
+/// Runs every call of `batch` on `backend`, resuming after each fault at the next call.
+///
+/// # Errors
+/// Only backend failures; faults are collected in [`BatchRun::faults`].
+pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, BackendError> {
+    let mut faults = Vec::new();
+    let mut payload = batch.payload.clone();
+    loop {
+        let run = backend.execute(&payload, batch.resp_len)?;
+        let Some(fault) = run.fault else {
+            return Ok(BatchRun { resp: run.resp, faults });
+        };
+        let next = fault.call.map(|c| c + 1);
+        faults.push(fault);
+        match next {
+            Some(n) if n < batch.ncalls() && faults.len() < MAX_FAULTS_PER_BATCH => {
+                payload = batch.resume_payload(&run.resp, n);
+            }
+            _ => return Ok(BatchRun { resp: run.resp, faults }),
+        }
+    }
+}

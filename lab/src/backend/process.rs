@@ -1,0 +1,181 @@
+//! qemu-user and native backends: the image's `_start` as a long-lived child process, fed
+//! batches over stdin and answering on stdout (kernels/README.md, "`_start` I/O loop").
+//! A qemu-user process costs about 20 ms to start (DESIGN.md), so it is started once and
+//! restarted only after the guest dies.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+
+use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
+use crate::image::Image;
+use crate::toolchain;
+
+/// Frame tags written by the guest's `_start`.
+const TAG_RESULT: u64 = 0;
+const TAG_FAULT: u64 = 1;
+
+/// A frame read from the guest, or how the stream ended.
+enum Frame {
+    Result(Vec<u8>),
+    Fault { signo: u64, addr: u64, pc: u64, current: u64, resp: Vec<u8> },
+    Closed(String),
+}
+
+/// A running guest process with a reader thread for its stdout.
+struct Guest {
+    child: Child,
+    stdin: ChildStdin,
+    frames: Receiver<Frame>,
+    stderr: Receiver<String>,
+}
+
+/// qemu-user or native execution of the image.
+pub struct ProcessBackend {
+    kind: BackendKind,
+    program: PathBuf,
+    args: Vec<String>,
+    limits: Limits,
+    guest: Option<Guest>,
+}
+
+fn read_u64(r: &mut impl Read) -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+fn read_frame(r: &mut impl Read) -> std::io::Result<Frame> {
+    let tag = read_u64(r)?;
+    let len = read_u64(r)? as usize;
+    let mut data = vec![0u8; len];
+    r.read_exact(&mut data)?;
+    Ok(match tag {
+        TAG_RESULT => Frame::Result(data),
+        TAG_FAULT if len >= 32 => {
+            let w = |i: usize| u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            Frame::Fault { signo: w(0), addr: w(1), pc: w(2), current: w(3), resp: data[32..].to_vec() }
+        }
+        other => Frame::Closed(format!("protocol error: frame tag {other}, length {len}")),
+    })
+}
+
+impl ProcessBackend {
+    /// `qemu-<arch> -cpu <cpu> <image>`.
+    ///
+    /// # Errors
+    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`).
+    pub fn qemu(image: &Image, cpu: &str, limits: Limits) -> Result<Self, BackendError> {
+        let program = toolchain::find(toolchain::qemu_tool(image.arch))?;
+        let args = vec!["-cpu".into(), cpu.into(), image.path.display().to_string()];
+        Ok(ProcessBackend { kind: BackendKind::Qemu, program, args, limits, guest: None })
+    }
+
+    /// The image executed directly (x86_64 host, x86_64 image).
+    ///
+    /// # Errors
+    /// None today; the signature matches the other constructors.
+    pub fn native(image: &Image, limits: Limits) -> Result<Self, BackendError> {
+        let program = image.path.clone();
+        Ok(ProcessBackend { kind: BackendKind::Native, program, args: Vec::new(), limits, guest: None })
+    }
+
+    fn spawn(&self) -> Result<Guest, BackendError> {
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| self.error(format!("cannot start: {e}")))?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let (tx, frames) = mpsc::channel();
+        thread::spawn(move || loop {
+            let frame = read_frame(&mut stdout).unwrap_or_else(|e| Frame::Closed(e.to_string()));
+            let closed = matches!(frame, Frame::Closed(_) | Frame::Fault { .. });
+            if tx.send(frame).is_err() || closed {
+                break;
+            }
+        });
+        let (etx, stderr_rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            let _ = etx.send(s);
+        });
+        Ok(Guest { child, stdin, frames, stderr: stderr_rx })
+    }
+
+    fn error(&self, reason: String) -> BackendError {
+        BackendError::Process { program: self.program.display().to_string(), reason }
+    }
+
+    /// Ends the guest and says how it ended (exit status or signal, and its stderr).
+    fn reap(&mut self) -> String {
+        let Some(mut g) = self.guest.take() else { return String::new() };
+        drop(g.stdin);
+        let _ = g.child.kill();
+        let status = g.child.wait().map(|s| s.to_string()).unwrap_or_default();
+        let stderr = g.stderr.recv_timeout(std::time::Duration::from_secs(1)).unwrap_or_default();
+        let stderr = stderr.trim();
+        if stderr.is_empty() { status } else { format!("{status}; stderr: {stderr}") }
+    }
+}
+
+impl Backend for ProcessBackend {
+    fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
+        if self.guest.is_none() {
+            self.guest = Some(self.spawn()?);
+        }
+        let g = self.guest.as_mut().expect("guest started");
+        let sent = g
+            .stdin
+            .write_all(&(payload.len() as u64).to_le_bytes())
+            .and_then(|()| g.stdin.write_all(payload))
+            .and_then(|()| g.stdin.flush());
+        let frame = match sent {
+            Err(e) => Frame::Closed(format!("writing the batch failed: {e}")),
+            Ok(()) => match g.frames.recv_timeout(self.limits.batch_time) {
+                Ok(f) => f,
+                Err(RecvTimeoutError::Timeout) => {
+                    let detail = self.reap();
+                    let fault = Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
+                    return Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) });
+                }
+                Err(RecvTimeoutError::Disconnected) => Frame::Closed("output closed".into()),
+            },
+        };
+        match frame {
+            Frame::Result(resp) if resp.len() == resp_len => Ok(RawRun { resp, fault: None }),
+            Frame::Result(resp) => {
+                Err(self.error(format!("protocol error: {} response bytes, expected {resp_len}", resp.len())))
+            }
+            Frame::Fault { signo, addr, pc, current, mut resp } => {
+                let detail = self.reap();
+                resp.resize(resp_len, 0);
+                let kind = FaultKind::from_signal(signo, addr);
+                let fault = Fault { kind, pc: Some(pc), call: usize::try_from(current).ok(), detail };
+                Ok(RawRun { resp, fault: Some(fault) })
+            }
+            Frame::Closed(why) => {
+                let how = self.reap();
+                let fault = Fault { kind: FaultKind::Crash(how), pc: None, call: None, detail: why };
+                Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) })
+            }
+        }
+    }
+}
+
+impl Drop for ProcessBackend {
+    fn drop(&mut self) {
+        let _ = self.reap();
+    }
+}

@@ -1,0 +1,185 @@
+//! The linked kernel image: `PT_LOAD` segments and symbols read with the `object` crate, so no
+//! backend hard-codes an address. One image per variant serves Unicorn, qemu-user and native.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use object::elf::{PF_R, PF_W, PF_X, PT_LOAD};
+use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+use object::{Architecture, Endianness, Object, ObjectSymbol, SymbolKind};
+
+use crate::variant::Arch;
+
+/// Errors while reading an image.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// The file is not a 64-bit little-endian ELF the lab understands.
+    #[error("{}: not a readable ELF64 image: {reason}", path.display())]
+    Parse { path: PathBuf, reason: String },
+    /// The ELF is for another machine.
+    #[error("{}: ELF machine is {found:?}, expected {expected}", path.display())]
+    WrongArch { path: PathBuf, expected: Arch, found: Architecture },
+    /// A symbol the driver protocol needs is missing (kernels/README.md, "Symbols").
+    #[error("{}: symbol `{symbol}` is missing (see kernels/README.md)", path.display())]
+    MissingSymbol { path: PathBuf, symbol: &'static str },
+}
+
+/// Access rights of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Perms {
+    /// Readable.
+    pub read: bool,
+    /// Writable.
+    pub write: bool,
+    /// Executable.
+    pub exec: bool,
+}
+
+/// One `PT_LOAD` segment: `data` (file bytes) at `vaddr`, zero-filled up to `memsz`.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Guest virtual address of the first byte.
+    pub vaddr: u64,
+    /// Size in memory, bytes (at least `data.len()`; the rest is `.bss`).
+    pub memsz: u64,
+    /// The bytes stored in the file.
+    pub data: Vec<u8>,
+    /// Access rights from `p_flags`.
+    pub perms: Perms,
+}
+
+/// A function or data symbol: address and size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Symbol {
+    /// Guest virtual address.
+    pub addr: u64,
+    /// `st_size`, bytes (0 when the source gave none).
+    pub size: u64,
+}
+
+/// A loaded kernel image.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// Where it was read from (qemu and native execute this file).
+    pub path: PathBuf,
+    /// Guest architecture from `e_machine`.
+    pub arch: Arch,
+    /// `PT_LOAD` segments in file order.
+    pub segments: Vec<Segment>,
+    symbols: BTreeMap<String, Symbol>,
+}
+
+/// Address and size of `lab_arena`, the batch area of the driver protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arena {
+    /// Guest address of the header (`lab_arena`).
+    pub addr: u64,
+    /// Usable bytes from `addr`.
+    pub size: u64,
+}
+
+fn arch_of(found: Architecture) -> Option<Arch> {
+    match found {
+        Architecture::Riscv64 => Some(Arch::Riscv64),
+        Architecture::Aarch64 => Some(Arch::Aarch64),
+        Architecture::X86_64 => Some(Arch::X86_64),
+        _ => None,
+    }
+}
+
+impl Image {
+    /// Reads and parses the image at `path`, checking that it is for `expected`.
+    ///
+    /// # Errors
+    /// [`ImageError`] for I/O, a malformed ELF, or the wrong machine.
+    pub fn load(path: &Path, expected: Arch) -> Result<Image, ImageError> {
+        let bytes = std::fs::read(path).map_err(|source| ImageError::Io { path: path.into(), source })?;
+        let parse = |e: object::Error| ImageError::Parse { path: path.into(), reason: e.to_string() };
+        let elf = ElfFile64::<Endianness>::parse(&*bytes).map_err(parse)?;
+        let found = elf.architecture();
+        if arch_of(found) != Some(expected) {
+            return Err(ImageError::WrongArch { path: path.into(), expected, found });
+        }
+        let endian = elf.endian();
+        let mut segments = Vec::new();
+        for ph in elf.elf_header().program_headers(endian, &*bytes).map_err(parse)? {
+            if ph.p_type(endian) != PT_LOAD {
+                continue;
+            }
+            let flags = ph.p_flags(endian);
+            segments.push(Segment {
+                vaddr: ph.p_vaddr(endian),
+                memsz: ph.p_memsz(endian),
+                data: ph
+                    .data(endian, &*bytes)
+                    .map_err(|()| ImageError::Parse { path: path.into(), reason: "segment data out of range".into() })?
+                    .to_vec(),
+                perms: Perms { read: flags & PF_R != 0, write: flags & PF_W != 0, exec: flags & PF_X != 0 },
+            });
+        }
+        let symbols = elf
+            .symbols()
+            .filter(|s| matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown | SymbolKind::Label))
+            .filter_map(|s| Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size() })))
+            .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
+            .collect();
+        Ok(Image { path: path.into(), arch: expected, segments, symbols })
+    }
+
+    /// The symbol called `name`, if the image defines it.
+    pub fn symbol(&self, name: &str) -> Option<Symbol> {
+        self.symbols.get(name).copied()
+    }
+
+    /// The symbol called `name`, or [`ImageError::MissingSymbol`].
+    ///
+    /// # Errors
+    /// When the image does not define it.
+    pub fn require(&self, name: &'static str) -> Result<Symbol, ImageError> {
+        self.symbol(name).ok_or(ImageError::MissingSymbol { path: self.path.clone(), symbol: name })
+    }
+
+    /// The batch arena: `lab_arena` up to the end of the segment that holds it.
+    ///
+    /// # Errors
+    /// When `lab_arena` is missing or lies in no segment.
+    pub fn arena(&self) -> Result<Arena, ImageError> {
+        let sym = self.require("lab_arena")?;
+        let seg_end = self
+            .segments
+            .iter()
+            .find(|s| s.vaddr <= sym.addr && sym.addr < s.vaddr + s.memsz)
+            .map(|s| s.vaddr + s.memsz)
+            .ok_or(ImageError::MissingSymbol { path: self.path.clone(), symbol: "lab_arena" })?;
+        let size = if sym.size > 0 { sym.size.min(seg_end - sym.addr) } else { seg_end - sym.addr };
+        Ok(Arena { addr: sym.addr, size })
+    }
+
+    /// The nearest symbol at or below `addr` and the offset into it: `md5_implCompress+0x1c`.
+    pub fn symbolize(&self, addr: u64) -> String {
+        let best = self
+            .symbols
+            .iter()
+            .filter(|(_, s)| s.addr <= addr && self.is_code(s.addr))
+            .max_by_key(|(_, s)| s.addr);
+        match best {
+            Some((name, s)) if addr == s.addr => name.clone(),
+            Some((name, s)) => format!("{name}+{:#x}", addr - s.addr),
+            None => format!("{addr:#x}"),
+        }
+    }
+
+    fn is_code(&self, addr: u64) -> bool {
+        self.segments.iter().any(|s| s.perms.exec && s.vaddr <= addr && addr < s.vaddr + s.memsz)
+    }
+
+    /// The `len` bytes of the image's file contents at guest address `addr`, for disassembly.
+    pub fn bytes_at(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let seg = self.segments.iter().find(|s| s.vaddr <= addr && addr < s.vaddr + s.data.len() as u64)?;
+        let start = (addr - seg.vaddr) as usize;
+        seg.data.get(start..(start + len).min(seg.data.len()))
+    }
+}

@@ -1,0 +1,22 @@
+//! kernel-lab: cross-builds hand-written MD5 and Poly1305 kernels (HotSpot intrinsic contracts)
+//! for riscv64 (with and without Zbb), aarch64 and x86_64, runs them under Unicorn, qemu-user
+//! and natively through a guest-side driver, and checks every result against published vectors
+//! and a portable reference.
+//!
+//! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
+//! (the ELF), [`abi`] (calling conventions as data), [`batch`] (the driver protocol),
+//! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
+//! [`checks`] (cases and findings), [`report`] and [`run`] (orchestration).
+
+pub mod abi;
+pub mod backend;
+pub mod batch;
+pub mod checks;
+pub mod image;
+pub mod paths;
+pub mod reference;
+pub mod report;
+pub mod run;
+pub mod toolchain;
+pub mod variant;
+pub mod vectors;

@@ -1,0 +1,190 @@
+//! MD5 (RFC 1321) with the HotSpot stub contracts: `implCompress` (one block),
+//! `implCompressMB` (do-while over `ofs`/`limit`, returning the first unprocessed `ofs`), and a
+//! full digest driven the way `sun.security.provider.DigestBase` drives them.
+
+/// MD5 state: the four chaining words a, b, c, d (RFC 1321 §3.3).
+pub type State = [u32; 4];
+
+/// Initial state (RFC 1321 §3.3, "Initialize MD Buffer"), as little-endian words.
+pub const IV: State = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+
+/// Bytes per block.
+pub const BLOCK: usize = 64;
+
+/// T[i] = floor(2^32 * |sin(i + 1)|) (RFC 1321 §3.4, the table in step 4).
+const T: [u32; 64] = [
+    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
+    0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
+    0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
+    0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
+    0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
+    0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
+    0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
+    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,
+];
+
+/// Per-round rotate amounts (RFC 1321 §3.4: S11..S44).
+const S: [[u32; 4]; 4] = [[7, 12, 17, 22], [5, 9, 14, 20], [4, 11, 16, 23], [6, 10, 15, 21]];
+
+/// `md5_implCompress`: processes one 64-byte block into `state` (RFC 1321 §3.4).
+///
+/// # Panics
+/// If `block` is shorter than 64 bytes.
+pub fn compress(state: &mut State, block: &[u8]) {
+    let x: [u32; 16] = std::array::from_fn(|i| u32::from_le_bytes(block[4 * i..4 * i + 4].try_into().expect("4 bytes")));
+    let [mut a, mut b, mut c, mut d] = *state;
+    for i in 0..64 {
+        let round = i / 16;
+        let (f, k) = match round {
+            0 => ((b & c) | (!b & d), i),
+            1 => ((b & d) | (c & !d), (5 * i + 1) % 16),
+            2 => (b ^ c ^ d, (3 * i + 5) % 16),
+            _ => (c ^ (b | !d), (7 * i) % 16),
+        };
+        let t = a.wrapping_add(f).wrapping_add(x[k]).wrapping_add(T[i]).rotate_left(S[round][i % 4]);
+        (a, d, c) = (d, c, b);
+        b = b.wrapping_add(t);
+    }
+    for (s, v) in state.iter_mut().zip([a, b, c, d]) {
+        *s = s.wrapping_add(v);
+    }
+}
+
+/// `md5_implCompressMB`: `do { compress(buf); buf += 64; ofs += 64 } while (ofs <= limit)`;
+/// returns the first unprocessed `ofs`. `limit` is the last valid block start.
+///
+/// # Panics
+/// If `buf` is shorter than the blocks the loop processes.
+pub fn compress_mb(state: &mut State, buf: &[u8], mut ofs: i32, limit: i32) -> i32 {
+    let mut at = 0;
+    loop {
+        compress(state, &buf[at..at + BLOCK]);
+        at += BLOCK;
+        ofs = ofs.wrapping_add(BLOCK as i32);
+        if ofs > limit {
+            return ofs;
+        }
+    }
+}
+
+/// Number of blocks `implCompressMB(ofs, limit)` processes (at least one: it is a do-while).
+pub fn mb_blocks(ofs: i32, limit: i32) -> usize {
+    if limit < ofs { 1 } else { ((i64::from(limit) - i64::from(ofs)) / BLOCK as i64 + 1) as usize }
+}
+
+/// The padding blocks after the whole blocks of an `len`-byte message whose tail (the bytes after
+/// the last whole block) is `tail` (RFC 1321 §3.1, §3.2): one or two 64-byte blocks.
+pub fn pad_blocks(tail: &[u8], len: u64) -> Vec<u8> {
+    let mut pad = tail.to_vec();
+    pad.push(0x80);
+    while pad.len() % BLOCK != 56 {
+        pad.push(0);
+    }
+    pad.extend_from_slice(&(len.wrapping_mul(8)).to_le_bytes());
+    pad
+}
+
+/// One kernel call of a DigestBase-style digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// `implCompressMB` over `msg[start..]` with these `ofs`/`limit`, expecting `ret`.
+    Mb { start: usize, ofs: i32, limit: i32, ret: i32 },
+    /// `implCompress` over 64 bytes of the padding at `pad_offset`.
+    Single { pad_offset: usize },
+}
+
+/// How DigestBase digests `msg` in one update: `implCompressMB` over the bulk when at least 64
+/// bytes are there (`limit = ofs + len - 64`), then `implCompress` for each padding block.
+/// Returns the steps and the padding bytes they read.
+pub fn digest_plan(msg: &[u8]) -> (Vec<Step>, Vec<u8>) {
+    let whole = msg.len() / BLOCK * BLOCK;
+    let mut steps = Vec::new();
+    if whole > 0 {
+        let limit = msg.len() as i32 - BLOCK as i32;
+        steps.push(Step::Mb { start: 0, ofs: 0, limit, ret: whole as i32 });
+    }
+    let pad = pad_blocks(&msg[whole..], msg.len() as u64);
+    steps.extend((0..pad.len() / BLOCK).map(|i| Step::Single { pad_offset: i * BLOCK }));
+    (steps, pad)
+}
+
+/// The 16-byte digest of a final state (RFC 1321 §3.5: a, b, c, d little-endian).
+pub fn state_to_digest(state: &State) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, w) in state.iter().enumerate() {
+        out[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// MD5 of `msg`, computed through [`digest_plan`] and the reference compress functions.
+pub fn digest(msg: &[u8]) -> [u8; 16] {
+    let (steps, pad) = digest_plan(msg);
+    let mut state = IV;
+    for step in steps {
+        match step {
+            Step::Mb { start, ofs, limit, .. } => {
+                compress_mb(&mut state, &msg[start..], ofs, limit);
+            }
+            Step::Single { pad_offset } => compress(&mut state, &pad[pad_offset..pad_offset + BLOCK]),
+        }
+    }
+    state_to_digest(&state)
+}
+
+/// State words from 16 little-endian bytes (the `int[4]` the kernel updates).
+pub fn state_from_bytes(b: &[u8]) -> State {
+    std::array::from_fn(|i| u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes")))
+}
+
+/// The 16 little-endian bytes of state words.
+pub fn state_to_bytes(s: &State) -> [u8; 16] {
+    state_to_digest(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use md5::Digest as _;
+
+    #[test]
+    fn rfc1321_a5_abc() {
+        assert_eq!(hex::encode(digest(b"abc")), "900150983cd24fb0d6963f7d28e17f72");
+    }
+
+    #[test]
+    fn matches_rustcrypto_md5_for_every_length_to_300() {
+        let msg: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for n in 0..=msg.len() {
+            let ours = digest(&msg[..n]);
+            let theirs: [u8; 16] = md5::Md5::digest(&msg[..n]).into();
+            assert_eq!(ours, theirs, "length {n}");
+        }
+    }
+
+    #[test]
+    fn mb_stops_at_last_block_start_not_after_limit() {
+        // limit - ofs = 65: blocks at 0 and 64 are processed (64 <= 65), 128 is not.
+        assert_eq!(mb_blocks(0, 65), 2);
+        let buf = [0x5au8; 192];
+        let mut s = IV;
+        assert_eq!(compress_mb(&mut s, &buf, 0, 65), 128);
+        let mut t = IV;
+        compress(&mut t, &buf[..64]);
+        compress(&mut t, &buf[64..128]);
+        assert_eq!(s, t);
+        // limit < ofs still processes one block (do-while).
+        assert_eq!(compress_mb(&mut IV.clone(), &buf, 100, 50), 164);
+    }
+
+    #[test]
+    fn plan_uses_mb_for_the_bulk_and_single_for_padding() {
+        let (steps, pad) = digest_plan(&[0u8; 130]);
+        assert_eq!(steps[0], Step::Mb { start: 0, ofs: 0, limit: 66, ret: 128 });
+        assert_eq!(steps.len(), 2);
+        assert_eq!(pad.len(), 64);
+        let (steps, pad) = digest_plan(&[0u8; 56]);
+        assert_eq!(steps.len(), 2, "56 bytes need two padding blocks");
+        assert_eq!(pad.len(), 128);
+    }
+}

@@ -1,0 +1,175 @@
+//! `lab run`: every selected variant × backend × kernel against every vector, as a library call
+//! the CLI and the tests share. Emits a [`Report`]; printing it is the reporter's business.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::abi::Abi;
+use crate::backend::{self, BackendKind, Limits};
+use crate::batch::BatchBuilder;
+use crate::checks::{self, CasePlan, Entry};
+use crate::image::Image;
+use crate::report::{CaseFailure, Report, Row, Status};
+use crate::toolchain::{self, BuildConfig};
+use crate::variant::{Kernel, Variant};
+use crate::vectors::{self, VectorSet};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Variants, in report order.
+    pub variants: Vec<&'static Variant>,
+    /// Backends, in report order.
+    pub backends: Vec<BackendKind>,
+    /// Kernels to check.
+    pub kernels: Vec<Kernel>,
+    /// Vector files (bundled and the user's).
+    pub vector_files: Vec<PathBuf>,
+    /// Where kernels come from and where images go.
+    pub build: BuildConfig,
+    /// Seed for poison values, argument garbage and split points (printed in the report).
+    pub seed: u64,
+    /// Hang budgets.
+    pub limits: Limits,
+}
+
+/// Runs everything in `cfg` and returns the report. Never panics on bad input: vector problems,
+/// build failures and backend failures land in the report.
+pub fn run(cfg: &RunConfig) -> Report {
+    let started = Instant::now();
+    let mut report = Report { seed: cfg.seed, ..Report::default() };
+    let sets = load_sets(cfg, &mut report);
+    for variant in &cfg.variants {
+        run_variant(cfg, variant, &sets, &mut report);
+    }
+    report.elapsed = started.elapsed();
+    report
+}
+
+fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
+    let mut sets = Vec::new();
+    for f in &cfg.vector_files {
+        let (set, errors) = vectors::load_file(f);
+        report.vector_errors.extend(errors);
+        sets.extend(set.filter(|s| cfg.kernels.contains(&s.kernel)));
+    }
+    sets
+}
+
+/// Cases per vector: MD5 one (DigestBase-driven); Poly1305 two (one call, and split calls).
+fn cases_in(set: &VectorSet) -> usize {
+    match set.kernel {
+        Kernel::Md5 => set.vectors.len(),
+        Kernel::Poly1305 => 2 * set.vectors.len(),
+    }
+}
+
+fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], report: &mut Report) {
+    let image = toolchain::build_image(&cfg.build, variant)
+        .map_err(|e| e.to_string())
+        .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
+    let image = match image {
+        Ok(i) => i,
+        Err(e) => {
+            report.setup_errors.push(format!("{variant}: {e}"));
+            return;
+        }
+    };
+    let entry = Entry::of(&image);
+    for &kind in &cfg.backends {
+        let skip_all = |report: &mut Report, reason: String| {
+            for set in sets {
+                report.rows.push(Row::skipped(variant, kind, set, cases_in(set), reason.clone()));
+            }
+        };
+        if let Err(reason) = kind.supports(variant) {
+            skip_all(report, reason);
+            continue;
+        }
+        let mut backend = match kind.open(variant, &image, cfg.limits) {
+            Ok(b) => b,
+            Err(e) => {
+                report.setup_errors.push(format!("{variant} on {kind}: {e}"));
+                continue;
+            }
+        };
+        for set in sets {
+            if let Some(reason) = entry.missing(set.kernel) {
+                report.rows.push(Row::skipped(variant, kind, set, cases_in(set), reason));
+                continue;
+            }
+            let row = run_set(cfg, variant, kind, backend.as_mut(), &image, &entry, set);
+            report.rows.push(row);
+        }
+    }
+}
+
+/// Runs one vector set on one backend, in as few batches as the arena allows.
+fn run_set(cfg: &RunConfig, variant: &'static Variant, kind: BackendKind, backend: &mut dyn backend::Backend, image: &Image, entry: &Entry, set: &VectorSet) -> Row {
+    let started = Instant::now();
+    let abi = Abi::of(variant.arch);
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ fxhash(variant.name) ^ fxhash(&set.set));
+    let arena = match image.arena() {
+        Ok(a) => a,
+        Err(e) => return Row::error(variant, kind, set, cases_in(set), e.to_string()),
+    };
+    let mut row = Row::new(variant, kind, set);
+    let mut builder = BatchBuilder::new(abi);
+    let mut plans: Vec<CasePlan> = Vec::new();
+    let splits: &[bool] = if set.kernel == Kernel::Poly1305 { &[false, true] } else { &[false] };
+    for v in &set.vectors {
+        for &split in splits {
+            // Flush when the next case might not fit (message, padding, buffers, table).
+            let need = 2 * v.msg_len() as u64 + 8192;
+            if !plans.is_empty() && builder.payload_size() + need > arena.size {
+                flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
+            }
+            let seed = rng.gen();
+            plans.push(checks::plan_vector(&mut builder, entry, &mut ChaCha8Rng::seed_from_u64(seed), &set.set, v, split));
+        }
+    }
+    flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
+    row.elapsed = started.elapsed();
+    row
+}
+
+fn flush(builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, backend: &mut dyn backend::Backend, image: &Image, abi: &'static Abi, arena: crate::image::Arena, row: &mut Row) {
+    if plans.is_empty() {
+        return;
+    }
+    let b = std::mem::replace(builder, BatchBuilder::new(abi));
+    let taken: Vec<CasePlan> = std::mem::take(plans);
+    let outcome = b.layout(arena).map_err(|e| e.to_string()).and_then(|batch| {
+        backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string())
+    });
+    match outcome {
+        Ok((batch, run)) => {
+            for p in &taken {
+                let findings = checks::check(p, &batch, &run, abi, image);
+                row.record(p, findings);
+            }
+        }
+        Err(e) => {
+            for p in &taken {
+                row.failed.push(CaseFailure { name: p.name.clone(), msg_len: p.msg_len, findings: vec![format!("backend error: {e}")] });
+            }
+        }
+    }
+}
+
+/// A small stable hash for seeding per (variant, set) streams.
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// The status the CLI exits with: 0 all passed, 1 something failed, 2 set-up or input errors.
+pub fn exit_code(report: &Report) -> i32 {
+    match report.status() {
+        Status::Passed => 0,
+        Status::Failed => 1,
+        Status::SetupError => 2,
+    }
+}

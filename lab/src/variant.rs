@@ -1,0 +1,183 @@
+//! Variants: one row per (architecture, ISA extensions) pair a kernel is built for.
+//!
+//! Choosing a variant is a table lookup ([`VARIANTS`]), never a chain of `if`s: the target
+//! triple, `-march`, the qemu-user `-cpu` model and the kernel folder all live in one row.
+//! The rows follow DESIGN.md "Variants".
+
+use std::fmt;
+
+/// A guest instruction-set architecture with its own kernel folder (`kernels/<arch>/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    /// RV64GC (LP64D ABI).
+    Riscv64,
+    /// ARMv8-A AArch64 (AAPCS64).
+    Aarch64,
+    /// x86-64 (System V AMD64 psABI).
+    X86_64,
+}
+
+impl Arch {
+    /// Every architecture, in report order.
+    pub const ALL: [Arch; 3] = [Arch::Riscv64, Arch::Aarch64, Arch::X86_64];
+
+    /// Folder name under `kernels/`, also the name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Riscv64 => "riscv64",
+            Arch::Aarch64 => "aarch64",
+            Arch::X86_64 => "x86_64",
+        }
+    }
+
+    /// Parses a command-line name (`riscv64`, `aarch64`, `x86_64`).
+    pub fn from_name(name: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Name of the qemu-user binary that runs this architecture (Debian package `qemu-user`).
+    pub fn qemu_binary(self) -> &'static str {
+        match self {
+            Arch::Riscv64 => "qemu-riscv64",
+            Arch::Aarch64 => "qemu-aarch64",
+            Arch::X86_64 => "qemu-x86_64",
+        }
+    }
+
+    /// The architecture this `lab` binary itself runs on, if it is one of the guests.
+    pub fn host() -> Option<Arch> {
+        match std::env::consts::ARCH {
+            "x86_64" => Some(Arch::X86_64),
+            "aarch64" => Some(Arch::Aarch64),
+            "riscv64" => Some(Arch::Riscv64),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One build of the kernels: an architecture plus the ISA extensions the code may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// Report name, e.g. `riscv64+zbb`.
+    pub name: &'static str,
+    /// Guest architecture; selects `kernels/<arch>/` and the ABI table.
+    pub arch: Arch,
+    /// Whether the build may use the RISC-V Zbb extension (basic bit manipulation).
+    pub zbb: bool,
+    /// clang `--target` triple.
+    pub triple: &'static str,
+    /// clang `-march`: the ISA the assembler accepts for this variant.
+    pub march: &'static str,
+    /// qemu-user `-cpu` argument. qemu 7.2 turns Zba/Zbb/Zbc/Zbs on by default for `rv64`,
+    /// so every extension is named explicitly (DESIGN.md "Variants").
+    pub qemu_cpu: &'static str,
+    /// What the code may use, in words, for `lab list` and reports.
+    pub isa: &'static str,
+}
+
+/// Every variant the lab builds, in report order.
+pub const VARIANTS: [Variant; 4] = [
+    Variant {
+        name: "riscv64",
+        arch: Arch::Riscv64,
+        zbb: false,
+        triple: "riscv64-linux-gnu",
+        march: "rv64gc",
+        qemu_cpu: "rv64,zba=false,zbb=false,zbc=false,zbs=false",
+        isa: "RV64GC only",
+    },
+    Variant {
+        name: "riscv64+zbb",
+        arch: Arch::Riscv64,
+        zbb: true,
+        triple: "riscv64-linux-gnu",
+        march: "rv64gc_zbb",
+        qemu_cpu: "rv64,zba=false,zbb=true,zbc=false,zbs=false",
+        isa: "RV64GC + Zbb",
+    },
+    Variant {
+        name: "aarch64",
+        arch: Arch::Aarch64,
+        zbb: false,
+        triple: "aarch64-linux-gnu",
+        march: "armv8-a",
+        qemu_cpu: "cortex-a72",
+        isa: "ARMv8.0-A base",
+    },
+    Variant {
+        name: "x86_64",
+        arch: Arch::X86_64,
+        zbb: false,
+        triple: "x86_64-linux-gnu",
+        march: "x86-64",
+        qemu_cpu: "qemu64",
+        isa: "baseline x86-64 (no BMI, no AVX)",
+    },
+];
+
+impl Variant {
+    /// Looks a variant up by its report name (`riscv64+zbb`).
+    pub fn by_name(name: &str) -> Option<&'static Variant> {
+        VARIANTS.iter().find(|v| v.name == name)
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A kernel contract (DESIGN.md "Kernel contracts"); each names the HotSpot stub symbols it uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kernel {
+    /// `md5_implCompress` and `md5_implCompressMB` (RFC 1321).
+    Md5,
+    /// `poly1305_processBlocks` (RFC 8439, JDK 26-bit limbs).
+    Poly1305,
+}
+
+impl Kernel {
+    /// Every kernel, in report order.
+    pub const ALL: [Kernel; 2] = [Kernel::Md5, Kernel::Poly1305];
+
+    /// Command-line and report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Md5 => "md5",
+            Kernel::Poly1305 => "poly1305",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The ELF symbols a kernel image must define for this contract.
+    pub fn symbols(self) -> &'static [&'static str] {
+        match self {
+            Kernel::Md5 => &[MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB],
+            Kernel::Poly1305 => &[POLY1305_PROCESS_BLOCKS],
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// HotSpot stub `md5_implCompress(buf, state)`.
+pub const MD5_IMPL_COMPRESS: &str = "md5_implCompress";
+/// HotSpot stub `md5_implCompressMB(buf, state, ofs, limit) -> ofs`.
+pub const MD5_IMPL_COMPRESS_MB: &str = "md5_implCompressMB";
+/// HotSpot stub `poly1305_processBlocks(input, length, acc, r)`.
+pub const POLY1305_PROCESS_BLOCKS: &str = "poly1305_processBlocks";
