@@ -1,1 +1,9 @@
+//! Integration tests: every variant × backend × kernel against the bundled vectors, agreement
+//! between backends, and proof that the checks fire (broken kernels, gated extensions, broken
+//! vector files). Needs clang, lld and qemu-user (ci/setup.sh installs them).
 
+mod agreement;
+mod cli;
+mod common;
+mod gating;
+mod matrix;

@@ -266,6 +266,11 @@ impl Batch {
         self.seeds.len()
     }
 
+    /// Offset in the response where the call table ends and the writable buffers begin.
+    pub fn table_end(&self) -> usize {
+        (HEADER_WORDS + self.entry_words * self.ncalls()) * 8
+    }
+
     /// The guest address of byte `offset` of buffer `id`.
     pub fn addr_of(&self, id: BufId, offset: usize) -> u64 {
         self.arena.addr + self.placed[id.0].offset + offset as u64

@@ -60,7 +60,7 @@ fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
 }
 
 /// Cases per vector: MD5 one (DigestBase-driven); Poly1305 two (one call, and split calls).
-fn cases_in(set: &VectorSet) -> usize {
+pub fn cases_in(set: &VectorSet) -> usize {
     match set.kernel {
         Kernel::Md5 => set.vectors.len(),
         Kernel::Poly1305 => 2 * set.vectors.len(),
@@ -101,17 +101,19 @@ fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], r
                 report.rows.push(Row::skipped(variant, kind, set, cases_in(set), reason));
                 continue;
             }
-            let row = run_set(cfg, variant, kind, backend.as_mut(), &image, &entry, set);
-            report.rows.push(row);
+            report.rows.push(run_set(backend.as_mut(), variant, &image, set, cfg.seed));
         }
     }
 }
 
-/// Runs one vector set on one backend, in as few batches as the arena allows.
-fn run_set(cfg: &RunConfig, variant: &'static Variant, kind: BackendKind, backend: &mut dyn backend::Backend, image: &Image, entry: &Entry, set: &VectorSet) -> Row {
+/// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
+/// the set's kernel (see [`Entry::missing`]); `seed` fixes poison values, garbage and splits.
+pub fn run_set(backend: &mut dyn backend::Backend, variant: &'static Variant, image: &Image, set: &VectorSet, seed: u64) -> Row {
     let started = Instant::now();
+    let kind = backend.kind();
+    let entry = &Entry::of(image);
     let abi = Abi::of(variant.arch);
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ fxhash(variant.name) ^ fxhash(&set.set));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ fxhash(variant.name) ^ fxhash(&set.set));
     let arena = match image.arena() {
         Ok(a) => a,
         Err(e) => return Row::error(variant, kind, set, cases_in(set), e.to_string()),

@@ -1,0 +1,48 @@
+//! The `lab` binary as a user runs it: exit statuses and what it prints.
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().expect("exit status"), text)
+}
+
+#[test]
+fn run_riscv64_without_zbb_passes_on_unicorn_and_qemu() {
+    let (code, out) = lab(&["run", "--arch", "riscv64", "--no-zbb", "--kernel", "md5", "--seed", "3"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("riscv64      unicorn  md5") && out.contains("riscv64      qemu     md5"), "{out}");
+    assert!(!out.contains("riscv64+zbb"), "--no-zbb must leave the Zbb variant out: {out}");
+    assert!(out.contains("SKIPPED riscv64 on native: native runs only the host's architecture"), "{out}");
+}
+
+#[test]
+fn broken_hex_in_a_vector_file_exits_2_naming_file_entry_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.json");
+    std::fs::write(
+        &file,
+        r#"{"kernel":"md5","set":"mine","vectors":[
+            {"name":"ok","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"},
+            {"name":"typo","source":"hand","msg_hex":"61zz","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
+    )
+    .unwrap();
+    let (code, out) = lab(&["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("mine.json: entry 1 (\"typo\"): field `msg_hex`: invalid hex"), "{out}");
+    // The valid entry of the same file still ran.
+    assert!(out.contains("1 passed, 0 failed"), "{out}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_list_names_every_variant() {
+    assert_eq!(lab(&["run", "--arch", "sparc"]).0, 2);
+    assert_eq!(lab(&["run", "--arch", "aarch64", "--zbb"]).0, 2);
+    let (code, out) = lab(&["list"]);
+    assert_eq!(code, 0);
+    for v in ["riscv64", "riscv64+zbb", "aarch64", "x86_64"] {
+        assert!(out.contains(v), "{out}");
+    }
+    assert!(out.contains("no: Unicorn 2.1.5"), "{out}");
+}

@@ -1,0 +1,62 @@
+//! Shared fixtures: the repository's paths, a run configuration for one cell of the matrix,
+//! and a copy of the kernels with one line changed.
+
+use std::path::{Path, PathBuf};
+
+use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::image::Image;
+use kernel_lab::paths;
+use kernel_lab::run::RunConfig;
+use kernel_lab::toolchain::{self, BuildConfig};
+use kernel_lab::variant::{Kernel, Variant};
+use kernel_lab::vectors;
+
+/// Fixed seed so a failure can be replayed with `lab run --seed 7`.
+pub const SEED: u64 = 7;
+
+pub fn variant(name: &str) -> &'static Variant {
+    Variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"))
+}
+
+pub fn build(v: &Variant) -> Image {
+    let path = toolchain::build_image(&paths::default_build(), v).unwrap_or_else(|e| panic!("{e}"));
+    Image::load(&path, v.arch).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn config(v: &'static Variant, backend: BackendKind, kernel: Kernel) -> RunConfig {
+    RunConfig {
+        variants: vec![v],
+        backends: vec![backend],
+        kernels: vec![kernel],
+        vector_files: vectors::bundled_files(&paths::vectors_dir(), &[kernel]),
+        build: paths::default_build(),
+        seed: SEED,
+        limits: Limits::default(),
+    }
+}
+
+/// A copy of `kernels/` in a temporary folder with `from` replaced by `to` (exactly once) in
+/// `<arch>/<file>`, and a build configuration that builds from it into its own cache.
+pub fn mutated_kernels(arch: &str, file: &str, from: &str, to: &str) -> (tempfile::TempDir, BuildConfig) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&paths::kernels_dir(), dir.path());
+    let path = dir.path().join(arch).join(file);
+    let src = std::fs::read_to_string(&path).expect("kernel source");
+    assert_eq!(src.matches(from).count(), 1, "{from:?} must occur once in {}", path.display());
+    std::fs::write(&path, src.replacen(from, to, 1)).expect("write mutated kernel");
+    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    (dir, build)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).expect("read kernels") {
+        let e = e.expect("entry");
+        let target: PathBuf = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}

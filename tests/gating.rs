@@ -1,0 +1,71 @@
+//! The checks fire: a Zbb build on a CPU without Zbb faults with an illegal instruction, and a
+//! kernel with one rotate amount changed fails named vectors on every backend.
+
+use kernel_lab::backend::{BackendKind, Limits, ProcessBackend};
+use kernel_lab::paths;
+use kernel_lab::run::{self, RunConfig};
+use kernel_lab::variant::Kernel;
+use kernel_lab::vectors;
+
+use crate::common::{build, mutated_kernels, variant, SEED};
+
+fn rfc1321() -> vectors::VectorSet {
+    let (set, errors) = vectors::load_file(&paths::vectors_dir().join("md5/rfc1321.json"));
+    assert!(errors.is_empty(), "{errors:?}");
+    set.expect("rfc1321.json")
+}
+
+#[test]
+fn zbb_build_on_a_cpu_without_zbb_is_an_illegal_instruction() {
+    let zbb = variant("riscv64+zbb");
+    let image = build(zbb);
+    let no_zbb_cpu = variant("riscv64").qemu_cpu;
+    assert!(no_zbb_cpu.contains("zbb=false"));
+    let mut qemu = ProcessBackend::qemu(&image, no_zbb_cpu, Limits::default()).expect("qemu-riscv64");
+    let set = rfc1321();
+    let row = run::run_set(&mut qemu, zbb, &image, &set, SEED);
+    assert_eq!(row.passed, 0);
+    assert_eq!(row.failed.len(), set.vectors.len());
+    for f in &row.failed {
+        let first = &f.findings[0];
+        assert!(first.contains("illegal instruction at md5_implCompress"), "{}: {first}", f.name);
+    }
+    // The same image on a CPU with Zbb passes: the failure above is the gate, not the kernel.
+    let mut qemu = ProcessBackend::qemu(&image, zbb.qemu_cpu, Limits::default()).expect("qemu-riscv64");
+    let row = run::run_set(&mut qemu, zbb, &image, &set, SEED);
+    assert_eq!((row.passed, row.failed.len()), (set.vectors.len(), 0), "{:?}", row.failed);
+}
+
+/// One round-1 rotate amount (step 4, s = 22) changed to 21 in each architecture's source.
+const ROTATE_MUTATIONS: [(&str, &str, &str, &str); 3] = [
+    ("riscv64", "FF\tB, C, D, A, X3,  22,  3", "FF\tB, C, D, A, X3,  21,  3", "riscv64"),
+    ("aarch64", "FF      B, C, D, A, X(3),  T3, 22", "FF      B, C, D, A, X(3),  T3, 21", "aarch64"),
+    ("x86_64", "F_STEP RB, RC, RD, RA,  3, 22,", "F_STEP RB, RC, RD, RA,  3, 21,", "x86_64"),
+];
+
+#[test]
+fn a_changed_rotate_amount_fails_named_vectors_on_every_backend() {
+    for (arch, from, to, variant_name) in ROTATE_MUTATIONS {
+        let (_dir, build) = mutated_kernels(arch, "md5.S", from, to);
+        let v = variant(variant_name);
+        let cfg = RunConfig {
+            variants: vec![v],
+            backends: BackendKind::ALL.to_vec(),
+            kernels: vec![Kernel::Md5],
+            vector_files: vec![paths::vectors_dir().join("md5/rfc1321.json")],
+            build,
+            seed: SEED,
+            limits: Limits::default(),
+        };
+        let report = run::run(&cfg);
+        assert_eq!(kernel_lab::run::exit_code(&report), 1, "{}", report.to_human());
+        for row in report.rows.iter().filter(|r| r.backend.supports(v).is_ok()) {
+            assert_eq!((row.passed, row.failed.len()), (0, 7), "{arch} on {}: every RFC 1321 vector must fail", row.backend);
+            let f = &row.failed[0];
+            assert_eq!(f.name, "RFC1321 A.5 #1: MD5(\"\")");
+            assert!(f.findings[0].contains("state expected"), "{}", f.findings[0]);
+        }
+        let text = report.to_human();
+        assert!(text.contains(&format!("FAILED {variant_name} on unicorn, md5 / rfc1321")), "{text}");
+    }
+}
