@@ -97,8 +97,58 @@ pub struct CasePlan {
     last: Final,
 }
 
-/// A finding: one sentence about what went wrong.
-pub type Finding = String;
+/// What kind of problem a finding reports (JUnit failure types and report grouping use it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    /// A wrong state, digest, tag, return value, or accumulator value.
+    Value,
+    /// Output limbs outside the contract bounds.
+    Bounds,
+    /// A psABI violation: callee-saved register, stack pointer, direction flag.
+    Abi,
+    /// The kernel faulted (illegal instruction, memory, system call, ...).
+    Fault,
+    /// The kernel ran past its budget.
+    Hang,
+    /// The call never ran (an earlier failure abandoned the batch) or the backend failed.
+    NotRun,
+}
+
+impl Class {
+    /// Lower-case name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Value => "value",
+            Class::Bounds => "bounds",
+            Class::Abi => "abi",
+            Class::Fault => "fault",
+            Class::Hang => "hang",
+            Class::NotRun => "not-run",
+        }
+    }
+}
+
+/// A finding: one sentence about what went wrong, and its class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The kind of problem.
+    pub class: Class,
+    /// The sentence: call, what, expected and actual.
+    pub text: String,
+}
+
+impl Finding {
+    /// A finding of `class` saying `text`.
+    pub fn new(class: Class, text: impl Into<String>) -> Finding {
+        Finding { class, text: text.into() }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
 
 fn buf_ptr(b: BufId) -> Arg {
     Arg::Ptr(b, 0)
@@ -208,8 +258,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
             continue;
         }
         if !rec.completed {
-            let why = run.batch_fault().map(|f| describe_fault("batch", f, image)).unwrap_or_else(|| "the batch stopped before it".into());
-            findings.push(format!("{} did not run: {why}", c.label));
+            let why = run.batch_fault().map(|f| describe_fault("batch", f, image).text).unwrap_or_else(|| "the batch stopped before it".into());
+            findings.push(Finding::new(Class::NotRun, format!("{} did not run: {why}", c.label)));
             continue;
         }
         findings.extend(abi_findings(&c.label, &rec, abi));
@@ -227,7 +277,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
 pub fn describe_fault(label: &str, f: &crate::backend::Fault, image: &Image) -> Finding {
     let place = f.pc.map(|pc| format!(" at {} (pc {pc:#x})", image.symbolize(pc))).unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
-    format!("{label}: {}{place}{detail}", f.kind)
+    let class = if matches!(f.kind, crate::backend::FaultKind::Hang(_)) { Class::Hang } else { Class::Fault };
+    Finding::new(class, format!("{label}: {}{place}{detail}", f.kind))
 }
 
 /// Callee-saved registers, stack pointer and (x86_64) the direction flag after a call.
@@ -237,13 +288,13 @@ fn abi_findings(label: &str, rec: &crate::batch::CallRecord, abi: &Abi) -> Vec<F
         .iter()
         .enumerate()
         .filter(|&(i, _)| rec.saved[i] != Abi::poison(rec.seed, i))
-        .map(|(i, name)| format!("{label}: {name} was not restored: before {:#018x}, after {:#018x} ({})", Abi::poison(rec.seed, i), rec.saved[i], abi.source))
+        .map(|(i, name)| Finding::new(Class::Abi, format!("{label}: {name} was not restored: before {:#018x}, after {:#018x} ({})", Abi::poison(rec.seed, i), rec.saved[i], abi.source)))
         .collect();
     if rec.sp_after != rec.sp_before {
-        out.push(format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after));
+        out.push(Finding::new(Class::Abi, format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after)));
     }
     if abi.arch == Arch::X86_64 && rec.flags & X86_RFLAGS_DF != 0 {
-        out.push(format!("{label}: the direction flag (DF) is set on return ({})", abi.source));
+        out.push(Finding::new(Class::Abi, format!("{label}: the direction flag (DF) is set on return ({})", abi.source)));
     }
     out
 }
@@ -252,18 +303,18 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
     match e {
         Expect::Md5State(buf, want) => {
             let got = md5::state_from_bytes(batch.buffer(resp, *buf));
-            (got != *want).then(|| format!("{label}: state expected {}, got {}", words(want), words(&got)))
+            (got != *want).then(|| Finding::new(Class::Value, format!("{label}: state expected {}, got {}", words(want), words(&got))))
         }
         Expect::RetI32(want) => {
             let got = ret as u32 as i32;
-            (got != *want).then(|| format!("{label}: returned ofs {got}, expected {want}"))
+            (got != *want).then(|| Finding::new(Class::Value, format!("{label}: returned ofs {got}, expected {want}")))
         }
         Expect::Acc(buf, want) => {
             let got = Limbs26::from_bytes(batch.buffer(resp, *buf));
             if let Some((i, l)) = got.first_out_of_bounds() {
-                Some(format!("{label}: acc limb {i} = {l:#x} is out of bounds (limbs 0-3 < 2^26, limb 4 < 2^27); acc = {got}"))
+                Some(Finding::new(Class::Bounds, format!("{label}: acc limb {i} = {l:#x} is out of bounds (limbs 0-3 < 2^26, limb 4 < 2^27); acc = {got}")))
             } else if got.reduced() != want.reduced() {
-                Some(format!("{label}: acc mod 2^130-5 expected {:#x}, got {:#x} (limbs {got})", want.reduced(), got.reduced()))
+                Some(Finding::new(Class::Value, format!("{label}: acc mod 2^130-5 expected {:#x}, got {:#x} (limbs {got})", want.reduced(), got.reduced())))
             } else {
                 None
             }
@@ -274,7 +325,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
                 Before::Buffer(b) => Limbs26::from_bytes(batch.buffer(resp, *b)),
             };
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));
-            (got != before).then(|| format!("{label}: acc must be untouched for length < 16: was {before}, now {got}"))
+            (got != before).then(|| Finding::new(Class::Value, format!("{label}: acc must be untouched for length < 16: was {before}, now {got}")))
         }
     }
 }
@@ -283,11 +334,11 @@ fn final_finding(last: &Final, batch: &Batch, resp: &[u8]) -> Option<Finding> {
     match last {
         Final::Md5Digest { state, digest } => {
             let got = md5::state_to_digest(&md5::state_from_bytes(batch.buffer(resp, *state)));
-            (got != *digest).then(|| format!("digest expected {}, got {}", hex::encode(digest), hex::encode(got)))
+            (got != *digest).then(|| Finding::new(Class::Value, format!("digest expected {}, got {}", hex::encode(digest), hex::encode(got))))
         }
         Final::Poly1305Tag { acc, r, tail, s, tag } => {
             let got = poly1305::finish(&Limbs26::from_bytes(batch.buffer(resp, *acc)), r, tail, s);
-            (got != *tag).then(|| format!("tag expected {}, got {}", hex::encode(tag), hex::encode(got)))
+            (got != *tag).then(|| Finding::new(Class::Value, format!("tag expected {}, got {}", hex::encode(tag), hex::encode(got))))
         }
     }
 }

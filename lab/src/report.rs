@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::backend::BackendKind;
-use crate::checks::{CasePlan, Finding};
+use crate::checks::{CasePlan, Class, Finding};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{VectorError, VectorSet};
 
@@ -67,7 +67,7 @@ impl Row {
     /// A row whose `cases` all failed with the same error.
     pub fn error(variant: &'static Variant, backend: BackendKind, set: &VectorSet, cases: usize, error: String) -> Row {
         let mut row = Row::new(variant, backend, set);
-        row.failed = (0..cases).map(|i| CaseFailure { name: format!("case {i}"), msg_len: 0, findings: vec![error.clone()] }).collect();
+        row.failed = (0..cases).map(|i| CaseFailure { name: format!("case {i}"), msg_len: 0, findings: vec![Finding::new(Class::NotRun, error.clone())] }).collect();
         row
     }
 

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
 use crate::batch::BatchBuilder;
-use crate::checks::{self, CasePlan, Entry};
+use crate::checks::{self, CasePlan, Class, Entry, Finding};
 use crate::image::Image;
 use crate::report::{CaseFailure, Report, Row, Status};
 use crate::toolchain::{self, BuildConfig};
@@ -156,7 +156,7 @@ fn flush(builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, backend: &mut dy
         }
         Err(e) => {
             for p in &taken {
-                row.failed.push(CaseFailure { name: p.name.clone(), msg_len: p.msg_len, findings: vec![format!("backend error: {e}")] });
+                row.failed.push(CaseFailure { name: p.name.clone(), msg_len: p.msg_len, findings: vec![Finding::new(Class::NotRun, format!("backend error: {e}"))] });
             }
         }
     }
