@@ -30,9 +30,19 @@ fn backends_agree_on_random_calls(#[values("riscv64", "riscv64+zbb", "aarch64", 
         let state = b.output(&rng.gen::<[u8; 16]>());
         let ofs: i32 = rng.gen_range(-1000..1000);
         let limit = ofs + rng.gen_range(0..blocks as i32 * 64);
-        let args = [Arg::Ptr(input, 0), Arg::Ptr(state, 0), Arg::Imm(abi.int32_arg(ofs, rng.gen())), Arg::Imm(abi.int32_arg(limit, rng.gen()))];
+        let args = [
+            Arg::Ptr(input, 0),
+            Arg::Ptr(state, 0),
+            Arg::Imm(abi.int32_arg(ofs, rng.gen())),
+            Arg::Imm(abi.int32_arg(limit, rng.gen())),
+        ];
         b.call(e.md5_compress_mb.unwrap(), args, rng.gen());
-        let acc = b.output(&kernel_lab::reference::poly1305::Limbs26(std::array::from_fn(|i| rng.gen_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 }))).to_bytes());
+        let acc = b.output(
+            &kernel_lab::reference::poly1305::Limbs26(std::array::from_fn(|i| {
+                rng.gen_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 })
+            }))
+            .to_bytes(),
+        );
         let r = kernel_lab::reference::poly1305::clamp_r(&rng.gen());
         let r = b.input(&r.to_bytes(), 0);
         let len = rng.gen_range(0..data.len() as u64);

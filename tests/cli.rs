@@ -28,7 +28,8 @@ fn broken_hex_in_a_vector_file_exits_2_naming_file_entry_and_field() {
             {"name":"typo","source":"hand","msg_hex":"61zz","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
     )
     .unwrap();
-    let (code, out) = lab(&["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
+    let (code, out) =
+        lab(&["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("mine.json: entry 1 (\"typo\"): field `msg_hex`: invalid hex"), "{out}");
     // The valid entry of the same file still ran.

@@ -60,7 +60,12 @@ fn a_changed_rotate_amount_fails_named_vectors_on_every_backend() {
         let report = run::run(&cfg);
         assert_eq!(kernel_lab::run::exit_code(&report), 1, "{}", report.to_human());
         for row in report.rows.iter().filter(|r| r.backend.supports(v).is_ok()) {
-            assert_eq!((row.passed, row.failed.len()), (0, 7), "{arch} on {}: every RFC 1321 vector must fail", row.backend);
+            assert_eq!(
+                (row.passed, row.failed.len()),
+                (0, 7),
+                "{arch} on {}: every RFC 1321 vector must fail",
+                row.backend
+            );
             let f = &row.failed[0];
             assert_eq!(f.name, "RFC1321 A.5 #1: MD5(\"\")");
             assert!(f.findings[0].text.contains("state expected"), "{}", f.findings[0]);

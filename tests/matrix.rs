@@ -20,7 +20,8 @@ fn bundled_vectors(
     let backend = BackendKind::from_name(backend_name).unwrap();
     let kernel = Kernel::from_name(kernel_name).unwrap();
     let cfg = config(v, backend, kernel);
-    let expected: usize = cfg.vector_files.iter().map(|f| cases_in(&vectors::load_file(f).0.expect("bundled file parses"))).sum();
+    let expected: usize =
+        cfg.vector_files.iter().map(|f| cases_in(&vectors::load_file(f).0.expect("bundled file parses"))).sum();
     assert!(expected > 0, "no bundled {kernel} vectors");
     let report = run::run(&cfg);
     assert!(report.setup_errors.is_empty() && report.vector_errors.is_empty(), "{}", report.to_human());
@@ -32,7 +33,11 @@ fn bundled_vectors(
         }
         Err(reason) => {
             assert_eq!((passed, failed, skipped), (0, 0, expected), "{}", report.to_human());
-            assert!(report.rows.iter().all(|r| r.skip_reason.as_deref() == Some(reason.as_str())), "{}", report.to_human());
+            assert!(
+                report.rows.iter().all(|r| r.skip_reason.as_deref() == Some(reason.as_str())),
+                "{}",
+                report.to_human()
+            );
         }
     }
 }

@@ -37,8 +37,8 @@ pub struct Abi {
 pub const RISCV64: Abi = Abi {
     arch: Arch::Riscv64,
     saved: &[
-        "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "gp", "tp",
-        "fs0", "fs1", "fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11",
+        "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "gp", "tp", "fs0", "fs1", "fs2",
+        "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11",
     ],
     source: "RISC-V ELF psABI, Register Convention (LP64D)",
     int32_args: Int32Args::SignExtended,
@@ -49,8 +49,8 @@ pub const RISCV64: Abi = Abi {
 pub const AARCH64: Abi = Abi {
     arch: Arch::Aarch64,
     saved: &[
-        "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "d8", "d9",
-        "d10", "d11", "d12", "d13", "d14", "d15",
+        "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "d8", "d9", "d10", "d11", "d12",
+        "d13", "d14", "d15",
     ],
     source: "AAPCS64 §6.1.1, §6.1.2",
     int32_args: Int32Args::UpperGarbage,

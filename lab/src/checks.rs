@@ -32,7 +32,11 @@ impl Entry {
     /// Looks the stub symbols up in `image`.
     pub fn of(image: &Image) -> Entry {
         let a = |s| image.symbol(s).map(|s| s.addr);
-        Entry { md5_compress: a(MD5_IMPL_COMPRESS), md5_compress_mb: a(MD5_IMPL_COMPRESS_MB), poly1305: a(POLY1305_PROCESS_BLOCKS) }
+        Entry {
+            md5_compress: a(MD5_IMPL_COMPRESS),
+            md5_compress_mb: a(MD5_IMPL_COMPRESS_MB),
+            poly1305: a(POLY1305_PROCESS_BLOCKS),
+        }
     }
 
     /// Why `kernel` cannot run from this image, if it cannot.
@@ -43,7 +47,13 @@ impl Entry {
                 .filter(|(_, a)| a.is_none())
                 .map(|(n, _)| n)
                 .collect(),
-            Kernel::Poly1305 => if self.poly1305.is_none() { vec![POLY1305_PROCESS_BLOCKS] } else { vec![] },
+            Kernel::Poly1305 => {
+                if self.poly1305.is_none() {
+                    vec![POLY1305_PROCESS_BLOCKS]
+                } else {
+                    vec![]
+                }
+            }
         };
         (!lacking.is_empty()).then(|| format!("the image defines no {}", lacking.join(", ")))
     }
@@ -157,7 +167,14 @@ fn buf_ptr(b: BufId) -> Arg {
 /// Plans an MD5 vector as DigestBase would drive it: `implCompressMB` over the bulk, then
 /// `implCompress` per padding block, each call from a copy of the previous state. The message
 /// sits `misalign` bytes past a 64-byte boundary.
-fn plan_md5(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, msg: &[u8], digest: [u8; 16], misalign: usize) -> (Vec<CallCheck>, Final) {
+fn plan_md5(
+    b: &mut BatchBuilder,
+    e: &Entry,
+    rng: &mut impl Rng,
+    msg: &[u8],
+    digest: [u8; 16],
+    misalign: usize,
+) -> (Vec<CallCheck>, Final) {
     let abi = b.abi();
     let (steps, pad) = md5::digest_plan(msg);
     let input = b.input(msg, misalign);
@@ -170,7 +187,12 @@ fn plan_md5(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, msg: &[u8], dig
         let (func, args, label, ret) = match step {
             Step::Mb { start, ofs, limit, ret } => {
                 md5::compress_mb(&mut state, &msg[start..], ofs, limit);
-                let args = [Arg::Ptr(input, start), buf_ptr(out), Arg::Imm(abi.int32_arg(ofs, rng.gen())), Arg::Imm(abi.int32_arg(limit, rng.gen()))];
+                let args = [
+                    Arg::Ptr(input, start),
+                    buf_ptr(out),
+                    Arg::Imm(abi.int32_arg(ofs, rng.gen())),
+                    Arg::Imm(abi.int32_arg(limit, rng.gen())),
+                ];
                 (e.md5_compress_mb, args, format!("{MD5_IMPL_COMPRESS_MB}(ofs={ofs}, limit={limit})"), Some(ret))
             }
             Step::Single { pad_offset } => {
@@ -191,7 +213,16 @@ fn plan_md5(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, msg: &[u8], dig
 /// Plans a Poly1305 tag vector: the whole blocks through `processBlocks` split at `cuts`
 /// (16-byte boundaries; none = one call), accumulator chained by copies, tail and `+ s` on the host.
 #[allow(clippy::too_many_arguments)]
-fn plan_poly1305(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, key: &[u8; 32], msg: &[u8], tag: [u8; 16], misalign: usize, cuts: &[usize]) -> (Vec<CallCheck>, Final) {
+fn plan_poly1305(
+    b: &mut BatchBuilder,
+    e: &Entry,
+    rng: &mut impl Rng,
+    key: &[u8; 32],
+    msg: &[u8],
+    tag: [u8; 16],
+    misalign: usize,
+    cuts: &[usize],
+) -> (Vec<CallCheck>, Final) {
     let r = poly1305::clamp_r(key[..16].try_into().expect("16 bytes"));
     let whole = msg.len() / 16 * 16;
     let input = b.input(msg, misalign);
@@ -213,7 +244,11 @@ fn plan_poly1305(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, key: &[u8;
             acc = poly1305::process_blocks(&acc, &r, &msg[at..end]);
             Expect::Acc(out, acc)
         };
-        calls.push(CallCheck { call, label: format!("{POLY1305_PROCESS_BLOCKS}(input+{at}, length={len})"), expects: vec![expect] });
+        calls.push(CallCheck {
+            call,
+            label: format!("{POLY1305_PROCESS_BLOCKS}(input+{at}, length={len})"),
+            expects: vec![expect],
+        });
         prev = out;
         at = end;
     }
@@ -223,7 +258,14 @@ fn plan_poly1305(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, key: &[u8;
 
 /// Plans `vector` into `b`. `split` asks Poly1305 vectors to use several calls at random
 /// 16-byte boundaries (MD5 cases always use both stubs as DigestBase does).
-pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &str, v: &Vector, split: bool) -> CasePlan {
+pub fn plan_vector(
+    b: &mut BatchBuilder,
+    e: &Entry,
+    rng: &mut impl Rng,
+    set: &str,
+    v: &Vector,
+    split: bool,
+) -> CasePlan {
     let misalign = v.index % 16;
     let (calls, last, suffix) = match &v.body {
         Body::Md5 { msg, digest } => {
@@ -233,7 +275,8 @@ pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &st
         Body::Poly1305 { key, msg, tag } => {
             let blocks = msg.len() / 16;
             let cuts: Vec<usize> = if split && blocks >= 2 {
-                let mut c: Vec<usize> = (0..rng.gen_range(1..=blocks.min(4))).map(|_| rng.gen_range(1..blocks) * 16).collect();
+                let mut c: Vec<usize> =
+                    (0..rng.gen_range(1..=blocks.min(4))).map(|_| rng.gen_range(1..blocks) * 16).collect();
                 c.sort_unstable();
                 c.dedup();
                 c
@@ -258,7 +301,10 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
             continue;
         }
         if !rec.completed {
-            let why = run.batch_fault().map(|f| describe_fault("batch", f, image).text).unwrap_or_else(|| "the batch stopped before it".into());
+            let why = run
+                .batch_fault()
+                .map(|f| describe_fault("batch", f, image).text)
+                .unwrap_or_else(|| "the batch stopped before it".into());
             findings.push(Finding::new(Class::NotRun, format!("{} did not run: {why}", c.label)));
             continue;
         }
@@ -288,13 +334,29 @@ fn abi_findings(label: &str, rec: &crate::batch::CallRecord, abi: &Abi) -> Vec<F
         .iter()
         .enumerate()
         .filter(|&(i, _)| rec.saved[i] != Abi::poison(rec.seed, i))
-        .map(|(i, name)| Finding::new(Class::Abi, format!("{label}: {name} was not restored: before {:#018x}, after {:#018x} ({})", Abi::poison(rec.seed, i), rec.saved[i], abi.source)))
+        .map(|(i, name)| {
+            Finding::new(
+                Class::Abi,
+                format!(
+                    "{label}: {name} was not restored: before {:#018x}, after {:#018x} ({})",
+                    Abi::poison(rec.seed, i),
+                    rec.saved[i],
+                    abi.source
+                ),
+            )
+        })
         .collect();
     if rec.sp_after != rec.sp_before {
-        out.push(Finding::new(Class::Abi, format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after)));
+        out.push(Finding::new(
+            Class::Abi,
+            format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after),
+        ));
     }
     if abi.arch == Arch::X86_64 && rec.flags & X86_RFLAGS_DF != 0 {
-        out.push(Finding::new(Class::Abi, format!("{label}: the direction flag (DF) is set on return ({})", abi.source)));
+        out.push(Finding::new(
+            Class::Abi,
+            format!("{label}: the direction flag (DF) is set on return ({})", abi.source),
+        ));
     }
     out
 }
@@ -303,7 +365,9 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
     match e {
         Expect::Md5State(buf, want) => {
             let got = md5::state_from_bytes(batch.buffer(resp, *buf));
-            (got != *want).then(|| Finding::new(Class::Value, format!("{label}: state expected {}, got {}", words(want), words(&got))))
+            (got != *want).then(|| {
+                Finding::new(Class::Value, format!("{label}: state expected {}, got {}", words(want), words(&got)))
+            })
         }
         Expect::RetI32(want) => {
             let got = ret as u32 as i32;
@@ -314,7 +378,14 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
             if let Some((i, l)) = got.first_out_of_bounds() {
                 Some(Finding::new(Class::Bounds, format!("{label}: acc limb {i} = {l:#x} is out of bounds (limbs 0-3 < 2^26, limb 4 < 2^27); acc = {got}")))
             } else if got.reduced() != want.reduced() {
-                Some(Finding::new(Class::Value, format!("{label}: acc mod 2^130-5 expected {:#x}, got {:#x} (limbs {got})", want.reduced(), got.reduced())))
+                Some(Finding::new(
+                    Class::Value,
+                    format!(
+                        "{label}: acc mod 2^130-5 expected {:#x}, got {:#x} (limbs {got})",
+                        want.reduced(),
+                        got.reduced()
+                    ),
+                ))
             } else {
                 None
             }
@@ -325,7 +396,12 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
                 Before::Buffer(b) => Limbs26::from_bytes(batch.buffer(resp, *b)),
             };
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));
-            (got != before).then(|| Finding::new(Class::Value, format!("{label}: acc must be untouched for length < 16: was {before}, now {got}")))
+            (got != before).then(|| {
+                Finding::new(
+                    Class::Value,
+                    format!("{label}: acc must be untouched for length < 16: was {before}, now {got}"),
+                )
+            })
         }
     }
 }
@@ -334,11 +410,15 @@ fn final_finding(last: &Final, batch: &Batch, resp: &[u8]) -> Option<Finding> {
     match last {
         Final::Md5Digest { state, digest } => {
             let got = md5::state_to_digest(&md5::state_from_bytes(batch.buffer(resp, *state)));
-            (got != *digest).then(|| Finding::new(Class::Value, format!("digest expected {}, got {}", hex::encode(digest), hex::encode(got))))
+            (got != *digest).then(|| {
+                Finding::new(Class::Value, format!("digest expected {}, got {}", hex::encode(digest), hex::encode(got)))
+            })
         }
         Final::Poly1305Tag { acc, r, tail, s, tag } => {
             let got = poly1305::finish(&Limbs26::from_bytes(batch.buffer(resp, *acc)), r, tail, s);
-            (got != *tag).then(|| Finding::new(Class::Value, format!("tag expected {}, got {}", hex::encode(tag), hex::encode(got))))
+            (got != *tag).then(|| {
+                Finding::new(Class::Value, format!("tag expected {}, got {}", hex::encode(tag), hex::encode(got)))
+            })
         }
     }
 }

@@ -22,7 +22,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build the kernels and check them against every vector on every backend.
-    #[command(after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json")]
+    #[command(
+        after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json"
+    )]
     Run(RunArgs),
     /// List variants and backends, and which backend can run which variant.
     #[command(after_help = "Example:\n  lab list")]
@@ -75,14 +77,26 @@ impl RunArgs {
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
         }
-        let kernels: Vec<Kernel> = if self.kernel.is_empty() { Kernel::ALL.to_vec() } else { self.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect() };
-        let backends = if self.backend.is_empty() { BackendKind::ALL.to_vec() } else { self.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect() };
-        let mut vector_files = if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
+        let kernels: Vec<Kernel> = if self.kernel.is_empty() {
+            Kernel::ALL.to_vec()
+        } else {
+            self.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
+        };
+        let backends = if self.backend.is_empty() {
+            BackendKind::ALL.to_vec()
+        } else {
+            self.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
+        };
+        let mut vector_files =
+            if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
         vector_files.extend(self.vectors.iter().cloned());
         if vector_files.is_empty() {
             return Err("no vector files to run (drop --no-bundled or add --vectors FILE)".into());
         }
-        let build = BuildConfig { kernels_dir: self.kernels_dir.clone().unwrap_or_else(paths::kernels_dir), cache_dir: paths::cache_dir() };
+        let build = BuildConfig {
+            kernels_dir: self.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
+            cache_dir: paths::cache_dir(),
+        };
         Ok(RunConfig {
             variants,
             backends,

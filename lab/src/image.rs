@@ -122,7 +122,9 @@ impl Image {
         }
         let symbols = elf
             .symbols()
-            .filter(|s| matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown | SymbolKind::Label))
+            .filter(|s| {
+                matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown | SymbolKind::Label)
+            })
             .filter_map(|s| Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size() })))
             .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
             .collect();
@@ -160,11 +162,8 @@ impl Image {
 
     /// The nearest symbol at or below `addr` and the offset into it: `md5_implCompress+0x1c`.
     pub fn symbolize(&self, addr: u64) -> String {
-        let best = self
-            .symbols
-            .iter()
-            .filter(|(_, s)| s.addr <= addr && self.is_code(s.addr))
-            .max_by_key(|(_, s)| s.addr);
+        let best =
+            self.symbols.iter().filter(|(_, s)| s.addr <= addr && self.is_code(s.addr)).max_by_key(|(_, s)| s.addr);
         match best {
             Some((name, s)) if addr == s.addr => name.clone(),
             Some((name, s)) => format!("{name}+{:#x}", addr - s.addr),

@@ -60,14 +60,26 @@ impl Row {
     }
 
     /// A row whose `cases` were all skipped for `reason`.
-    pub fn skipped(variant: &'static Variant, backend: BackendKind, set: &VectorSet, cases: usize, reason: String) -> Row {
+    pub fn skipped(
+        variant: &'static Variant,
+        backend: BackendKind,
+        set: &VectorSet,
+        cases: usize,
+        reason: String,
+    ) -> Row {
         Row { skipped: cases, skip_reason: Some(reason), ..Row::new(variant, backend, set) }
     }
 
     /// A row whose `cases` all failed with the same error.
     pub fn error(variant: &'static Variant, backend: BackendKind, set: &VectorSet, cases: usize, error: String) -> Row {
         let mut row = Row::new(variant, backend, set);
-        row.failed = (0..cases).map(|i| CaseFailure { name: format!("case {i}"), msg_len: 0, findings: vec![Finding::new(Class::NotRun, error.clone())] }).collect();
+        row.failed = (0..cases)
+            .map(|i| CaseFailure {
+                name: format!("case {i}"),
+                msg_len: 0,
+                findings: vec![Finding::new(Class::NotRun, error.clone())],
+            })
+            .collect();
         row
     }
 
@@ -132,12 +144,23 @@ impl Report {
     /// The human report: a table, then failures with findings, then skips with reasons.
     pub fn to_human(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "{:<12} {:<8} {:<9} {:<19} {:>6} {:>6} {:>7} {:>8}", "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time");
+        let _ = writeln!(
+            s,
+            "{:<12} {:<8} {:<9} {:<19} {:>6} {:>6} {:>7} {:>8}",
+            "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time"
+        );
         for r in &self.rows {
             let _ = writeln!(
                 s,
                 "{:<12} {:<8} {:<9} {:<19} {:>6} {:>6} {:>7} {:>7.2}s",
-                r.variant, r.backend.name(), r.kernel.name(), r.set, r.passed, r.failed.len(), r.skipped, r.elapsed.as_secs_f64()
+                r.variant,
+                r.backend.name(),
+                r.kernel.name(),
+                r.set,
+                r.passed,
+                r.failed.len(),
+                r.skipped,
+                r.elapsed.as_secs_f64()
             );
         }
         self.write_failures(&mut s);
@@ -149,7 +172,12 @@ impl Report {
             let _ = writeln!(s, "\nset-up error: {e}");
         }
         let (p, f, k) = self.totals();
-        let _ = writeln!(s, "\n{p} passed, {f} failed, {k} skipped (seed {}, {:.2} s)", self.seed, self.elapsed.as_secs_f64());
+        let _ = writeln!(
+            s,
+            "\n{p} passed, {f} failed, {k} skipped (seed {}, {:.2} s)",
+            self.seed,
+            self.elapsed.as_secs_f64()
+        );
         s
     }
 

@@ -108,7 +108,13 @@ fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], r
 
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
 /// the set's kernel (see [`Entry::missing`]); `seed` fixes poison values, garbage and splits.
-pub fn run_set(backend: &mut dyn backend::Backend, variant: &'static Variant, image: &Image, set: &VectorSet, seed: u64) -> Row {
+pub fn run_set(
+    backend: &mut dyn backend::Backend,
+    variant: &'static Variant,
+    image: &Image,
+    set: &VectorSet,
+    seed: u64,
+) -> Row {
     let started = Instant::now();
     let kind = backend.kind();
     let entry = &Entry::of(image);
@@ -130,7 +136,14 @@ pub fn run_set(backend: &mut dyn backend::Backend, variant: &'static Variant, im
                 flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
             }
             let seed = rng.gen();
-            plans.push(checks::plan_vector(&mut builder, entry, &mut ChaCha8Rng::seed_from_u64(seed), &set.set, v, split));
+            plans.push(checks::plan_vector(
+                &mut builder,
+                entry,
+                &mut ChaCha8Rng::seed_from_u64(seed),
+                &set.set,
+                v,
+                split,
+            ));
         }
     }
     flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
@@ -138,15 +151,24 @@ pub fn run_set(backend: &mut dyn backend::Backend, variant: &'static Variant, im
     row
 }
 
-fn flush(builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, backend: &mut dyn backend::Backend, image: &Image, abi: &'static Abi, arena: crate::image::Arena, row: &mut Row) {
+fn flush(
+    builder: &mut BatchBuilder,
+    plans: &mut Vec<CasePlan>,
+    backend: &mut dyn backend::Backend,
+    image: &Image,
+    abi: &'static Abi,
+    arena: crate::image::Arena,
+    row: &mut Row,
+) {
     if plans.is_empty() {
         return;
     }
     let b = std::mem::replace(builder, BatchBuilder::new(abi));
     let taken: Vec<CasePlan> = std::mem::take(plans);
-    let outcome = b.layout(arena).map_err(|e| e.to_string()).and_then(|batch| {
-        backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string())
-    });
+    let outcome = b
+        .layout(arena)
+        .map_err(|e| e.to_string())
+        .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     match outcome {
         Ok((batch, run)) => {
             for p in &taken {
@@ -156,7 +178,11 @@ fn flush(builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, backend: &mut dy
         }
         Err(e) => {
             for p in &taken {
-                row.failed.push(CaseFailure { name: p.name.clone(), msg_len: p.msg_len, findings: vec![Finding::new(Class::NotRun, format!("backend error: {e}"))] });
+                row.failed.push(CaseFailure {
+                    name: p.name.clone(),
+                    msg_len: p.msg_len,
+                    findings: vec![Finding::new(Class::NotRun, format!("backend error: {e}"))],
+                });
             }
         }
     }

@@ -111,9 +111,7 @@ fn build_key(variant: &Variant, files: &[PathBuf]) -> Result<String, ToolchainEr
 /// Runs a build command, turning a failure into [`ToolchainError::Failed`].
 fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
     let command = format!("{cmd:?}").replace('"', "");
-    let out = cmd
-        .output()
-        .map_err(|source| ToolchainError::Io { path: PathBuf::from(cmd.get_program()), source })?;
+    let out = cmd.output().map_err(|source| ToolchainError::Io { path: PathBuf::from(cmd.get_program()), source })?;
     if out.status.success() {
         return Ok(());
     }
@@ -164,10 +162,7 @@ pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, Tool
         objects.push(obj);
     }
     let tmp_elf = tmp_dir.join("lab.elf");
-    run(
-        variant,
-        Command::new(&lld).args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf).args(&objects),
-    )?;
+    run(variant, Command::new(&lld).args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf).args(&objects))?;
     // Rename the whole folder into place so a half-built image is never taken from the cache;
     // if another build won the race, its identical image is used.
     let tmp_dir = tmp.keep();

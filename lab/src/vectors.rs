@@ -154,7 +154,10 @@ fn parse_entry(kernel: Kernel, index: usize, entry: &Value) -> Result<Vector, En
     let name = obj.get("name").and_then(Value::as_str).map(str::to_owned);
     let fail = |field: &str, problem: String| (name.clone(), Some(field.to_owned()), problem);
     let text = |field: &str| -> Result<String, EntryError> {
-        obj.get(field).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| fail(field, "missing or not a string".into()))
+        obj.get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| fail(field, "missing or not a string".into()))
     };
     let name_s = text("name")?;
     let source = text("source")?;
@@ -198,7 +201,9 @@ pub fn bundled_files(dir: &Path, kernels: &[Kernel]) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for k in kernels {
         if let Ok(rd) = std::fs::read_dir(dir.join(k.name())) {
-            files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")));
+            files.extend(
+                rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")),
+            );
         }
     }
     files.sort();
@@ -218,30 +223,48 @@ mod tests {
 
     #[test]
     fn valid_md5_entry_parses() {
-        let (_d, p) = write(r#"{"kernel":"md5","set":"s","vectors":[{"name":"abc","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#);
+        let (_d, p) = write(
+            r#"{"kernel":"md5","set":"s","vectors":[{"name":"abc","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
+        );
         let (set, errs) = load_file(&p);
         assert!(errs.is_empty(), "{errs:?}");
         let set = set.unwrap();
         assert_eq!(set.vectors.len(), 1);
-        assert_eq!(set.vectors[0].body, Body::Md5 { msg: b"abc".to_vec(), digest: hex::decode("900150983cd24fb0d6963f7d28e17f72").unwrap().try_into().unwrap() });
+        assert_eq!(
+            set.vectors[0].body,
+            Body::Md5 {
+                msg: b"abc".to_vec(),
+                digest: hex::decode("900150983cd24fb0d6963f7d28e17f72").unwrap().try_into().unwrap()
+            }
+        );
     }
 
     #[test]
     fn broken_hex_names_file_entry_and_field_and_keeps_the_rest() {
-        let (_d, p) = write(r#"{"kernel":"md5","vectors":[
+        let (_d, p) = write(
+            r#"{"kernel":"md5","vectors":[
             {"name":"good","source":"x","msg_hex":"","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"},
-            {"name":"bad","source":"x","msg_hex":"6g","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}]}"#);
+            {"name":"bad","source":"x","msg_hex":"6g","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}]}"#,
+        );
         let (set, errs) = load_file(&p);
         assert_eq!(set.unwrap().vectors.len(), 1);
         assert_eq!(errs.len(), 1);
         let msg = errs[0].to_string();
-        assert!(msg.contains("v.json") && msg.contains("entry 1 (\"bad\")") && msg.contains("field `msg_hex`") && msg.contains("invalid hex"), "{msg}");
+        assert!(
+            msg.contains("v.json")
+                && msg.contains("entry 1 (\"bad\")")
+                && msg.contains("field `msg_hex`")
+                && msg.contains("invalid hex"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn wrong_length_unknown_field_and_bad_json_are_errors() {
-        let (_d, p) = write(r#"{"kernel":"poly1305","vectors":[{"name":"k","source":"x","key_hex":"00","msg_hex":"","tag_hex":"00000000000000000000000000000000"},
-            {"name":"t","source":"x","key_hex":"0000000000000000000000000000000000000000000000000000000000000000","msg_hex":"","tag_hex":"00000000000000000000000000000000","tga":1}]}"#);
+        let (_d, p) = write(
+            r#"{"kernel":"poly1305","vectors":[{"name":"k","source":"x","key_hex":"00","msg_hex":"","tag_hex":"00000000000000000000000000000000"},
+            {"name":"t","source":"x","key_hex":"0000000000000000000000000000000000000000000000000000000000000000","msg_hex":"","tag_hex":"00000000000000000000000000000000","tga":1}]}"#,
+        );
         let (_, errs) = load_file(&p);
         assert_eq!(errs.len(), 2);
         assert!(errs[0].to_string().contains("field `key_hex`: must be 32 bytes, found 1"), "{}", errs[0]);

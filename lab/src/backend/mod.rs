@@ -49,11 +49,11 @@ impl BackendKind {
     /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip.
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         match self {
-            BackendKind::Unicorn if variant.zbb => Err(
-                "Unicorn 2.1.5 (QEMU 5.0.1 core) decodes no Zbb instructions and cannot enable \
+            BackendKind::Unicorn if variant.zbb => {
+                Err("Unicorn 2.1.5 (QEMU 5.0.1 core) decodes no Zbb instructions and cannot enable \
                  RISC-V extensions"
-                    .into(),
-            ),
+                    .into())
+            }
             BackendKind::Native if Arch::host() != Some(variant.arch) => Err(format!(
                 "native runs only the host's architecture ({}), not {}",
                 std::env::consts::ARCH,

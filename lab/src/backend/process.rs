@@ -122,7 +122,11 @@ impl ProcessBackend {
         let status = g.child.wait().map(|s| s.to_string()).unwrap_or_default();
         let stderr = g.stderr.recv_timeout(std::time::Duration::from_secs(1)).unwrap_or_default();
         let stderr = stderr.trim();
-        if stderr.is_empty() { status } else { format!("{status}; stderr: {stderr}") }
+        if stderr.is_empty() {
+            status
+        } else {
+            format!("{status}; stderr: {stderr}")
+        }
     }
 }
 

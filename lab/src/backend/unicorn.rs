@@ -10,8 +10,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use unicorn_engine::{
-    Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86, Unicorn,
-    uc_error,
+    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86, Unicorn,
 };
 
 use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
@@ -223,4 +222,3 @@ impl Backend for UnicornBackend {
         Ok(RawRun { resp, fault })
     }
 }
-

@@ -60,7 +60,11 @@ impl Limbs26 {
 
     /// The first limb out of bounds, as `(index, value)`.
     pub fn first_out_of_bounds(&self) -> Option<(usize, u64)> {
-        self.0.iter().enumerate().find(|&(i, &l)| l >= if i == 4 { TOP_LIMB_BOUND } else { LIMB_BOUND }).map(|(i, &l)| (i, l))
+        self.0
+            .iter()
+            .enumerate()
+            .find(|&(i, &l)| l >= if i == 4 { TOP_LIMB_BOUND } else { LIMB_BOUND })
+            .map(|(i, &l)| (i, l))
     }
 
     /// The 40 little-endian bytes the kernel sees (`int64_t[5]`).
@@ -158,7 +162,10 @@ mod tests {
 
     #[test]
     fn rfc8439_2_5_2() {
-        let key: [u8; 32] = hex::decode("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b").unwrap().try_into().unwrap();
+        let key: [u8; 32] = hex::decode("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b")
+            .unwrap()
+            .try_into()
+            .unwrap();
         let tag = tag(&key, b"Cryptographic Forum Research Group");
         assert_eq!(hex::encode(tag), "a8061dc1305136c6c22b8baf0c0127a9");
     }
