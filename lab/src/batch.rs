@@ -54,7 +54,7 @@ pub enum Arg {
 struct BufSpec {
     data: Vec<u8>,
     writable: bool,
-    /// Bytes past a 64-byte boundary where the buffer starts (tests unaligned inputs).
+    /// Bytes past a 64-byte boundary where the buffer starts (0..4096; tests unaligned inputs).
     misalign: usize,
 }
 
@@ -107,9 +107,9 @@ impl BatchBuilder {
         self.calls.is_empty()
     }
 
-    /// Adds a read-only input starting `misalign` bytes (0..64) past a 64-byte boundary.
+    /// Adds a read-only input starting `misalign` bytes (0..4096) past a 64-byte boundary.
     pub fn input(&mut self, bytes: &[u8], misalign: usize) -> BufId {
-        self.push(BufSpec { data: bytes.to_vec(), writable: false, misalign: misalign % 64 })
+        self.push(BufSpec { data: bytes.to_vec(), writable: false, misalign: misalign % 4096 })
     }
 
     /// Adds a writable in-out buffer (state, accumulator), 64-byte aligned.
@@ -144,7 +144,7 @@ impl BatchBuilder {
     /// Bytes the laid-out payload will take.
     pub fn payload_size(&self) -> u64 {
         let table = (HEADER_WORDS * 8) as u64 + self.entry_bytes() * self.calls.len() as u64;
-        let bufs: u64 = self.bufs.iter().map(|b| 64 + b.data.len() as u64 + 64).sum();
+        let bufs: u64 = self.bufs.iter().map(|b| 64 + (b.misalign + b.data.len()) as u64 + 64).sum();
         table + bufs
     }
 

@@ -15,7 +15,7 @@ use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::{self, Limbs26};
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
-use crate::vectors::{Body, Vector};
+use crate::vectors::{self, Body, Md5Call, Md5Stub, Vector};
 
 /// Kernel entry points found in an image.
 #[derive(Debug, Clone, Copy)]
@@ -69,15 +69,9 @@ enum Expect {
     RetI32(i32),
     /// The accumulator is congruent to this value mod 2^130-5 and within the limb bounds.
     Acc(BufId, Limbs26),
-    /// The accumulator is bit-for-bit what it was before the call (length < 16).
-    AccUntouched { acc: BufId, before: Before },
-}
-
-/// Where the "before" value of an untouched accumulator is.
-#[derive(Debug, Clone, Copy)]
-enum Before {
-    Known(Limbs26),
-    Buffer(BufId),
+    /// The accumulator is bit-for-bit what it was before the call (no whole block): `acc` must
+    /// equal the buffer `before` the call was copied from.
+    AccUntouched { acc: BufId, before: BufId },
 }
 
 #[derive(Debug, Clone)]
@@ -104,7 +98,7 @@ pub struct CasePlan {
     /// Message length in bytes, for reports.
     pub msg_len: usize,
     calls: Vec<CallCheck>,
-    last: Final,
+    last: Option<Final>,
 }
 
 /// What kind of problem a finding reports (JUnit failure types and report grouping use it).
@@ -164,131 +158,163 @@ fn buf_ptr(b: BufId) -> Arg {
     Arg::Ptr(b, 0)
 }
 
-/// Plans an MD5 vector as DigestBase would drive it: `implCompressMB` over the bulk, then
-/// `implCompress` per padding block, each call from a copy of the previous state. The message
-/// sits `misalign` bytes past a 64-byte boundary.
-fn plan_md5(
-    b: &mut BatchBuilder,
-    e: &Entry,
-    rng: &mut impl Rng,
-    msg: &[u8],
-    digest: [u8; 16],
-    misalign: usize,
-) -> (Vec<CallCheck>, Final) {
-    let abi = b.abi();
-    let (steps, pad) = md5::digest_plan(msg);
-    let input = b.input(msg, misalign);
-    let pad_buf = b.input(&pad, (misalign + 7) % 64);
-    let mut state = md5::IV;
-    let mut prev = b.output(&md5::state_to_bytes(&state));
-    let mut calls = Vec::new();
-    for step in steps {
-        let out = b.output(&[0u8; 16]);
-        let (func, args, label, ret) = match step {
-            Step::Mb { start, ofs, limit, ret } => {
-                md5::compress_mb(&mut state, &msg[start..], ofs, limit);
-                let args = [
-                    Arg::Ptr(input, start),
-                    buf_ptr(out),
-                    Arg::Imm(abi.int32_arg(ofs, rng.gen())),
-                    Arg::Imm(abi.int32_arg(limit, rng.gen())),
-                ];
-                (e.md5_compress_mb, args, format!("{MD5_IMPL_COMPRESS_MB}(ofs={ofs}, limit={limit})"), Some(ret))
-            }
-            Step::Single { pad_offset } => {
-                md5::compress(&mut state, &pad[pad_offset..pad_offset + 64]);
-                let args = [Arg::Ptr(pad_buf, pad_offset), buf_ptr(out), Arg::Imm(rng.gen()), Arg::Imm(rng.gen())];
-                (e.md5_compress, args, format!("{MD5_IMPL_COMPRESS}(padding block {})", pad_offset / 64), None)
-            }
-        };
-        let call = b.call_after_copy(func.expect("md5 symbols checked"), args, rng.gen(), prev, out);
-        let mut expects = vec![Expect::Md5State(out, state)];
-        expects.extend(ret.map(Expect::RetI32));
-        calls.push(CallCheck { call, label, expects });
-        prev = out;
-    }
-    (calls, Final::Md5Digest { state: prev, digest })
+/// A planner's view of one case being laid into a batch.
+struct Planner<'a, R> {
+    b: &'a mut BatchBuilder,
+    e: &'a Entry,
+    rng: &'a mut R,
+    calls: Vec<CallCheck>,
 }
 
-/// Plans a Poly1305 tag vector: the whole blocks through `processBlocks` split at `cuts`
-/// (16-byte boundaries; none = one call), accumulator chained by copies, tail and `+ s` on the host.
-#[allow(clippy::too_many_arguments)]
-fn plan_poly1305(
-    b: &mut BatchBuilder,
-    e: &Entry,
-    rng: &mut impl Rng,
-    key: &[u8; 32],
-    msg: &[u8],
-    tag: [u8; 16],
-    misalign: usize,
-    cuts: &[usize],
-) -> (Vec<CallCheck>, Final) {
-    let r = poly1305::clamp_r(key[..16].try_into().expect("16 bytes"));
-    let whole = msg.len() / 16 * 16;
-    let input = b.input(msg, misalign);
-    let r_buf = b.input(&r.to_bytes(), 0);
-    let mut acc = Limbs26::default();
-    let mut prev = b.output(&acc.to_bytes());
-    let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < whole).collect();
-    bounds.push(whole);
-    let mut calls = Vec::new();
-    let mut at = 0;
-    for end in bounds {
-        let out = b.output(&[0u8; 40]);
-        let len = end - at;
-        let args = [Arg::Ptr(input, at), Arg::Imm(len as u64), buf_ptr(out), buf_ptr(r_buf)];
-        let call = b.call_after_copy(e.poly1305.expect("poly1305 symbol checked"), args, rng.gen(), prev, out);
-        let expect = if len < 16 {
-            Expect::AccUntouched { acc: out, before: Before::Buffer(prev) }
-        } else {
-            acc = poly1305::process_blocks(&acc, &r, &msg[at..end]);
-            Expect::Acc(out, acc)
-        };
-        calls.push(CallCheck {
-            call,
-            label: format!("{POLY1305_PROCESS_BLOCKS}(input+{at}, length={len})"),
-            expects: vec![expect],
-        });
-        prev = out;
-        at = end;
+impl<R: Rng> Planner<'_, R> {
+    /// An `int` argument as the ABI passes it (garbage or sign-extended upper half).
+    fn int(&mut self, v: i32) -> Arg {
+        Arg::Imm(self.b.abi().int32_arg(v, self.rng.gen()))
     }
-    let s = key[16..].try_into().expect("16 bytes");
-    (calls, Final::Poly1305Tag { acc: prev, r, tail: msg[whole..].to_vec(), s, tag })
-}
 
-/// Plans `vector` into `b`. `split` asks Poly1305 vectors to use several calls at random
-/// 16-byte boundaries (MD5 cases always use both stubs as DigestBase does).
-pub fn plan_vector(
-    b: &mut BatchBuilder,
-    e: &Entry,
-    rng: &mut impl Rng,
-    set: &str,
-    v: &Vector,
-    split: bool,
-) -> CasePlan {
-    let misalign = v.index % 16;
-    let (calls, last, suffix) = match &v.body {
-        Body::Md5 { msg, digest } => {
-            let (c, l) = plan_md5(b, e, rng, msg, *digest, misalign);
-            (c, l, String::new())
-        }
-        Body::Poly1305 { key, msg, tag } => {
-            let blocks = msg.len() / 16;
-            let cuts: Vec<usize> = if split && blocks >= 2 {
-                let mut c: Vec<usize> =
-                    (0..rng.gen_range(1..=blocks.min(4))).map(|_| rng.gen_range(1..blocks) * 16).collect();
-                c.sort_unstable();
-                c.dedup();
-                c
-            } else {
-                Vec::new()
+    /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
+    fn call(&mut self, func: u64, args: [Arg; 4], prev: BufId, out: BufId, label: String, expects: Vec<Expect>) {
+        let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
+        self.calls.push(CallCheck { call, label, expects });
+    }
+
+    /// One MD5 stub call on `state`, input at `buf`; returns the buffer holding the new state.
+    fn md5_step(&mut self, stub: Md5Stub, buf: Arg, prev: BufId, state: &mut State, input: &[u8], ofs: i32, limit: i32) -> BufId {
+        let out = self.b.output(&[0u8; 16]);
+        let (func, args, label, expects) = match stub {
+            Md5Stub::CompressMb => {
+                let ret = md5::compress_mb(state, input, ofs, limit);
+                let args = [buf, buf_ptr(out), self.int(ofs), self.int(limit)];
+                let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={ofs}, limit={limit})");
+                (self.e.md5_compress_mb, args, label, vec![Expect::Md5State(out, *state), Expect::RetI32(ret)])
+            }
+            Md5Stub::Compress => {
+                md5::compress(state, &input[..64]);
+                let args = [buf, buf_ptr(out), Arg::Imm(self.rng.gen()), Arg::Imm(self.rng.gen())];
+                (self.e.md5_compress, args, MD5_IMPL_COMPRESS.to_string(), vec![Expect::Md5State(out, *state)])
+            }
+        };
+        self.call(func.expect("md5 symbols checked"), args, prev, out, label, expects);
+        out
+    }
+
+    /// A DigestBase-driven digest of `msg` fed in `updates`, message at `misalign`.
+    fn md5_digest(&mut self, msg: &[u8], updates: &[usize], digest: [u8; 16], misalign: usize) -> Final {
+        let (steps, host) = md5::digest_plan_updates(msg, updates);
+        let input = self.b.input(msg, misalign);
+        let host_buf = self.b.input(&host, (misalign + 7) % 64);
+        let mut state = md5::IV;
+        let mut prev = self.b.output(&md5::state_to_bytes(&state));
+        for step in steps {
+            prev = match step {
+                Step::Mb { start, ofs, limit, .. } => {
+                    self.md5_step(Md5Stub::CompressMb, Arg::Ptr(input, start), prev, &mut state, &msg[start..], ofs, limit)
+                }
+                Step::Single { host_offset } => {
+                    let block = &host[host_offset..host_offset + 64];
+                    self.md5_step(Md5Stub::Compress, Arg::Ptr(host_buf, host_offset), prev, &mut state, block, 0, 0)
+                }
             };
-            let suffix = if cuts.is_empty() { String::new() } else { format!(" [split at {cuts:?}]") };
-            let (c, l) = plan_poly1305(b, e, rng, key, msg, *tag, misalign, &cuts);
-            (c, l, suffix)
         }
-    };
-    CasePlan { set: set.into(), name: format!("{}{suffix}", v.name), msg_len: v.msg_len(), calls, last }
+        Final::Md5Digest { state: prev, digest }
+    }
+
+    /// One MD5 call entry. The input holds exactly the blocks the call processes, so a read past
+    /// the last block leaves the buffer.
+    fn md5_call(&mut self, c: &Md5Call, misalign: usize) {
+        let used = md5::mb_blocks(c.ofs, c.limit) * 64;
+        let input = self.b.input(&c.input[..if c.stub == Md5Stub::Compress { 64 } else { used }], misalign);
+        let prev = self.b.output(&md5::state_to_bytes(&c.state));
+        let mut state = c.state;
+        self.md5_step(c.stub, buf_ptr(input), prev, &mut state, &c.input, c.ofs, c.limit);
+    }
+
+    /// A chain of `processBlocks` calls with the given `length` arguments, accumulator passed on
+    /// by copies; returns the last accumulator buffer and its expected value.
+    fn poly1305_chain(&mut self, acc: Limbs26, r: Limbs26, msg: &[u8], lengths: &[i64], misalign: usize) -> (BufId, Limbs26) {
+        let input = self.b.input(msg, misalign);
+        let r_buf = self.b.input(&r.to_bytes(), 0);
+        let mut acc = acc;
+        let mut prev = self.b.output(&acc.to_bytes());
+        let mut at = 0;
+        for &len in lengths {
+            let out = self.b.output(&[0u8; 40]);
+            let args = [Arg::Ptr(input, at), Arg::Imm(len as u64), buf_ptr(out), buf_ptr(r_buf)];
+            let take = vectors::whole_blocks(len) * 16;
+            let expect = if take == 0 {
+                Expect::AccUntouched { acc: out, before: prev }
+            } else {
+                acc = poly1305::process_blocks(&acc, &r, &msg[at..at + take]);
+                Expect::Acc(out, acc)
+            };
+            let label = format!("{POLY1305_PROCESS_BLOCKS}(input+{at}, length={len})");
+            self.call(self.e.poly1305.expect("poly1305 symbol checked"), args, prev, out, label, vec![expect]);
+            prev = out;
+            at += take;
+        }
+        (prev, acc)
+    }
+
+    /// A tag vector: whole blocks through the kernel (one call, or split at `cuts`), then the
+    /// tail block and `+ s` on the host.
+    fn poly1305_tag(&mut self, key: &[u8; 32], msg: &[u8], tag: [u8; 16], misalign: usize, cuts: &[usize]) -> Final {
+        let r = poly1305::clamp_r(key[..16].try_into().expect("16 bytes"));
+        let whole = msg.len() / 16 * 16;
+        let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < whole).collect();
+        bounds.push(whole);
+        let lengths: Vec<i64> = bounds.iter().scan(0, |at, &end| Some((end - std::mem::replace(at, end)) as i64)).collect();
+        let (acc, _) = self.poly1305_chain(Limbs26::default(), r, msg, &lengths, misalign);
+        let s = key[16..].try_into().expect("16 bytes");
+        Final::Poly1305Tag { acc, r, tail: msg[whole..].to_vec(), s, tag }
+    }
+}
+
+/// Random cut points at 16-byte boundaries inside a message of `blocks` whole blocks.
+fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
+    if blocks < 2 {
+        return Vec::new();
+    }
+    let mut c: Vec<usize> = (0..rng.gen_range(1..=blocks.min(4))).map(|_| rng.gen_range(1..blocks) * 16).collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// How many cases a vector makes: one per offset, and for Poly1305 tags two per offset (one
+/// call, and split calls).
+pub fn cases_of(v: &Vector) -> usize {
+    v.offsets.len() * if matches!(v.body, Body::Poly1305Tag { .. }) { 2 } else { 1 }
+}
+
+/// Plans every case of `vector` into `b` (see [`cases_of`]).
+pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &str, v: &Vector) -> Vec<CasePlan> {
+    let mut plans = Vec::new();
+    for &misalign in &v.offsets {
+        let at = if v.offsets.len() > 1 { format!(" @+{misalign}") } else { String::new() };
+        let splits: &[bool] = if matches!(v.body, Body::Poly1305Tag { .. }) { &[false, true] } else { &[false] };
+        for &split in splits {
+            let mut p = Planner { b: &mut *b, e, rng: &mut *rng, calls: Vec::new() };
+            let (last, suffix) = match &v.body {
+                Body::Md5Digest { msg, digest, updates } => (Some(p.md5_digest(msg, updates, *digest, misalign)), String::new()),
+                Body::Md5Call(c) => {
+                    p.md5_call(c, misalign);
+                    (None, String::new())
+                }
+                Body::Poly1305Tag { key, msg, tag } => {
+                    let cuts = if split { random_cuts(p.rng, msg.len() / 16) } else { Vec::new() };
+                    let suffix = if split { format!(" [split at {cuts:?}]") } else { String::new() };
+                    (Some(p.poly1305_tag(key, msg, *tag, misalign, &cuts)), suffix)
+                }
+                Body::Poly1305Call(c) => {
+                    p.poly1305_chain(c.acc, c.r, &c.input, &c.lengths, misalign);
+                    (None, String::new())
+                }
+            };
+            let name = format!("{}{at}{suffix}", v.name);
+            plans.push(CasePlan { set: set.into(), name, msg_len: v.msg_len(), calls: p.calls, last });
+        }
+    }
+    plans
 }
 
 /// Checks one planned case against a finished batch; returns every finding (empty = pass).
@@ -313,8 +339,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
             findings.extend(expect_finding(&c.label, e, batch, &run.resp, rec.ret));
         }
     }
-    if findings.is_empty() {
-        findings.extend(final_finding(&plan.last, batch, &run.resp));
+    if let (true, Some(last)) = (findings.is_empty(), &plan.last) {
+        findings.extend(final_finding(last, batch, &run.resp));
     }
     findings
 }
@@ -391,10 +417,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
             }
         }
         Expect::AccUntouched { acc, before } => {
-            let before = match before {
-                Before::Known(l) => *l,
-                Before::Buffer(b) => Limbs26::from_bytes(batch.buffer(resp, *b)),
-            };
+            let before = Limbs26::from_bytes(batch.buffer(resp, *before));
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));
             (got != before).then(|| {
                 Finding::new(

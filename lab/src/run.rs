@@ -59,12 +59,9 @@ fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
     sets
 }
 
-/// Cases per vector: MD5 one (DigestBase-driven); Poly1305 two (one call, and split calls).
+/// Cases a vector set makes (see [`checks::cases_of`]).
 pub fn cases_in(set: &VectorSet) -> usize {
-    match set.kernel {
-        Kernel::Md5 => set.vectors.len(),
-        Kernel::Poly1305 => 2 * set.vectors.len(),
-    }
+    set.vectors.iter().map(checks::cases_of).sum()
 }
 
 fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], report: &mut Report) {
@@ -127,24 +124,14 @@ pub fn run_set(
     let mut row = Row::new(variant, kind, set);
     let mut builder = BatchBuilder::new(abi);
     let mut plans: Vec<CasePlan> = Vec::new();
-    let splits: &[bool] = if set.kernel == Kernel::Poly1305 { &[false, true] } else { &[false] };
     for v in &set.vectors {
-        for &split in splits {
-            // Flush when the next case might not fit (message, padding, buffers, table).
-            let need = 2 * v.msg_len() as u64 + 8192;
-            if !plans.is_empty() && builder.payload_size() + need > arena.size {
-                flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
-            }
-            let seed = rng.gen();
-            plans.push(checks::plan_vector(
-                &mut builder,
-                entry,
-                &mut ChaCha8Rng::seed_from_u64(seed),
-                &set.set,
-                v,
-                split,
-            ));
+        // Flush when the next vector's cases might not fit (message, padding, buffers, table).
+        let need = checks::cases_of(v) as u64 * (2 * v.msg_len() as u64 + 8192);
+        if !plans.is_empty() && builder.payload_size() + need > arena.size {
+            flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
         }
+        let mut case_rng = ChaCha8Rng::seed_from_u64(rng.gen());
+        plans.extend(checks::plan_vector(&mut builder, entry, &mut case_rng, &set.set, v));
     }
     flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
     row.elapsed = started.elapsed();

@@ -1,24 +1,40 @@
-//! Vector files: published known answers as data with their sources (vectors/README.md).
+//! Vector files: known answers and generated cases as data, each entry with its source
+//! (vectors/README.md documents the format).
 //!
-//! A malformed file or entry is an error that names the file, the entry and the field; the
-//! valid entries of the same file still load and run, so nothing is dropped silently.
+//! Four kinds of entry, told apart by their fields:
+//! * MD5 digest (`digest_hex`): a message, optionally fed in uneven `updates`, and its digest;
+//! * MD5 call (`stub`): one `md5_implCompress`/`md5_implCompressMB` call from a given state,
+//!   checked against the portable reference (differential);
+//! * Poly1305 tag (`tag_hex`): key, message and tag;
+//! * Poly1305 call (`acc`): one or more `poly1305_processBlocks` calls from a given accumulator,
+//!   checked against the reference mod 2^130-5 and against the limb bounds.
+//!
+//! Messages are `msg_hex` or a generated `msg` (`counter`, `repeat`, `random` patterns), so long
+//! and swept messages stay small in the file. A malformed file or entry is an error that names
+//! the file, the entry and the field; the file's valid entries still load and run.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
+use crate::reference::md5::State;
+use crate::reference::poly1305::{self, Limbs26};
 use crate::variant::Kernel;
 
-/// One known-answer vector.
+/// One entry of a vector file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vector {
     /// Position in the file's `vectors` array, from 0.
     pub index: usize,
     /// Name as written in the file.
     pub name: String,
-    /// Where the vector was published.
+    /// Where the vector was published, or how its answer was computed.
     pub source: String,
+    /// Byte offsets past a 64-byte boundary (0..=4095) at which the input is placed; one case
+    /// per offset. Default: entry index mod 16, so a file's entries cover unaligned inputs.
+    pub offsets: Vec<usize>,
     /// Inputs and the expected answer.
     pub body: Body,
 }
@@ -26,15 +42,20 @@ pub struct Vector {
 /// The kernel-specific part of a vector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
-    /// MD5 of `msg` is `digest`.
-    Md5 {
+    /// MD5 of `msg` is `digest`; `updates` are the sizes of the `engineUpdate` pieces
+    /// (empty: one update of the whole message), driven the way DigestBase drives the stubs.
+    Md5Digest {
         /// The message.
         msg: Vec<u8>,
         /// Expected digest (RFC 1321 §3.5 byte order).
         digest: [u8; 16],
+        /// Update piece sizes, summing to `msg.len()`.
+        updates: Vec<usize>,
     },
+    /// One MD5 stub call, checked against the reference.
+    Md5Call(Md5Call),
     /// The Poly1305 tag of `msg` under the one-time `key` (r || s, r unclamped) is `tag`.
-    Poly1305 {
+    Poly1305Tag {
         /// r || s as published (RFC 8439 §2.5).
         key: [u8; 32],
         /// The message.
@@ -42,13 +63,63 @@ pub enum Body {
         /// Expected tag.
         tag: [u8; 16],
     },
+    /// `poly1305_processBlocks` calls from a given accumulator, checked against the reference.
+    Poly1305Call(Poly1305Call),
+}
+
+/// Which MD5 stub a call entry calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Md5Stub {
+    /// `md5_implCompress(buf, state)`: one block.
+    Compress,
+    /// `md5_implCompressMB(buf, state, ofs, limit)`.
+    CompressMb,
+}
+
+/// One MD5 stub call: the state before, the input at `buf`, and (MB) `ofs`/`limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Md5Call {
+    /// Which stub.
+    pub stub: Md5Stub,
+    /// The state words before the call.
+    pub state: State,
+    /// The bytes at `buf`; at least the blocks the call processes.
+    pub input: Vec<u8>,
+    /// `ofs` argument (MB only).
+    pub ofs: i32,
+    /// `limit` argument (MB only).
+    pub limit: i32,
+}
+
+/// A chain of `poly1305_processBlocks` calls over one input, the accumulator passed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Poly1305Call {
+    /// The accumulator before the first call (within the contract bounds).
+    pub acc: Limbs26,
+    /// r, clamped.
+    pub r: Limbs26,
+    /// The input bytes.
+    pub input: Vec<u8>,
+    /// The `length` argument of each call, in order; calls start where the previous one's
+    /// whole blocks ended. Their whole blocks fit in `input`.
+    pub lengths: Vec<i64>,
 }
 
 impl Vector {
-    /// Message length in bytes.
+    /// Length in bytes of the message or input, for reports.
     pub fn msg_len(&self) -> usize {
         match &self.body {
-            Body::Md5 { msg, .. } | Body::Poly1305 { msg, .. } => msg.len(),
+            Body::Md5Digest { msg, .. } | Body::Poly1305Tag { msg, .. } => msg.len(),
+            Body::Md5Call(c) => c.input.len(),
+            Body::Poly1305Call(c) => c.input.len(),
+        }
+    }
+
+    /// The kernel the entry tests.
+    pub fn kernel(&self) -> Kernel {
+        match &self.body {
+            Body::Md5Digest { .. } | Body::Md5Call(_) => Kernel::Md5,
+            Body::Poly1305Tag { .. } | Body::Poly1305Call(_) => Kernel::Poly1305,
         }
     }
 }
@@ -99,30 +170,29 @@ impl std::error::Error for VectorError {}
 /// Loads one vector file. Returns the set (with every valid entry) and every problem found.
 /// The set is `None` only when the file as a whole is unusable.
 pub fn load_file(path: &Path) -> (Option<VectorSet>, Vec<VectorError>) {
-    let err = |problem: String| VectorError { file: path.into(), entry: None, field: None, problem };
+    let err = |field: Option<&str>, problem: String| VectorError {
+        file: path.into(),
+        entry: None,
+        field: field.map(str::to_owned),
+        problem,
+    };
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) => return (None, vec![err(format!("cannot read: {e}"))]),
+        Err(e) => return (None, vec![err(None, format!("cannot read: {e}"))]),
     };
     let doc: Value = match serde_json::from_str(&text) {
         Ok(v) => v,
-        Err(e) => return (None, vec![err(format!("not valid JSON: {e}"))]),
+        Err(e) => return (None, vec![err(None, format!("not valid JSON: {e}"))]),
     };
     let Some(top) = doc.as_object() else {
-        return (None, vec![err("the top level must be an object with `kernel`, `set` and `vectors`".into())]);
-    };
-    let field_err = |field: &str, problem: String| VectorError {
-        file: path.into(),
-        entry: None,
-        field: Some(field.into()),
-        problem,
+        return (None, vec![err(None, "the top level must be an object with `kernel`, `set` and `vectors`".into())]);
     };
     let kernel = match top.get("kernel").and_then(Value::as_str) {
         Some(k) => match Kernel::from_name(k) {
             Some(k) => k,
-            None => return (None, vec![field_err("kernel", format!("unknown kernel {k:?} (md5, poly1305)"))]),
+            None => return (None, vec![err(Some("kernel"), format!("unknown kernel {k:?} (md5, poly1305)"))]),
         },
-        None => return (None, vec![field_err("kernel", "missing or not a string".into())]),
+        None => return (None, vec![err(Some("kernel"), "missing or not a string".into())]),
     };
     let set = top
         .get("set")
@@ -130,14 +200,15 @@ pub fn load_file(path: &Path) -> (Option<VectorSet>, Vec<VectorError>) {
         .map(str::to_owned)
         .unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned());
     let Some(entries) = top.get("vectors").and_then(Value::as_array) else {
-        return (None, vec![field_err("vectors", "missing or not an array".into())]);
+        return (None, vec![err(Some("vectors"), "missing or not an array".into())]);
     };
     let mut vectors = Vec::new();
     let mut errors = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
+        let name = entry.get("name").and_then(Value::as_str).map(str::to_owned);
         match parse_entry(kernel, i, entry) {
             Ok(v) => vectors.push(v),
-            Err((name, field, problem)) => {
+            Err(FieldError { field, problem }) => {
                 errors.push(VectorError { file: path.into(), entry: Some((i, name)), field, problem });
             }
         }
@@ -145,55 +216,218 @@ pub fn load_file(path: &Path) -> (Option<VectorSet>, Vec<VectorError>) {
     (Some(VectorSet { file: path.into(), kernel, set, vectors }), errors)
 }
 
-type EntryError = (Option<String>, Option<String>, String);
-
-fn parse_entry(kernel: Kernel, index: usize, entry: &Value) -> Result<Vector, EntryError> {
-    let Some(obj) = entry.as_object() else {
-        return Err((None, None, "an entry must be an object".into()));
-    };
-    let name = obj.get("name").and_then(Value::as_str).map(str::to_owned);
-    let fail = |field: &str, problem: String| (name.clone(), Some(field.to_owned()), problem);
-    let text = |field: &str| -> Result<String, EntryError> {
-        obj.get(field)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| fail(field, "missing or not a string".into()))
-    };
-    let name_s = text("name")?;
-    let source = text("source")?;
-    let hex_field = |field: &str, len: Option<usize>| -> Result<Vec<u8>, EntryError> {
-        let s = text(field)?;
-        let bytes = hex::decode(&s).map_err(|e| fail(field, format!("invalid hex: {e}")))?;
-        match len {
-            Some(n) if bytes.len() != n => Err(fail(field, format!("must be {n} bytes, found {}", bytes.len()))),
-            _ => Ok(bytes),
-        }
-    };
-    check_known_fields(obj, kernel).map_err(|f| fail(&f, "unknown field".into()))?;
-    let body = match kernel {
-        Kernel::Md5 => Body::Md5 {
-            msg: hex_field("msg_hex", None)?,
-            digest: hex_field("digest_hex", Some(16))?.try_into().expect("checked length"),
-        },
-        Kernel::Poly1305 => Body::Poly1305 {
-            key: hex_field("key_hex", Some(32))?.try_into().expect("checked length"),
-            msg: hex_field("msg_hex", None)?,
-            tag: hex_field("tag_hex", Some(16))?.try_into().expect("checked length"),
-        },
-    };
-    Ok(Vector { index, name: name_s, source, body })
+/// A problem inside one entry: the field (if any) and what is wrong.
+#[derive(Debug)]
+struct FieldError {
+    field: Option<String>,
+    problem: String,
 }
 
-/// Rejects misspelt fields (`digest` for `digest_hex`) instead of ignoring them.
-fn check_known_fields(obj: &Map<String, Value>, kernel: Kernel) -> Result<(), String> {
-    let known: &[&str] = match kernel {
-        Kernel::Md5 => &["name", "source", "msg_hex", "digest_hex", "comment"],
-        Kernel::Poly1305 => &["name", "source", "key_hex", "msg_hex", "tag_hex", "comment"],
-    };
-    match obj.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(k.clone()),
-        None => Ok(()),
+fn bad(field: &str, problem: impl Into<String>) -> FieldError {
+    FieldError { field: Some(field.into()), problem: problem.into() }
+}
+
+/// Typed access to one entry's fields, with errors that name the field.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl Fields<'_> {
+    fn has(&self, f: &str) -> bool {
+        self.0.contains_key(f)
     }
+
+    fn text(&self, f: &str) -> Result<String, FieldError> {
+        self.0.get(f).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| bad(f, "missing or not a string"))
+    }
+
+    fn hex(&self, f: &str, len: Option<usize>) -> Result<Vec<u8>, FieldError> {
+        let bytes = hex::decode(self.text(f)?).map_err(|e| bad(f, format!("invalid hex: {e}")))?;
+        match len {
+            Some(n) if bytes.len() != n => Err(bad(f, format!("must be {n} bytes, found {}", bytes.len()))),
+            _ => Ok(bytes),
+        }
+    }
+
+    fn int(&self, f: &str, lo: i64, hi: i64) -> Result<i64, FieldError> {
+        let v = self.0.get(f).and_then(Value::as_i64).ok_or_else(|| bad(f, "missing or not an integer"))?;
+        if v < lo || v > hi {
+            return Err(bad(f, format!("{v} is outside {lo}..={hi}")));
+        }
+        Ok(v)
+    }
+
+    fn int_list(&self, f: &str, lo: i64, hi: i64) -> Result<Vec<i64>, FieldError> {
+        let arr = self.0.get(f).and_then(Value::as_array).ok_or_else(|| bad(f, "must be an array of integers"))?;
+        arr.iter()
+            .map(|v| match v.as_i64() {
+                Some(x) if (lo..=hi).contains(&x) => Ok(x),
+                Some(x) => Err(bad(f, format!("{x} is outside {lo}..={hi}"))),
+                None => Err(bad(f, format!("{v} is not an integer"))),
+            })
+            .collect()
+    }
+
+    /// The message: `msg_hex`, or a generated `msg` pattern.
+    fn message(&self) -> Result<Vec<u8>, FieldError> {
+        match (self.has("msg_hex"), self.0.get("msg")) {
+            (true, None) => self.hex("msg_hex", None),
+            (false, Some(m)) => generate(m).map_err(|p| bad("msg", p)),
+            (true, Some(_)) => Err(bad("msg", "give either `msg_hex` or `msg`, not both")),
+            (false, None) => Err(bad("msg_hex", "missing (or give a generated `msg`)")),
+        }
+    }
+
+    /// `offset` (one) or `offsets` (`[a, b, ...]` or `{"from": a, "to": b}` inclusive).
+    fn offsets(&self, default: usize) -> Result<Vec<usize>, FieldError> {
+        if self.has("offset") {
+            return Ok(vec![self.int("offset", 0, MAX_OFFSET)? as usize]);
+        }
+        match self.0.get("offsets") {
+            None => Ok(vec![default]),
+            Some(Value::Object(r)) => {
+                let f = Fields(r);
+                let from = f.int("from", 0, MAX_OFFSET).map_err(|e| rename(e, "offsets"))?;
+                let (a, b) = (from, f.int("to", 0, MAX_OFFSET).map_err(|e| rename(e, "offsets"))?);
+                if a > b {
+                    return Err(bad("offsets", format!("from {a} is above to {b}")));
+                }
+                Ok((a as usize..=b as usize).collect())
+            }
+            Some(_) => Ok(self.int_list("offsets", 0, MAX_OFFSET)?.into_iter().map(|x| x as usize).collect()),
+        }
+    }
+}
+
+/// Largest input offset past a 64-byte boundary an entry may ask for (within one page).
+const MAX_OFFSET: i64 = 4095;
+
+fn rename(e: FieldError, outer: &str) -> FieldError {
+    FieldError { field: Some(format!("{outer}.{}", e.field.unwrap_or_default())), problem: e.problem }
+}
+
+/// Every field an entry may have; anything else is an error (a misspelt field is not ignored).
+const KNOWN_FIELDS: &[&str] = &[
+    "name", "source", "comment", "msg_hex", "msg", "offset", "offsets", "digest_hex", "updates", "stub", "state_hex",
+    "ofs", "limit", "key_hex", "tag_hex", "acc", "r_hex", "lengths",
+];
+
+fn parse_entry(kernel: Kernel, index: usize, entry: &Value) -> Result<Vector, FieldError> {
+    let obj = entry.as_object().ok_or(FieldError { field: None, problem: "an entry must be an object".into() })?;
+    if let Some(k) = obj.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
+        return Err(bad(k, "unknown field"));
+    }
+    let f = Fields(obj);
+    let name = f.text("name")?;
+    let source = f.text("source")?;
+    let offsets = f.offsets(index % 16)?;
+    let body = match kernel {
+        Kernel::Md5 if f.has("stub") => Body::Md5Call(md5_call(&f)?),
+        Kernel::Md5 => md5_digest(&f)?,
+        Kernel::Poly1305 if f.has("acc") => Body::Poly1305Call(poly1305_call(&f)?),
+        Kernel::Poly1305 => Body::Poly1305Tag {
+            key: f.hex("key_hex", Some(32))?.try_into().expect("checked length"),
+            msg: f.message()?,
+            tag: f.hex("tag_hex", Some(16))?.try_into().expect("checked length"),
+        },
+    };
+    Ok(Vector { index, name, source, offsets, body })
+}
+
+fn md5_digest(f: &Fields) -> Result<Body, FieldError> {
+    let msg = f.message()?;
+    let digest = f.hex("digest_hex", Some(16))?.try_into().expect("checked length");
+    let updates: Vec<usize> = if f.has("updates") {
+        f.int_list("updates", 0, i64::from(i32::MAX))?.into_iter().map(|x| x as usize).collect()
+    } else {
+        Vec::new()
+    };
+    if !updates.is_empty() && updates.iter().sum::<usize>() != msg.len() {
+        return Err(bad("updates", format!("pieces sum to {}, the message has {} bytes", updates.iter().sum::<usize>(), msg.len())));
+    }
+    Ok(Body::Md5Digest { msg, digest, updates })
+}
+
+fn md5_call(f: &Fields) -> Result<Md5Call, FieldError> {
+    let stub = match f.text("stub")?.as_str() {
+        "md5_implCompress" => Md5Stub::Compress,
+        "md5_implCompressMB" => Md5Stub::CompressMb,
+        other => return Err(bad("stub", format!("{other:?} is not md5_implCompress or md5_implCompressMB"))),
+    };
+    let state = crate::reference::md5::state_from_bytes(&f.hex("state_hex", Some(16))?);
+    let input = f.message()?;
+    let (ofs, limit) = match stub {
+        Md5Stub::Compress => (0, 0),
+        Md5Stub::CompressMb => {
+            let r = i64::from(i32::MIN)..=i64::from(i32::MAX);
+            (f.int("ofs", *r.start(), *r.end())? as i32, f.int("limit", *r.start(), *r.end())? as i32)
+        }
+    };
+    let need = crate::reference::md5::mb_blocks(ofs, limit) * 64;
+    if input.len() < need {
+        return Err(bad("msg", format!("{} bytes, but the call processes {} blocks ({need} bytes)", input.len(), need / 64)));
+    }
+    Ok(Md5Call { stub, state, input, ofs, limit })
+}
+
+fn poly1305_call(f: &Fields) -> Result<Poly1305Call, FieldError> {
+    let limbs = f.int_list("acc", 0, i64::from(u32::MAX))?;
+    let acc = Limbs26(limbs.iter().map(|&x| x as u64).collect::<Vec<_>>().try_into().map_err(|_| bad("acc", "must have 5 limbs"))?);
+    if let Some((i, l)) = acc.first_out_of_bounds() {
+        return Err(bad("acc", format!("limb {i} = {l:#x} is outside the contract (limbs 0-3 < 2^26, limb 4 < 2^27)")));
+    }
+    let r_bytes: [u8; 16] = f.hex("r_hex", Some(16))?.try_into().expect("checked length");
+    if u128::from_le_bytes(r_bytes) & !poly1305::CLAMP != 0 {
+        return Err(bad("r_hex", "r is not clamped (RFC 8439 §2.5.1: r &= 0x0ffffffc0ffffffc0ffffffc0fffffff)"));
+    }
+    let input = f.message()?;
+    let lengths = if f.has("lengths") { f.int_list("lengths", i64::MIN, i64::MAX)? } else { vec![input.len() as i64] };
+    let blocks: usize = lengths.iter().map(|&l| whole_blocks(l)).sum();
+    if blocks * 16 > input.len() {
+        return Err(bad("lengths", format!("the calls take {blocks} blocks, the message has {} bytes", input.len())));
+    }
+    Ok(Poly1305Call { acc, r: poly1305::clamp_r(&r_bytes), input, lengths })
+}
+
+/// Whole 16-byte blocks a `length` argument asks for (none for a negative length).
+pub fn whole_blocks(length: i64) -> usize {
+    if length < 16 { 0 } else { (length / 16) as usize }
+}
+
+/// Expands a generated message: `{"pattern": "counter", "len": N}` (byte i = i mod 256),
+/// `{"pattern": "repeat", "byte_hex": "61", "len": N}`, or `{"pattern": "random", "seed": S,
+/// "len": N}` (SHA-256(seed as u64 LE || block counter as u64 LE), blocks concatenated: easy
+/// to reproduce in any language, which is how the pinned digests are computed independently).
+pub fn generate(spec: &Value) -> Result<Vec<u8>, String> {
+    let obj = spec.as_object().ok_or("must be an object with `pattern` and `len`")?;
+    let f = Fields(obj);
+    let err = |e: FieldError| format!("{}: {}", e.field.unwrap_or_default(), e.problem);
+    let len = f.int("len", 0, 1 << 28).map_err(err)? as usize;
+    match f.text("pattern").map_err(err)?.as_str() {
+        "counter" => Ok((0..len).map(|i| i as u8).collect()),
+        "repeat" => {
+            let b = f.hex("byte_hex", Some(1)).map_err(err)?;
+            Ok(vec![b[0]; len])
+        }
+        "random" => {
+            let seed = f.int("seed", 0, i64::MAX).map_err(err)? as u64;
+            Ok(random_bytes(seed, len))
+        }
+        other => Err(format!("unknown pattern {other:?} (counter, repeat, random)")),
+    }
+}
+
+/// The `random` pattern: SHA-256(seed LE || counter LE) for counter = 0, 1, ..., truncated.
+pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 32);
+    let mut counter = 0u64;
+    while out.len() < len {
+        let mut h = Sha256::new();
+        h.update(seed.to_le_bytes());
+        h.update(counter.to_le_bytes());
+        out.extend_from_slice(&h.finalize());
+        counter += 1;
+    }
+    out.truncate(len);
+    out
 }
 
 /// Every `*.json` under `dir/<kernel>/`, sorted, for the kernels asked for.
@@ -230,13 +464,9 @@ mod tests {
         assert!(errs.is_empty(), "{errs:?}");
         let set = set.unwrap();
         assert_eq!(set.vectors.len(), 1);
-        assert_eq!(
-            set.vectors[0].body,
-            Body::Md5 {
-                msg: b"abc".to_vec(),
-                digest: hex::decode("900150983cd24fb0d6963f7d28e17f72").unwrap().try_into().unwrap()
-            }
-        );
+        let digest = hex::decode("900150983cd24fb0d6963f7d28e17f72").unwrap().try_into().unwrap();
+        assert_eq!(set.vectors[0].body, Body::Md5Digest { msg: b"abc".to_vec(), digest, updates: vec![] });
+        assert_eq!(set.vectors[0].offsets, vec![0]);
     }
 
     #[test]
@@ -273,5 +503,53 @@ mod tests {
         let (set, errs) = load_file(&p2);
         assert!(set.is_none());
         assert!(errs[0].problem.starts_with("not valid JSON"), "{}", errs[0]);
+    }
+
+    #[test]
+    fn generated_messages_offsets_and_call_entries() {
+        let (_d, p) = write(
+            r#"{"kernel":"md5","vectors":[
+            {"name":"c","source":"x","msg":{"pattern":"counter","len":300},"offsets":{"from":0,"to":3},"digest_hex":"00000000000000000000000000000000","updates":[1,299]},
+            {"name":"mb","source":"x","stub":"md5_implCompressMB","state_hex":"0123456789abcdeffedcba9876543210","msg":{"pattern":"repeat","byte_hex":"61","len":192},"ofs":10,"limit":75},
+            {"name":"short","source":"x","stub":"md5_implCompressMB","state_hex":"0123456789abcdeffedcba9876543210","msg_hex":"00","ofs":0,"limit":0},
+            {"name":"sum","source":"x","msg_hex":"0000","digest_hex":"00000000000000000000000000000000","updates":[1]}]}"#,
+        );
+        let (set, errs) = load_file(&p);
+        let set = set.unwrap();
+        assert_eq!(set.vectors.len(), 2, "{errs:?}");
+        assert_eq!(set.vectors[0].offsets, vec![0, 1, 2, 3]);
+        let Body::Md5Digest { msg, updates, .. } = &set.vectors[0].body else { panic!() };
+        assert_eq!((msg.len(), msg[257], updates.clone()), (300, 1, vec![1, 299]));
+        let Body::Md5Call(c) = &set.vectors[1].body else { panic!() };
+        assert_eq!((c.stub, c.ofs, c.limit, c.input.len()), (Md5Stub::CompressMb, 10, 75, 192));
+        assert!(errs[0].to_string().contains("entry 2 (\"short\"): field `msg`: 1 bytes, but the call processes 1 blocks"));
+        assert!(errs[1].to_string().contains("field `updates`: pieces sum to 1, the message has 2 bytes"));
+    }
+
+    #[test]
+    fn poly1305_call_entries_check_bounds_and_clamp() {
+        let (_d, p) = write(
+            r#"{"kernel":"poly1305","vectors":[
+            {"name":"ok","source":"x","acc":[67108863,67108863,67108863,67108863,134217727],"r_hex":"ffffff0ffcffff0ffcffff0ffcffff0f","msg":{"pattern":"repeat","byte_hex":"ff","len":33},"lengths":[16,17]},
+            {"name":"limb","source":"x","acc":[0,0,0,0,134217728],"r_hex":"00000000000000000000000000000000","msg_hex":""},
+            {"name":"clamp","source":"x","acc":[0,0,0,0,0],"r_hex":"ffffffffffffffffffffffffffffffff","msg_hex":""}]}"#,
+        );
+        let (set, errs) = load_file(&p);
+        let v = &set.unwrap().vectors;
+        assert_eq!(v.len(), 1);
+        let Body::Poly1305Call(c) = &v[0].body else { panic!() };
+        assert_eq!(c.lengths, vec![16, 17]);
+        assert!(errs[0].to_string().contains("field `acc`: limb 4 = 0x8000000 is outside the contract"), "{}", errs[0]);
+        assert!(errs[1].to_string().contains("field `r_hex`: r is not clamped"), "{}", errs[1]);
+    }
+
+    #[test]
+    fn random_pattern_is_sha256_counter_mode() {
+        let b = random_bytes(7, 40);
+        let mut h = Sha256::new();
+        h.update(7u64.to_le_bytes());
+        h.update(0u64.to_le_bytes());
+        assert_eq!(&b[..32], &h.finalize()[..]);
+        assert_eq!(b.len(), 40);
     }
 }

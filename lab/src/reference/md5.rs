@@ -77,40 +77,113 @@ pub fn mb_blocks(ofs: i32, limit: i32) -> usize {
     }
 }
 
-/// The padding blocks after the whole blocks of an `len`-byte message whose tail (the bytes after
-/// the last whole block) is `tail` (RFC 1321 §3.1, §3.2): one or two 64-byte blocks.
-pub fn pad_blocks(tail: &[u8], len: u64) -> Vec<u8> {
-    let mut pad = tail.to_vec();
-    pad.push(0x80);
-    while pad.len() % BLOCK != 56 {
-        pad.push(0);
-    }
-    pad.extend_from_slice(&(len.wrapping_mul(8)).to_le_bytes());
-    pad
-}
-
 /// One kernel call of a DigestBase-style digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// `implCompressMB` over `msg[start..]` with these `ofs`/`limit`, expecting `ret`.
-    Mb { start: usize, ofs: i32, limit: i32, ret: i32 },
-    /// `implCompress` over 64 bytes of the padding at `pad_offset`.
-    Single { pad_offset: usize },
+    /// `implCompressMB(msg + start, state, ofs, limit)`, expecting it to return `ret`.
+    Mb {
+        /// Byte offset of `buf` in the message (DigestBase passes the same number as `ofs`).
+        start: usize,
+        /// `ofs` argument.
+        ofs: i32,
+        /// `limit` argument: `ofs + len - 64`, the last valid block start.
+        limit: i32,
+        /// Expected return: the first unprocessed `ofs`.
+        ret: i32,
+    },
+    /// `implCompress` over the 64 bytes at `host_offset` of the host-side block buffer (a block
+    /// DigestBase assembled in its own buffer: update pieces that straddle blocks, or padding).
+    Single {
+        /// Byte offset in the host block buffer.
+        host_offset: usize,
+    },
 }
 
-/// How DigestBase digests `msg` in one update: `implCompressMB` over the bulk when at least 64
-/// bytes are there (`limit = ofs + len - 64`), then `implCompress` for each padding block.
-/// Returns the steps and the padding bytes they read.
-pub fn digest_plan(msg: &[u8]) -> (Vec<Step>, Vec<u8>) {
-    let whole = msg.len() / BLOCK * BLOCK;
-    let mut steps = Vec::new();
-    if whole > 0 {
-        let limit = msg.len() as i32 - BLOCK as i32;
-        steps.push(Step::Mb { start: 0, ofs: 0, limit, ret: whole as i32 });
+/// How `sun.security.provider.DigestBase` digests `msg` fed in `updates` pieces (empty: one
+/// update). Each `engineUpdate` first tops up its 64-byte buffer (`implCompress` when full),
+/// then hands the remaining whole blocks to `implCompressMB(b, ofs, ofs + len - 64)`, then keeps
+/// the rest; `MD5.implDigest` pads (RFC 1321 §3.1-3.2) through the buffer. Returns the calls
+/// and the host block buffer the `Single` steps read.
+///
+/// # Panics
+/// If `updates` sum to more than `msg.len()`.
+pub fn digest_plan_updates(msg: &[u8], updates: &[usize]) -> (Vec<Step>, Vec<u8>) {
+    let whole_msg = [msg.len()];
+    let pieces = if updates.is_empty() { &whole_msg[..] } else { updates };
+    let mut plan = DigestBase::default();
+    let mut pos = 0;
+    for &len in pieces {
+        plan.update(msg, pos, len);
+        pos += len;
     }
-    let pad = pad_blocks(&msg[whole..], msg.len() as u64);
-    steps.extend((0..pad.len() / BLOCK).map(|i| Step::Single { pad_offset: i * BLOCK }));
-    (steps, pad)
+    plan.top_up(&[0x80]);
+    while plan.buffer.len() != 56 {
+        plan.top_up(&[0]);
+    }
+    plan.top_up(&(msg.len() as u64).wrapping_mul(8).to_le_bytes());
+    (plan.steps, plan.host)
+}
+
+/// DigestBase's buffering state while planning.
+#[derive(Default)]
+struct DigestBase {
+    buffer: Vec<u8>,
+    host: Vec<u8>,
+    steps: Vec<Step>,
+}
+
+impl DigestBase {
+    /// Appends bytes to the buffer, compressing it each time it fills.
+    fn top_up(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.buffer.push(b);
+            if self.buffer.len() == BLOCK {
+                self.steps.push(Step::Single { host_offset: self.host.len() });
+                self.host.append(&mut self.buffer);
+            }
+        }
+    }
+
+    fn update(&mut self, msg: &[u8], mut ofs: usize, mut len: usize) {
+        if !self.buffer.is_empty() {
+            let n = len.min(BLOCK - self.buffer.len());
+            self.top_up(&msg[ofs..ofs + n]);
+            ofs += n;
+            len -= n;
+        }
+        if len >= BLOCK {
+            let ret = ofs + len / BLOCK * BLOCK;
+            self.steps.push(Step::Mb { start: ofs, ofs: ofs as i32, limit: (ofs + len - BLOCK) as i32, ret: ret as i32 });
+            len -= ret - ofs;
+            ofs = ret;
+        }
+        self.buffer.extend_from_slice(&msg[ofs..ofs + len]);
+    }
+}
+
+/// [`digest_plan_updates`] with the whole message in one update.
+pub fn digest_plan(msg: &[u8]) -> (Vec<Step>, Vec<u8>) {
+    digest_plan_updates(msg, &[])
+}
+
+/// MD5 of `msg` fed in `updates` pieces, computed through the plan and the reference compress.
+pub fn digest_updates(msg: &[u8], updates: &[usize]) -> [u8; 16] {
+    let (steps, host) = digest_plan_updates(msg, updates);
+    let mut state = IV;
+    for step in steps {
+        match step {
+            Step::Mb { start, ofs, limit, .. } => {
+                compress_mb(&mut state, &msg[start..], ofs, limit);
+            }
+            Step::Single { host_offset } => compress(&mut state, &host[host_offset..host_offset + BLOCK]),
+        }
+    }
+    state_to_digest(&state)
+}
+
+/// MD5 of `msg` (one update).
+pub fn digest(msg: &[u8]) -> [u8; 16] {
+    digest_updates(msg, &[])
 }
 
 /// The 16-byte digest of a final state (RFC 1321 §3.5: a, b, c, d little-endian).
@@ -120,21 +193,6 @@ pub fn state_to_digest(state: &State) -> [u8; 16] {
         out[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
     }
     out
-}
-
-/// MD5 of `msg`, computed through [`digest_plan`] and the reference compress functions.
-pub fn digest(msg: &[u8]) -> [u8; 16] {
-    let (steps, pad) = digest_plan(msg);
-    let mut state = IV;
-    for step in steps {
-        match step {
-            Step::Mb { start, ofs, limit, .. } => {
-                compress_mb(&mut state, &msg[start..], ofs, limit);
-            }
-            Step::Single { pad_offset } => compress(&mut state, &pad[pad_offset..pad_offset + BLOCK]),
-        }
-    }
-    state_to_digest(&state)
 }
 
 /// State words from 16 little-endian bytes (the `int[4]` the kernel updates).
@@ -183,9 +241,22 @@ mod tests {
     }
 
     #[test]
+    fn uneven_updates_use_both_stubs_and_match_rustcrypto() {
+        let msg: Vec<u8> = (0..5000u32).map(|i| (i * 31 + 7) as u8).collect();
+        let pieces = [1, 63, 64, 65, 127, 4096, 0, 584];
+        assert_eq!(pieces.iter().sum::<usize>(), msg.len());
+        let (steps, _) = digest_plan_updates(&msg, &pieces);
+        assert!(steps.iter().any(|s| matches!(s, Step::Mb { ofs, .. } if *ofs > 0)), "MB with a non-zero ofs");
+        assert!(steps.iter().filter(|s| matches!(s, Step::Single { .. })).count() >= 3);
+        let theirs: [u8; 16] = md5::Md5::digest(&msg).into();
+        assert_eq!(digest_updates(&msg, &pieces), theirs);
+    }
+
+    #[test]
     fn plan_uses_mb_for_the_bulk_and_single_for_padding() {
         let (steps, pad) = digest_plan(&[0u8; 130]);
         assert_eq!(steps[0], Step::Mb { start: 0, ofs: 0, limit: 66, ret: 128 });
+        assert_eq!(steps[1], Step::Single { host_offset: 0 });
         assert_eq!(steps.len(), 2);
         assert_eq!(pad.len(), 64);
         let (steps, pad) = digest_plan(&[0u8; 56]);
