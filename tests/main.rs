@@ -6,4 +6,5 @@ mod agreement;
 mod cli;
 mod common;
 mod gating;
+mod layout;
 mod matrix;

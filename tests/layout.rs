@@ -1,0 +1,60 @@
+//! Multi-block semantics: an `implCompressMB` that processes one block too many or too few, or
+//! returns the wrong ofs, fails the named (ofs, limit) cases of vectors/md5/mb-semantics.json
+//! on every backend.
+
+use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::paths;
+use kernel_lab::run::{self, RunConfig};
+use kernel_lab::variant::Kernel;
+
+use crate::common::{mutated_kernels, variant, SEED};
+
+/// (what the bug is, text replaced in kernels/x86_64/md5.S, replacement, a case that must fail,
+/// a case that must still pass).
+const MB_BUGS: [(&str, &str, &str, &str, &str); 3] = [
+    (
+        "one block too many when limit - ofs is not a multiple of 64",
+        "        cmp     edx, ecx\n        jle",
+        "        lea     eax, [rcx + 63]\n        cmp     edx, eax\n        jle",
+        "implCompressMB limit - ofs = 65",
+        "implCompressMB limit - ofs = 64 (two blocks)",
+    ),
+    (
+        "one block too few when limit - ofs is a multiple of 64",
+        "        jle     .Lmd5_block",
+        "        jl      .Lmd5_block",
+        "implCompressMB limit - ofs = 64 (two blocks)",
+        "implCompressMB limit - ofs = 65",
+    ),
+    (
+        "returns the ofs of the last processed block instead of the first unprocessed one",
+        "        mov     eax, edx                        /* return ofs */",
+        "        lea     eax, [rdx - 64]",
+        "implCompressMB limit - ofs = 127",
+        "implCompress one block from a random state",
+    ),
+];
+
+#[test]
+fn mb_counting_bugs_fail_named_cases_on_every_backend() {
+    let v = variant("x86_64");
+    for (bug, from, to, fails, passes) in MB_BUGS {
+        let (_dir, build) = mutated_kernels("x86_64", "md5.S", from, to);
+        let cfg = RunConfig {
+            variants: vec![v],
+            backends: BackendKind::ALL.to_vec(),
+            kernels: vec![Kernel::Md5],
+            vector_files: vec![paths::vectors_dir().join("md5/mb-semantics.json")],
+            build,
+            seed: SEED,
+            limits: Limits::default(),
+        };
+        let report = run::run(&cfg);
+        assert_eq!(report.rows.len(), 3, "{bug}: {}", report.to_human());
+        for row in &report.rows {
+            let names: Vec<&str> = row.failed.iter().map(|f| f.name.as_str()).collect();
+            assert!(names.contains(&fails), "{bug} on {}: {fails:?} must fail; failed: {names:?}", row.backend);
+            assert!(!names.contains(&passes), "{bug} on {}: {passes:?} must pass", row.backend);
+        }
+    }
+}
