@@ -5,6 +5,7 @@
 mod agreement;
 mod cli;
 mod common;
+mod fuzz;
 mod gating;
 mod layout;
 mod matrix;

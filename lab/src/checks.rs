@@ -179,7 +179,16 @@ impl<R: Rng> Planner<'_, R> {
     }
 
     /// One MD5 stub call on `state`, input at `buf`; returns the buffer holding the new state.
-    fn md5_step(&mut self, stub: Md5Stub, buf: Arg, prev: BufId, state: &mut State, input: &[u8], ofs: i32, limit: i32) -> BufId {
+    fn md5_step(
+        &mut self,
+        stub: Md5Stub,
+        buf: Arg,
+        prev: BufId,
+        state: &mut State,
+        input: &[u8],
+        ofs: i32,
+        limit: i32,
+    ) -> BufId {
         let out = self.b.output(&[0u8; 16]);
         let (func, args, label, expects) = match stub {
             Md5Stub::CompressMb => {
@@ -207,9 +216,15 @@ impl<R: Rng> Planner<'_, R> {
         let mut prev = self.b.output(&md5::state_to_bytes(&state));
         for step in steps {
             prev = match step {
-                Step::Mb { start, ofs, limit, .. } => {
-                    self.md5_step(Md5Stub::CompressMb, Arg::Ptr(input, start), prev, &mut state, &msg[start..], ofs, limit)
-                }
+                Step::Mb { start, ofs, limit, .. } => self.md5_step(
+                    Md5Stub::CompressMb,
+                    Arg::Ptr(input, start),
+                    prev,
+                    &mut state,
+                    &msg[start..],
+                    ofs,
+                    limit,
+                ),
                 Step::Single { host_offset } => {
                     let block = &host[host_offset..host_offset + 64];
                     self.md5_step(Md5Stub::Compress, Arg::Ptr(host_buf, host_offset), prev, &mut state, block, 0, 0)
@@ -231,7 +246,14 @@ impl<R: Rng> Planner<'_, R> {
 
     /// A chain of `processBlocks` calls with the given `length` arguments, accumulator passed on
     /// by copies; returns the last accumulator buffer and its expected value.
-    fn poly1305_chain(&mut self, acc: Limbs26, r: Limbs26, msg: &[u8], lengths: &[i64], misalign: usize) -> (BufId, Limbs26) {
+    fn poly1305_chain(
+        &mut self,
+        acc: Limbs26,
+        r: Limbs26,
+        msg: &[u8],
+        lengths: &[i64],
+        misalign: usize,
+    ) -> (BufId, Limbs26) {
         let input = self.b.input(msg, misalign);
         let r_buf = self.b.input(&r.to_bytes(), 0);
         let mut acc = acc;
@@ -262,7 +284,8 @@ impl<R: Rng> Planner<'_, R> {
         let whole = msg.len() / 16 * 16;
         let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < whole).collect();
         bounds.push(whole);
-        let lengths: Vec<i64> = bounds.iter().scan(0, |at, &end| Some((end - std::mem::replace(at, end)) as i64)).collect();
+        let lengths: Vec<i64> =
+            bounds.iter().scan(0, |at, &end| Some((end - std::mem::replace(at, end)) as i64)).collect();
         let (acc, _) = self.poly1305_chain(Limbs26::default(), r, msg, &lengths, misalign);
         let s = key[16..].try_into().expect("16 bytes");
         Final::Poly1305Tag { acc, r, tail: msg[whole..].to_vec(), s, tag }
@@ -295,7 +318,9 @@ pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &st
         for &split in splits {
             let mut p = Planner { b: &mut *b, e, rng: &mut *rng, calls: Vec::new() };
             let (last, suffix) = match &v.body {
-                Body::Md5Digest { msg, digest, updates } => (Some(p.md5_digest(msg, updates, *digest, misalign)), String::new()),
+                Body::Md5Digest { msg, digest, updates } => {
+                    (Some(p.md5_digest(msg, updates, *digest, misalign)), String::new())
+                }
                 Body::Md5Call(c) => {
                     p.md5_call(c, misalign);
                     (None, String::new())

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use kernel_lab::backend::{BackendKind, Limits};
-use kernel_lab::paths;
 use kernel_lab::run::{self, RunConfig};
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 use kernel_lab::vectors;
+use kernel_lab::{fuzz, paths};
 
 #[derive(Parser)]
 #[command(name = "lab", version, about = "Cross-architecture emulation test lab for MD5 and Poly1305 kernels")]
@@ -26,13 +26,19 @@ enum Command {
         after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json"
     )]
     Run(RunArgs),
+    /// Differential fuzzing against the portable reference; shrinks and saves failures.
+    #[command(
+        after_help = "Examples:\n  lab fuzz --cases 2000\n  lab fuzz --arch riscv64 --zbb --kernel md5 --time 60s --seed 42\n  lab fuzz --time 10m --shard 0/4      # this runner's quarter of a campaign\n\nA failure is shrunk, printed with its seed, and written to --out as a vector file:\n  lab run --no-bundled --vectors fuzz-failures/<file>.json"
+    )]
+    Fuzz(FuzzArgs),
     /// List variants and backends, and which backend can run which variant.
     #[command(after_help = "Example:\n  lab list")]
     List,
 }
 
+/// Which variants, kernels and backends a command covers.
 #[derive(Args)]
-struct RunArgs {
+struct Select {
     /// Architectures to run (default: all).
     #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
     arch: Vec<String>,
@@ -48,15 +54,59 @@ struct RunArgs {
     /// Backends to use (default: every backend that can run a variant).
     #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
     backend: Vec<String>,
+    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
+    #[arg(long, value_name = "DIR")]
+    kernels_dir: Option<PathBuf>,
+}
+
+impl Select {
+    fn variants(&self) -> Result<Vec<&'static Variant>, String> {
+        let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
+        let variants: Vec<&'static Variant> = VARIANTS
+            .iter()
+            .filter(|v| archs.is_empty() || archs.contains(&v.arch))
+            .filter(|v| !(self.zbb && !v.zbb) && !(self.no_zbb && v.zbb))
+            .collect();
+        if variants.is_empty() {
+            return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
+        }
+        Ok(variants)
+    }
+
+    fn kernels(&self) -> Vec<Kernel> {
+        if self.kernel.is_empty() {
+            Kernel::ALL.to_vec()
+        } else {
+            self.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
+        }
+    }
+
+    fn backends(&self) -> Vec<BackendKind> {
+        if self.backend.is_empty() {
+            BackendKind::ALL.to_vec()
+        } else {
+            self.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
+        }
+    }
+
+    fn build(&self) -> BuildConfig {
+        BuildConfig {
+            kernels_dir: self.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
+            cache_dir: paths::cache_dir(),
+        }
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    select: Select,
     /// Extra vector files to run (JSON, see vectors/README.md).
     #[arg(long = "vectors", value_name = "FILE")]
     vectors: Vec<PathBuf>,
     /// Run only the --vectors files, not the bundled ones.
     #[arg(long)]
     no_bundled: bool,
-    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
-    #[arg(long, value_name = "DIR")]
-    kernels_dir: Option<PathBuf>,
     /// Seed for register poison, argument garbage and split points (default: random, printed).
     #[arg(long)]
     seed: Option<u64>,
@@ -68,41 +118,19 @@ struct RunArgs {
 impl RunArgs {
     /// Resolves the typed arguments into a run configuration.
     fn resolve(&self) -> Result<RunConfig, String> {
-        let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
-        let variants: Vec<&'static Variant> = VARIANTS
-            .iter()
-            .filter(|v| archs.is_empty() || archs.contains(&v.arch))
-            .filter(|v| !(self.zbb && !v.zbb) && !(self.no_zbb && v.zbb))
-            .collect();
-        if variants.is_empty() {
-            return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
-        }
-        let kernels: Vec<Kernel> = if self.kernel.is_empty() {
-            Kernel::ALL.to_vec()
-        } else {
-            self.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
-        };
-        let backends = if self.backend.is_empty() {
-            BackendKind::ALL.to_vec()
-        } else {
-            self.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
-        };
+        let kernels = self.select.kernels();
         let mut vector_files =
             if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
         vector_files.extend(self.vectors.iter().cloned());
         if vector_files.is_empty() {
             return Err("no vector files to run (drop --no-bundled or add --vectors FILE)".into());
         }
-        let build = BuildConfig {
-            kernels_dir: self.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
-            cache_dir: paths::cache_dir(),
-        };
         Ok(RunConfig {
-            variants,
-            backends,
+            variants: self.select.variants()?,
+            backends: self.select.backends(),
             kernels,
             vector_files,
-            build,
+            build: self.select.build(),
             seed: self.seed.unwrap_or_else(rand::random),
             limits: Limits { batch_time: std::time::Duration::from_secs(self.batch_seconds) },
         })
@@ -120,6 +148,111 @@ fn run_cmd(args: &RunArgs) -> i32 {
     let report = run::run(&cfg);
     print!("{}", report.to_human());
     run::exit_code(&report)
+}
+
+#[derive(Args)]
+struct FuzzArgs {
+    #[command(flatten)]
+    select: Select,
+    /// Cases per variant × backend × kernel (across all shards). Default: 2000.
+    #[arg(long, conflicts_with = "time")]
+    cases: Option<u64>,
+    /// Wall time for the whole campaign, split across targets (e.g. 60s, 10m).
+    #[arg(long)]
+    time: Option<humantime::Duration>,
+    /// Campaign seed (default: random, printed so the run can be repeated).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run shard I of N: case k belongs to shard k mod N (e.g. 0/4).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// Cases per backend entry.
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// Folder for shrunk failures (vector files).
+    #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
+    out: PathBuf,
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 0/4")?;
+    let (i, n): (u64, u64) =
+        (i.parse().map_err(|_| "I must be a number")?, n.parse().map_err(|_| "N must be a number")?);
+    if n == 0 || i >= n {
+        return Err(format!("shard {i}/{n}: need 0 <= I < N"));
+    }
+    Ok((i, n))
+}
+
+fn fuzz_cmd(args: &FuzzArgs) -> i32 {
+    let variants = match args.select.variants() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("lab fuzz: {e}");
+            return 2;
+        }
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let budget = match args.time {
+        Some(t) => fuzz::Budget::Time(t.into()),
+        None => fuzz::Budget::Cases(args.cases.unwrap_or(2000)),
+    };
+    let cfg = fuzz::FuzzConfig {
+        variants,
+        backends: args.select.backends(),
+        kernels: args.select.kernels(),
+        build: args.select.build(),
+        seed,
+        budget,
+        shard: args.shard.unwrap_or((0, 1)),
+        batch: args.batch.max(1),
+        out_dir: args.out.clone(),
+        limits: Limits::default(),
+    };
+    println!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}", cfg.shard.0, cfg.shard.1);
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("template"));
+    let results = fuzz::campaign(&cfg, &mut |p| {
+        let of = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        bar.set_message(format!("{}: {}{of} cases, {:.0} cases/s", p.target, p.cases, p.rate));
+        bar.tick();
+    });
+    bar.finish_and_clear();
+    print_fuzz(&results, seed)
+}
+
+/// Prints each target's line and every failure; returns the exit status.
+fn print_fuzz(results: &[fuzz::TargetResult], seed: u64) -> i32 {
+    let mut status = 0;
+    for r in results {
+        let head = format!("{:<12} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
+        match &r.outcome {
+            fuzz::Outcome::Clean => println!("{head} {:>8} cases {:>10.0} cases/s  clean", r.cases, r.rate()),
+            fuzz::Outcome::Skipped(why) => println!("{head} skipped: {why}"),
+            fuzz::Outcome::Error(e) => {
+                println!("{head} error: {e}");
+                status = status.max(2);
+            }
+            fuzz::Outcome::Failed(f) => {
+                status = status.max(1);
+                println!("{head} {:>8} cases  FAILED at case {} (seed {seed})", r.cases, f.case_index);
+                println!("  shrunk from {} to {} blocks; minimal case:", f.original_blocks, fuzz::blocks_of(&f.case));
+                let json = serde_json::to_string_pretty(&vectors::entry_json(&f.case)).unwrap_or_default();
+                println!("{}", json.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"));
+                for finding in &f.findings {
+                    println!("  - {finding}");
+                }
+                println!(
+                    "  written to {}; replay: lab run --no-bundled --vectors {} --arch {} --backend {}",
+                    f.file.display(),
+                    f.file.display(),
+                    r.variant.split('+').next().unwrap_or(r.variant),
+                    r.backend
+                );
+            }
+        }
+    }
+    status
 }
 
 fn list_cmd() -> i32 {
@@ -148,6 +281,7 @@ pub fn main() -> i32 {
     };
     match &cli.command {
         Command::Run(a) => run_cmd(a),
+        Command::Fuzz(a) => fuzz_cmd(a),
         Command::List => list_cmd(),
     }
 }

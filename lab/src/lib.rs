@@ -12,6 +12,7 @@ pub mod abi;
 pub mod backend;
 pub mod batch;
 pub mod checks;
+pub mod fuzz;
 pub mod image;
 pub mod paths;
 pub mod reference;

@@ -306,8 +306,24 @@ fn rename(e: FieldError, outer: &str) -> FieldError {
 
 /// Every field an entry may have; anything else is an error (a misspelt field is not ignored).
 const KNOWN_FIELDS: &[&str] = &[
-    "name", "source", "comment", "msg_hex", "msg", "offset", "offsets", "digest_hex", "updates", "stub", "state_hex",
-    "ofs", "limit", "key_hex", "tag_hex", "acc", "r_hex", "lengths",
+    "name",
+    "source",
+    "comment",
+    "msg_hex",
+    "msg",
+    "offset",
+    "offsets",
+    "digest_hex",
+    "updates",
+    "stub",
+    "state_hex",
+    "ofs",
+    "limit",
+    "key_hex",
+    "tag_hex",
+    "acc",
+    "r_hex",
+    "lengths",
 ];
 
 fn parse_entry(kernel: Kernel, index: usize, entry: &Value) -> Result<Vector, FieldError> {
@@ -341,7 +357,10 @@ fn md5_digest(f: &Fields) -> Result<Body, FieldError> {
         Vec::new()
     };
     if !updates.is_empty() && updates.iter().sum::<usize>() != msg.len() {
-        return Err(bad("updates", format!("pieces sum to {}, the message has {} bytes", updates.iter().sum::<usize>(), msg.len())));
+        return Err(bad(
+            "updates",
+            format!("pieces sum to {}, the message has {} bytes", updates.iter().sum::<usize>(), msg.len()),
+        ));
     }
     Ok(Body::Md5Digest { msg, digest, updates })
 }
@@ -363,14 +382,19 @@ fn md5_call(f: &Fields) -> Result<Md5Call, FieldError> {
     };
     let need = crate::reference::md5::mb_blocks(ofs, limit) * 64;
     if input.len() < need {
-        return Err(bad("msg", format!("{} bytes, but the call processes {} blocks ({need} bytes)", input.len(), need / 64)));
+        return Err(bad(
+            "msg",
+            format!("{} bytes, but the call processes {} blocks ({need} bytes)", input.len(), need / 64),
+        ));
     }
     Ok(Md5Call { stub, state, input, ofs, limit })
 }
 
 fn poly1305_call(f: &Fields) -> Result<Poly1305Call, FieldError> {
     let limbs = f.int_list("acc", 0, i64::from(u32::MAX))?;
-    let acc = Limbs26(limbs.iter().map(|&x| x as u64).collect::<Vec<_>>().try_into().map_err(|_| bad("acc", "must have 5 limbs"))?);
+    let acc = Limbs26(
+        limbs.iter().map(|&x| x as u64).collect::<Vec<_>>().try_into().map_err(|_| bad("acc", "must have 5 limbs"))?,
+    );
     if let Some((i, l)) = acc.first_out_of_bounds() {
         return Err(bad("acc", format!("limb {i} = {l:#x} is outside the contract (limbs 0-3 < 2^26, limb 4 < 2^27)")));
     }
@@ -389,7 +413,11 @@ fn poly1305_call(f: &Fields) -> Result<Poly1305Call, FieldError> {
 
 /// Whole 16-byte blocks a `length` argument asks for (none for a negative length).
 pub fn whole_blocks(length: i64) -> usize {
-    if length < 16 { 0 } else { (length / 16) as usize }
+    if length < 16 {
+        0
+    } else {
+        (length / 16) as usize
+    }
 }
 
 /// Expands a generated message: `{"pattern": "counter", "len": N}` (byte i = i mod 256),
@@ -428,6 +456,71 @@ pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
+}
+
+/// The JSON entry for `v` in the file format above (the inverse of the parser): used to write
+/// fuzz failures as replayable vectors. Messages are written as `msg_hex`.
+pub fn entry_json(v: &Vector) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), v.name.clone().into());
+    m.insert("source".into(), v.source.clone().into());
+    m.insert("offset".into(), v.offsets.first().copied().unwrap_or(0).into());
+    let hexv = |b: &[u8]| Value::from(hex::encode(b));
+    match &v.body {
+        Body::Md5Digest { msg, digest, updates } => {
+            m.insert("msg_hex".into(), hexv(msg));
+            m.insert("digest_hex".into(), hexv(digest));
+            if !updates.is_empty() {
+                m.insert("updates".into(), updates.clone().into());
+            }
+        }
+        Body::Md5Call(c) => {
+            let stub = if c.stub == Md5Stub::Compress { "md5_implCompress" } else { "md5_implCompressMB" };
+            m.insert("stub".into(), stub.into());
+            m.insert("state_hex".into(), hexv(&crate::reference::md5::state_to_bytes(&c.state)));
+            m.insert("msg_hex".into(), hexv(&c.input));
+            if c.stub == Md5Stub::CompressMb {
+                m.insert("ofs".into(), c.ofs.into());
+                m.insert("limit".into(), c.limit.into());
+            }
+        }
+        Body::Poly1305Tag { key, msg, tag } => {
+            m.insert("key_hex".into(), hexv(key));
+            m.insert("msg_hex".into(), hexv(msg));
+            m.insert("tag_hex".into(), hexv(tag));
+        }
+        Body::Poly1305Call(c) => {
+            m.insert("acc".into(), c.acc.0.to_vec().into());
+            let r = c.r.value().to_bytes_le();
+            let mut r16 = [0u8; 16];
+            r16[..r.len().min(16)].copy_from_slice(&r[..r.len().min(16)]);
+            m.insert("r_hex".into(), hexv(&r16));
+            m.insert("msg_hex".into(), hexv(&c.input));
+            m.insert("lengths".into(), c.lengths.clone().into());
+        }
+    }
+    Value::Object(m)
+}
+
+/// Writes a vector file for `kernel` holding `vectors`.
+///
+/// # Errors
+/// I/O errors from writing `path`.
+pub fn write_file(
+    path: &Path,
+    kernel: Kernel,
+    set: &str,
+    description: &str,
+    vectors: &[Vector],
+) -> std::io::Result<()> {
+    let doc = serde_json::json!({
+        "kernel": kernel.name(),
+        "set": set,
+        "description": description,
+        "vectors": vectors.iter().map(entry_json).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
+    std::fs::write(path, text + "\n")
 }
 
 /// Every `*.json` under `dir/<kernel>/`, sorted, for the kernels asked for.
@@ -522,7 +615,9 @@ mod tests {
         assert_eq!((msg.len(), msg[257], updates.clone()), (300, 1, vec![1, 299]));
         let Body::Md5Call(c) = &set.vectors[1].body else { panic!() };
         assert_eq!((c.stub, c.ofs, c.limit, c.input.len()), (Md5Stub::CompressMb, 10, 75, 192));
-        assert!(errs[0].to_string().contains("entry 2 (\"short\"): field `msg`: 1 bytes, but the call processes 1 blocks"));
+        assert!(errs[0]
+            .to_string()
+            .contains("entry 2 (\"short\"): field `msg`: 1 bytes, but the call processes 1 blocks"));
         assert!(errs[1].to_string().contains("field `updates`: pieces sum to 1, the message has 2 bytes"));
     }
 
@@ -541,6 +636,47 @@ mod tests {
         assert_eq!(c.lengths, vec![16, 17]);
         assert!(errs[0].to_string().contains("field `acc`: limb 4 = 0x8000000 is outside the contract"), "{}", errs[0]);
         assert!(errs[1].to_string().contains("field `r_hex`: r is not clamped"), "{}", errs[1]);
+    }
+
+    #[test]
+    fn written_entries_parse_back_to_the_same_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let md5 = Vector {
+            index: 0,
+            name: "m".into(),
+            source: "s".into(),
+            offsets: vec![5],
+            body: Body::Md5Call(Md5Call {
+                stub: Md5Stub::CompressMb,
+                state: [1, 2, 3, 4],
+                input: vec![7; 128],
+                ofs: -5,
+                limit: 70,
+            }),
+        };
+        let p = dir.path().join("m.json");
+        write_file(&p, Kernel::Md5, "x", "d", std::slice::from_ref(&md5)).unwrap();
+        let (set, errs) = load_file(&p);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(set.unwrap().vectors, vec![md5]);
+        let r = poly1305::clamp_r(&[0xff; 16]);
+        let poly = Vector {
+            index: 0,
+            name: "p".into(),
+            source: "s".into(),
+            offsets: vec![3],
+            body: Body::Poly1305Call(Poly1305Call {
+                acc: Limbs26([1, 2, 3, 4, 5]),
+                r,
+                input: vec![9; 40],
+                lengths: vec![16, 3, 24],
+            }),
+        };
+        let p = dir.path().join("p.json");
+        write_file(&p, Kernel::Poly1305, "x", "d", std::slice::from_ref(&poly)).unwrap();
+        let (set, errs) = load_file(&p);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(set.unwrap().vectors, vec![poly]);
     }
 
     #[test]

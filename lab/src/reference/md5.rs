@@ -153,7 +153,12 @@ impl DigestBase {
         }
         if len >= BLOCK {
             let ret = ofs + len / BLOCK * BLOCK;
-            self.steps.push(Step::Mb { start: ofs, ofs: ofs as i32, limit: (ofs + len - BLOCK) as i32, ret: ret as i32 });
+            self.steps.push(Step::Mb {
+                start: ofs,
+                ofs: ofs as i32,
+                limit: (ofs + len - BLOCK) as i32,
+                ret: ret as i32,
+            });
             len -= ret - ofs;
             ofs = ret;
         }

@@ -1,0 +1,482 @@
+//! Differential fuzzing: proptest strategies per contract, cases run in batches through the
+//! guest-side driver, every call compared with the portable reference (the comparison is
+//! [`checks::check`], the same as for vectors), failures shrunk with proptest's value trees and
+//! written as vector files that `lab run --vectors FILE` replays.
+//!
+//! The strategies are shared by `lab fuzz` and `cargo test`.
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::abi::Abi;
+use crate::backend::{self, Backend, BackendError};
+use crate::batch::BatchBuilder;
+use crate::checks::{self, CasePlan, Entry, Finding};
+use crate::image::Image;
+use crate::reference::{md5, poly1305};
+use crate::variant::{Kernel, Variant};
+use crate::vectors::{Body, Md5Call, Md5Stub, Poly1305Call, Vector};
+
+/// A fuzz case: an input vector (with its one offset), built so the reference is the oracle.
+pub type Case = Vector;
+
+fn case(name: &str, offset: usize, body: Body) -> Case {
+    Vector { index: 0, name: name.into(), source: String::new(), offsets: vec![offset], body }
+}
+
+/// Bytes weighted towards all-0xFF and all-zero runs, which exercise carries.
+fn bytes(len: usize) -> BoxedStrategy<Vec<u8>> {
+    prop_oneof![
+        6 => proptest::collection::vec(any::<u8>(), len),
+        1 => Just(vec![0xff; len]),
+        1 => Just(vec![0; len]),
+    ]
+    .boxed()
+}
+
+/// One 64-byte block, weighted towards all-0xFF and all-zero.
+fn block64() -> BoxedStrategy<Vec<u8>> {
+    bytes(64)
+}
+
+/// MD5 stub calls: any state, 1..=64 blocks weighted to 1, 2 and 16, offsets 0..63,
+/// `(ofs, limit)` with `limit - ofs` often not a multiple of 64 (RFC 1321 §3.4; DESIGN.md MB).
+/// Blocks are separate values so that shrinking drops whole blocks.
+pub fn md5_call() -> BoxedStrategy<Case> {
+    let blocks = prop_oneof![
+        3 => proptest::collection::vec(block64(), 1..=1),
+        2 => proptest::collection::vec(block64(), 2..=2),
+        1 => proptest::collection::vec(block64(), 16..=16),
+        2 => proptest::collection::vec(block64(), 1..=64),
+    ];
+    (blocks, any::<[u32; 4]>(), 0usize..64, -(1i32 << 30)..(1i32 << 30), 0i32..64, prop::bool::weighted(0.2))
+        .prop_map(|(blocks, state, offset, ofs, extra, single)| {
+            let (stub, n) = if single { (Md5Stub::Compress, 1) } else { (Md5Stub::CompressMb, blocks.len()) };
+            let limit = ofs + (n as i32 - 1) * 64 + extra;
+            let input: Vec<u8> = blocks[..n].concat();
+            case("md5 call", offset, Body::Md5Call(Md5Call { stub, state, input, ofs, limit }))
+        })
+        .boxed()
+}
+
+/// Whole MD5 digests, DigestBase-driven: 0..=8 KiB with lengths weighted to 55, 56, 63, 64, 65
+/// mod 64 (the padding edges), fed in random update pieces.
+pub fn md5_digest() -> BoxedStrategy<Case> {
+    let len = prop_oneof![
+        3 => (0usize..128, prop::sample::select(vec![55usize, 56, 63, 64, 65])).prop_map(|(k, r)| (k * 64 + r).min(8192)),
+        2 => 0usize..=8192,
+    ];
+    (len, 0usize..64)
+        .prop_flat_map(|(len, offset)| (bytes(len), proptest::collection::vec(0usize..=300, 0..6), Just(offset)))
+        .prop_map(|(msg, cuts, offset)| {
+            let updates = pieces(msg.len(), &cuts);
+            let digest = md5::digest_updates(&msg, &updates);
+            case("md5 digest", offset, Body::Md5Digest { msg, digest, updates })
+        })
+        .boxed()
+}
+
+/// Update piece sizes from cut lengths: the cuts, then the rest (empty cuts: one update).
+fn pieces(len: usize, cuts: &[usize]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut left = len;
+    for &c in cuts {
+        let c = c.min(left);
+        out.push(c);
+        left -= c;
+    }
+    if !out.is_empty() {
+        out.push(left);
+    }
+    out
+}
+
+/// A limb at 0, at its maximum, or anywhere below the bound.
+fn limb(bound: u64) -> BoxedStrategy<u64> {
+    prop_oneof![1 => Just(0u64), 2 => Just(bound - 1), 3 => 0..bound].boxed()
+}
+
+/// One 16-byte block, weighted towards all-0xFF (the carry edge) and all-zero.
+fn block16() -> BoxedStrategy<[u8; 16]> {
+    prop_oneof![4 => any::<[u8; 16]>(), 1 => Just([0xff; 16]), 1 => Just([0; 16])].boxed()
+}
+
+/// Poly1305 call chains: accumulators across the whole contract range, r clamped (largest,
+/// tiny, random), 0..=256 blocks plus every tail length 0..15, random 16-byte splits and short
+/// calls. Blocks are separate values so that shrinking drops and simplifies whole blocks.
+pub fn poly1305_call() -> BoxedStrategy<Case> {
+    let acc = (limb(1 << 26), limb(1 << 26), limb(1 << 26), limb(1 << 26), limb(1 << 27))
+        .prop_map(|(a, b, c, d, e)| poly1305::Limbs26([a, b, c, d, e]));
+    let r = prop_oneof![
+        1 => Just(poly1305::CLAMP),
+        1 => 0u128..16,
+        4 => any::<u128>().prop_map(|r| r & poly1305::CLAMP),
+    ];
+    let blocks = prop_oneof![2 => proptest::collection::vec(block16(), 0..=4), 2 => proptest::collection::vec(block16(), 0..=256)];
+    let tail = proptest::collection::vec(any::<u8>(), 0..16);
+    let cuts = proptest::collection::vec(0usize..=40, 0..5);
+    (acc, r, blocks, tail, cuts, 0usize..16)
+        .prop_map(|(acc, r, blocks, tail, cuts, offset)| {
+            let input: Vec<u8> = blocks.iter().flatten().chain(&tail).copied().collect();
+            let lengths = chain_lengths(input.len(), &cuts);
+            let r = poly1305::clamp_r(&r.to_le_bytes());
+            case("poly1305 call", offset, Body::Poly1305Call(Poly1305Call { acc, r, input, lengths }))
+        })
+        .boxed()
+}
+
+/// `length` arguments for a chain: each cut (in blocks) becomes a call of that many blocks, a
+/// cut of 0 a call with a short length (acc untouched); the last call takes the rest.
+fn chain_lengths(len: usize, cuts: &[usize]) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut left = len;
+    for &c in cuts {
+        let take = (c * 16).min(left / 16 * 16);
+        out.push(if c == 0 { (left % 16) as i64 } else { take as i64 });
+        left -= if c == 0 { 0 } else { take };
+    }
+    out.push(left as i64);
+    out
+}
+
+/// The strategy for a kernel: MD5 mixes stub calls and whole digests.
+pub fn strategy(kernel: Kernel) -> BoxedStrategy<Case> {
+    match kernel {
+        Kernel::Md5 => prop_oneof![3 => md5_call(), 1 => md5_digest()].boxed(),
+        Kernel::Poly1305 => poly1305_call(),
+    }
+}
+
+/// A deterministic proptest runner for `seed`.
+pub fn runner(seed: u64) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    TestRunner::new_with_rng(
+        Config { max_shrink_iters: 4096, ..Config::default() },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// Where and what to run.
+pub struct Target<'a> {
+    /// The backend, open on `image`.
+    pub backend: &'a mut dyn Backend,
+    /// The variant the image was built for.
+    pub variant: &'static Variant,
+    /// The image.
+    pub image: &'a Image,
+    /// Seed for poison values and argument garbage.
+    pub seed: u64,
+}
+
+/// Runs `cases` in one batch and returns each case's findings (empty = agrees with the reference).
+///
+/// # Errors
+/// When the backend itself fails or the batch does not fit the arena.
+pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, BackendError> {
+    let entry = Entry::of(t.image);
+    let abi = Abi::of(t.variant.arch);
+    let mut b = BatchBuilder::new(abi);
+    let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
+    let plans: Vec<CasePlan> =
+        cases.iter().flat_map(|c| checks::plan_vector(&mut b, &entry, &mut rng, "fuzz", c)).collect();
+    let batch = b.layout(t.image.arena()?).map_err(|e| BackendError::Unsupported(e.to_string()))?;
+    let run = backend::run_batch(t.backend, &batch)?;
+    Ok(plans.iter().map(|p| checks::check(p, &batch, &run, abi, t.image)).collect())
+}
+
+/// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate
+/// loop), evaluating each candidate on the backend. Returns the case and its findings.
+///
+/// # Errors
+/// When the backend fails.
+pub fn shrink(
+    t: &mut Target,
+    mut tree: impl ValueTree<Value = Case>,
+    findings: Vec<Finding>,
+    max_iters: u32,
+) -> Result<(Case, Vec<Finding>), BackendError> {
+    let mut best = (tree.current(), findings);
+    let mut iters = 0;
+    if !tree.simplify() {
+        return Ok(best);
+    }
+    while iters < max_iters {
+        iters += 1;
+        let candidate = tree.current();
+        let f = run_cases(t, std::slice::from_ref(&candidate))?.remove(0);
+        let more = if f.is_empty() {
+            tree.complicate()
+        } else {
+            best = (candidate, f);
+            tree.simplify()
+        };
+        if !more {
+            break;
+        }
+    }
+    Ok(best)
+}
+
+/// How big a case is, for messages: blocks of its input.
+pub fn blocks_of(c: &Case) -> usize {
+    match &c.body {
+        Body::Md5Digest { msg, .. } => msg.len().div_ceil(64),
+        Body::Md5Call(m) => m.input.len() / 64,
+        Body::Poly1305Tag { msg, .. } => msg.len().div_ceil(16),
+        Body::Poly1305Call(p) => p.input.len().div_ceil(16),
+    }
+}
+
+/// How long a campaign runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Budget {
+    /// This many cases per target (variant × backend × kernel), across all shards.
+    Cases(u64),
+    /// This much wall time for the whole campaign, split evenly across targets.
+    Time(std::time::Duration),
+}
+
+/// What to fuzz.
+#[derive(Debug, Clone)]
+pub struct FuzzConfig {
+    /// Variants, in order.
+    pub variants: Vec<&'static Variant>,
+    /// Backends, in order.
+    pub backends: Vec<crate::backend::BackendKind>,
+    /// Kernels, in order.
+    pub kernels: Vec<Kernel>,
+    /// Kernel sources and image cache.
+    pub build: crate::toolchain::BuildConfig,
+    /// Campaign seed: the same seed gives the same cases.
+    pub seed: u64,
+    /// Cases or time.
+    pub budget: Budget,
+    /// `(index, count)`: this run takes case k when `k % count == index`.
+    pub shard: (u64, u64),
+    /// Cases per batch (per backend entry).
+    pub batch: usize,
+    /// Where failing cases are written as vector files.
+    pub out_dir: std::path::PathBuf,
+    /// Hang budgets.
+    pub limits: crate::backend::Limits,
+}
+
+/// A shrunk failure.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Index of the original failing case in the campaign.
+    pub case_index: u64,
+    /// Blocks in the original failing case.
+    pub original_blocks: usize,
+    /// The minimal failing case.
+    pub case: Case,
+    /// What it does wrong.
+    pub findings: Vec<Finding>,
+    /// The vector file that replays it (`lab run --vectors FILE`).
+    pub file: std::path::PathBuf,
+}
+
+/// How one target ended.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Every case agreed with the reference.
+    Clean,
+    /// A case disagreed; shrunk and written.
+    Failed(Box<Failure>),
+    /// The backend cannot run the variant, or the image lacks the kernel.
+    Skipped(String),
+    /// Building, loading or running failed.
+    Error(String),
+}
+
+/// One variant × backend × kernel of a campaign.
+#[derive(Debug, Clone)]
+pub struct TargetResult {
+    /// Variant name.
+    pub variant: &'static str,
+    /// Backend.
+    pub backend: crate::backend::BackendKind,
+    /// Kernel.
+    pub kernel: Kernel,
+    /// Cases run (this shard's).
+    pub cases: u64,
+    /// Wall time spent running them.
+    pub elapsed: std::time::Duration,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+impl TargetResult {
+    /// Cases per second.
+    pub fn rate(&self) -> f64 {
+        self.cases as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Progress of the target being fuzzed, for a progress bar.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// `variant/backend/kernel`.
+    pub target: String,
+    /// Cases run so far.
+    pub cases: u64,
+    /// Case budget, when the budget is in cases.
+    pub total: Option<u64>,
+    /// Cases per second so far.
+    pub rate: f64,
+}
+
+fn stable_hash(parts: &[&str]) -> u64 {
+    parts
+        .iter()
+        .flat_map(|p| p.bytes().chain([0]))
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
+pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<TargetResult> {
+    let targets = cfg.variants.len() * cfg.backends.len() * cfg.kernels.len();
+    let mut out = Vec::new();
+    for &variant in &cfg.variants {
+        let image = crate::toolchain::build_image(&cfg.build, variant)
+            .map_err(|e| e.to_string())
+            .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
+        for &kind in &cfg.backends {
+            for &kernel in &cfg.kernels {
+                let result = |cases, elapsed, outcome| TargetResult {
+                    variant: variant.name,
+                    backend: kind,
+                    kernel,
+                    cases,
+                    elapsed,
+                    outcome,
+                };
+                let image = match &image {
+                    Ok(i) => i,
+                    Err(e) => {
+                        out.push(result(0, Default::default(), Outcome::Error(e.clone())));
+                        continue;
+                    }
+                };
+                if let Some(why) = kind.supports(variant).err().or_else(|| Entry::of(image).missing(kernel)) {
+                    out.push(result(0, Default::default(), Outcome::Skipped(why)));
+                    continue;
+                }
+                let mut backend = match kind.open(variant, image, cfg.limits) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        out.push(result(0, Default::default(), Outcome::Error(e.to_string())));
+                        continue;
+                    }
+                };
+                let budget = match cfg.budget {
+                    Budget::Time(d) => Budget::Time(d / targets.max(1) as u32),
+                    b => b,
+                };
+                let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
+                out.push(fuzz_target(cfg, &mut t, kernel, budget, progress));
+            }
+        }
+    }
+    out
+}
+
+/// Fuzzes one target. Cases come from a runner seeded by (campaign seed, variant, kernel), so
+/// every backend of a variant sees the same cases and a shard sees the same cases every time.
+fn fuzz_target(
+    cfg: &FuzzConfig,
+    t: &mut Target,
+    kernel: Kernel,
+    budget: Budget,
+    progress: &mut dyn FnMut(&Progress),
+) -> TargetResult {
+    let started = std::time::Instant::now();
+    let label = format!("{}/{}/{}", t.variant.name, t.backend.kind(), kernel);
+    let mut runner = runner(cfg.seed ^ stable_hash(&[t.variant.name, kernel.name()]));
+    let strategy = strategy(kernel);
+    let (shard, shards) = cfg.shard;
+    let total = match budget {
+        Budget::Cases(n) => Some((n + shards - 1 - shard) / shards),
+        Budget::Time(_) => None,
+    };
+    let mut index = 0u64;
+    let mut cases = 0u64;
+    let outcome = loop {
+        let done = match budget {
+            Budget::Cases(_) => cases >= total.unwrap_or(0),
+            Budget::Time(d) => started.elapsed() >= d,
+        };
+        if done {
+            break Outcome::Clean;
+        }
+        let want = total.map_or(cfg.batch as u64, |n| (n - cases).min(cfg.batch as u64)) as usize;
+        let mut trees = Vec::with_capacity(want);
+        while trees.len() < want {
+            let tree = strategy.new_tree(&mut runner).expect("strategies do not reject");
+            if index % shards == shard {
+                trees.push((index, tree));
+            }
+            index += 1;
+        }
+        let batch: Vec<Case> = trees.iter().map(|(_, tree)| tree.current()).collect();
+        let findings = match run_cases(t, &batch) {
+            Ok(f) => f,
+            Err(e) => break Outcome::Error(e.to_string()),
+        };
+        cases += batch.len() as u64;
+        progress(&Progress {
+            target: label.clone(),
+            cases,
+            total,
+            rate: cases as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        });
+        if let Some(j) = findings.iter().position(|f| !f.is_empty()) {
+            let (case_index, tree) = trees.swap_remove(j);
+            break report_failure(cfg, t, kernel, case_index, tree, findings[j].clone());
+        }
+    };
+    let elapsed = started.elapsed();
+    TargetResult { variant: t.variant.name, backend: t.backend.kind(), kernel, cases, elapsed, outcome }
+}
+
+fn report_failure(
+    cfg: &FuzzConfig,
+    t: &mut Target,
+    kernel: Kernel,
+    case_index: u64,
+    tree: Box<dyn ValueTree<Value = Case>>,
+    findings: Vec<Finding>,
+) -> Outcome {
+    let original_blocks = blocks_of(&tree.current());
+    let (mut case, findings) = match shrink(t, tree, findings, 4096) {
+        Ok(x) => x,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    let backend = t.backend.kind();
+    case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
+    case.source = format!(
+        "lab fuzz --seed {} --arch {} --kernel {kernel} --backend {backend}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
+        cfg.seed,
+        t.variant.arch,
+        blocks_of(&case)
+    );
+    let file =
+        cfg.out_dir.join(format!("fuzz-{}-{backend}-{kernel}-seed{}.json", t.variant.name.replace('+', "_"), cfg.seed));
+    let written = std::fs::create_dir_all(&cfg.out_dir).and_then(|()| {
+        crate::vectors::write_file(
+            &file,
+            kernel,
+            "fuzz-regressions",
+            "shrunk lab fuzz failures",
+            std::slice::from_ref(&case),
+        )
+    });
+    if let Err(e) = written {
+        return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
+    }
+    Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file }))
+}
