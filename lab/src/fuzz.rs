@@ -339,7 +339,9 @@ fn stable_hash(parts: &[&str]) -> u64 {
 
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
 pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<TargetResult> {
-    let targets = cfg.variants.len() * cfg.backends.len() * cfg.kernels.len();
+    // A time budget is shared by the targets that can run, not by the skipped ones.
+    let runnable = cfg.variants.iter().flat_map(|v| cfg.backends.iter().filter(move |b| b.supports(v).is_ok())).count();
+    let targets = runnable * cfg.kernels.len();
     let mut out = Vec::new();
     for &variant in &cfg.variants {
         let image = crate::toolchain::build_image(&cfg.build, variant)
