@@ -100,7 +100,8 @@ pub enum Status {
     Passed,
     /// At least one case failed.
     Failed,
-    /// Input or set-up problems (bad vector file, missing tool, build failure).
+    /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
+    /// at all (every case skipped).
     SetupError,
 }
 
@@ -127,7 +128,8 @@ impl Report {
 
     /// The verdict.
     pub fn status(&self) -> Status {
-        if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() {
+        let (passed, failed, _) = self.totals();
+        if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + failed == 0 {
             Status::SetupError
         } else if self.rows.iter().any(|r| !r.failed.is_empty()) {
             Status::Failed
@@ -172,6 +174,9 @@ impl Report {
             let _ = writeln!(s, "\nset-up error: {e}");
         }
         let (p, f, k) = self.totals();
+        if p + f == 0 {
+            let _ = writeln!(s, "\nnothing ran: every selected case was skipped or could not be set up");
+        }
         let _ = writeln!(
             s,
             "\n{p} passed, {f} failed, {k} skipped (seed {}, {:.2} s)",
