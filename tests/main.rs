@@ -7,5 +7,6 @@ mod cli;
 mod common;
 mod fuzz;
 mod gating;
+mod image;
 mod layout;
 mod matrix;
