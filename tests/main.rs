@@ -5,5 +5,7 @@
 mod agreement;
 mod cli;
 mod common;
+mod doctor;
 mod gating;
 mod matrix;
+mod reports;

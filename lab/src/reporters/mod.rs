@@ -81,3 +81,67 @@ pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Res
     let text = render(report, format, command)?;
     std::fs::write(path, text).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::BackendKind;
+    use crate::checks::{Class, Finding};
+    use crate::report::{CaseFailure, Row};
+    use crate::variant::Kernel;
+
+    /// A row filled through the count fields alone, as another command might build one: the
+    /// reporters must still list every case (2 passed, 1 failed, 3 skipped).
+    fn count_only_report() -> Report {
+        let row = Row {
+            variant: "aarch64",
+            backend: BackendKind::Qemu,
+            kernel: Kernel::Poly1305,
+            set: "fuzz".into(),
+            passed: 2,
+            failed: vec![CaseFailure {
+                name: "shrunk".into(),
+                msg_len: 32,
+                findings: vec![Finding::new(Class::Bounds, "limb 2 is 0x4000000, above 2^26")],
+            }],
+            skipped: 3,
+            skip_reason: Some("campaign ended".into()),
+            elapsed: Duration::from_millis(5),
+            cases: Vec::new(),
+        };
+        Report { rows: vec![row], seed: u64::MAX, ..Report::default() }
+    }
+
+    #[test]
+    fn junit_of_a_count_only_row_lists_every_case() {
+        let xml = render(&count_only_report(), Format::Junit, "fuzz").unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        let counts: Vec<Option<&str>> =
+            ["name", "tests", "failures", "skipped", "errors"].iter().map(|a| root.attribute(*a)).collect();
+        assert_eq!(counts, [Some("kernel-lab fuzz"), Some("6"), Some("1"), Some("3"), Some("0")]);
+        let failure = doc.descendants().find(|n| n.has_tag_name("failure")).unwrap();
+        assert_eq!(failure.attribute("type"), Some("bounds"));
+        assert_eq!(failure.parent().unwrap().attribute("name"), Some("shrunk"));
+    }
+
+    #[test]
+    fn json_keeps_a_u64_seed_exact_and_lists_every_case() {
+        let text = render(&count_only_report(), Format::Json, "fuzz").unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["seed"], "18446744073709551615");
+        assert_eq!(doc["schema_version"], SCHEMA_VERSION);
+        let outcomes: Vec<&str> =
+            doc["rows"][0]["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();
+        assert_eq!(outcomes, ["passed", "passed", "failed", "skipped", "skipped", "skipped"]);
+        assert_eq!(doc["rows"][0]["cases"][5]["skip_reason"], "campaign ended");
+    }
+
+    #[test]
+    fn write_names_the_file_it_cannot_write() {
+        let e = write(&count_only_report(), Format::Json, "run", Path::new("/nonexistent/dir/r.json")).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/dir/r.json: "), "{e}");
+    }
+}
