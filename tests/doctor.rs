@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use kernel_lab::variant::Arch;
+
 fn doctor(path: Option<&std::ffi::OsStr>) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
     cmd.arg("doctor");
@@ -19,10 +21,13 @@ fn doctor_with_everything_installed_exits_0() {
     let (code, out) = doctor(None);
     assert_eq!(code, 0, "{out}");
     for line in
-        ["ok       qemu-riscv64", "ok       ld.lld", "ok       riscv64+zbb on qemu", "ok       x86_64 on native"]
+        ["ok       qemu-riscv64", "ok       ld.lld", "ok       riscv64+zbb on qemu", "ok       aarch64 on unicorn"]
     {
         assert!(out.contains(line), "{line:?} missing: {out}");
     }
+    let native =
+        if Arch::host() == Some(Arch::X86_64) { "ok       x86_64 on native" } else { "n/a      x86_64 on native" };
+    assert!(out.contains(native), "{out}");
     assert!(out.contains("n/a      riscv64+zbb on unicorn   Unicorn 2.1.5"), "{out}");
     assert!(out.contains("lab doctor: all well"), "{out}");
 }

@@ -40,8 +40,11 @@ enum Command {
     /// List variants and backends, and which backend can run which variant.
     #[command(after_help = "Example:\n  lab list")]
     List,
-    /// Check the set-up: clang, ld.lld, qemu-user, the Unicorn engine, and that every variant
-    /// builds and runs a tiny batch on every backend. Exit 0 only if all is well.
+    /// Check the set-up: tools, the Unicorn engine, every variant on every backend.
+    ///
+    /// Checks clang, ld.lld and each qemu-user binary, the Unicorn engine linked into the lab,
+    /// and that every variant builds from scratch and runs a tiny batch on every backend that
+    /// can run it. Exit 0 only if all is well.
     #[command(
         after_help = "Example:\n  lab doctor\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
     )]
