@@ -71,11 +71,11 @@ impl OutputArgs {
         let mut stdout = anstream::stdout();
         match &self.output {
             Some(path) => {
+                let _ = write!(stdout, "{}", report.to_human_styled(true));
                 if let Err(e) = reporters::write(report, format, command, path) {
                     eprintln!("lab {command}: cannot write the report: {e}");
                     return 2;
                 }
-                let _ = write!(stdout, "{}", report.to_human_styled(true));
                 eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
             }
             None if format == Format::Human => {

@@ -45,7 +45,18 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, quick_jun
     if let Some(s) = setup_suite(report) {
         junit.add_test_suite(s);
     }
-    junit.to_string()
+    Ok(drop_root_skipped(&junit.to_string()?))
+}
+
+/// Removes the `skipped` attribute quick-junit writes on `<testsuites>`: the Jenkins schema
+/// (xunit-plugin junit-10.xsd, which validating readers apply) allows only name, time, tests,
+/// failures and errors there. Each `<testsuite>` keeps its own `skipped` count.
+fn drop_root_skipped(xml: &str) -> String {
+    let Some(start) = xml.find("<testsuites ") else { return xml.to_string() };
+    let end = start + xml[start..].find('>').unwrap_or(0);
+    let Some(attr) = xml[start..end].find(" skipped=\"").map(|i| start + i) else { return xml.to_string() };
+    let close = attr + " skipped=\"".len() + xml[attr + " skipped=\"".len()..].find('"').unwrap_or(0) + 1;
+    format!("{}{}", &xml[..attr], &xml[close..])
 }
 
 fn new_suite(name: &str, r: &Row, seed: u64) -> TestSuite {
