@@ -67,3 +67,25 @@ fn doctor_without_qemu_names_qemu_user_and_exits_2() {
     assert!(out.contains("ok       clang") && out.contains("ok       riscv64 on unicorn"), "{out}");
     assert!(out.contains("lab doctor: the set-up is incomplete"), "{out}");
 }
+
+#[test]
+fn doctor_with_a_broken_kernel_exits_1_and_names_the_cell() {
+    let (kernels, _) = crate::common::mutated_kernels(
+        "x86_64",
+        "md5.S",
+        "F_STEP RB, RC, RD, RA,  3, 22,",
+        "F_STEP RB, RC, RD, RA,  3, 21,",
+    );
+    let root = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(kernels.path(), root.path().join("kernels")).unwrap();
+    std::os::unix::fs::symlink(kernel_lab::paths::vectors_dir(), root.path().join("vectors")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .arg("doctor")
+        .env("KERNEL_LAB_ROOT", root.path())
+        .output()
+        .expect("run lab doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("WRONG    x86_64 on unicorn        MD5(\"abc\"): md5_implCompress"), "{text}");
+    assert!(text.contains("ok       aarch64 on qemu"), "{text}");
+}

@@ -56,7 +56,7 @@ enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Report format: the human table, JSON (docs/report-schema.md) or JUnit XML.
-    #[arg(long, default_value = "human", value_parser = ["human", "json", "junit"])]
+    #[arg(long, default_value = "human", value_parser = clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name)))]
     format: String,
     /// Write the report to FILE (the human table still goes to stdout).
     #[arg(long, value_name = "FILE")]
