@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every system package kernel-lab needs on Debian 12, idempotently.
-# One source of truth: README, .ci/run, the Dockerfile and the CI workflow all call this.
+# One source of truth: README, .ci/run, the Dockerfile and the CI workflow
+# (ci/github-workflow.yml) all call this.
 #
 #   clang, lld       cross-assemble and link the kernels for riscv64, aarch64, x86_64
 #   qemu-user        qemu-riscv64 / qemu-aarch64 / qemu-x86_64 (the qemu backend)
@@ -16,8 +17,12 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# The versions in use, for the log (the Dockerfile can pin them with a snapshot date).
+versions() { dpkg-query -W -f='setup: ${Package} ${Version}\n' clang lld qemu-user; }
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present (${packages[*]})"
+  versions
   exit 0
 fi
 
@@ -27,3 +32,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+versions

@@ -47,3 +47,25 @@ fn usage_errors_exit_2_and_list_names_every_variant() {
     }
     assert!(out.contains("no: Unicorn 2.1.5"), "{out}");
 }
+
+#[test]
+fn every_command_help_shows_an_example() {
+    let (code, top) = lab(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(top.contains("Examples:"), "{top}");
+    // The commands `lab --help` lists, so a new command is covered as soon as it exists.
+    let commands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.contains(&"run") && commands.contains(&"doctor"), "{top}");
+    for c in commands {
+        let (code, help) = lab(&[c, "--help"]);
+        assert_eq!(code, 0, "{c}: {help}");
+        assert!(help.contains(&format!("\n  lab {c}")), "`lab {c} --help` shows no example: {help}");
+    }
+}

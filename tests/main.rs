@@ -5,8 +5,10 @@
 mod agreement;
 mod cli;
 mod common;
+mod doctor;
 mod fuzz;
 mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod reports;

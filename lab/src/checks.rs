@@ -158,6 +158,19 @@ fn buf_ptr(b: BufId) -> Arg {
     Arg::Ptr(b, 0)
 }
 
+/// The arguments of one MD5 stub call as the planner sees them.
+struct Md5Args<'i> {
+    stub: Md5Stub,
+    /// The `buf` pointer.
+    buf: Arg,
+    /// The bytes at `buf` (for the reference).
+    input: &'i [u8],
+    ofs: i32,
+    limit: i32,
+    /// Appended to the `implCompress` label, e.g. `(buffered block 1)`.
+    note: String,
+}
+
 /// A planner's view of one case being laid into a batch.
 struct Planner<'a, R> {
     b: &'a mut BatchBuilder,
@@ -178,29 +191,25 @@ impl<R: Rng> Planner<'_, R> {
         self.calls.push(CallCheck { call, label, expects });
     }
 
-    /// One MD5 stub call on `state`, input at `buf`; returns the buffer holding the new state.
-    fn md5_step(
-        &mut self,
-        stub: Md5Stub,
-        buf: Arg,
-        prev: BufId,
-        state: &mut State,
-        input: &[u8],
-        ofs: i32,
-        limit: i32,
-    ) -> BufId {
+    /// One MD5 stub call on `state`; returns the buffer holding the new state.
+    fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State) -> BufId {
         let out = self.b.output(&[0u8; 16]);
-        let (func, args, label, expects) = match stub {
+        let (func, args, label, expects) = match c.stub {
             Md5Stub::CompressMb => {
-                let ret = md5::compress_mb(state, input, ofs, limit);
-                let args = [buf, buf_ptr(out), self.int(ofs), self.int(limit)];
-                let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={ofs}, limit={limit})");
+                let ret = md5::compress_mb(state, c.input, c.ofs, c.limit);
+                let args = [c.buf, buf_ptr(out), self.int(c.ofs), self.int(c.limit)];
+                let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={}, limit={})", c.ofs, c.limit);
                 (self.e.md5_compress_mb, args, label, vec![Expect::Md5State(out, *state), Expect::RetI32(ret)])
             }
             Md5Stub::Compress => {
-                md5::compress(state, &input[..64]);
-                let args = [buf, buf_ptr(out), Arg::Imm(self.rng.gen()), Arg::Imm(self.rng.gen())];
-                (self.e.md5_compress, args, MD5_IMPL_COMPRESS.to_string(), vec![Expect::Md5State(out, *state)])
+                md5::compress(state, &c.input[..64]);
+                let args = [c.buf, buf_ptr(out), Arg::Imm(self.rng.gen()), Arg::Imm(self.rng.gen())];
+                (
+                    self.e.md5_compress,
+                    args,
+                    format!("{MD5_IMPL_COMPRESS}{}", c.note),
+                    vec![Expect::Md5State(out, *state)],
+                )
             }
         };
         self.call(func.expect("md5 symbols checked"), args, prev, out, label, expects);
@@ -215,21 +224,21 @@ impl<R: Rng> Planner<'_, R> {
         let mut state = md5::IV;
         let mut prev = self.b.output(&md5::state_to_bytes(&state));
         for step in steps {
-            prev = match step {
-                Step::Mb { start, ofs, limit, .. } => self.md5_step(
-                    Md5Stub::CompressMb,
-                    Arg::Ptr(input, start),
-                    prev,
-                    &mut state,
-                    &msg[start..],
-                    ofs,
-                    limit,
-                ),
-                Step::Single { host_offset } => {
-                    let block = &host[host_offset..host_offset + 64];
-                    self.md5_step(Md5Stub::Compress, Arg::Ptr(host_buf, host_offset), prev, &mut state, block, 0, 0)
+            let args = match step {
+                Step::Mb { start, ofs, limit, .. } => {
+                    let buf = Arg::Ptr(input, start);
+                    Md5Args { stub: Md5Stub::CompressMb, buf, input: &msg[start..], ofs, limit, note: String::new() }
                 }
+                Step::Single { host_offset } => Md5Args {
+                    stub: Md5Stub::Compress,
+                    buf: Arg::Ptr(host_buf, host_offset),
+                    input: &host[host_offset..host_offset + 64],
+                    ofs: 0,
+                    limit: 0,
+                    note: format!("(buffered block {})", host_offset / 64),
+                },
             };
+            prev = self.md5_step(args, prev, &mut state);
         }
         Final::Md5Digest { state: prev, digest }
     }
@@ -237,11 +246,19 @@ impl<R: Rng> Planner<'_, R> {
     /// One MD5 call entry. The input holds exactly the blocks the call processes, so a read past
     /// the last block leaves the buffer.
     fn md5_call(&mut self, c: &Md5Call, misalign: usize) {
-        let used = md5::mb_blocks(c.ofs, c.limit) * 64;
-        let input = self.b.input(&c.input[..if c.stub == Md5Stub::Compress { 64 } else { used }], misalign);
+        let used = if c.stub == Md5Stub::Compress { 64 } else { md5::mb_blocks(c.ofs, c.limit) * 64 };
+        let input = self.b.input(&c.input[..used], misalign);
         let prev = self.b.output(&md5::state_to_bytes(&c.state));
         let mut state = c.state;
-        self.md5_step(c.stub, buf_ptr(input), prev, &mut state, &c.input, c.ofs, c.limit);
+        let args = Md5Args {
+            stub: c.stub,
+            buf: buf_ptr(input),
+            input: &c.input,
+            ofs: c.ofs,
+            limit: c.limit,
+            note: String::new(),
+        };
+        self.md5_step(args, prev, &mut state);
     }
 
     /// A chain of `processBlocks` calls with the given `length` arguments, accumulator passed on
@@ -309,33 +326,45 @@ pub fn cases_of(v: &Vector) -> usize {
     v.offsets.len() * if matches!(v.body, Body::Poly1305Tag { .. }) { 2 } else { 1 }
 }
 
-/// Plans every case of `vector` into `b` (see [`cases_of`]).
-pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &str, v: &Vector) -> Vec<CasePlan> {
-    let mut plans = Vec::new();
+/// The case names of `v`, in planning order: the vector's name, `@+N` per offset when there
+/// are several, and ` [split]` for the split-call case of a Poly1305 tag. Stable across seeds,
+/// so CI history can follow a case.
+pub fn case_names(v: &Vector) -> Vec<String> {
+    let splits: &[bool] = if matches!(v.body, Body::Poly1305Tag { .. }) { &[false, true] } else { &[false] };
+    let mut names = Vec::with_capacity(cases_of(v));
     for &misalign in &v.offsets {
         let at = if v.offsets.len() > 1 { format!(" @+{misalign}") } else { String::new() };
+        for &split in splits {
+            names.push(format!("{}{at}{}", v.name, if split { " [split]" } else { "" }));
+        }
+    }
+    names
+}
+
+/// Plans every case of `vector` into `b` (see [`cases_of`] and [`case_names`]).
+pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &str, v: &Vector) -> Vec<CasePlan> {
+    let mut plans = Vec::new();
+    let mut names = case_names(v).into_iter();
+    for &misalign in &v.offsets {
         let splits: &[bool] = if matches!(v.body, Body::Poly1305Tag { .. }) { &[false, true] } else { &[false] };
         for &split in splits {
             let mut p = Planner { b: &mut *b, e, rng: &mut *rng, calls: Vec::new() };
-            let (last, suffix) = match &v.body {
-                Body::Md5Digest { msg, digest, updates } => {
-                    (Some(p.md5_digest(msg, updates, *digest, misalign)), String::new())
-                }
+            let last = match &v.body {
+                Body::Md5Digest { msg, digest, updates } => Some(p.md5_digest(msg, updates, *digest, misalign)),
                 Body::Md5Call(c) => {
                     p.md5_call(c, misalign);
-                    (None, String::new())
+                    None
                 }
                 Body::Poly1305Tag { key, msg, tag } => {
                     let cuts = if split { random_cuts(p.rng, msg.len() / 16) } else { Vec::new() };
-                    let suffix = if split { format!(" [split at {cuts:?}]") } else { String::new() };
-                    (Some(p.poly1305_tag(key, msg, *tag, misalign, &cuts)), suffix)
+                    Some(p.poly1305_tag(key, msg, *tag, misalign, &cuts))
                 }
                 Body::Poly1305Call(c) => {
                     p.poly1305_chain(c.acc, c.r, &c.input, &c.lengths, misalign);
-                    (None, String::new())
+                    None
                 }
             };
-            let name = format!("{}{at}{suffix}", v.name);
+            let name = names.next().expect("one name per case");
             plans.push(CasePlan { set: set.into(), name, msg_len: v.msg_len(), calls: p.calls, last });
         }
     }

@@ -1,19 +1,30 @@
 //! Command-line options (clap) mapped onto library calls. Arguments as typed ([`RunArgs`]) are
-//! resolved into a [`RunConfig`] in one place.
+//! resolved into a [`RunConfig`] in one place; [`OutputArgs`] renders any report.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
 use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::doctor::{self, State};
+use kernel_lab::report::Report;
+use kernel_lab::reporters::{self, Format};
 use kernel_lab::run::{self, RunConfig};
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 use kernel_lab::vectors;
 use kernel_lab::{fuzz, paths};
 
+use crate::bars::Bars;
+
 #[derive(Parser)]
-#[command(name = "lab", version, about = "Cross-architecture emulation test lab for MD5 and Poly1305 kernels")]
+#[command(
+    name = "lab",
+    version,
+    about = "Cross-architecture emulation test lab for MD5 and Poly1305 kernels",
+    after_help = "Examples:\n  lab doctor                  # is everything installed?\n  lab run                     # every kernel on every variant and backend\n  lab run --format junit --output lab.xml\n\nExit status: 0 nothing failed, 1 a case failed, 2 usage, input or set-up error."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,7 +34,7 @@ struct Cli {
 enum Command {
     /// Build the kernels and check them against every vector on every backend.
     #[command(
-        after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json"
+        after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json\n  lab run --seed 7 --format junit --output lab-junit.xml\n  lab run --format json | jq '.totals'"
     )]
     Run(RunArgs),
     /// Differential fuzzing against the portable reference; shrinks and saves failures.
@@ -34,6 +45,59 @@ enum Command {
     /// List variants and backends, and which backend can run which variant.
     #[command(after_help = "Example:\n  lab list")]
     List,
+    /// Check the set-up: tools, the Unicorn engine, every variant on every backend.
+    ///
+    /// Checks clang, ld.lld and each qemu-user binary, the Unicorn engine linked into the lab,
+    /// and that every variant builds from scratch and runs a tiny batch on every backend that
+    /// can run it. Exit 0 only if all is well.
+    #[command(
+        after_help = "Example:\n  lab doctor\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
+    )]
+    Doctor,
+}
+
+/// Report format and destination, shared by every command that produces a [`Report`]
+/// (`#[command(flatten)]` it into the command's arguments).
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Report format: the human table, JSON (docs/report-schema.md) or JUnit XML.
+    #[arg(long, default_value = "human", value_parser = clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name)))]
+    format: String,
+    /// Write the report to FILE (the human table still goes to stdout).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
+    /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
+    pub fn emit(&self, report: &Report, command: &str) -> i32 {
+        let format = Format::from_name(&self.format).unwrap_or(Format::Human);
+        let mut stdout = anstream::stdout();
+        match &self.output {
+            Some(path) => {
+                let _ = write!(stdout, "{}", report.to_human_styled(true));
+                if let Err(e) = reporters::write(report, format, command, path) {
+                    eprintln!("lab {command}: cannot write the report: {e}");
+                    return 2;
+                }
+                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+            }
+            None if format == Format::Human => {
+                let _ = write!(stdout, "{}", report.to_human_styled(true));
+            }
+            None => match reporters::render(report, format, command) {
+                Ok(text) => {
+                    let _ = write!(stdout, "{text}");
+                }
+                Err(e) => {
+                    eprintln!("lab {command}: {e}");
+                    return 2;
+                }
+            },
+        }
+        run::exit_code(report)
+    }
 }
 
 /// Which variants, kernels and backends a command covers.
@@ -113,6 +177,8 @@ struct RunArgs {
     /// Wall-clock budget per batch in seconds; a batch past it fails as a hang.
     #[arg(long, default_value_t = 20)]
     batch_seconds: u64,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 impl RunArgs {
@@ -145,9 +211,46 @@ fn run_cmd(args: &RunArgs) -> i32 {
             return 2;
         }
     };
-    let report = run::run(&cfg);
-    print!("{}", report.to_human());
-    run::exit_code(&report)
+    let mut bars = Bars::default();
+    let report = run::run_with_progress(&cfg, &mut |e| bars.handle(e));
+    args.out.emit(&report, "run")
+}
+
+fn doctor_cmd() -> i32 {
+    let d = doctor::diagnose(&paths::kernels_dir(), &paths::vectors_dir());
+    let mut out = anstream::stdout();
+    let (ok, bad, na) = (
+        anstyle::AnsiColor::Green.on_default(),
+        anstyle::AnsiColor::Red.on_default().bold(),
+        anstyle::Style::new().dimmed(),
+    );
+    for c in &d.checks {
+        let (style, tag, detail) = match &c.state {
+            State::Ok(s) => (ok, "ok", s.clone()),
+            State::Missing { program, package } => {
+                (bad, "MISSING", format!("`{program}` not on PATH: install the Debian package `{package}`"))
+            }
+            State::Failed(s) => (bad, "BROKEN", s.clone()),
+            State::WrongAnswer(s) => (bad, "WRONG", s.clone()),
+            State::NotApplicable(s) => (na, "n/a", s.clone()),
+        };
+        let _ = writeln!(out, "{style}{tag:<8}{style:#} {:<24} {detail}", c.what);
+    }
+    let missing = d.missing_packages();
+    if !missing.is_empty() {
+        let list = missing.join(" ");
+        let _ = writeln!(
+            out,
+            "\nmissing Debian packages: {list}\ninstall them: sudo apt-get install {list}   (or ./ci/setup.sh)"
+        );
+    }
+    let verdict = match d.exit_code() {
+        0 => format!("{ok}lab doctor: all well{ok:#}"),
+        1 => format!("{bad}lab doctor: the set-up works but a kernel gave a wrong answer (see `lab run`){bad:#}"),
+        _ => format!("{bad}lab doctor: the set-up is incomplete{bad:#}"),
+    };
+    let _ = writeln!(out, "\n{verdict}");
+    d.exit_code()
 }
 
 #[derive(Args)]
@@ -283,5 +386,6 @@ pub fn main() -> i32 {
         Command::Run(a) => run_cmd(a),
         Command::Fuzz(a) => fuzz_cmd(a),
         Command::List => list_cmd(),
+        Command::Doctor => doctor_cmd(),
     }
 }

@@ -6,17 +6,21 @@
 //! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
 //! (the ELF), [`abi`] (calling conventions as data), [`batch`] (the driver protocol),
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
-//! [`checks`] (cases and findings), [`report`] and [`run`] (orchestration).
+//! [`checks`] (cases and findings), [`report`] and [`run`] (orchestration), [`progress`] (events
+//! for long work), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
 
 pub mod abi;
 pub mod backend;
 pub mod batch;
 pub mod checks;
+pub mod doctor;
 pub mod fuzz;
 pub mod image;
 pub mod paths;
+pub mod progress;
 pub mod reference;
 pub mod report;
+pub mod reporters;
 pub mod run;
 pub mod toolchain;
 pub mod variant;

@@ -2,6 +2,7 @@
 //!
 //! Exit status: 0 nothing failed; 1 a case failed; 2 usage, input or set-up error.
 
+mod bars;
 mod cli;
 
 fn main() {

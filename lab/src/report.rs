@@ -1,6 +1,7 @@
 //! Results of a run and the human reporter. Rows are variant × backend × kernel × vector set;
 //! every failure keeps its findings and every skip its reason, so nothing is counted silently.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -20,7 +21,36 @@ pub struct CaseFailure {
     pub findings: Vec<Finding>,
 }
 
-/// Outcome counts of one variant × backend × vector set.
+/// What became of one case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every check held.
+    Passed,
+    /// At least one finding (never empty).
+    Failed(Vec<Finding>),
+    /// Not run, and why.
+    Skipped(String),
+}
+
+/// One case of a row, in run order: what a JUnit test case or a JSON outcome stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseOutcome {
+    /// Case name (the vector's name, plus a suffix for split variants).
+    pub name: String,
+    /// Message length in bytes (0 when unknown).
+    pub msg_len: usize,
+    /// Its share of the wall time: a batch's time divided evenly among its cases, since the
+    /// driver runs a whole batch in one entry and times no single call.
+    pub time: Duration,
+    /// Passed, failed with findings, or skipped with a reason.
+    pub verdict: Verdict,
+}
+
+/// Outcome counts of one variant × backend × vector set, and every case in run order.
+///
+/// The count fields (`passed`, `failed`, `skipped`) stay the summary API; `cases` repeats each
+/// case with its name and time for the JSON and JUnit reporters. [`Row::push`] keeps both in
+/// step; a row filled through the count fields alone still reports (see [`Row::outcomes`]).
 #[derive(Debug, Clone)]
 pub struct Row {
     /// Variant name.
@@ -41,6 +71,8 @@ pub struct Row {
     pub skip_reason: Option<String>,
     /// Wall time of the row.
     pub elapsed: Duration,
+    /// Every case, in run order (passed, failed and skipped).
+    pub cases: Vec<CaseOutcome>,
 }
 
 impl Row {
@@ -56,6 +88,7 @@ impl Row {
             skipped: 0,
             skip_reason: None,
             elapsed: Duration::ZERO,
+            cases: Vec::new(),
         }
     }
 
@@ -70,26 +103,84 @@ impl Row {
         Row { skipped: cases, skip_reason: Some(reason), ..Row::new(variant, backend, set) }
     }
 
-    /// A row whose `cases` all failed with the same error.
-    pub fn error(variant: &'static Variant, backend: BackendKind, set: &VectorSet, cases: usize, error: String) -> Row {
+    /// A row whose cases, named in `names`, were all skipped for `reason`.
+    pub fn skipped_named(
+        variant: &'static Variant,
+        backend: BackendKind,
+        set: &VectorSet,
+        names: Vec<String>,
+        reason: String,
+    ) -> Row {
         let mut row = Row::new(variant, backend, set);
-        row.failed = (0..cases)
-            .map(|i| CaseFailure {
-                name: format!("case {i}"),
-                msg_len: 0,
-                findings: vec![Finding::new(Class::NotRun, error.clone())],
-            })
-            .collect();
+        for name in names {
+            let verdict = Verdict::Skipped(reason.clone());
+            row.push(CaseOutcome { name, msg_len: 0, time: Duration::ZERO, verdict });
+        }
         row
     }
 
-    /// Records the outcome of one case.
-    pub fn record(&mut self, plan: &CasePlan, findings: Vec<Finding>) {
-        if findings.is_empty() {
-            self.passed += 1;
-        } else {
-            self.failed.push(CaseFailure { name: plan.name.clone(), msg_len: plan.msg_len, findings });
+    /// A row whose `cases` all failed with the same error.
+    pub fn error(variant: &'static Variant, backend: BackendKind, set: &VectorSet, cases: usize, error: String) -> Row {
+        let mut row = Row::new(variant, backend, set);
+        for i in 0..cases {
+            let verdict = Verdict::Failed(vec![Finding::new(Class::NotRun, error.clone())]);
+            row.push(CaseOutcome { name: format!("case {i}"), msg_len: 0, time: Duration::ZERO, verdict });
         }
+        row
+    }
+
+    /// Records the outcome of one case (no time share).
+    pub fn record(&mut self, plan: &CasePlan, findings: Vec<Finding>) {
+        self.record_timed(plan, findings, Duration::ZERO);
+    }
+
+    /// Records the outcome of one case with its share of the wall time.
+    pub fn record_timed(&mut self, plan: &CasePlan, findings: Vec<Finding>, time: Duration) {
+        let verdict = if findings.is_empty() { Verdict::Passed } else { Verdict::Failed(findings) };
+        self.push(CaseOutcome { name: plan.name.clone(), msg_len: plan.msg_len, time, verdict });
+    }
+
+    /// Appends a case and updates the counts (and the skip reason) to match.
+    pub fn push(&mut self, case: CaseOutcome) {
+        match &case.verdict {
+            Verdict::Passed => self.passed += 1,
+            Verdict::Failed(findings) => self.failed.push(CaseFailure {
+                name: case.name.clone(),
+                msg_len: case.msg_len,
+                findings: findings.clone(),
+            }),
+            Verdict::Skipped(reason) => {
+                self.skipped += 1;
+                self.skip_reason.get_or_insert_with(|| reason.clone());
+            }
+        }
+        self.cases.push(case);
+    }
+
+    /// Every case in run order. When the counts and `cases` disagree (a row filled through the
+    /// count fields alone) the cases are rebuilt from the counts: failures by name, passed and
+    /// skipped cases as `case N` in the order passed, failed, skipped.
+    pub fn outcomes(&self) -> Cow<'_, [CaseOutcome]> {
+        if self.cases.len() == self.passed + self.failed.len() + self.skipped {
+            return Cow::Borrowed(&self.cases);
+        }
+        let unnamed = |i: usize, verdict: Verdict| CaseOutcome {
+            name: format!("case {i}"),
+            msg_len: 0,
+            time: Duration::ZERO,
+            verdict,
+        };
+        let mut v: Vec<CaseOutcome> = (0..self.passed).map(|i| unnamed(i, Verdict::Passed)).collect();
+        v.extend(self.failed.iter().map(|f| CaseOutcome {
+            name: f.name.clone(),
+            msg_len: f.msg_len,
+            time: Duration::ZERO,
+            verdict: Verdict::Failed(f.findings.clone()),
+        }));
+        let reason = self.skip_reason.clone().unwrap_or_else(|| "no reason recorded".into());
+        let first = v.len();
+        v.extend((0..self.skipped).map(|i| unnamed(first + i, Verdict::Skipped(reason.clone()))));
+        Cow::Owned(v)
     }
 }
 
@@ -145,6 +236,14 @@ impl Report {
 
     /// The human report: a table, then failures with findings, then skips with reasons.
     pub fn to_human(&self) -> String {
+        self.to_human_styled(false)
+    }
+
+    /// The human report, with ANSI colour when `color` (failures red, skips yellow, the verdict
+    /// line green or red). The CLI asks for colour and writes through `anstream`, which strips
+    /// it when the output is not a terminal or `NO_COLOR` is set.
+    pub fn to_human_styled(&self, color: bool) -> String {
+        let paint = Painter(color);
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -152,43 +251,44 @@ impl Report {
             "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time"
         );
         for r in &self.rows {
+            let failed = format!("{:>6}", r.failed.len());
+            let skipped = format!("{:>7}", r.skipped);
             let _ = writeln!(
                 s,
-                "{:<12} {:<8} {:<9} {:<19} {:>6} {:>6} {:>7} {:>7.2}s",
+                "{:<12} {:<8} {:<9} {:<19} {:>6} {} {} {:>7.2}s",
                 r.variant,
                 r.backend.name(),
                 r.kernel.name(),
                 r.set,
                 r.passed,
-                r.failed.len(),
-                r.skipped,
+                if r.failed.is_empty() { failed } else { paint.apply(FAIL, &failed) },
+                if r.skipped == 0 { skipped } else { paint.apply(SKIP, &skipped) },
                 r.elapsed.as_secs_f64()
             );
         }
-        self.write_failures(&mut s);
-        self.write_skips(&mut s);
+        self.write_failures(&mut s, paint);
+        self.write_skips(&mut s, paint);
         for e in &self.vector_errors {
-            let _ = writeln!(s, "\nvector file error: {e}");
+            let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "vector file error"));
         }
         for e in &self.setup_errors {
-            let _ = writeln!(s, "\nset-up error: {e}");
+            let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "set-up error"));
         }
         let (p, f, k) = self.totals();
         if p + f == 0 {
             let _ = writeln!(s, "\nnothing ran: every selected case was skipped or could not be set up");
         }
-        let _ = writeln!(
-            s,
-            "\n{p} passed, {f} failed, {k} skipped (seed {}, {:.2} s)",
-            self.seed,
-            self.elapsed.as_secs_f64()
-        );
+        let verdict = format!("{p} passed, {f} failed, {k} skipped");
+        let style = if self.status() == Status::Passed { PASS } else { FAIL };
+        let _ =
+            writeln!(s, "\n{} (seed {}, {:.2} s)", paint.apply(style, &verdict), self.seed, self.elapsed.as_secs_f64());
         s
     }
 
-    fn write_failures(&self, s: &mut String) {
+    fn write_failures(&self, s: &mut String, paint: Painter) {
         for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
-            let _ = writeln!(s, "\nFAILED {} on {}, {} / {}:", r.variant, r.backend, r.kernel, r.set);
+            let head = format!("FAILED {} on {}, {} / {}:", r.variant, r.backend, r.kernel, r.set);
+            let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
             for c in &r.failed {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in &c.findings {
@@ -198,16 +298,35 @@ impl Report {
         }
     }
 
-    fn write_skips(&self, s: &mut String) {
+    fn write_skips(&self, s: &mut String, paint: Painter) {
         let mut seen: Vec<(String, &str, &str)> = Vec::new();
         for r in &self.rows {
             if let Some(reason) = &r.skip_reason {
                 let key = (reason.clone(), r.variant, r.backend.name());
                 if !seen.contains(&key) {
-                    let _ = writeln!(s, "\nSKIPPED {} on {}: {reason}", r.variant, r.backend);
+                    let head = format!("SKIPPED {} on {}", r.variant, r.backend);
+                    let _ = writeln!(s, "\n{}: {reason}", paint.apply(SKIP, &head));
                     seen.push(key);
                 }
             }
+        }
+    }
+}
+
+const FAIL: anstyle::Style = anstyle::AnsiColor::Red.on_default().bold();
+const SKIP: anstyle::Style = anstyle::AnsiColor::Yellow.on_default();
+const PASS: anstyle::Style = anstyle::AnsiColor::Green.on_default().bold();
+
+/// Wraps text in an ANSI style, or leaves it alone.
+#[derive(Clone, Copy)]
+struct Painter(bool);
+
+impl Painter {
+    fn apply(self, style: anstyle::Style, text: &str) -> String {
+        if self.0 {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
         }
     }
 }

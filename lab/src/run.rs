@@ -12,7 +12,8 @@ use crate::backend::{self, BackendKind, Limits};
 use crate::batch::BatchBuilder;
 use crate::checks::{self, CasePlan, Class, Entry, Finding};
 use crate::image::Image;
-use crate::report::{CaseFailure, Report, Row, Status};
+use crate::progress::{self, Progress};
+use crate::report::{Report, Row, Status};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{self, VectorSet};
@@ -39,14 +40,54 @@ pub struct RunConfig {
 /// Runs everything in `cfg` and returns the report. Never panics on bad input: vector problems,
 /// build failures and backend failures land in the report.
 pub fn run(cfg: &RunConfig) -> Report {
+    run_with_progress(cfg, &mut progress::ignore)
+}
+
+/// [`run`], reporting progress to `progress`: one task "building kernels" (unit: images, one per
+/// variant), then one task "checking" (unit: cases, over every cell that runs).
+pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
     let sets = load_sets(cfg, &mut report);
-    for variant in &cfg.variants {
-        run_variant(cfg, variant, &sets, &mut report);
+    let images = build_images(cfg, &mut report, progress);
+    let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
+    progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
+    for (variant, image) in &images {
+        run_variant(cfg, variant, image, &sets, &mut report, progress);
     }
+    progress(Progress::Finish);
     report.elapsed = started.elapsed();
     report
+}
+
+/// Builds (or takes from the cache) and loads the image of every variant; a variant that fails
+/// lands in the report's set-up errors and is left out.
+fn build_images(
+    cfg: &RunConfig,
+    report: &mut Report,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Vec<(&'static Variant, Image)> {
+    progress(Progress::Start { task: "building kernels", total: cfg.variants.len() as u64, unit: "images" });
+    let mut images = Vec::new();
+    for &variant in &cfg.variants {
+        let image = toolchain::build_image(&cfg.build, variant)
+            .map_err(|e| e.to_string())
+            .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
+        match image {
+            Ok(i) => images.push((variant, i)),
+            Err(e) => report.setup_errors.push(format!("{variant}: {e}")),
+        }
+        progress(Progress::Advance { by: 1, note: variant.name });
+    }
+    progress(Progress::Finish);
+    images
+}
+
+/// Cases of `variant` that will run (backend supports it, image has the kernel).
+fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
+    let entry = Entry::of(image);
+    let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
+    backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
 }
 
 fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
@@ -64,29 +105,31 @@ pub fn cases_in(set: &VectorSet) -> usize {
     set.vectors.iter().map(checks::cases_of).sum()
 }
 
-fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], report: &mut Report) {
-    let image = toolchain::build_image(&cfg.build, variant)
-        .map_err(|e| e.to_string())
-        .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
-    let image = match image {
-        Ok(i) => i,
-        Err(e) => {
-            report.setup_errors.push(format!("{variant}: {e}"));
-            return;
-        }
-    };
-    let entry = Entry::of(&image);
+/// The names [`run_set`] gives the cases of `set`, for rows that skip it.
+pub fn case_names(set: &VectorSet) -> Vec<String> {
+    set.vectors.iter().flat_map(checks::case_names).collect()
+}
+
+fn run_variant(
+    cfg: &RunConfig,
+    variant: &'static Variant,
+    image: &Image,
+    sets: &[VectorSet],
+    report: &mut Report,
+    progress: &mut dyn FnMut(Progress<'_>),
+) {
+    let entry = Entry::of(image);
     for &kind in &cfg.backends {
         let skip_all = |report: &mut Report, reason: String| {
             for set in sets {
-                report.rows.push(Row::skipped(variant, kind, set, cases_in(set), reason.clone()));
+                report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason.clone()));
             }
         };
         if let Err(reason) = kind.supports(variant) {
             skip_all(report, reason);
             continue;
         }
-        let mut backend = match kind.open(variant, &image, cfg.limits) {
+        let mut backend = match kind.open(variant, image, cfg.limits) {
             Ok(b) => b,
             Err(e) => {
                 report.setup_errors.push(format!("{variant} on {kind}: {e}"));
@@ -95,10 +138,10 @@ fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], r
         };
         for set in sets {
             if let Some(reason) = entry.missing(set.kernel) {
-                report.rows.push(Row::skipped(variant, kind, set, cases_in(set), reason));
+                report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
-            report.rows.push(run_set(backend.as_mut(), variant, &image, set, cfg.seed));
+            report.rows.push(run_set_with_progress(backend.as_mut(), variant, image, set, cfg.seed, progress));
         }
     }
 }
@@ -112,6 +155,18 @@ pub fn run_set(
     set: &VectorSet,
     seed: u64,
 ) -> Row {
+    run_set_with_progress(backend, variant, image, set, seed, &mut progress::ignore)
+}
+
+/// [`run_set`], reporting `Progress::Advance` (unit: cases) after each batch; starts no task.
+pub fn run_set_with_progress(
+    backend: &mut dyn backend::Backend,
+    variant: &'static Variant,
+    image: &Image,
+    set: &VectorSet,
+    seed: u64,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Row {
     let started = Instant::now();
     let kind = backend.kind();
     let entry = &Entry::of(image);
@@ -122,22 +177,29 @@ pub fn run_set(
         Err(e) => return Row::error(variant, kind, set, cases_in(set), e.to_string()),
     };
     let mut row = Row::new(variant, kind, set);
+    let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
+    let mut flush = |builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, row: &mut Row| {
+        let n = flush(builder, plans, backend, image, abi, arena, row);
+        progress(Progress::Advance { by: n as u64, note: &note });
+    };
     let mut builder = BatchBuilder::new(abi);
     let mut plans: Vec<CasePlan> = Vec::new();
     for v in &set.vectors {
         // Flush when the next vector's cases might not fit (message, padding, buffers, table).
         let need = checks::cases_of(v) as u64 * (2 * v.msg_len() as u64 + 8192);
         if !plans.is_empty() && builder.payload_size() + need > arena.size {
-            flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
+            flush(&mut builder, &mut plans, &mut row);
         }
         let mut case_rng = ChaCha8Rng::seed_from_u64(rng.gen());
         plans.extend(checks::plan_vector(&mut builder, entry, &mut case_rng, &set.set, v));
     }
-    flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
+    flush(&mut builder, &mut plans, &mut row);
     row.elapsed = started.elapsed();
     row
 }
 
+/// Runs the planned cases as one batch and records them in `row`, each with an even share of
+/// the batch's wall time; returns how many cases it recorded.
 fn flush(
     builder: &mut BatchBuilder,
     plans: &mut Vec<CasePlan>,
@@ -146,33 +208,26 @@ fn flush(
     abi: &'static Abi,
     arena: crate::image::Arena,
     row: &mut Row,
-) {
+) -> usize {
     if plans.is_empty() {
-        return;
+        return 0;
     }
+    let started = Instant::now();
     let b = std::mem::replace(builder, BatchBuilder::new(abi));
     let taken: Vec<CasePlan> = std::mem::take(plans);
     let outcome = b
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    match outcome {
-        Ok((batch, run)) => {
-            for p in &taken {
-                let findings = checks::check(p, &batch, &run, abi, image);
-                row.record(p, findings);
-            }
-        }
-        Err(e) => {
-            for p in &taken {
-                row.failed.push(CaseFailure {
-                    name: p.name.clone(),
-                    msg_len: p.msg_len,
-                    findings: vec![Finding::new(Class::NotRun, format!("backend error: {e}"))],
-                });
-            }
-        }
+    let findings: Vec<Vec<Finding>> = match outcome {
+        Ok((batch, run)) => taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect(),
+        Err(e) => taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect(),
+    };
+    let share = started.elapsed() / taken.len() as u32;
+    for (p, f) in taken.iter().zip(findings) {
+        row.record_timed(p, f, share);
     }
+    taken.len()
 }
 
 /// A small stable hash for seeding per (variant, set) streams.

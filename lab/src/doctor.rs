@@ -1,0 +1,234 @@
+//! `lab doctor`: is this machine set up to run the lab? Checks the external tools (naming the
+//! Debian package of each missing one), the Unicorn engine linked into the lab, the kernel and
+//! vector folders, and that every variant builds from scratch and runs one tiny batch on every
+//! backend that can run it.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::backend::{BackendError, BackendKind, Limits};
+use crate::checks::Class;
+use crate::image::Image;
+use crate::report::Row;
+use crate::run;
+use crate::toolchain::{self, BuildConfig, Tool, ToolchainError, CLANG, LLD};
+use crate::variant::{Arch, Kernel, Variant, VARIANTS};
+use crate::vectors::{Body, Vector, VectorSet};
+
+/// What one check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// Works; the detail says what was found (path and version, cases run).
+    Ok(String),
+    /// A program is not on `PATH`; installing `package` brings it.
+    Missing {
+        /// The program.
+        program: &'static str,
+        /// The Debian 12 package that installs it.
+        package: &'static str,
+    },
+    /// Present but broken (cannot build, load or start); the sentence says what happened.
+    Failed(String),
+    /// The set-up works but the kernel answered wrongly (`lab run` shows the details).
+    WrongAnswer(String),
+    /// This backend cannot run this variant by design (the reason `lab run` skips it with).
+    NotApplicable(String),
+}
+
+/// One line of the diagnosis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked (`clang`, `riscv64 on qemu`).
+    pub what: String,
+    /// What it found.
+    pub state: State,
+}
+
+/// Every check, in the order run.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnosis {
+    /// Tools, engine, folders, then variant × backend.
+    pub checks: Vec<Check>,
+}
+
+impl Diagnosis {
+    /// Debian packages that would bring every missing program, sorted, without repeats.
+    pub fn missing_packages(&self) -> Vec<&'static str> {
+        let mut p: Vec<&'static str> = self
+            .checks
+            .iter()
+            .filter_map(|c| match c.state {
+                State::Missing { package, .. } => Some(package),
+                _ => None,
+            })
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        p
+    }
+
+    /// 0 when everything works (not-applicable cells are fine); 2 when something is missing or
+    /// broken; 1 when the set-up works but a kernel gave a wrong answer (the `lab run` table).
+    pub fn exit_code(&self) -> i32 {
+        let any = |f: fn(&State) -> bool| self.checks.iter().any(|c| f(&c.state));
+        if any(|s| matches!(s, State::Missing { .. } | State::Failed(_))) {
+            2
+        } else if any(|s| matches!(s, State::WrongAnswer(_))) {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Runs every check. Images are built from `kernels_dir` into a fresh temporary cache, so the
+/// toolchain is exercised even when the lab's own cache is warm.
+pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
+    let mut d = Diagnosis::default();
+    let tools = [CLANG, LLD].into_iter().chain(Arch::ALL.map(toolchain::qemu_tool));
+    d.checks.extend(tools.map(|t| Check { what: t.program.into(), state: tool_state(t) }));
+    d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
+    d.checks.push(folder_check("kernels", kernels_dir));
+    d.checks.push(folder_check("vectors", vectors_dir));
+    let cache = match tempfile::Builder::new().prefix("lab-doctor-").tempdir() {
+        Ok(c) => c,
+        Err(e) => {
+            d.checks.push(Check { what: "temporary folder".into(), state: State::Failed(e.to_string()) });
+            return d;
+        }
+    };
+    let build = BuildConfig { kernels_dir: kernels_dir.to_path_buf(), cache_dir: cache.path().to_path_buf() };
+    for v in &VARIANTS {
+        d.checks.extend(variant_checks(&build, v));
+    }
+    d
+}
+
+/// Found on `PATH` and answers `--version`: path and the first line of the answer.
+fn tool_state(tool: Tool) -> State {
+    let path = match toolchain::find(tool) {
+        Ok(p) => p,
+        Err(_) => return State::Missing { program: tool.program, package: tool.package },
+    };
+    match Command::new(&path).arg("--version").output() {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            State::Ok(format!("{}: {}", path.display(), text.lines().next().unwrap_or("").trim()))
+        }
+        Ok(out) => State::Failed(format!("`{} --version` exited with {}", path.display(), out.status)),
+        Err(e) => State::Failed(format!("{}: {e}", path.display())),
+    }
+}
+
+/// The Unicorn core is linked into the lab; report its version.
+fn unicorn_state() -> State {
+    let (mut major, mut minor) = (0u32, 0u32);
+    // SAFETY: uc_version only writes the two integers through the pointers given, which point to
+    // live locals, and returns the packed version; it has no other effect.
+    let packed = unsafe { unicorn_engine::uc_version(&mut major, &mut minor) };
+    let patch = (packed >> 8) & 0xff;
+    State::Ok(format!("in-process, linked into lab (its C core reports API {major}.{minor}.{patch})"))
+}
+
+fn folder_check(what: &str, dir: &Path) -> Check {
+    let state = if dir.is_dir() {
+        State::Ok(dir.display().to_string())
+    } else {
+        State::Failed(format!("{} is not a folder (set KERNEL_LAB_ROOT to the repository)", dir.display()))
+    };
+    Check { what: what.into(), state }
+}
+
+/// Builds `variant` and runs the tiny batch on every backend.
+fn variant_checks(build: &BuildConfig, variant: &'static Variant) -> Vec<Check> {
+    let image = toolchain::build_image(build, variant)
+        .map_err(build_state)
+        .and_then(|p| Image::load(&p, variant.arch).map_err(|e| State::Failed(format!("cannot load the image: {e}"))));
+    BackendKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let what = format!("{variant} on {kind}");
+            let state = match (&image, kind.supports(variant)) {
+                (_, Err(reason)) => State::NotApplicable(reason),
+                (Err(s), Ok(())) => s.clone(),
+                (Ok(image), Ok(())) => backend_state(variant, kind, image),
+            };
+            Check { what, state }
+        })
+        .collect()
+}
+
+fn build_state(e: ToolchainError) -> State {
+    match e {
+        ToolchainError::Missing(t) => State::Missing { program: t.program, package: t.package },
+        other => State::Failed(other.to_string()),
+    }
+}
+
+/// Opens the backend and runs [`tiny_sets`] through it.
+fn backend_state(variant: &'static Variant, kind: BackendKind, image: &Image) -> State {
+    let mut backend = match kind.open(variant, image, Limits::default()) {
+        Ok(b) => b,
+        Err(BackendError::Tool(ToolchainError::Missing(t))) => {
+            return State::Missing { program: t.program, package: t.package }
+        }
+        Err(e) => return State::Failed(format!("cannot start: {e}")),
+    };
+    let entry = crate::checks::Entry::of(image);
+    let rows: Vec<Row> = tiny_sets()
+        .iter()
+        .filter(|s| entry.missing(s.kernel).is_none())
+        .map(|s| run::run_set(backend.as_mut(), variant, image, s, 1))
+        .collect();
+    let passed: usize = rows.iter().map(|r| r.passed).sum();
+    match rows.iter().flat_map(|r| &r.failed).next() {
+        // Nothing ran at all: the backend, not the kernel, is at fault.
+        Some(f) if f.findings.iter().all(|f| f.class == Class::NotRun) => {
+            State::Failed(format!("cannot run a batch: {}", f.findings.first().map(|f| f.text.as_str()).unwrap_or("")))
+        }
+        Some(f) => {
+            State::WrongAnswer(format!("{}: {}", f.name, f.findings.first().map(|f| f.text.as_str()).unwrap_or("")))
+        }
+        None if passed == 0 => State::Failed("the image defines no kernel".into()),
+        None => State::Ok(format!(
+            "built and ran {passed} cases ({})",
+            rows.iter().map(|r| r.kernel.name()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// One vector per kernel: MD5("abc") (RFC 1321 A.5) and the Poly1305 example of RFC 8439
+/// §2.5.2.
+fn tiny_sets() -> [VectorSet; 2] {
+    let h = |s: &str| hex::decode(s).expect("hex literal");
+    let set = |kernel: Kernel, name: &str, source: &str, body: Body| VectorSet {
+        file: "(lab doctor)".into(),
+        kernel,
+        set: "doctor".into(),
+        vectors: vec![Vector { index: 0, name: name.into(), source: source.into(), offsets: vec![0], body }],
+    };
+    [
+        set(
+            Kernel::Md5,
+            "MD5(\"abc\")",
+            "RFC 1321 A.5",
+            Body::Md5Digest {
+                msg: b"abc".to_vec(),
+                digest: h("900150983cd24fb0d6963f7d28e17f72").try_into().expect("16 bytes"),
+                updates: Vec::new(),
+            },
+        ),
+        set(
+            Kernel::Poly1305,
+            "RFC 8439 2.5.2",
+            "RFC 8439 §2.5.2",
+            Body::Poly1305Tag {
+                key: h("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b")
+                    .try_into()
+                    .expect("32 bytes"),
+                msg: b"Cryptographic Forum Research Group".to_vec(),
+                tag: h("a8061dc1305136c6c22b8baf0c0127a9").try_into().expect("16 bytes"),
+            },
+        ),
+    ]
+}

@@ -1,0 +1,153 @@
+//! The JSON report (schema in docs/report-schema.md). These structs are the schema: a field is
+//! added with a default meaning for old readers, and anything else bumps [`SCHEMA_VERSION`].
+
+use serde::Serialize;
+
+use crate::report::{Report, Row, Verdict};
+use crate::run::exit_code;
+
+/// Version of the JSON schema; bumped when a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema_version: u32,
+    tool: Tool,
+    command: &'a str,
+    /// Decimal string: a u64 is beyond the exact integers of JavaScript's and jq's numbers.
+    seed: String,
+    elapsed_s: f64,
+    status: &'static str,
+    exit_code: i32,
+    totals: Totals,
+    rows: Vec<JsonRow<'a>>,
+    vector_errors: Vec<JsonVectorError>,
+    setup_errors: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Tool {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct Totals {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    variant: &'a str,
+    backend: &'static str,
+    kernel: &'static str,
+    set: &'a str,
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    skip_reason: Option<&'a str>,
+    elapsed_s: f64,
+    cases: Vec<JsonCase>,
+}
+
+#[derive(Serialize)]
+struct JsonCase {
+    name: String,
+    msg_len: usize,
+    time_s: f64,
+    outcome: &'static str,
+    findings: Vec<JsonFinding>,
+    skip_reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct JsonFinding {
+    class: &'static str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct JsonVectorError {
+    file: String,
+    entry_index: Option<usize>,
+    entry_name: Option<String>,
+    field: Option<String>,
+    problem: String,
+    message: String,
+}
+
+/// The report as pretty-printed JSON.
+pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_json::Error> {
+    let (passed, failed, skipped) = report.totals();
+    let doc = JsonReport {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool { name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION") },
+        command,
+        seed: report.seed.to_string(),
+        elapsed_s: report.elapsed.as_secs_f64(),
+        status: match report.status() {
+            crate::report::Status::Passed => "passed",
+            crate::report::Status::Failed => "failed",
+            crate::report::Status::SetupError => "setup-error",
+        },
+        exit_code: exit_code(report),
+        totals: Totals { passed, failed, skipped },
+        rows: report.rows.iter().map(row).collect(),
+        vector_errors: report
+            .vector_errors
+            .iter()
+            .map(|e| JsonVectorError {
+                file: e.file.display().to_string(),
+                entry_index: e.entry.as_ref().map(|(i, _)| *i),
+                entry_name: e.entry.as_ref().and_then(|(_, n)| n.clone()),
+                field: e.field.clone(),
+                problem: e.problem.clone(),
+                message: e.to_string(),
+            })
+            .collect(),
+        setup_errors: &report.setup_errors,
+    };
+    let mut text = serde_json::to_string_pretty(&doc)?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn row(r: &Row) -> JsonRow<'_> {
+    let cases = r
+        .outcomes()
+        .iter()
+        .map(|c| {
+            let (outcome, findings, skip_reason) = match &c.verdict {
+                Verdict::Passed => ("passed", Vec::new(), None),
+                Verdict::Failed(f) => (
+                    "failed",
+                    f.iter().map(|f| JsonFinding { class: f.class.name(), text: f.text.clone() }).collect(),
+                    None,
+                ),
+                Verdict::Skipped(why) => ("skipped", Vec::new(), Some(why.clone())),
+            };
+            JsonCase {
+                name: c.name.clone(),
+                msg_len: c.msg_len,
+                time_s: c.time.as_secs_f64(),
+                outcome,
+                findings,
+                skip_reason,
+            }
+        })
+        .collect();
+    JsonRow {
+        variant: r.variant,
+        backend: r.backend.name(),
+        kernel: r.kernel.name(),
+        set: &r.set,
+        passed: r.passed,
+        failed: r.failed.len(),
+        skipped: r.skipped,
+        skip_reason: r.skip_reason.as_deref(),
+        elapsed_s: r.elapsed.as_secs_f64(),
+        cases,
+    }
+}

@@ -1,0 +1,150 @@
+//! Reporters: a finished [`Report`] rendered for people ([`Report::to_human`]) or for CI
+//! (`json`, `junit`). They take any report, whichever command filled it (`lab run`, `lab fuzz`),
+//! and never look at how the rows were produced.
+
+mod json;
+mod junit;
+
+use std::path::Path;
+
+use crate::report::Report;
+
+pub use json::SCHEMA_VERSION;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The table, then failures and skips (colour is the caller's business).
+    Human,
+    /// The JSON schema of docs/report-schema.md.
+    Json,
+    /// JUnit XML (the Jenkins/Ant schema GitHub, GitLab and Jenkins read).
+    Junit,
+}
+
+impl Format {
+    /// Every format, in `--format` order.
+    pub const ALL: [Format; 3] = [Format::Human, Format::Json, Format::Junit];
+
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Human => "human",
+            Format::Json => "json",
+            Format::Junit => "junit",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// Errors while rendering or writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The JUnit serializer failed.
+    #[error("JUnit XML: {0}")]
+    Junit(#[from] quick_junit::SerializeError),
+    /// The JSON serializer failed.
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The output file could not be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+}
+
+/// Renders `report` in `format` without colour. `command` names the run in the output (`"run"`,
+/// `"fuzz"`): the JUnit report is called `kernel-lab <command>` and the JSON has it in `command`.
+///
+/// # Errors
+/// Only a serializer failure.
+pub fn render(report: &Report, format: Format, command: &str) -> Result<String, ReportError> {
+    Ok(match format {
+        Format::Human => report.to_human(),
+        Format::Json => json::render(report, command)?,
+        Format::Junit => junit::render(report, command)?,
+    })
+}
+
+/// Renders `report` into the file at `path` (created or replaced).
+///
+/// # Errors
+/// A serializer failure, or the file's I/O error naming the file.
+pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Result<(), ReportError> {
+    let text = render(report, format, command)?;
+    std::fs::write(path, text).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::BackendKind;
+    use crate::checks::{Class, Finding};
+    use crate::report::{CaseFailure, Row};
+    use crate::variant::Kernel;
+
+    /// A row filled through the count fields alone, as another command might build one: the
+    /// reporters must still list every case (2 passed, 1 failed, 3 skipped).
+    fn count_only_report() -> Report {
+        let row = Row {
+            variant: "aarch64",
+            backend: BackendKind::Qemu,
+            kernel: Kernel::Poly1305,
+            set: "fuzz".into(),
+            passed: 2,
+            failed: vec![CaseFailure {
+                name: "shrunk".into(),
+                msg_len: 32,
+                findings: vec![Finding::new(Class::Bounds, "limb 2 is 0x4000000, above 2^26")],
+            }],
+            skipped: 3,
+            skip_reason: Some("campaign ended".into()),
+            elapsed: Duration::from_millis(5),
+            cases: Vec::new(),
+        };
+        Report { rows: vec![row], seed: u64::MAX, ..Report::default() }
+    }
+
+    #[test]
+    fn junit_of_a_count_only_row_lists_every_case() {
+        let xml = render(&count_only_report(), Format::Junit, "fuzz").unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        let counts: Vec<Option<&str>> =
+            ["name", "tests", "failures", "errors", "skipped"].iter().map(|a| root.attribute(*a)).collect();
+        // No `skipped` on <testsuites>: the Jenkins schema does not allow it there.
+        assert_eq!(counts, [Some("kernel-lab fuzz"), Some("6"), Some("1"), Some("0"), None]);
+        let suite = root.first_element_child().unwrap();
+        assert_eq!((suite.attribute("name"), suite.attribute("skipped")), (Some("aarch64 on qemu"), Some("3")));
+        let failure = doc.descendants().find(|n| n.has_tag_name("failure")).unwrap();
+        assert_eq!(failure.attribute("type"), Some("bounds"));
+        assert_eq!(failure.parent().unwrap().attribute("name"), Some("shrunk"));
+    }
+
+    #[test]
+    fn json_keeps_a_u64_seed_exact_and_lists_every_case() {
+        let text = render(&count_only_report(), Format::Json, "fuzz").unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["seed"], "18446744073709551615");
+        assert_eq!(doc["schema_version"], SCHEMA_VERSION);
+        let outcomes: Vec<&str> =
+            doc["rows"][0]["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();
+        assert_eq!(outcomes, ["passed", "passed", "failed", "skipped", "skipped", "skipped"]);
+        assert_eq!(doc["rows"][0]["cases"][5]["skip_reason"], "campaign ended");
+    }
+
+    #[test]
+    fn write_names_the_file_it_cannot_write() {
+        let e = write(&count_only_report(), Format::Json, "run", Path::new("/nonexistent/dir/r.json")).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/dir/r.json: "), "{e}");
+    }
+}

@@ -1,0 +1,91 @@
+//! `lab doctor`: all well on this machine (exit 0), and on a PATH without qemu-user it names the
+//! Debian package and exits 2.
+
+use std::process::Command;
+
+use kernel_lab::variant::Arch;
+
+fn doctor(path: Option<&std::ffi::OsStr>) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
+    cmd.arg("doctor");
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let out = cmd.output().expect("run lab doctor");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().expect("exit status"), text)
+}
+
+#[test]
+fn doctor_with_everything_installed_exits_0() {
+    let (code, out) = doctor(None);
+    assert_eq!(code, 0, "{out}");
+    for line in
+        ["ok       qemu-riscv64", "ok       ld.lld", "ok       riscv64+zbb on qemu", "ok       aarch64 on unicorn"]
+    {
+        assert!(out.contains(line), "{line:?} missing: {out}");
+    }
+    let native =
+        if Arch::host() == Some(Arch::X86_64) { "ok       x86_64 on native" } else { "n/a      x86_64 on native" };
+    assert!(out.contains(native), "{out}");
+    assert!(out.contains("n/a      riscv64+zbb on unicorn   Unicorn 2.1.5"), "{out}");
+    assert!(out.contains("lab doctor: all well"), "{out}");
+}
+
+/// A folder of symlinks to every program on the current PATH except `qemu-*`.
+fn path_without_qemu() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let path = std::env::var_os("PATH").expect("PATH");
+    for d in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let link = dir.path().join(&name);
+            // The first PATH entry wins, as in a lookup.
+            if !name.to_string_lossy().starts_with("qemu-") && !link.exists() {
+                let _ = std::os::unix::fs::symlink(e.path(), link);
+            }
+        }
+    }
+    assert!(dir.path().join("clang").exists(), "clang must stay reachable");
+    dir
+}
+
+#[test]
+fn doctor_without_qemu_names_qemu_user_and_exits_2() {
+    let dir = path_without_qemu();
+    let (code, out) = doctor(Some(dir.path().as_os_str()));
+    assert_eq!(code, 2, "{out}");
+    for arch in ["riscv64", "aarch64", "x86_64"] {
+        let program = format!("qemu-{arch}");
+        let line = format!("MISSING  {program:<24} `{program}` not on PATH: install the Debian package `qemu-user`");
+        assert!(out.contains(&line), "{line:?} missing: {out}");
+    }
+    assert!(out.contains("MISSING  riscv64 on qemu"), "{out}");
+    assert!(out.contains("missing Debian packages: qemu-user\n"), "{out}");
+    // What does not need qemu still works.
+    assert!(out.contains("ok       clang") && out.contains("ok       riscv64 on unicorn"), "{out}");
+    assert!(out.contains("lab doctor: the set-up is incomplete"), "{out}");
+}
+
+#[test]
+fn doctor_with_a_broken_kernel_exits_1_and_names_the_cell() {
+    let (kernels, _) = crate::common::mutated_kernels(
+        "x86_64",
+        "md5.S",
+        "F_STEP RB, RC, RD, RA,  3, 22,",
+        "F_STEP RB, RC, RD, RA,  3, 21,",
+    );
+    let root = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(kernels.path(), root.path().join("kernels")).unwrap();
+    std::os::unix::fs::symlink(kernel_lab::paths::vectors_dir(), root.path().join("vectors")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .arg("doctor")
+        .env("KERNEL_LAB_ROOT", root.path())
+        .output()
+        .expect("run lab doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("WRONG    x86_64 on unicorn        MD5(\"abc\"): md5_implCompress"), "{text}");
+    assert!(text.contains("ok       aarch64 on qemu"), "{text}");
+}

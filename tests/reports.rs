@@ -1,0 +1,238 @@
+//! The JSON and JUnit reports of `lab run` as CI reads them: a failure (a kernel with one MD5
+//! rotate amount changed) and a skip (riscv64+zbb on Unicorn) appear as such, with the right
+//! counts, in XML that follows the JUnit schema's structure, and JSON with its schema fields.
+
+use std::path::Path;
+use std::process::Command;
+
+use kernel_lab::paths;
+
+use crate::common::mutated_kernels;
+
+/// Round 1, step 4 rotate amount 22 changed to 21 in the x86_64 MD5 kernel.
+const X86_ROTATE: (&str, &str) = ("F_STEP RB, RC, RD, RA,  3, 22,", "F_STEP RB, RC, RD, RA,  3, 21,");
+const SKIP_REASON: &str = "Unicorn 2.1.5 (QEMU 5.0.1 core) decodes no Zbb";
+
+/// Runs `lab` with `args` and `env`; returns the exit status, stdout and stderr.
+fn lab(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).envs(env.iter().copied()).output().expect("run lab");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().expect("exit status"), text(&out.stdout), text(&out.stderr))
+}
+
+/// `lab run` over riscv64, riscv64+zbb and the broken x86_64 on Unicorn, RFC 1321 only: 7 cases
+/// pass, 7 fail, 7 are skipped. `extra` adds the format options.
+fn broken_run(kernels: &Path, extra: &[&str]) -> (i32, String, String) {
+    let rfc1321 = paths::vectors_dir().join("md5/rfc1321.json");
+    let mut args = vec![
+        "run",
+        "--kernels-dir",
+        kernels.to_str().unwrap(),
+        "--arch",
+        "riscv64",
+        "--arch",
+        "x86_64",
+        "--backend",
+        "unicorn",
+        "--kernel",
+        "md5",
+        "--no-bundled",
+        "--vectors",
+        rfc1321.to_str().unwrap(),
+        "--seed",
+        "7",
+    ];
+    args.extend_from_slice(extra);
+    lab(&args, &[])
+}
+
+fn attr<T: std::str::FromStr>(n: roxmltree::Node, name: &str) -> T {
+    let v = n.attribute(name).unwrap_or_else(|| panic!("<{}> lacks `{name}`", n.tag_name().name()));
+    v.parse().unwrap_or_else(|_| panic!("<{}> {name}={v:?}", n.tag_name().name()))
+}
+
+fn elements<'a, 'i>(n: roxmltree::Node<'a, 'i>) -> impl Iterator<Item = roxmltree::Node<'a, 'i>> {
+    n.children().filter(|c| c.is_element())
+}
+
+/// The rules of the JUnit schema that validating CI readers apply (Jenkins xunit-plugin
+/// junit-10.xsd): which elements may appear where, the attributes allowed on `<testsuites>`,
+/// required attributes, plain decimal times, and counts that agree with the cases below them.
+/// Returns (name, tests, failures, errors, skipped) per suite.
+fn check_junit_schema(doc: &roxmltree::Document) -> Vec<(String, usize, usize, usize, usize)> {
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let allowed = ["name", "time", "tests", "failures", "errors"];
+    assert!(root.attributes().all(|a| allowed.contains(&a.name())), "<testsuites> attributes: {root:?}");
+    let time = |n: roxmltree::Node| {
+        let t = n.attribute("time").unwrap_or("0");
+        assert!(t.chars().all(|c| c.is_ascii_digit() || c == '.'), "time={t:?} on <{}>", n.tag_name().name());
+    };
+    time(root);
+    let mut suites = Vec::new();
+    let mut sums = (0, 0, 0, 0);
+    for suite in elements(root) {
+        assert_eq!(suite.tag_name().name(), "testsuite");
+        let name: String = attr(suite, "name");
+        time(suite);
+        let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+        for child in elements(suite) {
+            match child.tag_name().name() {
+                "properties" => assert!(elements(child).all(|p| p.tag_name().name() == "property"
+                    && p.attribute("name").is_some()
+                    && p.attribute("value").is_some())),
+                "system-out" | "system-err" => {}
+                "testcase" => {
+                    tests += 1;
+                    assert!(child.attribute("name").is_some() && child.attribute("classname").is_some());
+                    if child.attribute("time").is_some() {
+                        let _: f64 = attr(child, "time");
+                    }
+                    for outcome in elements(child) {
+                        match outcome.tag_name().name() {
+                            "failure" => failures += 1,
+                            "error" => errors += 1,
+                            "skipped" => skipped += 1,
+                            "system-out" | "system-err" => {}
+                            other => panic!("<{other}> inside <testcase>"),
+                        }
+                    }
+                }
+                other => panic!("<{other}> inside <testsuite>"),
+            }
+        }
+        let counted = (attr(suite, "tests"), attr(suite, "failures"), attr(suite, "errors"), attr(suite, "skipped"));
+        assert_eq!(counted, (tests, failures, errors, skipped), "suite {name}: attributes disagree with its cases");
+        sums = (sums.0 + tests, sums.1 + failures, sums.2 + errors, sums.3 + skipped);
+        suites.push((name, tests, failures, errors, skipped));
+    }
+    let root_counts = (attr(root, "tests"), attr(root, "failures"), attr(root, "errors"));
+    assert_eq!(root_counts, (sums.0, sums.1, sums.2), "<testsuites> totals disagree with its suites");
+    suites
+}
+
+#[test]
+fn junit_report_shows_the_failure_and_the_skip_with_the_right_counts() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let xml_path = dir.path().join("lab-junit.xml");
+    let (code, stdout, stderr) = broken_run(dir.path(), &["--format", "junit", "--output", xml_path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    // With --output the human table still goes to stdout, without colour on a pipe.
+    assert!(stdout.contains("7 passed, 7 failed, 7 skipped (seed 7"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "colour on a pipe: {stdout:?}");
+
+    let xml = std::fs::read_to_string(&xml_path).expect("JUnit file written");
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let suites = check_junit_schema(&doc);
+    assert_eq!(
+        suites,
+        vec![
+            ("riscv64 on unicorn".to_string(), 7, 0, 0, 0),
+            ("riscv64+zbb on unicorn".to_string(), 7, 0, 0, 7),
+            ("x86_64 on unicorn".to_string(), 7, 7, 0, 0),
+        ]
+    );
+
+    let case = |classname: &str, name: &str| {
+        doc.descendants()
+            .find(|n| {
+                n.has_tag_name("testcase")
+                    && n.attribute("classname") == Some(classname)
+                    && n.attribute("name") == Some(name)
+            })
+            .unwrap_or_else(|| panic!("no testcase {classname} / {name}"))
+    };
+    let failed = case("x86_64.unicorn.md5.rfc1321", "RFC1321 A.5 #1: MD5(\"\")");
+    let failure = elements(failed).find(|n| n.has_tag_name("failure")).expect("<failure>");
+    assert_eq!(failure.attribute("type"), Some("value"));
+    let message = failure.attribute("message").unwrap();
+    assert!(message.starts_with("md5_implCompress(buffered block 0): state expected [d98c1dd4 04b2008f"), "{message}");
+    let body = failure.text().unwrap_or_default();
+    assert!(body.contains("[value] md5_implCompress(buffered block 0): state expected"), "{body}");
+    assert!(body.contains("replay: lab run --seed 7 --arch x86_64 --backend unicorn --kernel md5"), "{body}");
+
+    let skipped = case("riscv64+zbb.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
+    let skip = elements(skipped).find(|n| n.has_tag_name("skipped")).expect("<skipped>");
+    assert!(skip.attribute("message").unwrap().starts_with(SKIP_REASON), "{skip:?}");
+
+    let passed = case("riscv64.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
+    assert_eq!(elements(passed).count(), 0, "a passed case has no outcome element");
+}
+
+#[test]
+fn json_report_has_schema_version_seed_and_every_outcome() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let (code, stdout, stderr) = broken_run(dir.path(), &["--format", "json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["seed"], "7");
+    assert_eq!(
+        (doc["command"].as_str(), doc["status"].as_str(), doc["exit_code"].as_i64()),
+        (Some("run"), Some("failed"), Some(1))
+    );
+    assert_eq!(doc["totals"], serde_json::json!({"passed": 7, "failed": 7, "skipped": 7}));
+    assert!(doc["elapsed_s"].as_f64().unwrap() > 0.0);
+
+    let rows = doc["rows"].as_array().unwrap();
+    let cells: Vec<(&str, &str, u64, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap();
+            (r["variant"].as_str().unwrap(), r["backend"].as_str().unwrap(), n("passed"), n("failed"), n("skipped"))
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        vec![("riscv64", "unicorn", 7, 0, 0), ("riscv64+zbb", "unicorn", 0, 0, 7), ("x86_64", "unicorn", 0, 7, 0)]
+    );
+    for r in rows {
+        let cases = r["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 7, "every case is listed: {r}");
+        let outcome = match (r["passed"].as_u64(), r["failed"].as_u64()) {
+            (Some(7), _) => "passed",
+            (_, Some(7)) => "failed",
+            _ => "skipped",
+        };
+        assert!(cases.iter().all(|c| c["outcome"] == outcome), "{r}");
+    }
+    let failed = &rows[2]["cases"][0];
+    assert_eq!(failed["name"], "RFC1321 A.5 #1: MD5(\"\")");
+    assert_eq!(failed["findings"][0]["class"], "value");
+    assert!(failed["findings"][0]["text"].as_str().unwrap().contains("state expected [d98c1dd4"), "{failed}");
+    assert!(rows[1]["cases"][0]["skip_reason"].as_str().unwrap().starts_with(SKIP_REASON));
+    assert!(rows[1]["skip_reason"].as_str().unwrap().starts_with(SKIP_REASON));
+}
+
+#[test]
+fn a_broken_vector_file_is_an_error_case_in_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.json");
+    std::fs::write(
+        &file,
+        r#"{"kernel":"md5","set":"mine","vectors":[
+            {"name":"ok","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"},
+            {"name":"typo","source":"hand","msg_hex":"61zz","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
+    )
+    .unwrap();
+    let args = ["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()];
+    let (code, xml, stderr) = lab(&[&args[..], &["--format", "junit"]].concat(), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML on stdout");
+    let suites = check_junit_schema(&doc);
+    assert_eq!(suites, vec![("x86_64 on unicorn".to_string(), 1, 0, 0, 0), ("set-up".to_string(), 1, 0, 1, 0)]);
+    let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
+    assert!(error.attribute("message").unwrap().contains("entry 1 (\"typo\"): field `msg_hex`"), "{error:?}");
+}
+
+#[test]
+fn human_colour_follows_clicolor_force_and_no_color() {
+    let args = ["run", "--arch", "x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "7"];
+    let (code, plain, _) = lab(&args, &[]);
+    assert_eq!(code, 0, "{plain}");
+    assert!(!plain.contains('\x1b'), "no colour on a pipe");
+    let (_, forced, _) = lab(&args, &[("CLICOLOR_FORCE", "1")]);
+    assert!(forced.contains("\x1b[1m\x1b[32m") || forced.contains("\x1b[32m"), "green verdict when forced: {forced:?}");
+    let (_, no_color, _) = lab(&args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!no_color.contains('\x1b'), "NO_COLOR wins: {no_color:?}");
+}
