@@ -323,7 +323,12 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
 pub fn describe_fault(label: &str, f: &crate::backend::Fault, image: &Image) -> Finding {
     let place = f.pc.map(|pc| format!(" at {} (pc {pc:#x})", image.symbolize(pc))).unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
-    let class = if matches!(f.kind, crate::backend::FaultKind::Hang(_)) { Class::Hang } else { Class::Fault };
+    let class =
+        if matches!(f.kind, crate::backend::FaultKind::Hang(_) | crate::backend::FaultKind::InstructionBudget(_)) {
+            Class::Hang
+        } else {
+            Class::Fault
+        };
     Finding::new(class, format!("{label}: {}{place}{detail}", f.kind))
 }
 

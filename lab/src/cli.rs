@@ -63,6 +63,9 @@ struct RunArgs {
     /// Wall-clock budget per batch in seconds; a batch past it fails as a hang.
     #[arg(long, default_value_t = 20)]
     batch_seconds: u64,
+    /// Guest instructions one call may execute on Unicorn before it fails as a hang.
+    #[arg(long, default_value_t = Limits::default().call_instructions)]
+    call_instructions: u64,
 }
 
 impl RunArgs {
@@ -104,7 +107,10 @@ impl RunArgs {
             vector_files,
             build,
             seed: self.seed.unwrap_or_else(rand::random),
-            limits: Limits { batch_time: std::time::Duration::from_secs(self.batch_seconds) },
+            limits: Limits {
+                batch_time: std::time::Duration::from_secs(self.batch_seconds),
+                call_instructions: self.call_instructions,
+            },
         })
     }
 }

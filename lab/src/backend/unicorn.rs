@@ -5,16 +5,24 @@
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
 //! `Ok` from `emu_start` and must be asked for with `query(TIMEOUT)`; the handle is `Rc`-based,
 //! so one engine lives on one thread.
+//!
+//! Checks beyond the CPU's own faults: every load and store inside `lab_arena` is checked
+//! against the batch's protection table (guard pages, read-only inputs), as `mprotect` does for
+//! qemu and native, but with a memory hook instead of splitting Unicorn's regions; a block hook
+//! counts instructions per call (reset whenever `lab_batch` runs) against the instruction
+//! budget; an x86 `syscall`/`sysenter` hook and the interrupt hook catch system calls.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use unicorn_engine::{
     uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86, Unicorn,
+    X86Insn,
 };
 
+use super::icount::BlockCounts;
 use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
-use crate::batch::Batch;
+use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
 use crate::variant::Arch;
 
@@ -25,6 +33,32 @@ const PAGE: u64 = 4096;
 struct Seen {
     intno: Option<u32>,
     mem: Option<(Access, u64)>,
+    /// A protection-table violation: access, first bad byte, pc of the instruction.
+    guard: Option<(Access, u64, u64)>,
+    /// The instruction budget ran out in the block at this address.
+    budget: Option<u64>,
+    /// An x86 `syscall`/`sysenter` at this pc.
+    syscall: Option<u64>,
+}
+
+/// Hook state: what was seen, the protection table of the running batch, the per-call count.
+#[derive(Debug, Default)]
+struct HookState {
+    seen: Seen,
+    prots: Vec<Protection>,
+    executed: u64,
+    blocks: BlockCounts,
+}
+
+/// The first byte of `[addr, addr + size)` that `prots` forbids for `access`, if any.
+fn violation(prots: &[Protection], access: Access, addr: u64, size: u64) -> Option<u64> {
+    // Ranges are sorted and disjoint: look at the one holding the first byte and its successor.
+    let i = prots.partition_point(|p| p.addr + p.len <= addr);
+    prots[i..]
+        .iter()
+        .take_while(|p| p.addr < addr + size)
+        .find(|p| p.prot == 0 || (access == Access::Write && p.prot & PROT_WRITE == 0))
+        .map(|p| p.addr.max(addr))
 }
 
 /// Unicorn engine with the image mapped, reused across batches of one variant.
@@ -36,7 +70,7 @@ pub struct UnicornBackend {
     halt: u64,
     stack_top: u64,
     limits: Limits,
-    seen: Rc<RefCell<Seen>>,
+    state: Rc<RefCell<HookState>>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -95,34 +129,94 @@ impl UnicornBackend {
             // instruction is illegal (RISC-V privileged spec, "Extension Context Status").
             uc.reg_write(RegisterRISCV::MSTATUS, 0x6000).map_err(uc_err("mstatus"))?;
         }
-        let seen = Rc::new(RefCell::new(Seen::default()));
-        let s = Rc::clone(&seen);
+        let state = Rc::new(RefCell::new(HookState::default()));
+        let arena = image.arena()?;
+        let driver = image.require("lab_batch")?;
+        Self::add_hooks(&mut uc, image.arch, &state, arena, driver.addr..driver.addr + driver.size.max(1), &limits)?;
+        Ok(UnicornBackend {
+            uc,
+            arch: image.arch,
+            arena,
+            entry: driver.addr,
+            halt: image.require("lab_unicorn_halt")?.addr,
+            stack_top: image.require("lab_stack_top")?.addr,
+            limits,
+            state,
+        })
+    }
+
+    /// Interrupts, unmapped memory, the protection table, the instruction budget, x86 syscalls.
+    fn add_hooks(
+        uc: &mut Unicorn<'static, ()>,
+        arch: Arch,
+        state: &Rc<RefCell<HookState>>,
+        arena: crate::image::Arena,
+        driver: std::ops::Range<u64>,
+        limits: &Limits,
+    ) -> Result<(), BackendError> {
+        let s = Rc::clone(state);
         uc.add_intr_hook(move |uc, intno| {
-            s.borrow_mut().intno = Some(intno);
+            s.borrow_mut().seen.intno = Some(intno);
             let _ = uc.emu_stop();
         })
         .map_err(uc_err("interrupt hook"))?;
-        let s = Rc::clone(&seen);
+        let s = Rc::clone(state);
         uc.add_mem_hook(HookType::MEM_INVALID, 1, 0, move |_, ty, addr, _, _| {
             let access = match ty {
                 MemType::WRITE_UNMAPPED | MemType::WRITE_PROT => Access::Write,
                 MemType::FETCH_UNMAPPED | MemType::FETCH_PROT => Access::Fetch,
                 _ => Access::Read,
             };
-            s.borrow_mut().mem = Some((access, addr));
+            s.borrow_mut().seen.mem = Some((access, addr));
             false
         })
         .map_err(uc_err("memory hook"))?;
-        Ok(UnicornBackend {
-            uc,
-            arch: image.arch,
-            arena: image.arena()?,
-            entry: image.require("lab_batch")?.addr,
-            halt: image.require("lab_unicorn_halt")?.addr,
-            stack_top: image.require("lab_stack_top")?.addr,
-            limits,
-            seen,
+        let s = Rc::clone(state);
+        let arena_end = arena.addr + arena.size - 1;
+        uc.add_mem_hook(
+            HookType::MEM_READ | HookType::MEM_WRITE,
+            arena.addr,
+            arena_end,
+            move |uc, ty, addr, size, _| {
+                let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
+                let mut st = s.borrow_mut();
+                if st.seen.guard.is_none() {
+                    if let Some(bad) = violation(&st.prots, access, addr, size as u64) {
+                        st.seen.guard = Some((access, bad, uc.pc_read().unwrap_or(0)));
+                        let _ = uc.emu_stop();
+                    }
+                }
+                true
+            },
+        )
+        .map_err(uc_err("protection hook"))?;
+        let s = Rc::clone(state);
+        let budget = limits.call_instructions;
+        uc.add_block_hook(1, 0, move |uc, addr, size| {
+            let mut st = s.borrow_mut();
+            if driver.contains(&addr) {
+                st.executed = 0; // between calls: the next kernel call starts a fresh count
+                return;
+            }
+            let n = st.blocks.icount(uc, addr, size);
+            st.executed += n;
+            if st.executed > budget && st.seen.budget.is_none() {
+                st.seen.budget = Some(addr);
+                let _ = uc.emu_stop();
+            }
         })
+        .map_err(uc_err("block hook"))?;
+        if arch == Arch::X86_64 {
+            for insn in [X86Insn::SYSCALL, X86Insn::SYSENTER] {
+                let s = Rc::clone(state);
+                uc.add_insn_sys_hook(insn, 1, 0, move |uc| {
+                    s.borrow_mut().seen.syscall = Some(uc.pc_read().unwrap_or(0));
+                    let _ = uc.emu_stop();
+                })
+                .map_err(uc_err("syscall hook"))?;
+            }
+        }
+        Ok(())
     }
 
     /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
@@ -150,7 +244,18 @@ impl UnicornBackend {
 
     /// Turns the engine's stop into a fault, if it was one.
     fn classify(&self, result: Result<(), uc_error>, pc: u64) -> Option<(FaultKind, u64, String)> {
-        let seen = self.seen.borrow().clone();
+        let seen = self.state.borrow().seen.clone();
+        if let Some((access, addr, at)) = seen.guard {
+            let detail = "guard page or read-only buffer (protection table)".to_string();
+            return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, at, detail));
+        }
+        if let Some(at) = seen.syscall {
+            // Unicorn reports the pc after the 2-byte `syscall`/`sysenter`.
+            return Some((FaultKind::SystemCall, at.wrapping_sub(2), "syscall hook".into()));
+        }
+        if let Some(at) = seen.budget {
+            return Some((FaultKind::InstructionBudget(self.limits.call_instructions), at, String::new()));
+        }
         if let Some((access, addr)) = seen.mem {
             return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, pc, String::new()));
         }
@@ -193,6 +298,8 @@ impl UnicornBackend {
             (Arch::X86_64, 6) => (FaultKind::IllegalInstruction, pc, detail),
             (Arch::X86_64, 3) => (FaultKind::Trap, pc, detail),
             (Arch::X86_64, 0) => (FaultKind::Arithmetic, pc, detail),
+            // `int 0x80`: the pc is past the 2-byte instruction.
+            (Arch::X86_64, 0x80) => (FaultKind::SystemCall, pc.wrapping_sub(2), detail),
             _ => (FaultKind::Exception(intno), pc, detail),
         }
     }
@@ -210,7 +317,12 @@ impl Backend for UnicornBackend {
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         self.uc.mem_write(self.arena.addr, payload).map_err(uc_err("write batch"))?;
         self.set_entry_registers()?;
-        *self.seen.borrow_mut() = Seen::default();
+        {
+            let mut st = self.state.borrow_mut();
+            st.seen = Seen::default();
+            st.executed = 0;
+            st.prots = batch::protections(payload, self.arena.addr);
+        }
         let timeout = u64::try_from(self.limits.batch_time.as_micros()).unwrap_or(u64::MAX);
         let result = self.uc.emu_start(self.entry, self.halt, timeout, 0);
         let pc = self.pc();
