@@ -9,8 +9,8 @@
 use rand::Rng;
 
 use crate::abi::{Abi, X86_RFLAGS_DF};
-use crate::backend::BatchRun;
-use crate::batch::{Arg, Batch, BatchBuilder, BufId};
+use crate::backend::{BatchRun, Fault, FaultKind};
+use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::{self, Limbs26};
@@ -116,7 +116,14 @@ pub enum Class {
     Bounds,
     /// A psABI violation: callee-saved register, stack pointer, direction flag.
     Abi,
-    /// The kernel faulted (illegal instruction, memory, system call, ...).
+    /// An access outside the call's buffers and stack budget (guard page, read-only input,
+    /// unmapped memory).
+    Memory,
+    /// An instruction outside the variant's ISA (static scan).
+    Isa,
+    /// A system call from a kernel.
+    Syscall,
+    /// The kernel faulted otherwise (illegal instruction, misaligned access, trap, ...).
     Fault,
     /// The kernel ran past its budget.
     Hang,
@@ -131,6 +138,9 @@ impl Class {
             Class::Value => "value",
             Class::Bounds => "bounds",
             Class::Abi => "abi",
+            Class::Memory => "memory",
+            Class::Isa => "isa",
+            Class::Syscall => "syscall",
             Class::Fault => "fault",
             Class::Hang => "hang",
             Class::NotRun => "not-run",
@@ -173,17 +183,23 @@ fn plan_md5(
     rng: &mut impl Rng,
     msg: &[u8],
     digest: [u8; 16],
-    misalign: usize,
+    placement: Placement,
 ) -> (Vec<CallCheck>, Final) {
     let abi = b.abi();
     let (steps, pad) = md5::digest_plan(msg);
-    let input = b.input(msg, misalign);
-    let pad_buf = b.input(&pad, (misalign + 7) % 64);
+    // The bulk alone (the tail is copied into the padding blocks), so reading past the last
+    // whole block reaches the guard page.
+    let input = b.buffer("input", &msg[..msg.len() / 64 * 64], false, placement);
+    let pad_placement = match placement {
+        Placement::Offset(m) => Placement::Offset((m + 7) % 64),
+        p => p,
+    };
+    let pad_buf = b.buffer("padding", &pad, false, pad_placement);
     let mut state = md5::IV;
-    let mut prev = b.output(&md5::state_to_bytes(&state));
+    let mut prev = b.buffer("state", &md5::state_to_bytes(&state), true, Placement::End);
     let mut calls = Vec::new();
     for step in steps {
-        let out = b.output(&[0u8; 16]);
+        let out = b.buffer("state", &[0u8; 16], true, Placement::End);
         let (func, args, label, ret) = match step {
             Step::Mb { start, ofs, limit, ret } => {
                 md5::compress_mb(&mut state, &msg[start..], ofs, limit);
@@ -220,21 +236,22 @@ fn plan_poly1305(
     key: &[u8; 32],
     msg: &[u8],
     tag: [u8; 16],
-    misalign: usize,
+    placement: Placement,
     cuts: &[usize],
 ) -> (Vec<CallCheck>, Final) {
     let r = poly1305::clamp_r(key[..16].try_into().expect("16 bytes"));
     let whole = msg.len() / 16 * 16;
-    let input = b.input(msg, misalign);
-    let r_buf = b.input(&r.to_bytes(), 0);
+    // The whole blocks alone (the host adds the tail), so reading past them reaches the guard.
+    let input = b.buffer("input", &msg[..whole], false, placement);
+    let r_buf = b.buffer("r", &r.to_bytes(), false, Placement::End);
     let mut acc = Limbs26::default();
-    let mut prev = b.output(&acc.to_bytes());
+    let mut prev = b.buffer("acc", &acc.to_bytes(), true, Placement::End);
     let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < whole).collect();
     bounds.push(whole);
     let mut calls = Vec::new();
     let mut at = 0;
     for end in bounds {
-        let out = b.output(&[0u8; 40]);
+        let out = b.buffer("acc", &[0u8; 40], true, Placement::End);
         let len = end - at;
         let args = [Arg::Ptr(input, at), Arg::Imm(len as u64), buf_ptr(out), buf_ptr(r_buf)];
         let call = b.call_after_copy(e.poly1305.expect("poly1305 symbol checked"), args, rng.gen(), prev, out);
@@ -256,21 +273,35 @@ fn plan_poly1305(
     (calls, Final::Poly1305Tag { acc: prev, r, tail: msg[whole..].to_vec(), s, tag })
 }
 
-/// Plans `vector` into `b`. `split` asks Poly1305 vectors to use several calls at random
-/// 16-byte boundaries (MD5 cases always use both stubs as DigestBase does).
+/// How a case is laid out: which Poly1305 calls, where the inputs sit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseKind {
+    /// Poly1305: split the blocks over several calls at random 16-byte boundaries (MD5 cases
+    /// always use both stubs as DigestBase does).
+    pub split: bool,
+    /// Where the read-only inputs sit: flush against a guard page ([`Placement::End`],
+    /// [`Placement::Start`]) or misaligned ([`Placement::Offset`]).
+    pub inputs: Placement,
+}
+
+/// Plans `vector` into `b` as a case of `kind`.
 pub fn plan_vector(
     b: &mut BatchBuilder,
     e: &Entry,
     rng: &mut impl Rng,
     set: &str,
     v: &Vector,
-    split: bool,
+    kind: CaseKind,
 ) -> CasePlan {
-    let misalign = v.index % 16;
+    let split = kind.split;
+    let misalign = match kind.inputs {
+        Placement::Offset(m) => format!(" [input at +{m}]"),
+        _ => String::new(),
+    };
     let (calls, last, suffix) = match &v.body {
         Body::Md5 { msg, digest } => {
-            let (c, l) = plan_md5(b, e, rng, msg, *digest, misalign);
-            (c, l, String::new())
+            let (c, l) = plan_md5(b, e, rng, msg, *digest, kind.inputs);
+            (c, l, misalign)
         }
         Body::Poly1305 { key, msg, tag } => {
             let blocks = msg.len() / 16;
@@ -283,8 +314,8 @@ pub fn plan_vector(
             } else {
                 Vec::new()
             };
-            let suffix = if cuts.is_empty() { String::new() } else { format!(" [split at {cuts:?}]") };
-            let (c, l) = plan_poly1305(b, e, rng, key, msg, *tag, misalign, &cuts);
+            let suffix = if cuts.is_empty() { misalign } else { format!(" [split at {cuts:?}]{misalign}") };
+            let (c, l) = plan_poly1305(b, e, rng, key, msg, *tag, kind.inputs, &cuts);
             (c, l, suffix)
         }
     };
@@ -297,13 +328,13 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     for c in &plan.calls {
         let rec = batch.record(&run.resp, c.call);
         if let Some(f) = run.fault_of(c.call) {
-            findings.push(describe_fault(&c.label, f, image));
+            findings.push(describe_fault(&c.label, f, image, batch));
             continue;
         }
         if !rec.completed {
             let why = run
                 .batch_fault()
-                .map(|f| describe_fault("batch", f, image).text)
+                .map(|f| describe_fault("batch", f, image, batch).text)
                 .unwrap_or_else(|| "the batch stopped before it".into());
             findings.push(Finding::new(Class::NotRun, format!("{} did not run: {why}", c.label)));
             continue;
@@ -319,17 +350,29 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     findings
 }
 
-/// The sentence for a fault: class, place (symbol+offset) and the backend's words.
-pub fn describe_fault(label: &str, f: &crate::backend::Fault, image: &Image) -> Finding {
-    let place = f.pc.map(|pc| format!(" at {} (pc {pc:#x})", image.symbolize(pc))).unwrap_or_default();
+/// The sentence for a fault: what, where the address lies relative to the call's buffers and
+/// stack (`1 byte past the end of input`), the place (symbol+offset, pc), the instruction
+/// disassembled, and the backend's words.
+pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> Finding {
+    let place =
+        f.pc.map(|pc| {
+            let insn = image.instruction_at(pc).map(|t| format!(": `{t}`")).unwrap_or_default();
+            format!(" at {} (pc {pc:#x}){insn}", image.symbolize(pc))
+        })
+        .unwrap_or_default();
+    let addr = match f.kind {
+        FaultKind::Memory { addr: Some(a), .. } | FaultKind::Bus { addr: Some(a) } => Some(a),
+        _ => None,
+    };
+    let whereabouts = addr.and_then(|a| batch.locate(a)).map(|w| format!(", {w}")).unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
-    let class =
-        if matches!(f.kind, crate::backend::FaultKind::Hang(_) | crate::backend::FaultKind::InstructionBudget(_)) {
-            Class::Hang
-        } else {
-            Class::Fault
-        };
-    Finding::new(class, format!("{label}: {}{place}{detail}", f.kind))
+    let class = match f.kind {
+        FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
+        FaultKind::Memory { .. } => Class::Memory,
+        FaultKind::SystemCall => Class::Syscall,
+        _ => Class::Fault,
+    };
+    Finding::new(class, format!("{label}: {}{whereabouts}{place}{detail}", f.kind))
 }
 
 /// Callee-saved registers, stack pointer and (x86_64) the direction flag after a call.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::batch::Placement;
 use kernel_lab::paths;
 use kernel_lab::run::{self, RunConfig};
 use kernel_lab::toolchain::BuildConfig;
@@ -63,6 +64,10 @@ struct RunArgs {
     /// Wall-clock budget per batch in seconds; a batch past it fails as a hang.
     #[arg(long, default_value_t = 20)]
     batch_seconds: u64,
+    /// Which end of their pages the flush cases' inputs touch a guard page with: `end` catches
+    /// over-reads, `start` under-reads (every vector also runs once misaligned).
+    #[arg(long, value_parser = ["end", "start"], default_value = "end")]
+    flush: String,
     /// Guest instructions one call may execute on Unicorn before it fails as a hang.
     #[arg(long, default_value_t = Limits::default().call_instructions)]
     call_instructions: u64,
@@ -111,6 +116,7 @@ impl RunArgs {
                 batch_time: std::time::Duration::from_secs(self.batch_seconds),
                 call_instructions: self.call_instructions,
             },
+            flush: if self.flush == "start" { Placement::Start } else { Placement::End },
         })
     }
 }

@@ -6,13 +6,15 @@
 //! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
 //! (the ELF), [`abi`] (calling conventions as data), [`batch`] (the driver protocol),
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
-//! [`checks`] (cases and findings), [`report`] and [`run`] (orchestration).
+//! [`checks`] (cases and findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`report`] and [`run`] (orchestration).
 
 pub mod abi;
 pub mod backend;
 pub mod batch;
 pub mod checks;
+pub mod disasm;
 pub mod image;
+pub mod isa;
 pub mod paths;
 pub mod reference;
 pub mod report;

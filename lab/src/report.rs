@@ -20,6 +20,15 @@ pub struct CaseFailure {
     pub findings: Vec<Finding>,
 }
 
+/// A finding about a variant's image as a whole (the static ISA scan), not about one case.
+#[derive(Debug, Clone)]
+pub struct ImageFinding {
+    /// Variant name.
+    pub variant: &'static str,
+    /// What is wrong.
+    pub finding: Finding,
+}
+
 /// Outcome counts of one variant × backend × vector set.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -113,6 +122,8 @@ pub struct Report {
     pub vector_errors: Vec<VectorError>,
     /// Builds or backends that could not start.
     pub setup_errors: Vec<String>,
+    /// Findings about whole images (static ISA scan); any of them fails the run.
+    pub image_findings: Vec<ImageFinding>,
     /// The run's seed.
     pub seed: u64,
     /// Wall time of the whole run.
@@ -129,7 +140,7 @@ impl Report {
     pub fn status(&self) -> Status {
         if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() {
             Status::SetupError
-        } else if self.rows.iter().any(|r| !r.failed.is_empty()) {
+        } else if self.rows.iter().any(|r| !r.failed.is_empty()) || !self.image_findings.is_empty() {
             Status::Failed
         } else {
             Status::Passed
@@ -164,6 +175,9 @@ impl Report {
             );
         }
         self.write_failures(&mut s);
+        for f in &self.image_findings {
+            let _ = writeln!(s, "\nFAILED {} image ({}): {}", f.variant, f.finding.class.name(), f.finding);
+        }
         self.write_skips(&mut s);
         for e in &self.vector_errors {
             let _ = writeln!(s, "\nvector file error: {e}");

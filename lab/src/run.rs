@@ -9,10 +9,11 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
-use crate::batch::BatchBuilder;
-use crate::checks::{self, CasePlan, Class, Entry, Finding};
+use crate::batch::{BatchBuilder, Placement};
+use crate::checks::{self, CaseKind, CasePlan, Class, Entry, Finding};
 use crate::image::Image;
-use crate::report::{CaseFailure, Report, Row, Status};
+use crate::isa;
+use crate::report::{CaseFailure, ImageFinding, Report, Row, Status};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{self, VectorSet};
@@ -34,6 +35,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Hang budgets.
     pub limits: Limits,
+    /// Where the flush cases put their inputs: [`Placement::End`] (over-reads fault, the
+    /// default) or [`Placement::Start`] (under-reads fault).
+    pub flush: Placement,
 }
 
 /// Runs everything in `cfg` and returns the report. Never panics on bad input: vector problems,
@@ -59,12 +63,18 @@ fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
     sets
 }
 
-/// Cases per vector: MD5 one (DigestBase-driven); Poly1305 two (one call, and split calls).
+/// Cases per vector: two. MD5 (DigestBase-driven): inputs flush against a guard page, and
+/// inputs misaligned by `index mod 16`; Poly1305: one call with the input flush against a
+/// guard page, and split calls with the input misaligned.
 pub fn cases_in(set: &VectorSet) -> usize {
-    match set.kernel {
-        Kernel::Md5 => set.vectors.len(),
-        Kernel::Poly1305 => 2 * set.vectors.len(),
-    }
+    2 * set.vectors.len()
+}
+
+/// The case kinds of one vector (see [`cases_in`]); `flush` is [`RunConfig::flush`].
+pub fn case_kinds(kernel: Kernel, index: usize, flush: Placement) -> [CaseKind; 2] {
+    let misaligned = Placement::Offset(index % 16);
+    let split = kernel == Kernel::Poly1305;
+    [CaseKind { split: false, inputs: flush }, CaseKind { split, inputs: misaligned }]
 }
 
 fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], report: &mut Report) {
@@ -79,6 +89,7 @@ fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], r
         }
     };
     let entry = Entry::of(&image);
+    let unicorn_refusal = scan_isa(variant, &image, report);
     for &kind in &cfg.backends {
         let skip_all = |report: &mut Report, reason: String| {
             for set in sets {
@@ -87,6 +98,10 @@ fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], r
         };
         if let Err(reason) = kind.supports(variant) {
             skip_all(report, reason);
+            continue;
+        }
+        if let (BackendKind::Unicorn, Some(reason)) = (kind, &unicorn_refusal) {
+            skip_all(report, reason.clone());
             continue;
         }
         let mut backend = match kind.open(variant, &image, cfg.limits) {
@@ -101,19 +116,45 @@ fn run_variant(cfg: &RunConfig, variant: &'static Variant, sets: &[VectorSet], r
                 report.rows.push(Row::skipped(variant, kind, set, cases_in(set), reason));
                 continue;
             }
-            report.rows.push(run_set(backend.as_mut(), variant, &image, set, cfg.seed));
+            report.rows.push(run_set_placed(backend.as_mut(), variant, &image, set, cfg.seed, cfg.flush));
         }
     }
 }
 
+/// The static ISA scan of `image` ([`isa::scan`]): one image finding per violation. Returns why
+/// Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not.
+fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
+    match isa::scan(image, variant) {
+        Ok(violations) => report.image_findings.extend(violations.into_iter().map(|v| {
+            let class = if v.why.starts_with("a system call") { Class::Syscall } else { Class::Isa };
+            ImageFinding { variant: variant.name, finding: Finding::new(class, v.to_string()) }
+        })),
+        Err(e) => report.setup_errors.push(format!("{variant}: ISA scan: {e}")),
+    }
+    isa::unicorn_refusal(image).ok().flatten()
+}
+
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
 /// the set's kernel (see [`Entry::missing`]); `seed` fixes poison values, garbage and splits.
+/// Flush cases put their inputs at the end of their pages ([`Placement::End`]).
 pub fn run_set(
     backend: &mut dyn backend::Backend,
     variant: &'static Variant,
     image: &Image,
     set: &VectorSet,
     seed: u64,
+) -> Row {
+    run_set_placed(backend, variant, image, set, seed, Placement::End)
+}
+
+/// [`run_set`] with the flush cases' inputs placed as `flush` says.
+pub fn run_set_placed(
+    backend: &mut dyn backend::Backend,
+    variant: &'static Variant,
+    image: &Image,
+    set: &VectorSet,
+    seed: u64,
+    placement: Placement,
 ) -> Row {
     let started = Instant::now();
     let kind = backend.kind();
@@ -127,11 +168,11 @@ pub fn run_set(
     let mut row = Row::new(variant, kind, set);
     let mut builder = BatchBuilder::new(abi);
     let mut plans: Vec<CasePlan> = Vec::new();
-    let splits: &[bool] = if set.kernel == Kernel::Poly1305 { &[false, true] } else { &[false] };
     for v in &set.vectors {
-        for &split in splits {
-            // Flush when the next case might not fit (message, padding, buffers, table).
-            let need = 2 * v.msg_len() as u64 + 8192;
+        for kind in case_kinds(set.kernel, v.index, placement) {
+            // Flush when the next case might not fit (message, padding, buffers of a page and a
+            // guard page each, table).
+            let need = 2 * v.msg_len() as u64 + 128 * 1024;
             if !plans.is_empty() && builder.payload_size() + need > arena.size {
                 flush(&mut builder, &mut plans, backend, image, abi, arena, &mut row);
             }
@@ -142,7 +183,7 @@ pub fn run_set(
                 &mut ChaCha8Rng::seed_from_u64(seed),
                 &set.set,
                 v,
-                split,
+                kind,
             ));
         }
     }

@@ -149,6 +149,12 @@ impl ProcessBackend {
         BackendError::Process { program: self.program.display().to_string(), reason }
     }
 
+    /// Ends the guest after it reported a fault itself; returns what it wrote to stderr.
+    fn reap_stderr(&mut self) -> String {
+        let how = self.reap();
+        how.split_once("; stderr: ").map(|(_, e)| e.to_string()).unwrap_or_default()
+    }
+
     /// Ends the guest and says how it ended (exit status or signal, and its stderr).
     fn reap(&mut self) -> String {
         let Some(mut g) = self.guest.take() else { return String::new() };
@@ -202,7 +208,8 @@ impl Backend for ProcessBackend {
                 Err(self.error(format!("protocol error: {} response bytes, expected {resp_len}", resp.len())))
             }
             Frame::Fault { signo, addr, pc, current, mut resp } => {
-                let detail = self.reap();
+                // The guest said what happened; only its stderr (qemu's own words) adds to it.
+                let detail = self.reap_stderr();
                 resp.resize(resp_len, 0);
                 let kind = match FaultKind::from_signal(signo, addr) {
                     FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),

@@ -246,12 +246,12 @@ impl UnicornBackend {
     fn classify(&self, result: Result<(), uc_error>, pc: u64) -> Option<(FaultKind, u64, String)> {
         let seen = self.state.borrow().seen.clone();
         if let Some((access, addr, at)) = seen.guard {
-            let detail = "guard page or read-only buffer (protection table)".to_string();
+            let detail = String::new();
             return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, at, detail));
         }
         if let Some(at) = seen.syscall {
-            // Unicorn reports the pc after the 2-byte `syscall`/`sysenter`.
-            return Some((FaultKind::SystemCall, at.wrapping_sub(2), "syscall hook".into()));
+            // The hook sees the pc of the `syscall`/`sysenter` itself (measured).
+            return Some((FaultKind::SystemCall, at, String::new()));
         }
         if let Some(at) = seen.budget {
             return Some((FaultKind::InstructionBudget(self.limits.call_instructions), at, String::new()));
