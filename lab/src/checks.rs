@@ -76,7 +76,6 @@ enum Expect {
 /// Where the "before" value of an untouched accumulator is.
 #[derive(Debug, Clone, Copy)]
 enum Before {
-    Known(Limbs26),
     Buffer(BufId),
 }
 
@@ -440,7 +439,6 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
         }
         Expect::AccUntouched { acc, before } => {
             let before = match before {
-                Before::Known(l) => *l,
                 Before::Buffer(b) => Limbs26::from_bytes(batch.buffer(resp, *b)),
             };
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));

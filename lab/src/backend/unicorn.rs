@@ -285,14 +285,27 @@ impl UnicornBackend {
     /// Interrupt numbers per QEMU target (`EXCP_*` / RISC-V `mcause`).
     fn interrupt(&self, intno: u32, pc: u64) -> (FaultKind, u64, String) {
         let detail = format!("interrupt {intno}");
+        // RISC-V: the engine has taken the trap, so `pc` is past the instruction; mepc holds
+        // the faulting instruction and mtval the bad address (privileged spec, "Machine Trap
+        // Handling"; Unicorn 2.1.5 leaves mtval 0). Without mepc, fall back to pc - 4.
+        let epc = || self.uc.reg_read(RegisterRISCV::MEPC).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(4));
         match (self.arch, intno) {
-            // RISC-V: illegal instruction is cause 2, reported with pc = fault + 4 (measured).
-            (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, pc.wrapping_sub(4), detail),
-            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall, pc.wrapping_sub(4), detail),
-            (Arch::Riscv64, 3) => (FaultKind::Trap, pc.wrapping_sub(4), detail),
-            // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_BKPT = 7.
+            (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, epc(), detail),
+            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall, epc(), detail),
+            (Arch::Riscv64, 3) => (FaultKind::Trap, epc(), detail),
+            // Load (4) and store/AMO (6) address misaligned.
+            (Arch::Riscv64, 4 | 6) => (
+                FaultKind::Bus { addr: self.uc.reg_read(RegisterRISCV::MTVAL).ok().filter(|&a| a != 0) },
+                epc(),
+                detail,
+            ),
+            // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_DATA_ABORT = 4 (here an alignment fault:
+            // unmapped memory reaches the memory hook first; FAR_EL1 may hold the address), EXCP_BKPT = 7.
             (Arch::Aarch64, 1) => (FaultKind::IllegalInstruction, pc, detail),
             (Arch::Aarch64, 2) => (FaultKind::SystemCall, pc.wrapping_sub(4), detail),
+            (Arch::Aarch64, 4) => {
+                (FaultKind::Bus { addr: self.uc.reg_read(RegisterARM64::FAR_EL1).ok().filter(|&a| a != 0) }, pc, detail)
+            }
             (Arch::Aarch64, 7) => (FaultKind::Trap, pc, detail),
             // x86: #UD = 6, #BP = 3, #DE = 0.
             (Arch::X86_64, 6) => (FaultKind::IllegalInstruction, pc, detail),
