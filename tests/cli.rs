@@ -47,3 +47,20 @@ fn usage_errors_exit_2_and_list_names_every_variant() {
     }
     assert!(out.contains("no: Unicorn 2.1.5"), "{out}");
 }
+
+#[test]
+fn lab_run_reports_isa_and_memory_findings_in_its_normal_output() {
+    let (dir, _) = crate::common::fixture_kernels("riscv64", "md5.S", "ror.S");
+    let kernels = dir.path().to_str().unwrap();
+    let (code, out) = lab(&["run", "--kernels-dir", kernels, "--arch", "riscv64", "--no-zbb", "--kernel", "md5"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED riscv64 image (isa): `ror t0, t0, t1` at md5_implCompress (0x"), "{out}");
+    assert!(out.contains("illegal instruction at md5_implCompress (pc 0x"), "{out}");
+    let (dir, _) = crate::common::fixture_kernels("x86_64", "poly1305.S", "underread.S");
+    let kernels = dir.path().to_str().unwrap();
+    let args = ["run", "--kernels-dir", kernels, "--arch", "x86_64", "--kernel", "poly1305", "--flush", "start"];
+    let (code, out) = lab(&args);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("1 byte before the start of input"), "{out}");
+    assert_eq!(lab(&["run", "--flush", "middle"]).0, 2);
+}

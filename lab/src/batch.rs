@@ -531,3 +531,48 @@ impl Batch {
         get(resp, hdr::DONE * 8)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{RISCV64, X86_64};
+
+    const ARENA: Arena = Arena { addr: 0x10_0000, size: 32 << 20 };
+
+    #[test]
+    fn flush_placements_touch_a_guard_page_and_inputs_are_read_only() {
+        let mut b = BatchBuilder::new(&RISCV64);
+        let end = b.buffer("input", &[1; 100], false, Placement::End);
+        let start = b.buffer("pad", &[2; 100], false, Placement::Start);
+        let state = b.buffer("state", &[3; 16], true, Placement::End);
+        let batch = b.layout(ARENA).unwrap();
+        let prots = batch.protections();
+        let prot_at = |a: u64| prots.iter().find(|p| p.contains(a)).map(|p| p.prot);
+        let end_addr = batch.addr_of(end, 100);
+        assert_eq!(end_addr % PAGE, 0, "flush at the end: the byte after the input starts a page");
+        assert_eq!(prot_at(end_addr), Some(0), "and that page is a guard");
+        assert_eq!(prot_at(end_addr - 1), Some(PROT_READ), "the input itself is read-only");
+        let start_addr = batch.addr_of(start, 0);
+        assert_eq!((start_addr % PAGE, prot_at(start_addr - 1)), (0, Some(0)));
+        assert_eq!(prot_at(batch.addr_of(state, 16)), Some(0));
+        assert_eq!(prot_at(batch.addr_of(state, 0)), None, "writable buffers need no entry");
+        assert_eq!(prot_at(batch.stack.bottom - 1), Some(0), "a guard below the stack budget");
+        assert_eq!(batch.stack.top - batch.stack.bottom, 4096);
+        // Only the writable buffers come back.
+        assert!(batch.resp_len as u64 <= batch.addr_of(end, 0) - ARENA.addr);
+    }
+
+    #[test]
+    fn addresses_are_described_relative_to_the_nearest_buffer_or_the_stack() {
+        let mut b = BatchBuilder::new(&X86_64);
+        let input = b.buffer("input", &[0; 64], false, Placement::End);
+        let batch = b.layout(ARENA).unwrap();
+        let at = |off: u64| batch.locate(batch.addr_of(input, 0) + off).unwrap();
+        assert!(at(64).starts_with("1 byte past the end of input (input[64]; 64 bytes at 0x"), "{}", at(64));
+        assert!(at(71).starts_with("8 bytes past the end of input"), "{}", at(71));
+        assert!(at(3).starts_with("inside input (input[3];") && at(3).contains("read-only"), "{}", at(3));
+        let below = batch.locate(batch.stack.bottom - 8).unwrap();
+        assert!(below.starts_with("8 bytes below the stack budget (4224 bytes below sp"), "{below}");
+        assert_eq!(batch.locate(ARENA.addr - 1), None);
+    }
+}

@@ -132,3 +132,22 @@ fn cache_path(image_path: &Path, mattr: &str) -> PathBuf {
     let name = image_path.file_name().unwrap_or_default().to_string_lossy();
     image_path.with_file_name(format!("{name}.{h:016x}.objdump"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_llvm_objdump_lines() {
+        let text =
+            "0000000000011120 <f>:\n   11120: 2e 95        \tadd\ta0, a0, a1\n   11122: b3 d2 62 60  \t<unknown>\n\n";
+        let l = Listing::parse(text);
+        assert_eq!(l.iter().count(), 2);
+        let add = l.at(0x11120).unwrap();
+        assert_eq!(
+            (add.bytes.as_slice(), add.text.as_str(), add.unknown()),
+            (&[0x2e, 0x95][..], "add a0, a0, a1", false)
+        );
+        assert!(l.at(0x11122).unwrap().unknown());
+    }
+}
