@@ -7,7 +7,7 @@
 #   qemu-user        qemu-riscv64 / qemu-aarch64 / qemu-x86_64 (the qemu backend)
 #   cmake, libclang-dev, pkg-config, build-essential
 #                    build the Unicorn C core (unicorn-engine crate, bindgen needs libclang)
-#   llvm             llvm-objdump / llvm-mc for disassembly in reports
+#   llvm             llvm-objdump: the static ISA scan and the instruction in fault reports
 set -euo pipefail
 
 packages=(clang lld llvm qemu-user cmake libclang-dev pkg-config build-essential ca-certificates)

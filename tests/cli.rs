@@ -32,8 +32,8 @@ fn broken_hex_in_a_vector_file_exits_2_naming_file_entry_and_field() {
         lab(&["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("mine.json: entry 1 (\"typo\"): field `msg_hex`: invalid hex"), "{out}");
-    // The valid entry of the same file still ran.
-    assert!(out.contains("1 passed, 0 failed"), "{out}");
+    // The valid entry of the same file still ran (two cases: inputs flush and misaligned).
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
 }
 
 #[test]
@@ -68,4 +68,21 @@ fn every_command_help_shows_an_example() {
         assert_eq!(code, 0, "{c}: {help}");
         assert!(help.contains(&format!("\n  lab {c}")), "`lab {c} --help` shows no example: {help}");
     }
+}
+
+#[test]
+fn lab_run_reports_isa_and_memory_findings_in_its_normal_output() {
+    let (dir, _) = crate::common::fixture_kernels("riscv64", "md5.S", "ror.S");
+    let kernels = dir.path().to_str().unwrap();
+    let (code, out) = lab(&["run", "--kernels-dir", kernels, "--arch", "riscv64", "--no-zbb", "--kernel", "md5"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED riscv64 image (isa): `ror t0, t0, t1` at md5_implCompress (0x"), "{out}");
+    assert!(out.contains("illegal instruction at md5_implCompress (pc 0x"), "{out}");
+    let (dir, _) = crate::common::fixture_kernels("x86_64", "poly1305.S", "underread.S");
+    let kernels = dir.path().to_str().unwrap();
+    let args = ["run", "--kernels-dir", kernels, "--arch", "x86_64", "--kernel", "poly1305", "--flush", "start"];
+    let (code, out) = lab(&args);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("1 byte before the start of input"), "{out}");
+    assert_eq!(lab(&["run", "--flush", "middle"]).0, 2);
 }

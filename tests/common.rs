@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::batch::Placement;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::run::RunConfig;
@@ -32,7 +33,23 @@ pub fn config(v: &'static Variant, backend: BackendKind, kernel: Kernel) -> RunC
         build: paths::default_build(),
         seed: SEED,
         limits: Limits::default(),
+        flush: Placement::End,
     }
+}
+
+/// A copy of `kernels/` in a temporary folder with `<arch>/<file>` replaced by the fixture
+/// `tests/fixtures/<arch>/<fixture>`; the original is kept as `<arch>/real_<stem>.inc` for
+/// fixtures that wrap it (tests/fixtures/README.md). Builds into the copy's own cache.
+pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::TempDir, BuildConfig) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&paths::kernels_dir(), dir.path());
+    let target = dir.path().join(arch).join(file);
+    let stem = file.strip_suffix(".S").expect("a .S file");
+    std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
+    let src = paths::root().join("tests/fixtures").join(arch).join(fixture);
+    std::fs::copy(&src, &target).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    (dir, build)
 }
 
 /// A copy of `kernels/` in a temporary folder with `from` replaced by `to` (exactly once) in

@@ -42,6 +42,7 @@ fn replay(build: BuildConfig, kernel: Kernel, file: &std::path::Path, backend: B
         build,
         seed: SEED,
         limits: Limits::default(),
+        flush: kernel_lab::batch::Placement::End,
     };
     let report = run::run(&cfg);
     assert!(report.vector_errors.is_empty(), "{:?}", report.vector_errors);
@@ -101,6 +102,7 @@ fn dropped_low_limb_carry_fails_named_rfc8439_vectors() {
         build,
         seed: SEED,
         limits: Limits::default(),
+        flush: kernel_lab::batch::Placement::End,
     };
     let report = run::run(&cfg);
     let failed: Vec<&str> = report.rows[0].failed.iter().map(|f| f.name.as_str()).collect();

@@ -48,6 +48,7 @@ fn mb_counting_bugs_fail_named_cases_on_every_backend() {
             build,
             seed: SEED,
             limits: Limits::default(),
+            flush: kernel_lab::batch::Placement::End,
         };
         let report = run::run(&cfg);
         assert_eq!(report.rows.len(), 3, "{bug}: {}", report.to_human());

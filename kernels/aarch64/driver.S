@@ -5,7 +5,9 @@
 //     x30 = lab_unicorn_halt; lab_batch makes no system call.
 //   * qemu-user runs _start, which reads batches from stdin and writes results to stdout.
 //
-// Only _start, the I/O helpers it calls and the fault handler make system calls.
+// Only _start, the I/O helpers it calls and the fault handler make system calls, all between
+// lab_syscalls_begin and lab_syscalls_end; on a Linux host _start asks for SIGSYS on any system
+// call from outside that range (syscall user dispatch; qemu-user says EINVAL, ignored).
 // Linux aarch64 syscall numbers (include/uapi/asm-generic/unistd.h): x8 = number,
 // x0..x5 = arguments, svc #0, result in x0.
 
@@ -14,11 +16,17 @@
 #define SYS_exit_group    94
 #define SYS_sigaltstack   132
 #define SYS_rt_sigaction  134
+#define SYS_prctl         167
+#define SYS_mprotect      226
+#define PROT_RW           3
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_ON 1
 
 #define SIGILL   4
 #define SIGTRAP  5
 #define SIGBUS   7
 #define SIGFPE   8
+#define SIGUSR1  10                         // the host's poke when a batch runs past its budget
 #define SIGSEGV  11
 #define SIGSYS   31
 
@@ -32,6 +40,8 @@
 #define HDR_RESP_LEN  0x18
 #define HDR_CURRENT   0x20
 #define HDR_DONE      0x28
+#define HDR_PROT_TABLE 0x30                 // address of (addr, len, prot) triples (mprotect)
+#define HDR_PROT_COUNT 0x38
 
 // Call entry (README "Call entry"): 16 fixed words + NSAVED saved registers.
 #define NSAVED        19                    // x19-x29, d8-d15 (AAPCS64 §6.1.1, §6.1.2)
@@ -48,6 +58,7 @@
 #define E_SP_AFTER    (11 * 8)
 #define E_FLAGS       (12 * 8)
 #define E_STATUS      (13 * 8)
+#define E_STACK       (14 * 8)              // sp for the call: top of the guarded kernel stack
 #define E_SAVED       (16 * 8)
 
 #define ARENA_SIZE    (32 * 1024 * 1024)
@@ -165,7 +176,8 @@ lab_batch:
     fmov    d14, x9
     add     x9,  x9,  x17
     fmov    d15, x9
-    mov     x9, sp                              // 16-byte aligned: frame of 160 bytes
+    ldr     x9, [x12, #E_STACK]                 // the kernel runs on the guarded stack
+    mov     sp, x9                              // (16-byte aligned)
     str     x9, [x12, #E_SP_BEFORE]
     blr     x16
 
@@ -217,6 +229,8 @@ lab_unicorn_halt:
     brk     #0
     .size   lab_unicorn_halt, . - lab_unicorn_halt
 
+    .globl  lab_syscalls_begin
+lab_syscalls_begin:
 // x0 = read_all(x1 = buf, x2 = count): reads until count bytes or EOF; returns bytes read.
 // A read error other than EINTR ends the process with exit code 2.
     .type   read_all, %function
@@ -267,6 +281,43 @@ write_all:
     mov     x8, #SYS_exit_group
     svc     #0
 
+// protect: apply the batch's protection table (header words 6, 7) with mprotect.
+// unprotect: make all of lab_arena readable and writable again (before the next read and
+// before lab_arena is written to stdout). Both exit with code 6 if mprotect fails.
+// Leaf helpers; they use x0-x2, x8-x11.
+    .type   protect, %function
+protect:
+    LOADADDR x9, lab_arena
+    ldr     x10, [x9, #HDR_PROT_TABLE]
+    ldr     x11, [x9, #HDR_PROT_COUNT]
+1:  cbz     x11, 2f
+    ldp     x0, x1, [x10]
+    ldr     x2, [x10, #16]
+    mov     x8, #SYS_mprotect
+    svc     #0
+    cbnz    x0, .Lprotect_error
+    add     x10, x10, #24
+    sub     x11, x11, #1
+    b       1b
+2:  ret
+    .size   protect, . - protect
+
+    .type   unprotect, %function
+unprotect:
+    LOADADDR x0, lab_arena
+    mov     x1, #ARENA_SIZE
+    mov     x2, #PROT_RW
+    mov     x8, #SYS_mprotect
+    svc     #0
+    cbnz    x0, .Lprotect_error
+    ret
+    .size   unprotect, . - unprotect
+
+.Lprotect_error:
+    mov     x0, #6
+    mov     x8, #SYS_exit_group
+    svc     #0
+
 // The qemu/native entry (README "_start I/O loop"). Never returns.
     .globl  _start
     .type   _start, %function
@@ -294,7 +345,7 @@ _start:
     stp     x1, x2, [sp]
     stp     xzr, xzr, [sp, #16]                 // no restorer (never returns), empty mask
     LOADADDR x19, lab_fault_signals
-    mov     x20, #6
+    mov     x20, #7
 1:  ldrb    w0, [x19], #1
     mov     x1, sp
     mov     x2, #0
@@ -305,6 +356,17 @@ _start:
     subs    x20, x20, #1
     b.ne    1b
     add     sp, sp, #32
+
+    // prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a system call from
+    // anywhere but this I/O code. EINVAL under qemu-user: ignored.
+    mov     x0, #PR_SET_SYSCALL_USER_DISPATCH
+    mov     x1, #PR_SYS_DISPATCH_ON
+    LOADADDR x2, lab_syscalls_begin
+    LOADADDR x3, lab_syscalls_end
+    sub     x3, x3, x2
+    mov     x4, #0
+    mov     x8, #SYS_prctl
+    svc     #0
 
     LOADADDR x19, lab_io                        // framing words
     LOADADDR x21, lab_arena
@@ -325,7 +387,9 @@ _start:
     cmp     x0, x20
     b.ne    .Lio_error
 
+    bl      protect
     bl      lab_batch
+    bl      unprotect
 
     ldr     x20, [x21, #HDR_RESP_LEN]
     mov     x0, #ARENA_SIZE                     // never send more than the arena
@@ -355,6 +419,13 @@ _start:
 // then exit_group(3). The host restarts the process and resumes at current + 1.
     .type   lab_fault_handler, %function
 lab_fault_handler:
+    mov     x22, x0
+    mov     x23, x1
+    mov     x24, x2
+    bl      unprotect                           // guard pages must not stop the write below
+    mov     x0, x22
+    mov     x1, x23
+    mov     x2, x24
     LOADADDR x19, lab_io
     LOADADDR x21, lab_arena
     ldr     x20, [x21, #HDR_RESP_LEN]
@@ -380,10 +451,12 @@ lab_fault_handler:
     mov     x8, #SYS_exit_group
     svc     #0
     .size   lab_fault_handler, . - lab_fault_handler
+    .globl  lab_syscalls_end
+lab_syscalls_end:
 
     .section .rodata
 lab_fault_signals:
-    .byte   SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGTRAP, SIGSYS
+    .byte   SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGTRAP, SIGSYS, SIGUSR1
 
 // lab_arena must be the last object of the image (its end = end of the last mapped page):
 // driver.o is linked last and lab_arena is the last thing in its .bss.

@@ -3,16 +3,18 @@
  *
  *   lab_batch         runs calls start..ncalls of the table in lab_arena (psABI function)
  *   _start            qemu-user entry: read batches from stdin, answer on stdout
- *   lab_fault         SIGILL/SIGSEGV/SIGBUS/SIGFPE/SIGTRAP/SIGSYS handler: report and exit(3)
+ *   lab_fault         SIGILL/SIGSEGV/SIGBUS/SIGFPE/SIGTRAP/SIGSYS/SIGUSR1 handler: report, exit(3)
  *   lab_unicorn_halt  return address Unicorn uses for lab_batch (never executed)
  *   lab_stack_top     top of a 1 MiB stack in .bss
  *   lab_arena         32 MiB in .bss, 4096-aligned, last object of the image
  *
- * System calls appear only in _start, its I/O helpers and the fault handler: lab_batch and the
- * kernels also run under Unicorn, where an ecall is an error.
+ * System calls appear only in _start, its I/O helpers and the fault handler, all between
+ * lab_syscalls_begin and lab_syscalls_end: lab_batch and the kernels also run under Unicorn, where
+ * an ecall is an error, and on a Linux host _start asks for SIGSYS on any system call from
+ * outside that range (syscall user dispatch; qemu-user does not implement it and says EINVAL).
  *
  * Linux riscv64 facts used here (asm-generic syscall numbers, include/uapi/asm-generic/unistd.h):
- *   read 63, write 64, exit_group 94, sigaltstack 132, rt_sigaction 134.
+ *   read 63, write 64, exit_group 94, sigaltstack 132, rt_sigaction 134, prctl 167, mprotect 226.
  * struct sigaction (kernel view, no sa_restorer on riscv): handler @0, flags @8, mask @16.
  * stack_t: ss_sp @0, ss_flags @8, ss_size @16.
  * siginfo_t: si_signo @0, si_addr @16.
@@ -35,6 +37,8 @@
 #define H_RESP_LEN	0x18
 #define H_CURRENT	0x20
 #define H_DONE		0x28
+#define H_PROT_TABLE	0x30	/* address of (addr, len, prot) triples, applied with mprotect */
+#define H_PROT_COUNT	0x38
 
 /* call entry: (16 + NSAVED) u64 words, NSAVED = 26 (s0-s11, gp, tp, fs0-fs11) */
 #define NSAVED		26
@@ -53,6 +57,7 @@
 #define E_SP_AFTER	88
 #define E_FLAGS		96
 #define E_STATUS	104
+#define E_STACK		112	/* sp for the call: the top of the guarded kernel stack */
 #define E_SAVED		128
 #define E_SAVED_FP	(E_SAVED + 14 * 8)	/* fs0 is saved[14] */
 
@@ -63,6 +68,11 @@
 #define SYS_exit_group	94
 #define SYS_sigaltstack	132
 #define SYS_rt_sigaction 134
+#define SYS_prctl	167
+#define SYS_mprotect	226
+#define PROT_RW		3
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_ON 1
 #define SA_SIGINFO	0x00000004
 #define SA_ONSTACK	0x08000000
 #define UC_PC		176	/* offsetof(ucontext, uc_mcontext.sc_regs.pc), see above */
@@ -209,7 +219,8 @@ lab_batch:
 	add	t1, t1, t2
 	fmv.d.x	fs11, t1
 
-	sd	sp, E_SP_BEFORE(t3)	/* sp is 16-aligned here (FRAME is a multiple of 16) */
+	ld	sp, E_STACK(t3)		/* the kernel runs on the guarded stack (16-aligned) */
+	sd	sp, E_SP_BEFORE(t3)
 	jalr	ra, 0(t0)
 
 	/* after the call: only a0 and sp are of interest; find the entry again */
@@ -308,6 +319,8 @@ lab_unicorn_halt:
 	.4byte	0			/* all-zero word: an illegal instruction if ever reached */
 	.size	lab_unicorn_halt, . - lab_unicorn_halt
 
+	.globl	lab_syscalls_begin
+lab_syscalls_begin:
 /*
  * read_full(a0 = buf, a1 = len) -> a0 = bytes read (< len only at EOF or on an error).
  * write_full(a0 = buf, a1 = len): exit_group(4) if stdout fails.
@@ -354,6 +367,46 @@ write_full:
 	.size	write_full, . - write_full
 
 /*
+ * protect: apply the batch's protection table (header words 6, 7) with mprotect.
+ * unprotect: make all of lab_arena readable and writable again (before the next read and
+ * before any write of lab_arena to stdout). Both exit_group(6) if mprotect fails.
+ * Leaf helpers; they use only a0-a2, a7, t0-t2.
+ */
+	.type	protect, @function
+	.p2align 2
+protect:
+	lla	t0, lab_arena
+	ld	t1, H_PROT_TABLE(t0)
+	ld	t2, H_PROT_COUNT(t0)
+1:	beqz	t2, 2f
+	ld	a0, 0(t1)
+	ld	a1, 8(t1)
+	ld	a2, 16(t1)
+	li	a7, SYS_mprotect
+	ecall
+	bnez	a0, 3f
+	addi	t1, t1, 24
+	addi	t2, t2, -1
+	j	1b
+2:	ret
+3:	li	a0, 6
+	li	a7, SYS_exit_group
+	ecall
+	.size	protect, . - protect
+
+	.type	unprotect, @function
+	.p2align 2
+unprotect:
+	lla	a0, lab_arena
+	li	a1, ARENA_SIZE
+	li	a2, PROT_RW
+	li	a7, SYS_mprotect
+	ecall
+	bnez	a0, 3b
+	ret
+	.size	unprotect, . - unprotect
+
+/*
  * _start: install the fault handler on an alternate stack, then loop:
  * read u64 len (EOF -> exit_group(0)); read len bytes into lab_arena; lab_batch;
  * write u64 tag = 0, u64 resp_len, lab_arena[0..resp_len].
@@ -382,7 +435,8 @@ _start:
 	li	t0, SA_SIGINFO | SA_ONSTACK
 	sd	t0, 8(sp)
 	sd	zero, 16(sp)
-	.irp	sig, 4, 5, 7, 8, 11, 31	/* SIGILL SIGTRAP SIGBUS SIGFPE SIGSEGV SIGSYS */
+	/* SIGILL SIGTRAP SIGBUS SIGFPE SIGUSR1 (the host's "hang" poke) SIGSEGV SIGSYS */
+	.irp	sig, 4, 5, 7, 8, 10, 11, 31
 	li	a0, \sig
 	mv	a1, sp
 	li	a2, 0
@@ -390,6 +444,17 @@ _start:
 	li	a7, SYS_rt_sigaction
 	ecall
 	.endr
+
+	/* prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a system call
+	 * from anywhere but the driver's own I/O code. EINVAL under qemu-user: ignored. */
+	li	a0, PR_SET_SYSCALL_USER_DISPATCH
+	li	a1, PR_SYS_DISPATCH_ON
+	lla	a2, lab_syscalls_begin
+	lla	a3, lab_syscalls_end
+	sub	a3, a3, a2
+	li	a4, 0
+	li	a7, SYS_prctl
+	ecall
 
 .Lio_loop:
 	mv	a0, sp
@@ -406,7 +471,9 @@ _start:
 	call	read_full
 	bne	a0, s0, .Lexit_proto
 
+	call	protect
 	call	lab_batch
+	call	unprotect
 
 	lla	t0, lab_arena
 	ld	s0, H_RESP_LEN(t0)
@@ -444,6 +511,13 @@ _start:
 lab_fault:
 	andi	sp, sp, -16
 	addi	sp, sp, -48
+	mv	s1, a0
+	mv	s2, a1
+	mv	s3, a2
+	call	unprotect		/* guard pages must not stop the write below */
+	mv	a0, s1
+	mv	a1, s2
+	mv	a2, s3
 	lla	t0, lab_arena
 	ld	s0, H_RESP_LEN(t0)
 	li	t1, ARENA_SIZE
@@ -470,6 +544,8 @@ lab_fault:
 	li	a7, SYS_exit_group
 	ecall
 	.size	lab_fault, . - lab_fault
+	.globl	lab_syscalls_end
+lab_syscalls_end:
 
 /*
  * .bss: driver-private words, the signal stack, the 1 MiB stack, and lab_arena last, so the

@@ -8,7 +8,9 @@
  *     lab_fault_handler, which reports it on stdout.
  *
  * System calls appear only in _start's I/O code and in the fault handler (and its
- * SA_RESTORER stub); lab_batch runs under Unicorn, where a syscall is an error.
+ * SA_RESTORER stub), all between lab_syscalls_begin and lab_syscalls_end; lab_batch runs under
+ * Unicorn, where a syscall is an error.  On a Linux host _start asks for SIGSYS on any system
+ * call from outside that range (syscall user dispatch, Linux 5.11; qemu-user says EINVAL).
  */
         .intel_syntax noprefix
 
@@ -21,6 +23,8 @@
 #define H_RESP_LEN      0x18
 #define H_CURRENT       0x20
 #define H_DONE          0x28
+#define H_PROT_TABLE    0x30    /* address of (addr, len, prot) triples, applied with mprotect */
+#define H_PROT_COUNT    0x38
 
 /* Callee-saved registers of the SysV x86-64 psABI (§3.2.1, Figure 3.4), in ABI order:
  * rbx, rbp, r12, r13, r14, r15. */
@@ -42,6 +46,7 @@
 #define E_SP_AFTER      (11 * 8)
 #define E_FLAGS         (12 * 8)
 #define E_STATUS        (13 * 8)
+#define E_STACK         (14 * 8)        /* rsp for the call: the top of the guarded kernel stack */
 #define E_SAVED         (16 * 8)
 
 /* poison increment: t = seed; for each reg { t += K; reg = t } */
@@ -54,6 +59,11 @@
 /* Linux x86_64 system call numbers and constants */
 #define SYS_read        0
 #define SYS_write       1
+#define SYS_mprotect    10
+#define SYS_prctl       157
+#define PROT_RW         3
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_ON 1
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigreturn 15
 #define SYS_sigaltstack 131
@@ -67,6 +77,7 @@
 #define SIGTRAP         5
 #define SIGBUS          7
 #define SIGFPE          8
+#define SIGUSR1         10      /* the host's poke when a batch runs past its time budget */
 #define SIGSEGV         11
 #define SIGSYS          31
 
@@ -82,6 +93,7 @@
 #define EXIT_FAULT      3       /* the fault handler reported a fault */
 #define EXIT_TOO_LONG   4       /* a batch longer than lab_arena */
 #define EXIT_IO         5       /* read/write failed */
+#define EXIT_MPROTECT   6       /* applying the protection table failed */
 
         .text
 
@@ -140,6 +152,7 @@ lab_batch:
 .Lbatch_nocopy:
         mov     qword ptr [r14 + E_STATUS], 0
         mov     [rip + lab_drv_sp], rsp         /* lab_batch's frame, reloaded after the call */
+        mov     rsp, [r14 + E_STACK]            /* the kernel runs on the guarded stack */
         mov     [r14 + E_SP_BEFORE], rsp        /* rsp before `call` pushes */
 
         mov     r11, r14
@@ -211,6 +224,8 @@ lab_unicorn_halt:
         ud2
         .size   lab_unicorn_halt, . - lab_unicorn_halt
 
+        .globl  lab_syscalls_begin
+lab_syscalls_begin:
 /* ------------------------------------------------------------------------------------------
  * _start: the qemu-user / native entry.  Frames (u64 little-endian):
  *   in:  len, then len bytes copied to lab_arena
@@ -256,6 +271,17 @@ _start:
         jmp     .Lsig_loop
 .Lsig_done:
 
+        /* prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a system call
+         * from anywhere but this I/O code.  EINVAL under qemu-user: ignored. */
+        mov     edi, PR_SET_SYSCALL_USER_DISPATCH
+        mov     esi, PR_SYS_DISPATCH_ON
+        lea     rdx, [rip + lab_syscalls_begin]
+        lea     r10, [rip + lab_syscalls_end]
+        sub     r10, rdx
+        xor     r8d, r8d
+        mov     eax, SYS_prctl
+        syscall
+
 .Lio_loop:
         lea     rsi, [rip + lab_io_hdr]
         mov     edx, 8
@@ -273,7 +299,9 @@ _start:
         cmp     rax, rbx
         jne     .Lexit_truncated
 
+        call    .Lprotect
         call    lab_batch                       /* rsp 16-aligned at the call */
+        call    .Lunprotect
 
         lea     rsi, [rip + lab_io_hdr]
         mov     rbx, [rip + lab_arena + H_RESP_LEN]
@@ -300,6 +328,9 @@ _start:
         jmp     .Lexit
 .Lexit_io:
         mov     edi, EXIT_IO
+        jmp     .Lexit
+.Lexit_mprotect:
+        mov     edi, EXIT_MPROTECT
 .Lexit:
         mov     eax, SYS_exit_group
         syscall
@@ -358,6 +389,38 @@ _start:
         jmp     .Lwrite_more
 .Lwrite_ret:
         ret
+
+/* .Lprotect: apply the batch's protection table (header words 6, 7) with mprotect.
+ * .Lunprotect: make all of lab_arena readable and writable again (before the next read and
+ * before lab_arena is written to stdout).  Exit on failure.  Clobber rax, rcx, rdx, rsi, rdi,
+ * r8, r9, r11. */
+.Lprotect:
+        mov     r8, [rip + lab_arena + H_PROT_TABLE]
+        mov     r9, [rip + lab_arena + H_PROT_COUNT]
+.Lprotect_next:
+        test    r9, r9
+        jz      .Lprotect_ret
+        mov     rdi, [r8]
+        mov     rsi, [r8 + 8]
+        mov     rdx, [r8 + 16]
+        mov     eax, SYS_mprotect
+        syscall
+        test    rax, rax
+        jnz     .Lexit_mprotect
+        add     r8, 24
+        sub     r9, 1
+        jmp     .Lprotect_next
+.Lprotect_ret:
+        ret
+.Lunprotect:
+        lea     rdi, [rip + lab_arena]
+        mov     esi, ARENA_SIZE
+        mov     edx, PROT_RW
+        mov     eax, SYS_mprotect
+        syscall
+        test    rax, rax
+        jnz     .Lexit_mprotect
+        ret
         .size   _start, . - _start
 
 /* ------------------------------------------------------------------------------------------
@@ -370,6 +433,13 @@ _start:
 lab_fault_handler:
         cld
         and     rsp, -16
+        mov     r13, rdi
+        mov     r14, rsi
+        mov     r15, rdx
+        call    .Lunprotect                     /* guard pages must not stop the write below */
+        mov     rdi, r13
+        mov     rsi, r14
+        mov     rdx, r15
         lea     r12, [rip + lab_fault_msg]
         mov     rbx, [rip + lab_arena + H_RESP_LEN]
         mov     eax, ARENA_SIZE
@@ -406,10 +476,12 @@ lab_sigreturn:
         syscall
         ud2
         .size   lab_sigreturn, . - lab_sigreturn
+        .globl  lab_syscalls_end
+lab_syscalls_end:
 
         .section .rodata
 lab_signals:
-        .byte   SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGTRAP, SIGSYS, 0
+        .byte   SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGTRAP, SIGSYS, SIGUSR1, 0
 
 /* ------------------------------------------------------------------------------------------
  * .bss: private words, stacks, and lab_arena LAST (its end is the end of the image).

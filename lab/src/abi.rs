@@ -30,7 +30,16 @@ pub struct Abi {
     pub int32_args: Int32Args,
     /// Name of the stack-pointer register in findings.
     pub sp: &'static str,
+    /// Bytes of stack a kernel may use below the stack pointer at the call (the lab's budget,
+    /// not a psABI rule: the HotSpot stubs need a few hundred bytes at most).
+    pub stack_budget: u64,
+    /// Bytes below the lowest stack pointer a leaf may use without moving it (SysV x86-64
+    /// §3.2.2: 128; none on riscv64 and AAPCS64).
+    pub red_zone: u64,
 }
+
+/// The lab's per-call stack budget, bytes below `sp` at the call.
+pub const STACK_BUDGET: u64 = 4096;
 
 /// RISC-V psABI, "Integer Register Convention" and "Floating-point Register Convention":
 /// s0–s11 and fs0–fs11 are callee-saved; gp and tp must not be changed by a callee.
@@ -43,6 +52,8 @@ pub const RISCV64: Abi = Abi {
     source: "RISC-V ELF psABI, Register Convention (LP64D)",
     int32_args: Int32Args::SignExtended,
     sp: "sp",
+    stack_budget: STACK_BUDGET,
+    red_zone: 0,
 };
 
 /// AAPCS64 §6.1.1 (x19–x29 callee-saved) and §6.1.2 (low 64 bits of v8–v15).
@@ -55,6 +66,8 @@ pub const AARCH64: Abi = Abi {
     source: "AAPCS64 §6.1.1, §6.1.2",
     int32_args: Int32Args::UpperGarbage,
     sp: "sp",
+    stack_budget: STACK_BUDGET,
+    red_zone: 0,
 };
 
 /// System V AMD64 psABI §3.2.1, Figure 3.4: rbx, rbp, r12–r15 belong to the caller; DF clear.
@@ -64,6 +77,8 @@ pub const X86_64: Abi = Abi {
     source: "System V AMD64 psABI §3.2.1 (Figure 3.4)",
     int32_args: Int32Args::UpperGarbage,
     sp: "rsp",
+    stack_budget: STACK_BUDGET,
+    red_zone: 128,
 };
 
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).

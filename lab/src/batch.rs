@@ -2,9 +2,15 @@
 //! the buffers in `lab_arena` (kernels/README.md, "Driver protocol"), a backend runs the whole
 //! table in one entry, and the host decodes the entries and the writable buffers it gets back.
 //!
-//! Layout of the payload, from the start of `lab_arena`:
-//! `header (8 words) | call table | writable buffers | read-only buffers`. Only the first three
-//! parts (`resp_len` bytes) travel back, so read-only inputs are sent once and never returned.
+//! Layout of the payload, from the start of `lab_arena` (pages of [`PAGE`] bytes, G = a guard
+//! page with no access):
+//! `header (8 words) | protection table | call table | G | kernel stack | G | writable buffers,
+//! each followed by G | read-only buffers, each followed by G`. Every buffer has pages of its own,
+//! flush against a guard page at one end ([`Placement`]); read-only buffers are protected against
+//! writes. The protection table (header words 6 and 7) tells the guest which pages to protect;
+//! `_start` applies it with `mprotect`, the Unicorn backend checks every arena access against it.
+//! Only the part up to the last writable buffer (`resp_len` bytes) travels back, so read-only
+//! inputs are sent once and never returned.
 
 use crate::abi::Abi;
 use crate::image::Arena;
@@ -21,6 +27,8 @@ mod hdr {
     pub const RESP_LEN: usize = 3;
     pub const CURRENT: usize = 4;
     pub const DONE: usize = 5;
+    pub const PROT_TABLE: usize = 6;
+    pub const PROT_COUNT: usize = 7;
 }
 /// Call-entry word indices.
 mod ent {
@@ -35,6 +43,70 @@ mod ent {
     pub const SP_AFTER: usize = 11;
     pub const FLAGS: usize = 12;
     pub const STATUS: usize = 13;
+    pub const STACK: usize = 14;
+}
+
+/// Guest page size the guards are laid out in (4 KiB on every Linux target the lab runs).
+pub const PAGE: u64 = 4096;
+/// Words per protection-table entry: `addr, len, prot`.
+pub const PROT_ENTRY_WORDS: usize = 3;
+/// `prot` bits of a protection-table entry (Linux `PROT_READ`, `PROT_WRITE`); 0 = guard page.
+pub const PROT_READ: u64 = 1;
+/// See [`PROT_READ`].
+pub const PROT_WRITE: u64 = 2;
+
+/// Where a buffer sits in its pages, relative to the guard pages around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The last byte sits just below a guard page: any read or write past the end faults.
+    End,
+    /// The first byte sits at the start of a page just above a guard page: any access before
+    /// the start faults.
+    Start,
+    /// The first byte sits this many bytes (0..64) past a page boundary, to test unaligned
+    /// inputs; an over-read is caught only once it reaches the next page.
+    Offset(usize),
+    /// No pages of its own and no guard: packed after the previous buffer, starting this many
+    /// bytes (0..4096) past a 64-byte boundary. For sweeps of many small cases whose guard-page
+    /// twins run separately; accesses past it are not caught.
+    Packed(usize),
+}
+
+/// One range of the protection table: `len` bytes at `addr` get `prot` ([`PROT_READ`],
+/// [`PROT_WRITE`], 0 for a guard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protection {
+    /// Page-aligned guest address.
+    pub addr: u64,
+    /// Length in bytes, a multiple of [`PAGE`].
+    pub len: u64,
+    /// `PROT_*` bits.
+    pub prot: u64,
+}
+
+impl Protection {
+    /// Whether `addr` lies in this range.
+    pub fn contains(&self, addr: u64) -> bool {
+        self.addr <= addr && addr - self.addr < self.len
+    }
+}
+
+/// Decodes the protection table of a payload (header words 6 and 7), sorted by address.
+/// Entries that fall outside `payload` are ignored.
+pub fn protections(payload: &[u8], arena_addr: u64) -> Vec<Protection> {
+    if payload.len() < HEADER_WORDS * 8 {
+        return Vec::new();
+    }
+    let table = get(payload, hdr::PROT_TABLE * 8);
+    let count = get(payload, hdr::PROT_COUNT * 8) as usize;
+    let Some(off) = table.checked_sub(arena_addr).map(|o| o as usize) else { return Vec::new() };
+    let mut out: Vec<Protection> = (0..count)
+        .map(|i| off + i * PROT_ENTRY_WORDS * 8)
+        .take_while(|&at| at + PROT_ENTRY_WORDS * 8 <= payload.len())
+        .map(|at| Protection { addr: get(payload, at), len: get(payload, at + 8), prot: get(payload, at + 16) })
+        .collect();
+    out.sort_by_key(|p| p.addr);
+    out
 }
 
 /// Handle of a buffer added to a [`BatchBuilder`].
@@ -52,10 +124,10 @@ pub enum Arg {
 
 #[derive(Debug, Clone)]
 struct BufSpec {
+    name: String,
     data: Vec<u8>,
     writable: bool,
-    /// Bytes past a 64-byte boundary where the buffer starts (0..4096; tests unaligned inputs).
-    misalign: usize,
+    placement: Placement,
 }
 
 #[derive(Debug, Clone)]
@@ -107,14 +179,26 @@ impl BatchBuilder {
         self.calls.is_empty()
     }
 
-    /// Adds a read-only input starting `misalign` bytes (0..4096) past a 64-byte boundary.
+    /// Adds a read-only input starting `misalign` bytes (0..64) past a page boundary
+    /// ([`Placement::Offset`]).
     pub fn input(&mut self, bytes: &[u8], misalign: usize) -> BufId {
-        self.push(BufSpec { data: bytes.to_vec(), writable: false, misalign: misalign % 4096 })
+        self.buffer("input", bytes, false, Placement::Offset(misalign % 64))
     }
 
-    /// Adds a writable in-out buffer (state, accumulator), 64-byte aligned.
+    /// Adds a writable in-out buffer (state, accumulator), its end flush against a guard page.
     pub fn output(&mut self, init: &[u8]) -> BufId {
-        self.push(BufSpec { data: init.to_vec(), writable: true, misalign: 0 })
+        self.buffer("output", init, true, Placement::End)
+    }
+
+    /// Adds a buffer called `name` in findings (`input`, `state`, ...), read-only unless
+    /// `writable`, placed as `placement` says.
+    pub fn buffer(&mut self, name: &str, bytes: &[u8], writable: bool, placement: Placement) -> BufId {
+        let placement = match placement {
+            Placement::Offset(m) => Placement::Offset(m % 64),
+            Placement::Packed(m) => Placement::Packed(m % PAGE as usize),
+            p => p,
+        };
+        self.push(BufSpec { name: name.into(), data: bytes.to_vec(), writable, placement })
     }
 
     fn push(&mut self, b: BufSpec) -> BufId {
@@ -141,11 +225,28 @@ impl BatchBuilder {
         ((ENTRY_FIXED_WORDS + self.abi.saved.len()) * 8) as u64
     }
 
+    /// Bytes of the header, protection table and call table.
+    fn tables_size(&self) -> u64 {
+        let prot = (PROT_ENTRY_WORDS * 8) as u64 * (2 * self.bufs.len() as u64 + 2);
+        (HEADER_WORDS * 8) as u64 + prot + self.entry_bytes() * self.calls.len() as u64
+    }
+
+    /// Pages of the kernel stack: the ABI's budget plus red zone, rounded up.
+    fn stack_pages(&self) -> u64 {
+        (self.abi.stack_budget + self.abi.red_zone).div_ceil(PAGE)
+    }
+
     /// Bytes the laid-out payload will take.
     pub fn payload_size(&self) -> u64 {
-        let table = (HEADER_WORDS * 8) as u64 + self.entry_bytes() * self.calls.len() as u64;
-        let bufs: u64 = self.bufs.iter().map(|b| 64 + (b.misalign + b.data.len()) as u64 + 64).sum();
-        table + bufs
+        let bufs: u64 = self
+            .bufs
+            .iter()
+            .map(|b| match b.placement {
+                Placement::Packed(m) => 64 + m as u64 + b.data.len() as u64,
+                _ => run_pages(b) * PAGE + 2 * PAGE,
+            })
+            .sum();
+        align_up(self.tables_size(), PAGE) + PAGE + self.stack_pages() * PAGE + PAGE + bufs
     }
 
     /// Places everything in `arena` and encodes the payload.
@@ -154,22 +255,54 @@ impl BatchBuilder {
     /// [`BatchError::TooLarge`] when it does not fit.
     pub fn layout(self, arena: Arena) -> Result<Batch, BatchError> {
         let entry = self.entry_bytes();
-        let table_off = (HEADER_WORDS * 8) as u64;
-        let mut cursor = table_off + entry * self.calls.len() as u64;
+        let prot_off = (HEADER_WORDS * 8) as u64;
+        let mut prots: Vec<Protection> = Vec::new();
+        let table_off = prot_off + (PROT_ENTRY_WORDS * 8) as u64 * (2 * self.bufs.len() as u64 + 2);
+        let mut cursor = align_up(self.tables_size(), PAGE);
+        let guard = |at: u64, prots: &mut Vec<Protection>| {
+            prots.push(Protection { addr: arena.addr + at, len: PAGE, prot: 0 });
+            at + PAGE
+        };
+        // The kernel stack: its lowest allowed byte just above a guard page.
+        cursor = guard(cursor, &mut prots);
+        let budget = self.abi.stack_budget + self.abi.red_zone;
+        let stack = StackWindow { bottom: arena.addr + cursor, top: arena.addr + cursor + budget };
+        cursor = guard(cursor + self.stack_pages() * PAGE, &mut prots);
+        let mut last_guard_end = cursor;
         let mut placed = vec![Placed::default(); self.bufs.len()];
         // Writable buffers first: they are inside the response.
+        let mut resp_len = table_off + entry * self.calls.len() as u64;
         for pass_writable in [true, false] {
             for (i, b) in self.bufs.iter().enumerate().filter(|(_, b)| b.writable == pass_writable) {
-                let off = align_up(cursor, 64) + b.misalign as u64;
+                if let Placement::Packed(m) = b.placement {
+                    let off = align_up(cursor, 64) + m as u64;
+                    placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
+                    cursor = off + b.data.len() as u64;
+                    continue;
+                }
+                // A paged buffer after packed ones needs its own guard below it.
+                if cursor != last_guard_end {
+                    cursor = guard(align_up(cursor, PAGE), &mut prots);
+                }
+                let pages = run_pages(b);
+                let len = b.data.len() as u64;
+                let off = match b.placement {
+                    Placement::End => cursor + pages * PAGE - len,
+                    Placement::Start => cursor,
+                    Placement::Offset(m) => cursor + m as u64,
+                    Placement::Packed(_) => unreachable!("packed buffers are placed above"),
+                };
                 placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
-                cursor = off + b.data.len() as u64;
+                if !b.writable {
+                    prots.push(Protection { addr: arena.addr + cursor, len: pages * PAGE, prot: PROT_READ });
+                }
+                cursor = guard(cursor + pages * PAGE, &mut prots);
+                last_guard_end = cursor;
             }
             if pass_writable {
-                cursor = align_up(cursor, 64);
+                resp_len = resp_len.max(cursor);
             }
         }
-        let resp_len = placed.iter().filter(|p| p.writable).map(|p| p.offset + p.len as u64).max().unwrap_or(0);
-        let resp_len = resp_len.max(table_off + entry * self.calls.len() as u64);
         if cursor > arena.size {
             return Err(BatchError::TooLarge { needed: cursor, available: arena.size });
         }
@@ -177,11 +310,19 @@ impl BatchBuilder {
         for (b, p) in self.bufs.iter().zip(&placed) {
             payload[p.offset as usize..p.offset as usize + p.len].copy_from_slice(&b.data);
         }
+        for (n, p) in prots.iter().enumerate() {
+            let at = (prot_off as usize) + n * PROT_ENTRY_WORDS * 8;
+            put(&mut payload, at, p.addr);
+            put(&mut payload, at + 8, p.len);
+            put(&mut payload, at + 16, p.prot);
+        }
         let addr = |id: BufId, off: usize| arena.addr + placed[id.0].offset + off as u64;
         let words = [self.calls.len() as u64, 0, arena.addr + table_off, resp_len];
         for (i, w) in words.iter().enumerate() {
             put(&mut payload, i * 8, *w);
         }
+        put(&mut payload, hdr::PROT_TABLE * 8, arena.addr + prot_off);
+        put(&mut payload, hdr::PROT_COUNT * 8, prots.len() as u64);
         for (n, c) in self.calls.iter().enumerate() {
             let base = (table_off + entry * n as u64) as usize;
             put(&mut payload, base + ent::FN * 8, c.func);
@@ -198,17 +339,39 @@ impl BatchBuilder {
                 put(&mut payload, base + ent::COPY_LEN * 8, placed[to.0].len as u64);
             }
             put(&mut payload, base + ent::SEED * 8, c.seed);
+            put(&mut payload, base + ent::STACK * 8, stack.top);
         }
         Ok(Batch {
             payload,
             resp_len: resp_len as usize,
             arena,
+            table_off: table_off as usize,
+            names: self.bufs.iter().map(|b| b.name.clone()).collect(),
             placed,
+            stack,
             seeds: self.calls.iter().map(|c| c.seed).collect(),
             entry_words: entry as usize / 8,
             nsaved: self.abi.saved.len(),
         })
     }
+}
+
+/// Pages a buffer occupies (at least one, so an empty buffer still has an address of its own).
+fn run_pages(b: &BufSpec) -> u64 {
+    let lead = match b.placement {
+        Placement::Offset(m) => m as u64,
+        _ => 0,
+    };
+    (lead + b.data.len() as u64).div_ceil(PAGE).max(1)
+}
+
+/// The stack the kernel runs on: `sp` at the call is `top`; it may use `[bottom, top)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StackWindow {
+    /// Lowest byte the kernel may touch (just above a guard page).
+    pub bottom: u64,
+    /// Stack pointer at the call (16-byte aligned).
+    pub top: u64,
 }
 
 fn put(buf: &mut [u8], at: usize, v: u64) {
@@ -235,10 +398,22 @@ pub struct Batch {
     pub resp_len: usize,
     /// The arena the batch was laid out for.
     pub arena: Arena,
+    /// The kernel stack of every call.
+    pub stack: StackWindow,
+    table_off: usize,
+    names: Vec<String>,
     placed: Vec<Placed>,
     seeds: Vec<u64>,
     entry_words: usize,
     nsaved: usize,
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// What the driver recorded for one call.
@@ -268,7 +443,62 @@ impl Batch {
 
     /// Offset in the response where the call table ends and the writable buffers begin.
     pub fn table_end(&self) -> usize {
-        (HEADER_WORDS + self.entry_words * self.ncalls()) * 8
+        self.table_off + self.entry_words * self.ncalls() * 8
+    }
+
+    /// The protection table this batch asks the guest to apply, sorted by address.
+    pub fn protections(&self) -> Vec<Protection> {
+        protections(&self.payload, self.arena.addr)
+    }
+
+    /// Where `addr` is, in words for a finding: inside which buffer, or how far past the end or
+    /// before the start of the nearest buffer or the kernel stack; `None` outside the arena.
+    /// Example: `1 byte past the end of input (input[64]; 64 bytes at 0x10000)`.
+    pub fn locate(&self, addr: u64) -> Option<String> {
+        let end = self.arena.addr + self.arena.size;
+        if addr < self.arena.addr || addr >= end {
+            return None;
+        }
+        let s = self.stack;
+        if (s.bottom..s.top).contains(&addr) {
+            return Some(format!("{} bytes below sp at the call, inside the stack budget", s.top - addr));
+        }
+        let mut best: Option<(u64, String)> = None;
+        let mut consider = |dist: u64, text: String| {
+            if best.as_ref().map_or(true, |(d, _)| dist < *d) {
+                best = Some((dist, text));
+            }
+        };
+        for (p, name) in self.placed.iter().zip(&self.names) {
+            let start = self.arena.addr + p.offset;
+            let stop = start + p.len as u64;
+            let what = format!("{} bytes at {start:#x}{}", p.len, if p.writable { "" } else { ", read-only" });
+            if (start..stop).contains(&addr) {
+                return Some(format!("inside {name} ({name}[{}]; {what})", addr - start));
+            } else if addr >= stop {
+                let n = addr - stop + 1;
+                consider(n, format!("{n} byte{} past the end of {name} ({name}[{}]; {what})", plural(n), addr - start));
+            } else {
+                let n = start - addr;
+                consider(n, format!("{n} byte{} before the start of {name} ({what})", plural(n)));
+            }
+        }
+        if addr < s.bottom {
+            let n = s.bottom - addr;
+            consider(
+                n,
+                format!(
+                    "{n} byte{} below the stack budget ({} bytes below sp {:#x} at the call)",
+                    plural(n),
+                    s.top - s.bottom,
+                    s.top
+                ),
+            );
+        } else {
+            let n = addr - s.top + 1;
+            consider(n, format!("{n} byte{} above sp at the call (the caller's frame)", plural(n)));
+        }
+        best.map(|(_, t)| t)
     }
 
     /// The guest address of byte `offset` of buffer `id`.
@@ -281,6 +511,12 @@ impl Batch {
         let mut p = self.payload.clone();
         let n = resp.len().min(self.resp_len);
         p[..n].copy_from_slice(&resp[..n]);
+        // The protection table comes from the host, never from what the guest left behind.
+        let prot = HEADER_WORDS * 8..self.table_off;
+        p[prot.clone()].copy_from_slice(&self.payload[prot]);
+        for w in [hdr::PROT_TABLE, hdr::PROT_COUNT] {
+            put(&mut p, w * 8, get(&self.payload, w * 8));
+        }
         put(&mut p, hdr::START * 8, start as u64);
         put(&mut p, hdr::NCALLS * 8, self.ncalls() as u64);
         put(&mut p, hdr::TABLE * 8, get(&self.payload, hdr::TABLE * 8));
@@ -290,7 +526,7 @@ impl Batch {
 
     /// Decodes one call entry from a response.
     pub fn record(&self, resp: &[u8], call: usize) -> CallRecord {
-        let base = (HEADER_WORDS + self.entry_words * call) * 8;
+        let base = self.table_off + self.entry_words * call * 8;
         let w = |i: usize| get(resp, base + i * 8);
         CallRecord {
             completed: w(ent::STATUS) == 1,
@@ -318,5 +554,50 @@ impl Batch {
     /// `done` from a response header: calls completed.
     pub fn done(resp: &[u8]) -> u64 {
         get(resp, hdr::DONE * 8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{RISCV64, X86_64};
+
+    const ARENA: Arena = Arena { addr: 0x10_0000, size: 32 << 20 };
+
+    #[test]
+    fn flush_placements_touch_a_guard_page_and_inputs_are_read_only() {
+        let mut b = BatchBuilder::new(&RISCV64);
+        let end = b.buffer("input", &[1; 100], false, Placement::End);
+        let start = b.buffer("pad", &[2; 100], false, Placement::Start);
+        let state = b.buffer("state", &[3; 16], true, Placement::End);
+        let batch = b.layout(ARENA).unwrap();
+        let prots = batch.protections();
+        let prot_at = |a: u64| prots.iter().find(|p| p.contains(a)).map(|p| p.prot);
+        let end_addr = batch.addr_of(end, 100);
+        assert_eq!(end_addr % PAGE, 0, "flush at the end: the byte after the input starts a page");
+        assert_eq!(prot_at(end_addr), Some(0), "and that page is a guard");
+        assert_eq!(prot_at(end_addr - 1), Some(PROT_READ), "the input itself is read-only");
+        let start_addr = batch.addr_of(start, 0);
+        assert_eq!((start_addr % PAGE, prot_at(start_addr - 1)), (0, Some(0)));
+        assert_eq!(prot_at(batch.addr_of(state, 16)), Some(0));
+        assert_eq!(prot_at(batch.addr_of(state, 0)), None, "writable buffers need no entry");
+        assert_eq!(prot_at(batch.stack.bottom - 1), Some(0), "a guard below the stack budget");
+        assert_eq!(batch.stack.top - batch.stack.bottom, 4096);
+        // Only the writable buffers come back.
+        assert!(batch.resp_len as u64 <= batch.addr_of(end, 0) - ARENA.addr);
+    }
+
+    #[test]
+    fn addresses_are_described_relative_to_the_nearest_buffer_or_the_stack() {
+        let mut b = BatchBuilder::new(&X86_64);
+        let input = b.buffer("input", &[0; 64], false, Placement::End);
+        let batch = b.layout(ARENA).unwrap();
+        let at = |off: u64| batch.locate(batch.addr_of(input, 0) + off).unwrap();
+        assert!(at(64).starts_with("1 byte past the end of input (input[64]; 64 bytes at 0x"), "{}", at(64));
+        assert!(at(71).starts_with("8 bytes past the end of input"), "{}", at(71));
+        assert!(at(3).starts_with("inside input (input[3];") && at(3).contains("read-only"), "{}", at(3));
+        let below = batch.locate(batch.stack.bottom - 8).unwrap();
+        assert!(below.starts_with("8 bytes below the stack budget (4224 bytes below sp"), "{below}");
+        assert_eq!(batch.locate(ARENA.addr - 1), None);
     }
 }

@@ -9,8 +9,8 @@
 use rand::Rng;
 
 use crate::abi::{Abi, X86_RFLAGS_DF};
-use crate::backend::BatchRun;
-use crate::batch::{Arg, Batch, BatchBuilder, BufId};
+use crate::backend::{BatchRun, Fault, FaultKind};
+use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::{self, Limbs26};
@@ -110,7 +110,14 @@ pub enum Class {
     Bounds,
     /// A psABI violation: callee-saved register, stack pointer, direction flag.
     Abi,
-    /// The kernel faulted (illegal instruction, memory, system call, ...).
+    /// An access outside the call's buffers and stack budget (guard page, read-only input,
+    /// unmapped memory).
+    Memory,
+    /// An instruction outside the variant's ISA (static scan).
+    Isa,
+    /// A system call from a kernel.
+    Syscall,
+    /// The kernel faulted otherwise (illegal instruction, misaligned access, trap, ...).
     Fault,
     /// The kernel ran past its budget.
     Hang,
@@ -125,6 +132,9 @@ impl Class {
             Class::Value => "value",
             Class::Bounds => "bounds",
             Class::Abi => "abi",
+            Class::Memory => "memory",
+            Class::Isa => "isa",
+            Class::Syscall => "syscall",
             Class::Fault => "fault",
             Class::Hang => "hang",
             Class::NotRun => "not-run",
@@ -171,15 +181,54 @@ struct Md5Args<'i> {
     note: String,
 }
 
+/// Where a case's buffers go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Every buffer on pages of its own, flush against a guard page: inputs at `End` (catches
+    /// over-reads) or `Start` (under-reads), outputs at `End`; inputs read-only.
+    Guarded(Placement),
+    /// Packed without guards, the inputs this many bytes past a 64-byte boundary: the cheap
+    /// misaligned twin of the guarded case, for sweeps.
+    Offset(usize),
+}
+
 /// A planner's view of one case being laid into a batch.
 struct Planner<'a, R> {
     b: &'a mut BatchBuilder,
     e: &'a Entry,
     rng: &'a mut R,
+    layout: Layout,
     calls: Vec<CallCheck>,
 }
 
 impl<R: Rng> Planner<'_, R> {
+    /// A read-only input; `nth` staggers the offsets of a case's second input.
+    fn input(&mut self, name: &str, bytes: &[u8], nth: usize) -> BufId {
+        let placement = match self.layout {
+            Layout::Guarded(p) => p,
+            Layout::Offset(o) => Placement::Packed(o + 7 * nth),
+        };
+        self.b.buffer(name, bytes, false, placement)
+    }
+
+    /// A read-only input the kernel may assume naturally aligned (`r`, `int64_t[5]`).
+    fn aligned_input(&mut self, name: &str, bytes: &[u8]) -> BufId {
+        let placement = match self.layout {
+            Layout::Guarded(_) => Placement::End,
+            Layout::Offset(_) => Placement::Packed(0),
+        };
+        self.b.buffer(name, bytes, false, placement)
+    }
+
+    /// A writable output (state, accumulator).
+    fn output(&mut self, name: &str, init: &[u8]) -> BufId {
+        let placement = match self.layout {
+            Layout::Guarded(_) => Placement::End,
+            Layout::Offset(_) => Placement::Packed(0),
+        };
+        self.b.buffer(name, init, true, placement)
+    }
+
     /// An `int` argument as the ABI passes it (garbage or sign-extended upper half).
     fn int(&mut self, v: i32) -> Arg {
         Arg::Imm(self.b.abi().int32_arg(v, self.rng.gen()))
@@ -193,7 +242,7 @@ impl<R: Rng> Planner<'_, R> {
 
     /// One MD5 stub call on `state`; returns the buffer holding the new state.
     fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State) -> BufId {
-        let out = self.b.output(&[0u8; 16]);
+        let out = self.output("state", &[0u8; 16]);
         let (func, args, label, expects) = match c.stub {
             Md5Stub::CompressMb => {
                 let ret = md5::compress_mb(state, c.input, c.ofs, c.limit);
@@ -216,13 +265,19 @@ impl<R: Rng> Planner<'_, R> {
         out
     }
 
-    /// A DigestBase-driven digest of `msg` fed in `updates`, message at `misalign`.
-    fn md5_digest(&mut self, msg: &[u8], updates: &[usize], digest: [u8; 16], misalign: usize) -> Final {
+    /// A DigestBase-driven digest of `msg` fed in `updates`. The message buffer ends with the
+    /// last block an `implCompressMB` call reads (the rest reaches the kernel through
+    /// DigestBase's buffer), so a read past it leaves the buffer.
+    fn md5_digest(&mut self, msg: &[u8], updates: &[usize], digest: [u8; 16]) -> Final {
         let (steps, host) = md5::digest_plan_updates(msg, updates);
-        let input = self.b.input(msg, misalign);
-        let host_buf = self.b.input(&host, (misalign + 7) % 64);
+        let read = steps.iter().filter_map(|s| match *s {
+            Step::Mb { start, ofs, ret, .. } => Some(start + (ret - ofs) as usize),
+            Step::Single { .. } => None,
+        });
+        let input = self.input("input", &msg[..read.max().unwrap_or(0)], 0);
+        let host_buf = self.input("buffer", &host, 1);
         let mut state = md5::IV;
-        let mut prev = self.b.output(&md5::state_to_bytes(&state));
+        let mut prev = self.output("state", &md5::state_to_bytes(&state));
         for step in steps {
             let args = match step {
                 Step::Mb { start, ofs, limit, .. } => {
@@ -245,10 +300,10 @@ impl<R: Rng> Planner<'_, R> {
 
     /// One MD5 call entry. The input holds exactly the blocks the call processes, so a read past
     /// the last block leaves the buffer.
-    fn md5_call(&mut self, c: &Md5Call, misalign: usize) {
+    fn md5_call(&mut self, c: &Md5Call) {
         let used = if c.stub == Md5Stub::Compress { 64 } else { md5::mb_blocks(c.ofs, c.limit) * 64 };
-        let input = self.b.input(&c.input[..used], misalign);
-        let prev = self.b.output(&md5::state_to_bytes(&c.state));
+        let input = self.input("input", &c.input[..used], 0);
+        let prev = self.output("state", &md5::state_to_bytes(&c.state));
         let mut state = c.state;
         let args = Md5Args {
             stub: c.stub,
@@ -262,22 +317,17 @@ impl<R: Rng> Planner<'_, R> {
     }
 
     /// A chain of `processBlocks` calls with the given `length` arguments, accumulator passed on
-    /// by copies; returns the last accumulator buffer and its expected value.
-    fn poly1305_chain(
-        &mut self,
-        acc: Limbs26,
-        r: Limbs26,
-        msg: &[u8],
-        lengths: &[i64],
-        misalign: usize,
-    ) -> (BufId, Limbs26) {
-        let input = self.b.input(msg, misalign);
-        let r_buf = self.b.input(&r.to_bytes(), 0);
+    /// by copies; returns the last accumulator buffer. The input buffer holds only the whole
+    /// blocks the calls take, so a read past the last one leaves it.
+    fn poly1305_chain(&mut self, acc: Limbs26, r: Limbs26, msg: &[u8], lengths: &[i64]) -> BufId {
+        let used: usize = lengths.iter().map(|&l| vectors::whole_blocks(l) * 16).sum();
+        let input = self.input("input", &msg[..used], 0);
+        let r_buf = self.aligned_input("r", &r.to_bytes());
         let mut acc = acc;
-        let mut prev = self.b.output(&acc.to_bytes());
+        let mut prev = self.output("acc", &acc.to_bytes());
         let mut at = 0;
         for &len in lengths {
-            let out = self.b.output(&[0u8; 40]);
+            let out = self.output("acc", &[0u8; 40]);
             let args = [Arg::Ptr(input, at), Arg::Imm(len as u64), buf_ptr(out), buf_ptr(r_buf)];
             let take = vectors::whole_blocks(len) * 16;
             let expect = if take == 0 {
@@ -291,19 +341,19 @@ impl<R: Rng> Planner<'_, R> {
             prev = out;
             at += take;
         }
-        (prev, acc)
+        prev
     }
 
     /// A tag vector: whole blocks through the kernel (one call, or split at `cuts`), then the
     /// tail block and `+ s` on the host.
-    fn poly1305_tag(&mut self, key: &[u8; 32], msg: &[u8], tag: [u8; 16], misalign: usize, cuts: &[usize]) -> Final {
+    fn poly1305_tag(&mut self, key: &[u8; 32], msg: &[u8], tag: [u8; 16], cuts: &[usize]) -> Final {
         let r = poly1305::clamp_r(key[..16].try_into().expect("16 bytes"));
         let whole = msg.len() / 16 * 16;
         let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < whole).collect();
         bounds.push(whole);
         let lengths: Vec<i64> =
             bounds.iter().scan(0, |at, &end| Some((end - std::mem::replace(at, end)) as i64)).collect();
-        let (acc, _) = self.poly1305_chain(Limbs26::default(), r, msg, &lengths, misalign);
+        let acc = self.poly1305_chain(Limbs26::default(), r, msg, &lengths);
         let s = key[16..].try_into().expect("16 bytes");
         Final::Poly1305Tag { acc, r, tail: msg[whole..].to_vec(), s, tag }
     }
@@ -320,55 +370,59 @@ fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
     c
 }
 
-/// How many cases a vector makes: one per offset, and for Poly1305 tags two per offset (one
-/// call, and split calls).
+/// The cases of a vector, in order: one with every buffer flush against a guard page, then one
+/// packed case per offset of the vector (Poly1305 tags: split over several calls).
+fn layouts(v: &Vector, flush: Placement) -> impl Iterator<Item = Layout> + '_ {
+    std::iter::once(Layout::Guarded(flush)).chain(v.offsets.iter().map(|&o| Layout::Offset(o)))
+}
+
+/// How many cases a vector makes: the guarded case and one per offset.
 pub fn cases_of(v: &Vector) -> usize {
-    v.offsets.len() * if matches!(v.body, Body::Poly1305Tag { .. }) { 2 } else { 1 }
+    1 + v.offsets.len()
 }
 
-/// The case names of `v`, in planning order: the vector's name, `@+N` per offset when there
-/// are several, and ` [split]` for the split-call case of a Poly1305 tag. Stable across seeds,
-/// so CI history can follow a case.
+/// The case names of `v`, in planning order: the vector's name for the guarded case, then
+/// `@+N` per offset (` [split]` added for a Poly1305 tag's split-call cases). Stable across
+/// seeds, so CI history can follow a case.
 pub fn case_names(v: &Vector) -> Vec<String> {
-    let splits: &[bool] = if matches!(v.body, Body::Poly1305Tag { .. }) { &[false, true] } else { &[false] };
-    let mut names = Vec::with_capacity(cases_of(v));
-    for &misalign in &v.offsets {
-        let at = if v.offsets.len() > 1 { format!(" @+{misalign}") } else { String::new() };
-        for &split in splits {
-            names.push(format!("{}{at}{}", v.name, if split { " [split]" } else { "" }));
-        }
-    }
-    names
+    let split = if matches!(v.body, Body::Poly1305Tag { .. }) { " [split]" } else { "" };
+    std::iter::once(v.name.clone()).chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name))).collect()
 }
 
-/// Plans every case of `vector` into `b` (see [`cases_of`] and [`case_names`]).
-pub fn plan_vector(b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng, set: &str, v: &Vector) -> Vec<CasePlan> {
-    let mut plans = Vec::new();
-    let mut names = case_names(v).into_iter();
-    for &misalign in &v.offsets {
-        let splits: &[bool] = if matches!(v.body, Body::Poly1305Tag { .. }) { &[false, true] } else { &[false] };
-        for &split in splits {
-            let mut p = Planner { b: &mut *b, e, rng: &mut *rng, calls: Vec::new() };
+/// Plans every case of `v` into `b` (see [`cases_of`] and [`case_names`]); `flush` says which
+/// end of its pages the guarded case's inputs touch ([`Placement::End`] or [`Placement::Start`]).
+pub fn plan_vector(
+    b: &mut BatchBuilder,
+    e: &Entry,
+    rng: &mut impl Rng,
+    set: &str,
+    v: &Vector,
+    flush: Placement,
+) -> Vec<CasePlan> {
+    let names = case_names(v);
+    layouts(v, flush)
+        .zip(names)
+        .map(|(layout, name)| {
+            let mut p = Planner { b: &mut *b, e, rng: &mut *rng, layout, calls: Vec::new() };
             let last = match &v.body {
-                Body::Md5Digest { msg, digest, updates } => Some(p.md5_digest(msg, updates, *digest, misalign)),
+                Body::Md5Digest { msg, digest, updates } => Some(p.md5_digest(msg, updates, *digest)),
                 Body::Md5Call(c) => {
-                    p.md5_call(c, misalign);
+                    p.md5_call(c);
                     None
                 }
                 Body::Poly1305Tag { key, msg, tag } => {
+                    let split = matches!(layout, Layout::Offset(_));
                     let cuts = if split { random_cuts(p.rng, msg.len() / 16) } else { Vec::new() };
-                    Some(p.poly1305_tag(key, msg, *tag, misalign, &cuts))
+                    Some(p.poly1305_tag(key, msg, *tag, &cuts))
                 }
                 Body::Poly1305Call(c) => {
-                    p.poly1305_chain(c.acc, c.r, &c.input, &c.lengths, misalign);
+                    p.poly1305_chain(c.acc, c.r, &c.input, &c.lengths);
                     None
                 }
             };
-            let name = names.next().expect("one name per case");
-            plans.push(CasePlan { set: set.into(), name, msg_len: v.msg_len(), calls: p.calls, last });
-        }
-    }
-    plans
+            CasePlan { set: set.into(), name, msg_len: v.msg_len(), calls: p.calls, last }
+        })
+        .collect()
 }
 
 /// Checks one planned case against a finished batch; returns every finding (empty = pass).
@@ -377,13 +431,13 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     for c in &plan.calls {
         let rec = batch.record(&run.resp, c.call);
         if let Some(f) = run.fault_of(c.call) {
-            findings.push(describe_fault(&c.label, f, image));
+            findings.push(describe_fault(&c.label, f, image, batch));
             continue;
         }
         if !rec.completed {
             let why = run
                 .batch_fault()
-                .map(|f| describe_fault("batch", f, image).text)
+                .map(|f| describe_fault("batch", f, image, batch).text)
                 .unwrap_or_else(|| "the batch stopped before it".into());
             findings.push(Finding::new(Class::NotRun, format!("{} did not run: {why}", c.label)));
             continue;
@@ -399,12 +453,29 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     findings
 }
 
-/// The sentence for a fault: class, place (symbol+offset) and the backend's words.
-pub fn describe_fault(label: &str, f: &crate::backend::Fault, image: &Image) -> Finding {
-    let place = f.pc.map(|pc| format!(" at {} (pc {pc:#x})", image.symbolize(pc))).unwrap_or_default();
+/// The sentence for a fault: what, where the address lies relative to the call's buffers and
+/// stack (`1 byte past the end of input`), the place (symbol+offset, pc), the instruction
+/// disassembled, and the backend's words.
+pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> Finding {
+    let place =
+        f.pc.map(|pc| {
+            let insn = image.instruction_at(pc).map(|t| format!(": `{t}`")).unwrap_or_default();
+            format!(" at {} (pc {pc:#x}){insn}", image.symbolize(pc))
+        })
+        .unwrap_or_default();
+    let addr = match f.kind {
+        FaultKind::Memory { addr: Some(a), .. } | FaultKind::Bus { addr: Some(a) } => Some(a),
+        _ => None,
+    };
+    let whereabouts = addr.and_then(|a| batch.locate(a)).map(|w| format!(", {w}")).unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
-    let class = if matches!(f.kind, crate::backend::FaultKind::Hang(_)) { Class::Hang } else { Class::Fault };
-    Finding::new(class, format!("{label}: {}{place}{detail}", f.kind))
+    let class = match f.kind {
+        FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
+        FaultKind::Memory { .. } => Class::Memory,
+        FaultKind::SystemCall => Class::Syscall,
+        _ => Class::Fault,
+    };
+    Finding::new(class, format!("{label}: {}{whereabouts}{place}{detail}", f.kind))
 }
 
 /// Callee-saved registers, stack pointer and (x86_64) the direction flag after a call.

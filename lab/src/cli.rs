@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::batch::Placement;
 use kernel_lab::doctor::{self, State};
 use kernel_lab::report::Report;
 use kernel_lab::reporters::{self, Format};
@@ -177,6 +178,13 @@ struct RunArgs {
     /// Wall-clock budget per batch in seconds; a batch past it fails as a hang.
     #[arg(long, default_value_t = 20)]
     batch_seconds: u64,
+    /// Which end of their pages the guarded cases' inputs touch a guard page with: `end` catches
+    /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
+    #[arg(long, value_parser = ["end", "start"], default_value = "end")]
+    flush: String,
+    /// Guest instructions one call may execute on Unicorn before it fails as a hang.
+    #[arg(long, default_value_t = Limits::default().call_instructions)]
+    call_instructions: u64,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -198,7 +206,11 @@ impl RunArgs {
             vector_files,
             build: self.select.build(),
             seed: self.seed.unwrap_or_else(rand::random),
-            limits: Limits { batch_time: std::time::Duration::from_secs(self.batch_seconds) },
+            limits: Limits {
+                batch_time: std::time::Duration::from_secs(self.batch_seconds),
+                call_instructions: self.call_instructions,
+            },
+            flush: if self.flush == "start" { Placement::Start } else { Placement::End },
         })
     }
 }

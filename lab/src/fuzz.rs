@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::abi::Abi;
 use crate::backend::{self, Backend, BackendError};
-use crate::batch::BatchBuilder;
+use crate::batch::{BatchBuilder, Placement};
 use crate::checks::{self, CasePlan, Entry, Finding};
 use crate::image::Image;
 use crate::reference::{md5, poly1305};
@@ -172,7 +172,9 @@ pub struct Target<'a> {
     pub seed: u64,
 }
 
-/// Runs `cases` in one batch and returns each case's findings (empty = agrees with the reference).
+/// Runs `cases` in one batch and returns each case's findings (empty = agrees with the
+/// reference). Each case runs twice (checks::plan_vector): guarded against guard pages, and
+/// packed at its offset; a case's findings are those of both.
 ///
 /// # Errors
 /// When the backend itself fails or the batch does not fit the arena.
@@ -181,11 +183,11 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
     let abi = Abi::of(t.variant.arch);
     let mut b = BatchBuilder::new(abi);
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
-    let plans: Vec<CasePlan> =
-        cases.iter().flat_map(|c| checks::plan_vector(&mut b, &entry, &mut rng, "fuzz", c)).collect();
+    let plans: Vec<Vec<CasePlan>> =
+        cases.iter().map(|c| checks::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
     let batch = b.layout(t.image.arena()?).map_err(|e| BackendError::Unsupported(e.to_string()))?;
     let run = backend::run_batch(t.backend, &batch)?;
-    Ok(plans.iter().map(|p| checks::check(p, &batch, &run, abi, t.image)).collect())
+    Ok(plans.iter().map(|ps| ps.iter().flat_map(|p| checks::check(p, &batch, &run, abi, t.image)).collect()).collect())
 }
 
 /// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate

@@ -8,6 +8,9 @@ use object::elf::{PF_R, PF_W, PF_X, PT_LOAD};
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
 use object::{Architecture, Endianness, Object, ObjectSymbol, SymbolKind};
 
+use std::sync::{Arc, OnceLock};
+
+use crate::disasm::{self, DisasmError, Listing};
 use crate::variant::Arch;
 
 /// Errors while reading an image.
@@ -70,6 +73,8 @@ pub struct Image {
     /// `PT_LOAD` segments in file order.
     pub segments: Vec<Segment>,
     symbols: BTreeMap<String, Symbol>,
+    /// The widest disassembly, made on first use ([`Image::listing`]).
+    listing: Arc<OnceLock<Listing>>,
 }
 
 /// Address and size of `lab_arena`, the batch area of the driver protocol.
@@ -128,7 +133,7 @@ impl Image {
             .filter_map(|s| Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size() })))
             .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
             .collect();
-        Ok(Image { path: path.into(), arch: expected, segments, symbols })
+        Ok(Image { path: path.into(), arch: expected, segments, symbols, listing: Arc::default() })
     }
 
     /// The symbol called `name`, if the image defines it.
@@ -173,6 +178,24 @@ impl Image {
 
     fn is_code(&self, addr: u64) -> bool {
         self.segments.iter().any(|s| s.perms.exec && s.vaddr <= addr && addr < s.vaddr + s.memsz)
+    }
+
+    /// Every instruction of the image, decoded with every extension the disassembler knows
+    /// ([`disasm::full_mattr`]); computed once, cached on disk next to the image.
+    ///
+    /// # Errors
+    /// `llvm-objdump` missing (naming the Debian package `llvm`) or failing.
+    pub fn listing(&self) -> Result<&Listing, DisasmError> {
+        if let Some(l) = self.listing.get() {
+            return Ok(l);
+        }
+        let l = Listing::of(&self.path, self.arch, disasm::full_mattr(self.arch))?;
+        Ok(self.listing.get_or_init(|| l))
+    }
+
+    /// The instruction at `addr` as text (`lbu t1, 0(t0)`), when the disassembly has one there.
+    pub fn instruction_at(&self, addr: u64) -> Option<String> {
+        self.listing().ok()?.at(addr).map(|i| i.text.clone())
     }
 
     /// The `len` bytes of the image's file contents at guest address `addr`, for disassembly.

@@ -6,16 +6,19 @@
 //! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
 //! (the ELF), [`abi`] (calling conventions as data), [`batch`] (the driver protocol),
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
-//! [`checks`] (cases and findings), [`report`] and [`run`] (orchestration), [`progress`] (events
-//! for long work), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
+//! [`checks`] (cases and findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
+//! (differential fuzzing), [`report`] and [`run`] (orchestration), [`progress`] (events for long
+//! work), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
 
 pub mod abi;
 pub mod backend;
 pub mod batch;
 pub mod checks;
+pub mod disasm;
 pub mod doctor;
 pub mod fuzz;
 pub mod image;
+pub mod isa;
 pub mod paths;
 pub mod progress;
 pub mod reference;

@@ -21,6 +21,15 @@ pub struct CaseFailure {
     pub findings: Vec<Finding>,
 }
 
+/// A finding about a variant's image as a whole (the static ISA scan), not about one case.
+#[derive(Debug, Clone)]
+pub struct ImageFinding {
+    /// Variant name.
+    pub variant: &'static str,
+    /// What is wrong.
+    pub finding: Finding,
+}
+
 /// What became of one case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -205,6 +214,8 @@ pub struct Report {
     pub vector_errors: Vec<VectorError>,
     /// Builds or backends that could not start.
     pub setup_errors: Vec<String>,
+    /// Findings about whole images (static ISA scan); any of them fails the run.
+    pub image_findings: Vec<ImageFinding>,
     /// The run's seed.
     pub seed: u64,
     /// Wall time of the whole run.
@@ -222,7 +233,7 @@ impl Report {
         let (passed, failed, _) = self.totals();
         if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + failed == 0 {
             Status::SetupError
-        } else if self.rows.iter().any(|r| !r.failed.is_empty()) {
+        } else if self.rows.iter().any(|r| !r.failed.is_empty()) || !self.image_findings.is_empty() {
             Status::Failed
         } else {
             Status::Passed
@@ -267,6 +278,10 @@ impl Report {
             );
         }
         self.write_failures(&mut s, paint);
+        for f in &self.image_findings {
+            let head = format!("FAILED {} image ({})", f.variant, f.finding.class.name());
+            let _ = writeln!(s, "\n{}: {}", paint.apply(FAIL, &head), f.finding);
+        }
         self.write_skips(&mut s, paint);
         for e in &self.vector_errors {
             let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "vector file error"));

@@ -9,10 +9,12 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
-use crate::batch::BatchBuilder;
+use crate::batch::{BatchBuilder, Placement};
 use crate::checks::{self, CasePlan, Class, Entry, Finding};
 use crate::image::Image;
+use crate::isa;
 use crate::progress::{self, Progress};
+use crate::report::ImageFinding;
 use crate::report::{Report, Row, Status};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
@@ -35,6 +37,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Hang budgets.
     pub limits: Limits,
+    /// Where the flush cases put their inputs: [`Placement::End`] (over-reads fault, the
+    /// default) or [`Placement::Start`] (under-reads fault).
+    pub flush: Placement,
 }
 
 /// Runs everything in `cfg` and returns the report. Never panics on bad input: vector problems,
@@ -119,6 +124,7 @@ fn run_variant(
     progress: &mut dyn FnMut(Progress<'_>),
 ) {
     let entry = Entry::of(image);
+    let unicorn_refusal = scan_isa(variant, image, report);
     for &kind in &cfg.backends {
         let skip_all = |report: &mut Report, reason: String| {
             for set in sets {
@@ -127,6 +133,10 @@ fn run_variant(
         };
         if let Err(reason) = kind.supports(variant) {
             skip_all(report, reason);
+            continue;
+        }
+        if let (BackendKind::Unicorn, Some(reason)) = (kind, &unicorn_refusal) {
+            skip_all(report, reason.clone());
             continue;
         }
         let mut backend = match kind.open(variant, image, cfg.limits) {
@@ -141,13 +151,35 @@ fn run_variant(
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
-            report.rows.push(run_set_with_progress(backend.as_mut(), variant, image, set, cfg.seed, progress));
+            report.rows.push(run_set_with_progress(
+                backend.as_mut(),
+                variant,
+                image,
+                set,
+                cfg.seed,
+                cfg.flush,
+                progress,
+            ));
         }
     }
 }
 
+/// The static ISA scan of `image` ([`isa::scan`]): one image finding per violation. Returns why
+/// Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not.
+fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
+    match isa::scan(image, variant) {
+        Ok(violations) => report.image_findings.extend(violations.into_iter().map(|v| {
+            let class = if v.why.starts_with("a system call") { Class::Syscall } else { Class::Isa };
+            ImageFinding { variant: variant.name, finding: Finding::new(class, v.to_string()) }
+        })),
+        Err(e) => report.setup_errors.push(format!("{variant}: ISA scan: {e}")),
+    }
+    isa::unicorn_refusal(image).ok().flatten()
+}
+
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
 /// the set's kernel (see [`Entry::missing`]); `seed` fixes poison values, garbage and splits.
+/// Flush cases put their inputs at the end of their pages ([`Placement::End`]).
 pub fn run_set(
     backend: &mut dyn backend::Backend,
     variant: &'static Variant,
@@ -155,16 +187,18 @@ pub fn run_set(
     set: &VectorSet,
     seed: u64,
 ) -> Row {
-    run_set_with_progress(backend, variant, image, set, seed, &mut progress::ignore)
+    run_set_with_progress(backend, variant, image, set, seed, Placement::End, &mut progress::ignore)
 }
 
-/// [`run_set`], reporting `Progress::Advance` (unit: cases) after each batch; starts no task.
+/// [`run_set`] with the guarded cases' inputs placed as `guard_at` says ([`Placement::End`] or
+/// [`Placement::Start`]), reporting `Progress::Advance` (unit: cases) after each batch.
 pub fn run_set_with_progress(
     backend: &mut dyn backend::Backend,
     variant: &'static Variant,
     image: &Image,
     set: &VectorSet,
     seed: u64,
+    guard_at: Placement,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Row {
     let started = Instant::now();
@@ -185,13 +219,14 @@ pub fn run_set_with_progress(
     let mut builder = BatchBuilder::new(abi);
     let mut plans: Vec<CasePlan> = Vec::new();
     for v in &set.vectors {
-        // Flush when the next vector's cases might not fit (message, padding, buffers, table).
-        let need = checks::cases_of(v) as u64 * (2 * v.msg_len() as u64 + 8192);
+        // Flush when the next vector's cases might not fit: message and buffers for each case,
+        // plus a page and a guard page for each buffer of the guarded case.
+        let need = checks::cases_of(v) as u64 * (2 * v.msg_len() as u64 + 8192) + 128 * 1024;
         if !plans.is_empty() && builder.payload_size() + need > arena.size {
             flush(&mut builder, &mut plans, &mut row);
         }
         let mut case_rng = ChaCha8Rng::seed_from_u64(rng.gen());
-        plans.extend(checks::plan_vector(&mut builder, entry, &mut case_rng, &set.set, v));
+        plans.extend(checks::plan_vector(&mut builder, entry, &mut case_rng, &set.set, v, guard_at));
     }
     flush(&mut builder, &mut plans, &mut row);
     row.elapsed = started.elapsed();

@@ -90,7 +90,8 @@ fn sources(dir: &Path, arch: Arch) -> Result<Vec<PathBuf>, ToolchainError> {
     Ok(files)
 }
 
-/// Content hash of everything that determines the image: variant flags and every source.
+/// Content hash of everything that determines the image: variant flags and every file of the
+/// folder (the `.S` sources and anything they `#include`).
 fn build_key(variant: &Variant, files: &[PathBuf]) -> Result<String, ToolchainError> {
     let mut h = Sha256::new();
     h.update(variant.triple.as_bytes());
@@ -129,7 +130,13 @@ fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
 pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, ToolchainError> {
     let src_dir = cfg.kernels_dir.join(variant.arch.name());
     let files = sources(&src_dir, variant.arch)?;
-    let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &files)?);
+    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&src_dir)
+        .map_err(|source| ToolchainError::Io { path: src_dir.clone(), source })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    inputs.sort();
+    let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &inputs)?);
     let elf = out_dir.join("lab.elf");
     if elf.is_file() {
         return Ok(elf);

@@ -79,6 +79,9 @@ pub struct Variant {
     pub qemu_cpu: &'static str,
     /// What the code may use, in words, for `lab list` and reports.
     pub isa: &'static str,
+    /// `llvm-objdump --mattr` that decodes exactly this ISA (LLVM 14 feature names), for the
+    /// static legality scan (`isa.rs`); empty for x86_64, whose disassembler ignores features.
+    pub mattr: &'static str,
 }
 
 /// Every variant the lab builds, in report order.
@@ -91,6 +94,7 @@ pub const VARIANTS: [Variant; 4] = [
         march: "rv64gc",
         qemu_cpu: "rv64,zba=false,zbb=false,zbc=false,zbs=false",
         isa: "RV64GC only",
+        mattr: "+m,+a,+f,+d,+c",
     },
     Variant {
         name: "riscv64+zbb",
@@ -100,6 +104,7 @@ pub const VARIANTS: [Variant; 4] = [
         march: "rv64gc_zbb",
         qemu_cpu: "rv64,zba=false,zbb=true,zbc=false,zbs=false",
         isa: "RV64GC + Zbb",
+        mattr: "+m,+a,+f,+d,+c,+zbb",
     },
     Variant {
         name: "aarch64",
@@ -109,6 +114,7 @@ pub const VARIANTS: [Variant; 4] = [
         march: "armv8-a",
         qemu_cpu: "cortex-a72",
         isa: "ARMv8.0-A base",
+        mattr: "+fp-armv8,+neon",
     },
     Variant {
         name: "x86_64",
@@ -118,6 +124,7 @@ pub const VARIANTS: [Variant; 4] = [
         march: "x86-64",
         qemu_cpu: "qemu64",
         isa: "baseline x86-64 (no BMI, no AVX)",
+        mattr: "",
     },
 ];
 

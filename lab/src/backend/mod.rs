@@ -3,6 +3,7 @@
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
+pub mod icount;
 mod process;
 mod unicorn;
 
@@ -88,11 +89,16 @@ impl fmt::Display for BackendKind {
 pub struct Limits {
     /// Wall-clock budget for one batch on any backend.
     pub batch_time: Duration,
+    /// Guest instructions one call may execute on Unicorn (counted per translation block).
+    /// The largest bundled call (one million 'a' through one `implCompressMB`) needs about
+    /// 11.3 M on riscv64; 64 M leaves room for 4 MiB inputs and still stops a runaway loop
+    /// within a fraction of a second.
+    pub call_instructions: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { batch_time: Duration::from_secs(20) }
+        Limits { batch_time: Duration::from_secs(20), call_instructions: 64_000_000 }
     }
 }
 
@@ -126,6 +132,8 @@ pub enum FaultKind {
     Exception(u32),
     /// The batch ran past its time budget.
     Hang(Duration),
+    /// The call ran past its instruction budget (Unicorn).
+    InstructionBudget(u64),
     /// The process ended without reporting (killed, or exited with a status).
     Crash(String),
 }
@@ -166,6 +174,7 @@ impl fmt::Display for FaultKind {
             FaultKind::SystemCall => write!(f, "system call from a kernel"),
             FaultKind::Exception(n) => write!(f, "CPU exception {n}"),
             FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
+            FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
             FaultKind::Crash(s) => write!(f, "guest process died: {s}"),
         }
     }
@@ -181,6 +190,8 @@ impl FaultKind {
             5 => FaultKind::Trap,
             8 => FaultKind::Arithmetic,
             31 => FaultKind::SystemCall,
+            // SIGUSR1: the host's poke after the time budget; the caller fills in the budget.
+            10 => FaultKind::Hang(Duration::ZERO),
             n => FaultKind::Crash(format!("signal {n}")),
         }
     }

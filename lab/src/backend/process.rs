@@ -2,16 +2,24 @@
 //! batches over stdin and answering on stdout (kernels/README.md, "`_start` I/O loop").
 //! A qemu-user process costs about 20 ms to start (DESIGN.md), so it is started once and
 //! restarted only after the guest dies.
+//!
+//! A batch past its time budget is poked with SIGUSR1: the guest's fault handler reports the PC
+//! and the call in flight like any fault, and the lab resumes at the next call. Only a guest
+//! that does not answer the poke within [`POKE_GRACE`] is killed without a PC.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
+use std::time::Duration;
 
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::image::Image;
 use crate::toolchain;
+
+/// How long a poked guest has to send its fault frame before it is killed.
+pub const POKE_GRACE: Duration = Duration::from_secs(2);
 
 /// Frame tags written by the guest's `_start`.
 const TAG_RESULT: u64 = 0;
@@ -39,6 +47,15 @@ pub struct ProcessBackend {
     args: Vec<String>,
     limits: Limits,
     guest: Option<Guest>,
+    /// Bytes of the architecture's system-call instruction (`ecall`, `svc #0`: 4; `syscall`: 2).
+    syscall_len: u64,
+}
+
+fn syscall_len(arch: crate::variant::Arch) -> u64 {
+    match arch {
+        crate::variant::Arch::X86_64 => 2,
+        _ => 4,
+    }
 }
 
 fn read_u64(r: &mut impl Read) -> std::io::Result<u64> {
@@ -62,6 +79,16 @@ fn read_frame(r: &mut impl Read) -> std::io::Result<Frame> {
     })
 }
 
+/// Sends SIGUSR1 to a guest past its budget and waits briefly for the frame its handler sends.
+fn poke(g: &mut Guest) -> Option<Frame> {
+    let pid = libc::pid_t::try_from(g.child.id()).ok()?;
+    // SAFETY: `kill` only sends a signal to our own child process; no memory is involved.
+    if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
+        return None;
+    }
+    g.frames.recv_timeout(POKE_GRACE).ok()
+}
+
 impl ProcessBackend {
     /// `qemu-<arch> -cpu <cpu> <image>`.
     ///
@@ -70,7 +97,14 @@ impl ProcessBackend {
     pub fn qemu(image: &Image, cpu: &str, limits: Limits) -> Result<Self, BackendError> {
         let program = toolchain::find(toolchain::qemu_tool(image.arch))?;
         let args = vec!["-cpu".into(), cpu.into(), image.path.display().to_string()];
-        Ok(ProcessBackend { kind: BackendKind::Qemu, program, args, limits, guest: None })
+        Ok(ProcessBackend {
+            kind: BackendKind::Qemu,
+            program,
+            args,
+            limits,
+            guest: None,
+            syscall_len: syscall_len(image.arch),
+        })
     }
 
     /// The image executed directly (x86_64 host, x86_64 image).
@@ -79,7 +113,8 @@ impl ProcessBackend {
     /// None today; the signature matches the other constructors.
     pub fn native(image: &Image, limits: Limits) -> Result<Self, BackendError> {
         let program = image.path.clone();
-        Ok(ProcessBackend { kind: BackendKind::Native, program, args: Vec::new(), limits, guest: None })
+        let syscall_len = syscall_len(image.arch);
+        Ok(ProcessBackend { kind: BackendKind::Native, program, args: Vec::new(), limits, guest: None, syscall_len })
     }
 
     fn spawn(&self) -> Result<Guest, BackendError> {
@@ -112,6 +147,12 @@ impl ProcessBackend {
 
     fn error(&self, reason: String) -> BackendError {
         BackendError::Process { program: self.program.display().to_string(), reason }
+    }
+
+    /// Ends the guest after it reported a fault itself; returns what it wrote to stderr.
+    fn reap_stderr(&mut self) -> String {
+        let how = self.reap();
+        how.split_once("; stderr: ").map(|(_, e)| e.to_string()).unwrap_or_default()
     }
 
     /// Ends the guest and says how it ended (exit status or signal, and its stderr).
@@ -149,11 +190,15 @@ impl Backend for ProcessBackend {
             Err(e) => Frame::Closed(format!("writing the batch failed: {e}")),
             Ok(()) => match g.frames.recv_timeout(self.limits.batch_time) {
                 Ok(f) => f,
-                Err(RecvTimeoutError::Timeout) => {
-                    let detail = self.reap();
-                    let fault = Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
-                    return Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) });
-                }
+                Err(RecvTimeoutError::Timeout) => match poke(g) {
+                    Some(f @ Frame::Fault { .. }) => f,
+                    _ => {
+                        let detail = self.reap();
+                        let fault =
+                            Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
+                        return Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) });
+                    }
+                },
                 Err(RecvTimeoutError::Disconnected) => Frame::Closed("output closed".into()),
             },
         };
@@ -163,9 +208,18 @@ impl Backend for ProcessBackend {
                 Err(self.error(format!("protocol error: {} response bytes, expected {resp_len}", resp.len())))
             }
             Frame::Fault { signo, addr, pc, current, mut resp } => {
-                let detail = self.reap();
+                // The guest said what happened; only its stderr (qemu's own words) adds to it.
+                let detail = self.reap_stderr();
                 resp.resize(resp_len, 0);
-                let kind = FaultKind::from_signal(signo, addr);
+                let kind = match FaultKind::from_signal(signo, addr) {
+                    FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
+                    k => k,
+                };
+                let pc = match kind {
+                    // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
+                    FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
+                    _ => pc,
+                };
                 let fault = Fault { kind, pc: Some(pc), call: usize::try_from(current).ok(), detail };
                 Ok(RawRun { resp, fault: Some(fault) })
             }

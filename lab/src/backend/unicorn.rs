@@ -5,16 +5,24 @@
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
 //! `Ok` from `emu_start` and must be asked for with `query(TIMEOUT)`; the handle is `Rc`-based,
 //! so one engine lives on one thread.
+//!
+//! Checks beyond the CPU's own faults: the batch's protection table (guard pages, read-only
+//! inputs) is enforced through Unicorn's virtual TLB, as `mprotect` does for qemu and native,
+//! without splitting Unicorn's memory regions and without a per-access hook; a block hook
+//! counts instructions per call (reset whenever `lab_batch` runs) against the instruction
+//! budget; an x86 `syscall`/`sysenter` hook and the interrupt hook catch system calls.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use unicorn_engine::{
-    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86, Unicorn,
+    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86,
+    TlbEntry, TlbType, Unicorn, X86Insn,
 };
 
+use super::icount::BlockCounts;
 use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
-use crate::batch::Batch;
+use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
 use crate::variant::Arch;
 
@@ -25,6 +33,25 @@ const PAGE: u64 = 4096;
 struct Seen {
     intno: Option<u32>,
     mem: Option<(Access, u64)>,
+    /// The pc of the access a pin-down run stopped at.
+    pinned: Option<u64>,
+    /// The instruction budget ran out in the block at this address.
+    budget: Option<u64>,
+    /// An x86 `syscall`/`sysenter` at this pc.
+    syscall: Option<u64>,
+}
+
+/// Hook state: what was seen, the protection table of the running batch, the per-call count.
+#[derive(Debug, Default)]
+struct HookState {
+    seen: Seen,
+    prots: Vec<Protection>,
+    /// A page the TLB hook let through while the exact faulting access is pinned down.
+    open_page: Option<u64>,
+    /// The page whose fill the TLB hook refused, if any.
+    refused: Option<u64>,
+    executed: u64,
+    blocks: BlockCounts,
 }
 
 /// Unicorn engine with the image mapped, reused across batches of one variant.
@@ -36,7 +63,9 @@ pub struct UnicornBackend {
     halt: u64,
     stack_top: u64,
     limits: Limits,
-    seen: Rc<RefCell<Seen>>,
+    /// The engine's page size (the virtual TLB's granule).
+    uc_page: u64,
+    state: Rc<RefCell<HookState>>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -95,34 +124,172 @@ impl UnicornBackend {
             // instruction is illegal (RISC-V privileged spec, "Extension Context Status").
             uc.reg_write(RegisterRISCV::MSTATUS, 0x6000).map_err(uc_err("mstatus"))?;
         }
-        let seen = Rc::new(RefCell::new(Seen::default()));
-        let s = Rc::clone(&seen);
+        let state = Rc::new(RefCell::new(HookState::default()));
+        let arena = image.arena()?;
+        let driver = image.require("lab_batch")?;
+        Self::add_hooks(&mut uc, image.arch, &state, driver.addr..driver.addr + driver.size.max(1), &limits)?;
+        let uc_page_size = uc.ctl_get_page_size().map_err(uc_err("page size"))?;
+        Ok(UnicornBackend {
+            uc,
+            arch: image.arch,
+            arena,
+            entry: driver.addr,
+            halt: image.require("lab_unicorn_halt")?.addr,
+            stack_top: image.require("lab_stack_top")?.addr,
+            limits,
+            uc_page: u64::from(uc_page_size),
+            state,
+        })
+    }
+
+    /// Interrupts, unmapped memory, the protection table, the instruction budget, x86 syscalls.
+    fn add_hooks(
+        uc: &mut Unicorn<'static, ()>,
+        arch: Arch,
+        state: &Rc<RefCell<HookState>>,
+        driver: std::ops::Range<u64>,
+        limits: &Limits,
+    ) -> Result<(), BackendError> {
+        let s = Rc::clone(state);
         uc.add_intr_hook(move |uc, intno| {
-            s.borrow_mut().intno = Some(intno);
+            s.borrow_mut().seen.intno = Some(intno);
             let _ = uc.emu_stop();
         })
         .map_err(uc_err("interrupt hook"))?;
-        let s = Rc::clone(&seen);
+        let s = Rc::clone(state);
         uc.add_mem_hook(HookType::MEM_INVALID, 1, 0, move |_, ty, addr, _, _| {
             let access = match ty {
                 MemType::WRITE_UNMAPPED | MemType::WRITE_PROT => Access::Write,
                 MemType::FETCH_UNMAPPED | MemType::FETCH_PROT => Access::Fetch,
                 _ => Access::Read,
             };
-            s.borrow_mut().mem = Some((access, addr));
+            s.borrow_mut().seen.mem = Some((access, addr));
             false
         })
         .map_err(uc_err("memory hook"))?;
-        Ok(UnicornBackend {
-            uc,
-            arch: image.arch,
-            arena: image.arena()?,
-            entry: image.require("lab_batch")?.addr,
-            halt: image.require("lab_unicorn_halt")?.addr,
-            stack_top: image.require("lab_stack_top")?.addr,
-            limits,
-            seen,
+        // The protection table through Unicorn's virtual TLB: the fill hook runs once per page
+        // on a TLB miss (not per access), so guarded runs keep native speed. A guard page gets no
+        // entry (the access faults as unmapped, caught by the hook above); a read-only page gets
+        // an entry without write permission (a write faults as WRITE_PROT). A per-access memory
+        // hook made x86_64 runs about 10x slower: Unicorn re-derives the pc from the whole
+        // translation block before every hooked access (cpu_restore_state in cputlb.c).
+        uc.ctl_set_tlb_type(TlbType::VIRTUAL).map_err(uc_err("virtual TLB"))?;
+        // The engine's own page size (QEMU's AArch64 target uses 1 KiB pages), not the guest's.
+        let uc_page = u64::from(uc.ctl_get_page_size().map_err(uc_err("page size"))?);
+        let s = Rc::clone(state);
+        uc.add_tlb_hook(1, 0, move |_, vaddr, ty| {
+            let page = vaddr & !(uc_page - 1);
+            let mut st = s.borrow_mut();
+            let i = st.prots.partition_point(|p| p.addr + p.len <= page);
+            let prot = st.prots.get(i).filter(|p| p.contains(page)).map(|p| p.prot);
+            if st.open_page == Some(page) {
+                return Some(TlbEntry { paddr: page, perms: Prot::ALL });
+            }
+            let write = matches!(ty, MemType::WRITE);
+            // Refused fills surface as a guest page fault, not as Unicorn's unmapped-memory
+            // hook, so the access is recorded here, with its exact address.
+            if prot == Some(0) || (write && prot.is_some_and(|p| p & PROT_WRITE == 0)) {
+                let access = if write {
+                    Access::Write
+                } else if matches!(ty, MemType::FETCH) {
+                    Access::Fetch
+                } else {
+                    Access::Read
+                };
+                st.seen.mem.get_or_insert((access, vaddr));
+                st.refused.get_or_insert(page);
+                return None;
+            }
+            let perms = if prot.is_some_and(|p| p & PROT_WRITE == 0) { Prot::READ | Prot::EXEC } else { Prot::ALL };
+            Some(TlbEntry { paddr: page, perms })
         })
+        .map_err(uc_err("TLB fill hook"))?;
+        let s = Rc::clone(state);
+        let budget = limits.call_instructions;
+        uc.add_block_hook(1, 0, move |uc, addr, size| {
+            let mut st = s.borrow_mut();
+            if driver.contains(&addr) {
+                st.executed = 0; // between calls: the next kernel call starts a fresh count
+                return;
+            }
+            let n = st.blocks.icount(uc, addr, size);
+            st.executed += n;
+            if st.executed > budget && st.seen.budget.is_none() {
+                st.seen.budget = Some(addr);
+                let _ = uc.emu_stop();
+            }
+        })
+        .map_err(uc_err("block hook"))?;
+        if arch == Arch::X86_64 {
+            for insn in [X86Insn::SYSCALL, X86Insn::SYSENTER] {
+                let s = Rc::clone(state);
+                uc.add_insn_sys_hook(insn, 1, 0, move |uc| {
+                    s.borrow_mut().seen.syscall = Some(uc.pc_read().unwrap_or(0));
+                    let _ = uc.emu_stop();
+                })
+                .map_err(uc_err("syscall hook"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `lab_batch` on the arena as it is, with fresh hook state and TLB; returns how the
+    /// engine stopped and the pc.
+    fn start(&mut self) -> Result<(Result<(), uc_error>, u64), BackendError> {
+        self.set_entry_registers()?;
+        {
+            let mut st = self.state.borrow_mut();
+            st.seen = Seen::default();
+            st.executed = 0;
+            st.refused = None;
+        }
+        // New protections: drop the pages the virtual TLB cached before.
+        self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
+        let timeout = u64::try_from(self.limits.batch_time.as_micros()).unwrap_or(u64::MAX);
+        let result = self.uc.emu_start(self.entry, self.halt, timeout, 0);
+        Ok((result, self.pc()))
+    }
+
+    /// The TLB hook only sees the page of a refused access. To name the exact address and
+    /// instruction, run the faulting call again from the arena as the fault left it (the driver
+    /// re-copies the call's inputs), with that page let through and a memory hook on it alone:
+    /// the first access to it is the fault. Returns the pc of that access.
+    fn pin_down(&mut self, page: u64) -> Result<Option<u64>, BackendError> {
+        let mut header = [0u8; 48];
+        self.uc.mem_read(self.arena.addr, &mut header).map_err(uc_err("read header"))?;
+        let current = Batch::current(&header);
+        self.uc.mem_write(self.arena.addr + 8, &current.to_le_bytes()).map_err(uc_err("write start"))?;
+        let s = Rc::clone(&self.state);
+        let hook = self
+            .uc
+            .add_mem_hook(
+                HookType::MEM_READ | HookType::MEM_WRITE,
+                page,
+                page + self.uc_page - 1,
+                move |uc, ty, addr, _, _| {
+                    let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
+                    let mut st = s.borrow_mut();
+                    if st.open_page.is_some() {
+                        st.seen.mem = Some((access, addr));
+                        st.open_page = None;
+                        st.seen.pinned = uc.pc_read().ok();
+                        let _ = uc.emu_stop();
+                    }
+                    true
+                },
+            )
+            .map_err(uc_err("pin-down hook"))?;
+        self.state.borrow_mut().open_page = Some(page);
+        let (_, fallback) = self.start()?;
+        let _ = self.uc.remove_hook(hook);
+        let mut st = self.state.borrow_mut();
+        st.open_page = None;
+        let pinned = st.seen.pinned.take();
+        // Keep what the first run saw if the second did not reach the page.
+        if pinned.is_none() {
+            st.seen.mem = None;
+        }
+        Ok(pinned.or(Some(fallback)).filter(|_| pinned.is_some()))
     }
 
     /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
@@ -150,7 +317,14 @@ impl UnicornBackend {
 
     /// Turns the engine's stop into a fault, if it was one.
     fn classify(&self, result: Result<(), uc_error>, pc: u64) -> Option<(FaultKind, u64, String)> {
-        let seen = self.seen.borrow().clone();
+        let seen = self.state.borrow().seen.clone();
+        if let Some(at) = seen.syscall {
+            // The hook sees the pc of the `syscall`/`sysenter` itself (measured).
+            return Some((FaultKind::SystemCall, at, String::new()));
+        }
+        if let Some(at) = seen.budget {
+            return Some((FaultKind::InstructionBudget(self.limits.call_instructions), at, String::new()));
+        }
         if let Some((access, addr)) = seen.mem {
             return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, pc, String::new()));
         }
@@ -180,19 +354,34 @@ impl UnicornBackend {
     /// Interrupt numbers per QEMU target (`EXCP_*` / RISC-V `mcause`).
     fn interrupt(&self, intno: u32, pc: u64) -> (FaultKind, u64, String) {
         let detail = format!("interrupt {intno}");
+        // RISC-V: the engine has taken the trap, so `pc` is past the instruction; mepc holds
+        // the faulting instruction and mtval the bad address (privileged spec, "Machine Trap
+        // Handling"; Unicorn 2.1.5 leaves mtval 0). Without mepc, fall back to pc - 4.
+        let epc = || self.uc.reg_read(RegisterRISCV::MEPC).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(4));
         match (self.arch, intno) {
-            // RISC-V: illegal instruction is cause 2, reported with pc = fault + 4 (measured).
-            (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, pc.wrapping_sub(4), detail),
-            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall, pc.wrapping_sub(4), detail),
-            (Arch::Riscv64, 3) => (FaultKind::Trap, pc.wrapping_sub(4), detail),
-            // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_BKPT = 7.
+            (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, epc(), detail),
+            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall, epc(), detail),
+            (Arch::Riscv64, 3) => (FaultKind::Trap, epc(), detail),
+            // Load (4) and store/AMO (6) address misaligned.
+            (Arch::Riscv64, 4 | 6) => (
+                FaultKind::Bus { addr: self.uc.reg_read(RegisterRISCV::MTVAL).ok().filter(|&a| a != 0) },
+                epc(),
+                detail,
+            ),
+            // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_DATA_ABORT = 4 (here an alignment fault:
+            // unmapped memory reaches the memory hook first; FAR_EL1 may hold the address), EXCP_BKPT = 7.
             (Arch::Aarch64, 1) => (FaultKind::IllegalInstruction, pc, detail),
             (Arch::Aarch64, 2) => (FaultKind::SystemCall, pc.wrapping_sub(4), detail),
+            (Arch::Aarch64, 4) => {
+                (FaultKind::Bus { addr: self.uc.reg_read(RegisterARM64::FAR_EL1).ok().filter(|&a| a != 0) }, pc, detail)
+            }
             (Arch::Aarch64, 7) => (FaultKind::Trap, pc, detail),
             // x86: #UD = 6, #BP = 3, #DE = 0.
             (Arch::X86_64, 6) => (FaultKind::IllegalInstruction, pc, detail),
             (Arch::X86_64, 3) => (FaultKind::Trap, pc, detail),
             (Arch::X86_64, 0) => (FaultKind::Arithmetic, pc, detail),
+            // `int 0x80`: the pc is past the 2-byte instruction.
+            (Arch::X86_64, 0x80) => (FaultKind::SystemCall, pc.wrapping_sub(2), detail),
             _ => (FaultKind::Exception(intno), pc, detail),
         }
     }
@@ -209,11 +398,15 @@ impl Backend for UnicornBackend {
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         self.uc.mem_write(self.arena.addr, payload).map_err(uc_err("write batch"))?;
-        self.set_entry_registers()?;
-        *self.seen.borrow_mut() = Seen::default();
-        let timeout = u64::try_from(self.limits.batch_time.as_micros()).unwrap_or(u64::MAX);
-        let result = self.uc.emu_start(self.entry, self.halt, timeout, 0);
-        let pc = self.pc();
+        {
+            let mut st = self.state.borrow_mut();
+            st.prots = batch::protections(payload, self.arena.addr);
+        }
+        let (result, mut pc) = self.start()?;
+        let refused = self.state.borrow().refused;
+        if let Some(page) = refused {
+            pc = self.pin_down(page)?.unwrap_or(pc);
+        }
         let resp = self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))?;
         let fault = self.classify(result, pc).map(|(kind, pc, detail)| {
             let call = usize::try_from(Batch::current(&resp)).ok();

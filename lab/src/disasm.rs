@@ -1,0 +1,153 @@
+//! Disassembly of an image with `llvm-objdump` (Debian package `llvm`): one listing per image
+//! and feature set, cached on disk next to the image, so a report can show the instruction at
+//! a fault's PC and the ISA scan ([`crate::isa`]) can see what does not decode.
+//!
+//! Two feature sets matter: a variant's own (`Variant::mattr`: what does not decode there is
+//! outside its ISA) and the widest one per architecture ([`full_mattr`]), used to print any
+//! instruction, extension or not. The x86 disassembler ignores features, so x86 legality is
+//! decided from the bytes ([`crate::isa`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::toolchain::{self, Tool, ToolchainError};
+use crate::variant::Arch;
+
+/// The disassembler (`llvm-objdump`, package `llvm`).
+pub const LLVM_OBJDUMP: Tool = Tool { program: "llvm-objdump", package: "llvm" };
+
+/// The widest `--mattr` per architecture (LLVM 14 feature names), for printing instructions.
+pub fn full_mattr(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Riscv64 => "+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb",
+        Arch::Aarch64 => "+v8.5a,+crc,+crypto,+aes,+sha2,+sha3,+sm4,+lse,+rcpc,+dotprod,+fullfp16,+sve,+sve2",
+        Arch::X86_64 => "",
+    }
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insn {
+    /// Guest address.
+    pub addr: u64,
+    /// The instruction's bytes.
+    pub bytes: Vec<u8>,
+    /// Mnemonic and operands (`ror t0, t0, t1`), or `<unknown>` when it does not decode.
+    pub text: String,
+}
+
+impl Insn {
+    /// Whether the disassembler could not decode it with the listing's features.
+    pub fn unknown(&self) -> bool {
+        self.text.starts_with("<unknown>")
+    }
+}
+
+/// Every instruction of an image's code sections, by address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    insns: BTreeMap<u64, Insn>,
+}
+
+/// Errors while disassembling.
+#[derive(Debug, thiserror::Error)]
+pub enum DisasmError {
+    /// `llvm-objdump` is missing.
+    #[error(transparent)]
+    Tool(#[from] ToolchainError),
+    /// It ran and failed.
+    #[error("{command} failed: {stderr}")]
+    Failed { command: String, stderr: String },
+}
+
+impl Listing {
+    /// The instruction starting at `addr`.
+    pub fn at(&self, addr: u64) -> Option<&Insn> {
+        self.insns.get(&addr)
+    }
+
+    /// Every instruction, in address order.
+    pub fn iter(&self) -> impl Iterator<Item = &Insn> {
+        self.insns.values()
+    }
+
+    /// Parses `llvm-objdump -d` output: lines `   11122: b3 d2 62 60  \tror\tt0, t0, t1`.
+    pub fn parse(text: &str) -> Listing {
+        let insns = text
+            .lines()
+            .filter_map(|line| {
+                let (addr, rest) = line.trim_start().split_once(':')?;
+                let addr = u64::from_str_radix(addr, 16).ok()?;
+                let (bytes, asm) = rest.split_once('\t')?;
+                let bytes: Vec<u8> =
+                    bytes.split_whitespace().map(|b| u8::from_str_radix(b, 16)).collect::<Result<_, _>>().ok()?;
+                if bytes.is_empty() {
+                    return None;
+                }
+                let text = asm.split_whitespace().collect::<Vec<_>>().join(" ");
+                Some((addr, Insn { addr, bytes, text }))
+            })
+            .collect();
+        Listing { insns }
+    }
+
+    /// Disassembles `image_path` for `arch` with `mattr`, or reads the cached listing
+    /// (`<image>.<hash of mattr>.objdump`, next to the content-addressed image).
+    ///
+    /// # Errors
+    /// `llvm-objdump` missing (naming the `llvm` package) or failing.
+    pub fn of(image_path: &Path, arch: Arch, mattr: &str) -> Result<Listing, DisasmError> {
+        let cache = cache_path(image_path, mattr);
+        if let Ok(text) = std::fs::read_to_string(&cache) {
+            return Ok(Listing::parse(&text));
+        }
+        let objdump = toolchain::find(LLVM_OBJDUMP)?;
+        let mut cmd = Command::new(objdump);
+        cmd.arg("-d");
+        if !mattr.is_empty() {
+            cmd.arg(format!("--mattr={mattr}"));
+        }
+        if arch == Arch::X86_64 {
+            cmd.arg("--x86-asm-syntax=intel");
+        }
+        cmd.arg(image_path);
+        let command = format!("{cmd:?}").replace('"', "");
+        let out = cmd.output().map_err(|e| DisasmError::Failed { command: command.clone(), stderr: e.to_string() })?;
+        if !out.status.success() {
+            return Err(DisasmError::Failed { command, stderr: String::from_utf8_lossy(&out.stderr).into_owned() });
+        }
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // Best effort: a read-only cache folder only costs the next run a disassembly.
+        let tmp = cache.with_extension("tmp");
+        if std::fs::write(&tmp, &text).is_ok() {
+            let _ = std::fs::rename(&tmp, &cache);
+        }
+        Ok(Listing::parse(&text))
+    }
+}
+
+fn cache_path(image_path: &Path, mattr: &str) -> PathBuf {
+    let h = mattr.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let name = image_path.file_name().unwrap_or_default().to_string_lossy();
+    image_path.with_file_name(format!("{name}.{h:016x}.objdump"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_llvm_objdump_lines() {
+        let text =
+            "0000000000011120 <f>:\n   11120: 2e 95        \tadd\ta0, a0, a1\n   11122: b3 d2 62 60  \t<unknown>\n\n";
+        let l = Listing::parse(text);
+        assert_eq!(l.iter().count(), 2);
+        let add = l.at(0x11120).unwrap();
+        assert_eq!(
+            (add.bytes.as_slice(), add.text.as_str(), add.unknown()),
+            (&[0x2e, 0x95][..], "add a0, a0, a1", false)
+        );
+        assert!(l.at(0x11122).unwrap().unknown());
+    }
+}
