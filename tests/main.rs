@@ -7,3 +7,4 @@ mod cli;
 mod common;
 mod gating;
 mod matrix;
+mod zbb;

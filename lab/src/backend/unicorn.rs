@@ -5,20 +5,28 @@
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
 //! `Ok` from `emu_start` and must be asked for with `query(TIMEOUT)`; the handle is `Rc`-based,
 //! so one engine lives on one thread.
+//!
+//! Two additions for `lab bench`: Zbb emulation on the illegal-instruction exception
+//! ([`super::zbb`]), and an execution profile of a code range from a block hook
+//! ([`super::icount`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use unicorn_engine::{
     uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86, Unicorn,
 };
 
-use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
+use super::icount::BlockProfile;
+use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::batch::Batch;
 use crate::image::{Arena, Image};
 use crate::variant::Arch;
 
 const PAGE: u64 = 4096;
+
+/// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
+const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
 /// What the hooks saw during one `emu_start`.
 #[derive(Debug, Default, Clone)]
@@ -37,6 +45,11 @@ pub struct UnicornBackend {
     stack_top: u64,
     limits: Limits,
     seen: Rc<RefCell<Seen>>,
+    /// Emulate Zbb on illegal-instruction exceptions (RISC-V images built with Zbb only).
+    zbb: Rc<Cell<bool>>,
+    /// The running profile and its block hook, between `start_profile` and `take_profile`.
+    profile: Rc<RefCell<Option<BlockProfile>>>,
+    profile_hook: Option<unicorn_engine::UcHookId>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -96,8 +109,15 @@ impl UnicornBackend {
             uc.reg_write(RegisterRISCV::MSTATUS, 0x6000).map_err(uc_err("mstatus"))?;
         }
         let seen = Rc::new(RefCell::new(Seen::default()));
+        let zbb = Rc::new(Cell::new(false));
         let s = Rc::clone(&seen);
+        let z = Rc::clone(&zbb);
         uc.add_intr_hook(move |uc, intno| {
+            // A Zbb instruction is executed here and the guest goes on at the next instruction;
+            // anything else stops the run as before.
+            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION && zbb::emulate(uc) {
+                return;
+            }
             s.borrow_mut().intno = Some(intno);
             let _ = uc.emu_stop();
         })
@@ -122,7 +142,45 @@ impl UnicornBackend {
             stack_top: image.require("lab_stack_top")?.addr,
             limits,
             seen,
+            zbb,
+            profile: Rc::new(RefCell::new(None)),
+            profile_hook: None,
         })
+    }
+
+    /// Turns Zbb emulation on or off (RISC-V only: Unicorn 2.1.5 decodes no Zbb). Off, a Zbb
+    /// instruction is an illegal instruction, which is what a build without Zbb must see.
+    pub fn emulate_zbb(&mut self, on: bool) {
+        self.zbb.set(on && self.arch == Arch::Riscv64);
+    }
+
+    /// Starts profiling the translation blocks that start in `start..end` (a kernel's symbols),
+    /// replacing any running profile. Costs a block hook on that range only.
+    ///
+    /// # Errors
+    /// Unicorn refuses the hook.
+    pub fn start_profile(&mut self, start: u64, end: u64) -> Result<(), BackendError> {
+        let _ = self.take_profile();
+        *self.profile.borrow_mut() = Some(BlockProfile::new(start, end));
+        let p = Rc::clone(&self.profile);
+        let hook = self
+            .uc
+            .add_block_hook(start, end.saturating_sub(1), move |uc, addr, size| {
+                if let Some(p) = p.borrow_mut().as_mut() {
+                    p.record(uc, addr, size);
+                }
+            })
+            .map_err(uc_err("block hook"))?;
+        self.profile_hook = Some(hook);
+        Ok(())
+    }
+
+    /// Stops profiling and returns what was recorded since [`start_profile`](Self::start_profile).
+    pub fn take_profile(&mut self) -> Option<BlockProfile> {
+        if let Some(h) = self.profile_hook.take() {
+            let _ = self.uc.remove_hook(h);
+        }
+        self.profile.borrow_mut().take()
     }
 
     /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
