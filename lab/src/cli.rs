@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::bench::{self, BenchConfig};
 use kernel_lab::paths;
 use kernel_lab::run::{self, RunConfig};
 use kernel_lab::toolchain::BuildConfig;
@@ -26,6 +27,12 @@ enum Command {
         after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json"
     )]
     Run(RunArgs),
+    /// Count instructions per block, compare native speed with OpenSSL and RustCrypto, and time
+    /// the lab itself.
+    #[command(
+        after_help = "Examples:\n  lab bench\n  lab bench --json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
+    )]
+    Bench(BenchArgs),
     /// List variants and backends, and which backend can run which variant.
     #[command(after_help = "Example:\n  lab list")]
     List,
@@ -63,6 +70,85 @@ struct RunArgs {
     /// Wall-clock budget per batch in seconds; a batch past it fails as a hang.
     #[arg(long, default_value_t = 20)]
     batch_seconds: u64,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Architectures to measure (default: all).
+    #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
+    arch: Vec<String>,
+    /// Only variants built with Zbb (riscv64+zbb).
+    #[arg(long, conflicts_with = "no_zbb")]
+    zbb: bool,
+    /// Only variants built without Zbb.
+    #[arg(long)]
+    no_zbb: bool,
+    /// Kernels to measure (default: all).
+    #[arg(long = "kernel", value_parser = ["md5", "poly1305"])]
+    kernel: Vec<String>,
+    /// Backends for the throughput section (default: all that can run a variant).
+    #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
+    backend: Vec<String>,
+    /// Samples per timing; medians are reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
+    runs: u32,
+    /// Skip the native comparison with OpenSSL and RustCrypto.
+    #[arg(long)]
+    no_native: bool,
+    /// Skip the lab throughput section and the timed `lab run`.
+    #[arg(long)]
+    no_throughput: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
+    #[arg(long, value_name = "DIR")]
+    kernels_dir: Option<PathBuf>,
+    /// Seed for operands.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
+fn bench_cmd(a: &BenchArgs) -> i32 {
+    let archs: Vec<Arch> = a.arch.iter().filter_map(|x| Arch::from_name(x)).collect();
+    let variants: Vec<&'static Variant> = VARIANTS
+        .iter()
+        .filter(|v| archs.is_empty() || archs.contains(&v.arch))
+        .filter(|v| !(a.zbb && !v.zbb) && !(a.no_zbb && v.zbb))
+        .collect();
+    if variants.is_empty() {
+        eprintln!("lab bench: no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)");
+        return 2;
+    }
+    let all = BenchConfig::all();
+    let cfg = BenchConfig {
+        variants,
+        kernels: if a.kernel.is_empty() {
+            all.kernels
+        } else {
+            a.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
+        },
+        backends: if a.backend.is_empty() {
+            all.backends
+        } else {
+            a.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
+        },
+        build: BuildConfig {
+            kernels_dir: a.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
+            cache_dir: paths::cache_dir(),
+        },
+        runs: a.runs as usize,
+        native: !a.no_native,
+        throughput: !a.no_throughput,
+        seed: a.seed,
+    };
+    let report = bench::bench(&cfg);
+    if a.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_human());
+    }
+    report.exit_code()
 }
 
 impl RunArgs {
@@ -148,6 +234,7 @@ pub fn main() -> i32 {
     };
     match &cli.command {
         Command::Run(a) => run_cmd(a),
+        Command::Bench(a) => bench_cmd(a),
         Command::List => list_cmd(),
     }
 }

@@ -11,6 +11,7 @@
 pub mod abi;
 pub mod backend;
 pub mod batch;
+pub mod bench;
 pub mod checks;
 pub mod image;
 pub mod paths;
