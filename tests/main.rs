@@ -3,6 +3,7 @@
 //! vector files). Needs clang, lld and qemu-user (ci/setup.sh installs them).
 
 mod agreement;
+mod bench;
 mod cli;
 mod common;
 mod gating;

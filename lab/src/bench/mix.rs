@@ -155,6 +155,11 @@ impl Disassembly {
         Ok(v.into_iter().map(|x| x.1).collect())
     }
 
+    /// Every instruction in `start..end`: (address, text, class), by address.
+    pub fn range(&self, start: u64, end: u64) -> impl Iterator<Item = (u64, &str, InsnClass)> + '_ {
+        self.insns.range(start..end).map(|(&a, (t, c))| (a, t.as_str(), *c))
+    }
+
     /// The text of the instruction at `addr`, if one starts there.
     pub fn text(&self, addr: u64) -> Option<&str> {
         self.insns.get(&addr).map(|(t, _)| t.as_str())

@@ -229,9 +229,7 @@ impl BenchReport {
         }
         let _ =
             writeln!(s, "\nLab throughput (calls added to a batch, laid out, run, records decoded; median per call)");
-        let _ = writeln!(
-            s,
-            "{:<12} {:<8} {:>11} {:<15} {:>9} {:>10} {:>10} {:>10} {:>8}",
+        let head = [
             "variant",
             "backend",
             "raw instr/s",
@@ -240,13 +238,20 @@ impl BenchReport {
             "calls/s",
             "bytes/s",
             "instr/call",
-            "overhead"
+            "vs raw",
+            "loop instr/s",
+            "vs loop",
+        ];
+        let _ = writeln!(
+            s,
+            "{:<12} {:<8} {:>11} {:<15} {:>11} {:>9} {:>10} {:>10} {:>7} {:>12} {:>7}",
+            head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10]
         );
         for t in &self.throughput {
             let raw = self.raw_rates.iter().find(|r| r.variant == t.variant && r.backend == t.backend);
             let _ = writeln!(
                 s,
-                "{:<12} {:<8} {:>11} {:<15} {:>9} {:>10} {:>10} {:>10} {:>8}",
+                "{:<12} {:<8} {:>11} {:<15} {:>11} {:>9} {:>10} {:>10} {:>7} {:>12} {:>7}",
                 t.variant,
                 t.backend,
                 raw.map_or("-".into(), |r| si(r.instructions_per_s)),
@@ -256,12 +261,15 @@ impl BenchReport {
                 format!("{}B", si(t.bytes_per_s)),
                 t.instructions_per_call,
                 opt(t.overhead_ratio, |x| format!("{x:.2}")),
+                si(t.kernel_loop_instructions_per_s),
+                format!("{:.2}", t.overhead_vs_kernel_loop),
             );
         }
         let _ = writeln!(
             s,
-            "(raw instr/s: lab_spin, 256 straight-line ALU instructions per iteration, on the same backend; \
-             overhead = wall time / (instructions / raw rate))"
+            "(raw instr/s: lab_spin, 256 straight-line ALU instructions per iteration, on the same backend;\n \
+             vs raw = wall time / (instructions / raw rate); loop instr/s: the same kernel in 256 KiB calls;\n \
+             vs loop = wall time / (instructions / loop rate), the lab's own overhead)"
         );
         if let Some(r) = &self.lab_run {
             let _ = writeln!(
