@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::zbb::{decode, execute};
-use kernel_lab::backend::{run_batch, Backend, BackendKind, FaultKind, Limits};
+use kernel_lab::backend::{run_batch, Backend, BackendKind, FaultKind, Limits, UnicornBackend};
 use kernel_lab::batch::{Arg, BatchBuilder};
 use kernel_lab::image::Image;
 use kernel_lab::paths;
@@ -177,4 +177,19 @@ fn encodings_next_to_zbb_stay_illegal_on_both_backends() {
             assert_eq!(f.pc, Some(addr), "{kind}: {sym}: fault reported at {}", image.symbolize(f.pc.unwrap_or(0)));
         }
     }
+}
+
+#[test]
+fn without_emulation_unicorn_reports_zbb_as_illegal() {
+    // What a build without Zbb must see: the riscv64 variant's Unicorn backend leaves it off.
+    let dir = tempfile::tempdir().unwrap();
+    let image = build_test_image(dir.path());
+    let mut uc = UnicornBackend::new(&image, Limits::default()).unwrap();
+    let addr = image.symbol("zbb_andn").unwrap().addr;
+    let mut b = BatchBuilder::new(Abi::of(image.arch));
+    b.call(addr, [Arg::Imm(1), Arg::Imm(2), Arg::Imm(3), Arg::Imm(4)], 5);
+    let batch = b.layout(image.arena().unwrap()).unwrap();
+    let run = run_batch(&mut uc, &batch).unwrap();
+    let f = run.fault_of(0).expect("andn must fault without emulation");
+    assert_eq!((f.kind.clone(), f.pc), (FaultKind::IllegalInstruction, Some(addr)), "{f:?}");
 }
