@@ -143,11 +143,9 @@ fn bench_cmd(a: &BenchArgs) -> i32 {
         seed: a.seed,
     };
     let report = bench::bench(&cfg);
-    if a.json {
-        println!("{}", report.to_json());
-    } else {
-        print!("{}", report.to_human());
-    }
+    let text = if a.json { report.to_json() + "\n" } else { report.to_human() };
+    // A closed pipe (`lab bench | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
     report.exit_code()
 }
 

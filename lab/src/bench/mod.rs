@@ -110,7 +110,11 @@ fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
         let (image, spin_img, spin) = match images {
             Ok(x) => x,
             Err(e) => {
-                report.setup_errors.push(format!("{v}: {e}"));
+                // The count section has usually said it already: say it once.
+                let msg = format!("{v}: {e}");
+                if !report.setup_errors.contains(&msg) {
+                    report.setup_errors.push(msg);
+                }
                 continue;
             }
         };
@@ -152,6 +156,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
 pub fn bench(cfg: &BenchConfig) -> BenchReport {
     let started = Instant::now();
     let mut report = BenchReport { runs: cfg.runs, ..BenchReport::default() };
+    let load_at_start = report::load_average();
     count_all(cfg, &mut report);
     if cfg.native {
         if let Some(why) = native::unavailable() {
@@ -168,5 +173,6 @@ pub fn bench(cfg: &BenchConfig) -> BenchReport {
         time_lab_run(cfg, &mut report);
     }
     report.elapsed_seconds = started.elapsed().as_secs_f64();
+    report.load_average = (load_at_start, report::load_average());
     report
 }

@@ -44,6 +44,17 @@ pub struct BenchReport {
     pub setup_errors: Vec<String>,
     /// Wall time of the whole bench, seconds.
     pub elapsed_seconds: f64,
+    /// 1-minute load average at the start and the end (/proc/loadavg): timings taken on a busy
+    /// machine say so.
+    pub load_average: (f64, f64),
+}
+
+/// The 1-minute load average, or 0 where /proc/loadavg is missing.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0.0)
 }
 
 /// A count with no fraction printed as an integer, else with two decimals.
@@ -100,7 +111,15 @@ impl BenchReport {
                 let _ = writeln!(s, "\n{title} {l}");
             }
         }
-        let _ = writeln!(s, "\nbench took {:.1} s (medians of {} runs)", self.elapsed_seconds, self.runs);
+        let _ = writeln!(
+            s,
+            "\nbench took {:.1} s (medians of {} runs; load average {:.2} at the start, {:.2} at the end on {} cores)",
+            self.elapsed_seconds,
+            self.runs,
+            self.load_average.0,
+            self.load_average.1,
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
         s
     }
 
