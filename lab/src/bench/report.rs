@@ -287,7 +287,7 @@ impl BenchReport {
         let _ = writeln!(
             s,
             "(raw instr/s: lab_spin, 256 straight-line ALU instructions per iteration, on the same backend;\n \
-             vs raw = wall time / (instructions / raw rate); loop instr/s: the same kernel in 256 KiB calls;\n \
+             vs raw = wall time / (instructions / raw rate); loop instr/s: the same kernel in 64 KiB calls;\n \
              vs loop = wall time / (instructions / loop rate), the lab's own overhead)"
         );
         if let Some(r) = &self.lab_run {
