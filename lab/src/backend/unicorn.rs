@@ -112,10 +112,11 @@ impl UnicornBackend {
         let zbb = Rc::new(Cell::new(false));
         let s = Rc::clone(&seen);
         let z = Rc::clone(&zbb);
+        let mut emulator = zbb::ZbbEmulator::default();
         uc.add_intr_hook(move |uc, intno| {
             // A Zbb instruction is executed here and the guest goes on at the next instruction;
             // anything else stops the run as before.
-            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION && zbb::emulate(uc) {
+            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION && emulator.emulate(uc) {
                 return;
             }
             s.borrow_mut().intno = Some(intno);

@@ -1,6 +1,6 @@
 //! Zbb (basic bit manipulation) for the Unicorn backend, which decodes none of it: Unicorn 2.1.5
 //! (QEMU 5.0.1 core) raises an illegal-instruction exception, the interrupt hook hands the word
-//! to [`emulate`], which decodes it, executes it on the register file and lets execution resume
+//! to [`ZbbEmulator::emulate`], which decodes it, executes it on the register file and lets execution resume
 //! at the next instruction. Anything that is not Zbb stays an illegal instruction.
 //!
 //! Encodings and semantics: "RISC-V Bit-Manipulation ISA-extensions", version 1.0.0
@@ -9,6 +9,8 @@
 //! per instruction). Only the RV64 forms are decoded: the RV32-only encodings of `zext.h`
 //! (major opcode OP) and `rev8` (imm 0x698) are different instructions on RV64 (`pack` of Zbkb,
 //! and a reserved encoding) and stay illegal.
+
+use std::collections::HashMap;
 
 use unicorn_engine::{RegisterRISCV, Unicorn};
 
@@ -183,23 +185,41 @@ fn xreg(n: u32) -> i32 {
     RegisterRISCV::X0 as i32 + n as i32
 }
 
-/// Emulates the instruction that just raised an illegal-instruction exception, if it is Zbb.
-///
-/// Call from the interrupt hook on `intno == 2` (RISC-V "illegal instruction" cause). Unicorn
-/// has already set pc to fault + 4 (DESIGN.md, measured; `cpu_handle_exception` adds 4 on
-/// RISC-V), which is the next instruction because every Zbb instruction is 32 bits wide.
-/// Returns `false`, touching nothing, when the word is not Zbb or cannot be read: the caller
-/// then reports the illegal instruction as before.
-pub fn emulate<D>(uc: &mut Unicorn<D>) -> bool {
-    let Ok(next) = uc.pc_read() else { return false };
-    let mut bytes = [0u8; 4];
-    if uc.mem_read(next.wrapping_sub(4), &mut bytes).is_err() {
-        return false;
+/// Emulates the Zbb instructions of one engine, remembering each decoded word by its address
+/// (the lab never writes to guest code, so a word at an address does not change).
+#[derive(Debug, Default)]
+pub struct ZbbEmulator {
+    decoded: HashMap<u64, Option<ZbbInsn>>,
+}
+
+impl ZbbEmulator {
+    /// Emulates the instruction that just raised an illegal-instruction exception, if it is Zbb.
+    ///
+    /// Call from the interrupt hook on `intno == 2` (RISC-V "illegal instruction" cause).
+    /// Unicorn has already set pc to fault + 4 (DESIGN.md, measured; `cpu_handle_exception`
+    /// adds 4 on RISC-V), which is the next instruction because every Zbb instruction is 32
+    /// bits wide. Returns `false`, touching nothing, when the word is not Zbb or cannot be read:
+    /// the caller then reports the illegal instruction as before.
+    pub fn emulate<D>(&mut self, uc: &mut Unicorn<D>) -> bool {
+        let Ok(next) = uc.reg_read(RegisterRISCV::PC) else { return false };
+        let at = next.wrapping_sub(4);
+        let insn = match self.decoded.get(&at) {
+            Some(&d) => d,
+            None => {
+                let mut bytes = [0u8; 4];
+                if uc.mem_read(at, &mut bytes).is_err() {
+                    return false;
+                }
+                let d = decode(u32::from_le_bytes(bytes));
+                self.decoded.insert(at, d);
+                d
+            }
+        };
+        let Some(insn) = insn else { return false };
+        let (Ok(a), Ok(b)) = (uc.reg_read(xreg(insn.rs1)), uc.reg_read(xreg(insn.rs2))) else { return false };
+        // Writes to x0 are discarded (unprivileged spec, "Integer Register State").
+        insn.rd == 0 || uc.reg_write(xreg(insn.rd), execute(insn.op, a, b)).is_ok()
     }
-    let Some(insn) = decode(u32::from_le_bytes(bytes)) else { return false };
-    let (Ok(a), Ok(b)) = (uc.reg_read(xreg(insn.rs1)), uc.reg_read(xreg(insn.rs2))) else { return false };
-    // Writes to x0 are discarded (unprivileged spec, "Integer Register State").
-    insn.rd == 0 || uc.reg_write(xreg(insn.rd), execute(insn.op, a, b)).is_ok()
 }
 
 #[cfg(test)]
