@@ -143,3 +143,40 @@ fn lab_bench_json_has_every_count_row_and_a_zbb_row_on_unicorn() {
     assert_eq!(bad.status.code(), Some(2), "--runs 0 is a usage error");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs"), "the error names the option");
 }
+
+/// The kernels' unaligned paths (riscv64 funnel shifts, byte edges) at every placement within
+/// 16 bytes and 1 to 3 blocks per call, on every backend, against the reference.
+#[test]
+fn every_input_placement_computes_the_reference_on_every_backend() {
+    use kernel_lab::abi::Abi;
+    use kernel_lab::backend::{run_batch, BackendKind, Limits};
+    use kernel_lab::batch::BatchBuilder;
+    use kernel_lab::checks::Entry;
+    use rand::SeedableRng;
+
+    for v in &VARIANTS {
+        let image = build(v);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+        let mut b = BatchBuilder::new(Abi::of(v.arch));
+        let mut planned = Vec::new();
+        for k in Kernel::ALL {
+            for misalign in 0..16 {
+                for blocks in 1..=3 {
+                    let w = Workload::of(k, blocks, misalign);
+                    let p = w.prepare(&mut b, &mut rng);
+                    w.call(&mut b, &Entry::of(&image), &p, misalign as u64);
+                    planned.push((w, p));
+                }
+            }
+        }
+        let batch = b.layout(image.arena().unwrap()).unwrap();
+        for kind in BackendKind::ALL.into_iter().filter(|k| k.supports(v).is_ok()) {
+            let mut backend = kind.open(v, &image, Limits::default()).unwrap();
+            let run = run_batch(backend.as_mut(), &batch).unwrap();
+            assert!(run.faults.is_empty(), "{v} on {kind}: {:?}", run.faults.first());
+            for (w, p) in &planned {
+                w.verify(p, &batch, &run.resp).unwrap_or_else(|e| panic!("{v} on {kind}, input +{}: {e}", w.misalign));
+            }
+        }
+    }
+}
