@@ -109,13 +109,18 @@ struct BenchArgs {
     seed: u64,
 }
 
-fn bench_cmd(a: &BenchArgs) -> i32 {
-    let archs: Vec<Arch> = a.arch.iter().filter_map(|x| Arch::from_name(x)).collect();
-    let variants: Vec<&'static Variant> = VARIANTS
+/// The variants an `--arch`/`--zbb`/`--no-zbb` selection names (all when none is given).
+fn select_variants(arch: &[String], zbb: bool, no_zbb: bool) -> Vec<&'static Variant> {
+    let archs: Vec<Arch> = arch.iter().filter_map(|a| Arch::from_name(a)).collect();
+    VARIANTS
         .iter()
         .filter(|v| archs.is_empty() || archs.contains(&v.arch))
-        .filter(|v| !(a.zbb && !v.zbb) && !(a.no_zbb && v.zbb))
-        .collect();
+        .filter(|v| (!zbb || v.zbb) && (!no_zbb || !v.zbb))
+        .collect()
+}
+
+fn bench_cmd(a: &BenchArgs) -> i32 {
+    let variants = select_variants(&a.arch, a.zbb, a.no_zbb);
     if variants.is_empty() {
         eprintln!("lab bench: no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)");
         return 2;
@@ -152,12 +157,7 @@ fn bench_cmd(a: &BenchArgs) -> i32 {
 impl RunArgs {
     /// Resolves the typed arguments into a run configuration.
     fn resolve(&self) -> Result<RunConfig, String> {
-        let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
-        let variants: Vec<&'static Variant> = VARIANTS
-            .iter()
-            .filter(|v| archs.is_empty() || archs.contains(&v.arch))
-            .filter(|v| !(self.zbb && !v.zbb) && !(self.no_zbb && v.zbb))
-            .collect();
+        let variants = select_variants(&self.arch, self.zbb, self.no_zbb);
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
         }
@@ -212,6 +212,9 @@ fn list_cmd() -> i32 {
         println!("{:<12} {:<8} {:<34} {:<46}", v.name, v.arch.name(), v.isa, v.qemu_cpu);
         for b in BackendKind::ALL {
             match b.supports(v) {
+                Ok(()) if b == BackendKind::Unicorn && v.zbb => {
+                    println!("{:>14} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name())
+                }
                 Ok(()) => println!("{:>14} {:<8} yes", "", b.name()),
                 Err(why) => println!("{:>14} {:<8} no: {why}", "", b.name()),
             }

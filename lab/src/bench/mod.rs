@@ -102,12 +102,8 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport) {
 /// Raw rates and throughput of every selected variant × backend that can run.
 fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
     for &v in &cfg.variants {
-        let images = load(&cfg.build, v).and_then(|i| {
-            let s = throughput::spin_image(&cfg.build, v)?;
-            let n = throughput::spin_instructions(&s)?;
-            Ok((i, s, n))
-        });
-        let (image, spin_img, spin) = match images {
+        let images = load(&cfg.build, v).and_then(|i| Ok((i, throughput::Spin::new(&cfg.build, v)?)));
+        let (image, spin) = match images {
             Ok(x) => x,
             Err(e) => {
                 // The count section has usually said it already: say it once.
@@ -123,7 +119,7 @@ fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
                 report.skipped.push(format!("throughput of {v} on {kind}: {why}"));
                 continue;
             }
-            match throughput::variant_on(kind, v, &image, &spin_img, spin, &cfg.kernels, cfg.runs, cfg.seed) {
+            match throughput::variant_on(kind, v, &image, &spin, &cfg.kernels, cfg.runs, cfg.seed) {
                 Ok((rate, rows)) => {
                     report.raw_rates.push(rate);
                     report.throughput.extend(rows);

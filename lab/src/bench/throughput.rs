@@ -126,6 +126,29 @@ fn spin_once(backend: &mut dyn Backend, image: &Image, n: u64) -> Result<Duratio
     }
 }
 
+/// The spin image of a variant and the instructions of `lab_spin(n)` = fixed + n × per_iteration.
+#[derive(Debug, Clone)]
+pub struct Spin {
+    /// driver.S + spin.S, built for the variant.
+    pub image: Image,
+    /// Instructions outside the loop.
+    pub fixed: u64,
+    /// Instructions per loop iteration (256 ALU + loop control).
+    pub per_iteration: u64,
+}
+
+impl Spin {
+    /// Builds the spin image of `variant` and counts `lab_spin` on Unicorn.
+    ///
+    /// # Errors
+    /// Build failures, engine set-up or a fault.
+    pub fn new(build: &BuildConfig, variant: &'static Variant) -> Result<Spin, String> {
+        let image = spin_image(build, variant)?;
+        let (fixed, per_iteration) = spin_instructions(&image)?;
+        Ok(Spin { image, fixed, per_iteration })
+    }
+}
+
 /// Instructions of `lab_spin(n)` as (fixed, per iteration), counted on Unicorn at n = 1 and 2.
 ///
 /// # Errors
@@ -156,16 +179,16 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub fn raw_rate(
     backend: &mut dyn Backend,
     variant: &'static Variant,
-    image: &Image,
-    spin: (u64, u64),
+    spin: &Spin,
     runs: usize,
 ) -> Result<RawRate, String> {
+    let image = &spin.image;
     let n0 = 1u64 << 14;
     let t0 = spin_once(backend, image, n0)?.as_secs_f64().max(1e-6);
     let n = ((n0 as f64 * TARGET.as_secs_f64() / t0) as u64).clamp(n0, 1 << 32);
     let seconds =
         median((0..runs).map(|_| spin_once(backend, image, n).map(|d| d.as_secs_f64())).collect::<Result<_, _>>()?);
-    let instructions = spin.0 + n * spin.1;
+    let instructions = spin.fixed + n * spin.per_iteration;
     Ok(RawRate {
         variant: variant.name,
         backend: backend.kind().name(),
@@ -311,8 +334,7 @@ pub fn variant_on(
     kind: BackendKind,
     variant: &'static Variant,
     image: &Image,
-    spin_img: &Image,
-    spin: (u64, u64),
+    spin: &Spin,
     kernels: &[Kernel],
     runs: usize,
     seed: u64,
@@ -325,8 +347,8 @@ pub fn variant_on(
         BackendKind::Unicorn => Limits { batch_time: Duration::ZERO },
         _ => Limits::default(),
     };
-    let mut spin_backend = kind.open(variant, spin_img, limits).map_err(|e| e.to_string())?;
-    let rate = raw_rate(spin_backend.as_mut(), variant, spin_img, spin, runs)?;
+    let mut spin_backend = kind.open(variant, &spin.image, limits).map_err(|e| e.to_string())?;
+    let rate = raw_rate(spin_backend.as_mut(), variant, spin, runs)?;
     drop(spin_backend);
     let mut backend = kind.open(variant, image, limits).map_err(|e| e.to_string())?;
     let rows = measure(backend.as_mut(), variant, image, kernels, Some(&rate), runs, seed)?;
