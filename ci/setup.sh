@@ -7,10 +7,12 @@
 #   qemu-user        qemu-riscv64 / qemu-aarch64 / qemu-x86_64 (the qemu backend)
 #   cmake, libclang-dev, pkg-config, build-essential
 #                    build the Unicorn C core (unicorn-engine crate, bindgen needs libclang)
-#   llvm             llvm-objdump: the static ISA scan and the instruction in fault reports
+#   llvm             llvm-objdump / llvm-mc for disassembly in reports and `lab bench`'s mix
+#   libssl-dev       OpenSSL libcrypto headers for the `openssl` crate (`lab bench` compares the
+#                    native x86_64 kernels with OpenSSL through EVP; found with pkg-config)
 set -euo pipefail
 
-packages=(clang lld llvm qemu-user cmake libclang-dev pkg-config build-essential ca-certificates)
+packages=(clang lld llvm qemu-user cmake libclang-dev pkg-config build-essential libssl-dev ca-certificates)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,6 +3,7 @@
 //! vector files). Needs clang, lld and qemu-user (ci/setup.sh installs them).
 
 mod agreement;
+mod bench;
 mod checks;
 mod cli;
 mod common;
@@ -13,3 +14,4 @@ mod image;
 mod layout;
 mod matrix;
 mod reports;
+mod zbb;

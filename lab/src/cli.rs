@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use kernel_lab::backend::{BackendKind, Limits};
 use kernel_lab::batch::Placement;
+use kernel_lab::bench::{self, BenchConfig};
 use kernel_lab::doctor::{self, State};
 use kernel_lab::report::Report;
 use kernel_lab::reporters::{self, Format};
@@ -43,6 +44,12 @@ enum Command {
         after_help = "Examples:\n  lab fuzz --cases 2000\n  lab fuzz --arch riscv64 --zbb --kernel md5 --time 60s --seed 42\n  lab fuzz --time 10m --shard 0/4      # this runner's quarter of a campaign\n\nA failure is shrunk, printed with its seed, and written to --out as a vector file:\n  lab run --no-bundled --vectors fuzz-failures/<file>.json"
     )]
     Fuzz(FuzzArgs),
+    /// Count instructions per block, compare native speed with OpenSSL and RustCrypto, and time
+    /// the lab itself.
+    #[command(
+        after_help = "Examples:\n  lab bench\n  lab bench --json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
+    )]
+    Bench(BenchArgs),
     /// List variants and backends, and which backend can run which variant.
     #[command(after_help = "Example:\n  lab list")]
     List,
@@ -124,14 +131,91 @@ struct Select {
     kernels_dir: Option<PathBuf>,
 }
 
+#[derive(Args)]
+struct BenchArgs {
+    /// Architectures to measure (default: all).
+    #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
+    arch: Vec<String>,
+    /// Only variants built with Zbb (riscv64+zbb).
+    #[arg(long, conflicts_with = "no_zbb")]
+    zbb: bool,
+    /// Only variants built without Zbb.
+    #[arg(long)]
+    no_zbb: bool,
+    /// Kernels to measure (default: all).
+    #[arg(long = "kernel", value_parser = ["md5", "poly1305"])]
+    kernel: Vec<String>,
+    /// Backends for the throughput section (default: all that can run a variant).
+    #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
+    backend: Vec<String>,
+    /// Samples per timing; medians are reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
+    runs: u32,
+    /// Skip the native comparison with OpenSSL and RustCrypto.
+    #[arg(long)]
+    no_native: bool,
+    /// Skip the lab throughput section and the timed `lab run`.
+    #[arg(long)]
+    no_throughput: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
+    #[arg(long, value_name = "DIR")]
+    kernels_dir: Option<PathBuf>,
+    /// Seed for operands.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
+/// The variants an `--arch`/`--zbb`/`--no-zbb` selection names (all when none is given).
+fn select_variants(arch: &[String], zbb: bool, no_zbb: bool) -> Vec<&'static Variant> {
+    let archs: Vec<Arch> = arch.iter().filter_map(|a| Arch::from_name(a)).collect();
+    VARIANTS
+        .iter()
+        .filter(|v| archs.is_empty() || archs.contains(&v.arch))
+        .filter(|v| (!zbb || v.zbb) && (!no_zbb || !v.zbb))
+        .collect()
+}
+
+fn bench_cmd(a: &BenchArgs) -> i32 {
+    let variants = select_variants(&a.arch, a.zbb, a.no_zbb);
+    if variants.is_empty() {
+        eprintln!("lab bench: no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)");
+        return 2;
+    }
+    let all = BenchConfig::all();
+    let cfg = BenchConfig {
+        variants,
+        kernels: if a.kernel.is_empty() {
+            all.kernels
+        } else {
+            a.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
+        },
+        backends: if a.backend.is_empty() {
+            all.backends
+        } else {
+            a.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
+        },
+        build: BuildConfig {
+            kernels_dir: a.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
+            cache_dir: paths::cache_dir(),
+        },
+        runs: a.runs as usize,
+        native: !a.no_native,
+        throughput: !a.no_throughput,
+        seed: a.seed,
+    };
+    let report = bench::bench(&cfg);
+    let text = if a.json { report.to_json() + "\n" } else { report.to_human() };
+    // A closed pipe (`lab bench | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    report.exit_code()
+}
+
 impl Select {
     fn variants(&self) -> Result<Vec<&'static Variant>, String> {
-        let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
-        let variants: Vec<&'static Variant> = VARIANTS
-            .iter()
-            .filter(|v| archs.is_empty() || archs.contains(&v.arch))
-            .filter(|v| !(self.zbb && !v.zbb) && !(self.no_zbb && v.zbb))
-            .collect();
+        let variants = select_variants(&self.arch, self.zbb, self.no_zbb);
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
         }
@@ -376,6 +460,9 @@ fn list_cmd() -> i32 {
         println!("{:<12} {:<8} {:<34} {:<46}", v.name, v.arch.name(), v.isa, v.qemu_cpu);
         for b in BackendKind::ALL {
             match b.supports(v) {
+                Ok(()) if b == BackendKind::Unicorn && v.zbb => {
+                    println!("{:>14} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name())
+                }
                 Ok(()) => println!("{:>14} {:<8} yes", "", b.name()),
                 Err(why) => println!("{:>14} {:<8} no: {why}", "", b.name()),
             }
@@ -397,6 +484,7 @@ pub fn main() -> i32 {
     match &cli.command {
         Command::Run(a) => run_cmd(a),
         Command::Fuzz(a) => fuzz_cmd(a),
+        Command::Bench(a) => bench_cmd(a),
         Command::List => list_cmd(),
         Command::Doctor => doctor_cmd(),
     }

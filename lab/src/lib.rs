@@ -13,6 +13,7 @@
 pub mod abi;
 pub mod backend;
 pub mod batch;
+pub mod bench;
 pub mod checks;
 pub mod disasm;
 pub mod doctor;

@@ -1,31 +1,98 @@
-//! Instructions per Unicorn translation block, cached by block address, so a block hook can
-//! count guest instructions cheaply (DESIGN.md "Backend facts": a block hook reading
-//! `ctl_request_cache(addr).icount` through a per-block cache ran at 1.6 G instructions/s; a
-//! code hook runs about ten times slower). Shared by the hang budget and instruction counting.
+//! Instructions per translation block, cached by block address, and an execution profile built
+//! on it. A Unicorn block hook sees every translation block (TB) start with its address; the
+//! number of guest instructions in the TB comes once from `uc_ctl(UC_CTL_TB_REQUEST_CACHE)`
+//! (`uc_tb.icount`) and is then a table lookup. DESIGN.md (measured): counting this way runs at
+//! about 1.6 G instructions/s, a code hook about ten times slower.
+//!
+//! [`BlockIcounts`] is the shared piece: anything that counts instructions in a block hook (the
+//! bench profiles, a per-call instruction budget) asks it. A TB is straight-line code from its
+//! start address, so a TB that starts inside a symbol's range belongs to that symbol; kernels
+//! are entered by a call and left by a return, both of which end a TB.
 
 use std::collections::HashMap;
 
 use unicorn_engine::{TranslationBlock, Unicorn};
 
-/// Instruction counts of the blocks seen so far, by block start address.
-///
-/// The kernels do not modify their code, so a block at a given address always holds the same
-/// instructions; the cache lives as long as the engine.
-#[derive(Debug, Default)]
-pub struct BlockCounts {
-    cache: HashMap<u64, u64>,
+/// Guest instructions per translation block, by block start address.
+#[derive(Debug, Default, Clone)]
+pub struct BlockIcounts {
+    icount: HashMap<u64, (u32, u32)>,
+    mismatches: u64,
 }
 
-impl BlockCounts {
-    /// Guest instructions in the block at `addr` (`size` bytes, as the block hook reports it).
-    /// Falls back to `size / 4` (at least 1) if Unicorn cannot describe the block.
-    pub fn icount<D>(&mut self, uc: &Unicorn<'_, D>, addr: u64, size: u32) -> u64 {
-        *self.cache.entry(addr).or_insert_with(|| {
-            let mut tb = TranslationBlock { pc: 0, icount: 0, size: 0 };
-            match uc.ctl_request_cache(addr, Some(&mut tb)) {
-                Ok(()) if tb.icount > 0 => u64::from(tb.icount),
-                _ => u64::from(size / 4).max(1),
+impl BlockIcounts {
+    /// Instructions in the TB that starts at `addr` and is `size` bytes long (the block hook's
+    /// arguments). The first sight of a block asks Unicorn for its TB; later ones hit the cache.
+    /// A TB whose translated size differs from `size` (never seen so far) is counted in
+    /// [`mismatches`](Self::mismatches), so a claim of exact counts can be checked.
+    pub fn get<D>(&mut self, uc: &Unicorn<D>, addr: u64, size: u32) -> u32 {
+        if let Some(&(n, sz)) = self.icount.get(&addr) {
+            if sz == size {
+                return n;
             }
-        })
+        }
+        let mut tb = TranslationBlock { pc: 0, icount: 0, size: 0 };
+        let n = match uc.ctl_request_cache(addr, Some(&mut tb)) {
+            Ok(()) => u32::from(tb.icount),
+            Err(_) => 0,
+        };
+        if u32::from(tb.size) != size {
+            self.mismatches += 1;
+        }
+        self.icount.insert(addr, (n, size));
+        n
+    }
+
+    /// Blocks whose cached translation had another size than the executed one (0 = exact).
+    pub fn mismatches(&self) -> u64 {
+        self.mismatches
+    }
+}
+
+/// How often each translation block inside a code range ran: enough to give the instruction
+/// count of the range and, with a disassembly, its instruction mix.
+#[derive(Debug, Default, Clone)]
+pub struct BlockProfile {
+    /// Inclusive start and exclusive end of the profiled guest code range.
+    pub range: (u64, u64),
+    /// (block start address, size in bytes) -> (instructions in the block, executions).
+    blocks: HashMap<(u64, u32), (u32, u64)>,
+    icounts: BlockIcounts,
+}
+
+impl BlockProfile {
+    /// An empty profile of the guest addresses `start..end`.
+    pub fn new(start: u64, end: u64) -> BlockProfile {
+        BlockProfile { range: (start, end), ..BlockProfile::default() }
+    }
+
+    /// Records one execution of the block at `addr` (`size` bytes), if it is in the range.
+    pub fn record<D>(&mut self, uc: &Unicorn<D>, addr: u64, size: u32) {
+        if addr < self.range.0 || addr >= self.range.1 {
+            return;
+        }
+        if let Some(e) = self.blocks.get_mut(&(addr, size)) {
+            e.1 += 1;
+            return;
+        }
+        let n = self.icounts.get(uc, addr, size);
+        self.blocks.insert((addr, size), (n, 1));
+    }
+
+    /// Guest instructions executed in the range.
+    pub fn instructions(&self) -> u64 {
+        self.blocks.values().map(|&(n, k)| u64::from(n) * k).sum()
+    }
+
+    /// Every block that ran: (start address, instructions in it, executions), by address.
+    pub fn blocks(&self) -> Vec<(u64, u32, u64)> {
+        let mut v: Vec<_> = self.blocks.iter().map(|(&(a, _), &(n, k))| (a, n, k)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// See [`BlockIcounts::mismatches`].
+    pub fn mismatches(&self) -> u64 {
+        self.icounts.mismatches()
     }
 }

@@ -11,22 +11,28 @@
 //! without splitting Unicorn's memory regions and without a per-access hook; a block hook
 //! counts instructions per call (reset whenever `lab_batch` runs) against the instruction
 //! budget; an x86 `syscall`/`sysenter` hook and the interrupt hook catch system calls.
+//!
+//! For `lab bench`: Zbb emulation on the illegal-instruction exception ([`super::zbb`]), and an
+//! execution profile of a code range from a block hook ([`super::icount`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use unicorn_engine::{
-    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, Query, RegisterARM64, RegisterRISCV, RegisterX86,
-    TlbEntry, TlbType, Unicorn, X86Insn,
+    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, RegisterARM64, RegisterRISCV, RegisterX86, TlbEntry,
+    TlbType, Unicorn, X86Insn,
 };
 
-use super::icount::BlockCounts;
-use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
+use super::icount::{BlockIcounts, BlockProfile};
+use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
 use crate::variant::Arch;
 
 const PAGE: u64 = 4096;
+
+/// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
+const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
 /// What the hooks saw during one `emu_start`.
 #[derive(Debug, Default, Clone)]
@@ -51,7 +57,9 @@ struct HookState {
     /// The page whose fill the TLB hook refused, if any.
     refused: Option<u64>,
     executed: u64,
-    blocks: BlockCounts,
+    /// Blocks run in this `emu_start`, driver included.
+    batch_blocks: u64,
+    blocks: BlockIcounts,
 }
 
 /// Unicorn engine with the image mapped, reused across batches of one variant.
@@ -66,6 +74,11 @@ pub struct UnicornBackend {
     /// The engine's page size (the virtual TLB's granule).
     uc_page: u64,
     state: Rc<RefCell<HookState>>,
+    /// Emulate Zbb on illegal-instruction exceptions (RISC-V images built with Zbb only).
+    zbb: Rc<Cell<bool>>,
+    /// The running profile and its block hook, between `start_profile` and `take_profile`.
+    profile: Rc<RefCell<Option<BlockProfile>>>,
+    profile_hook: Option<unicorn_engine::UcHookId>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -127,7 +140,8 @@ impl UnicornBackend {
         let state = Rc::new(RefCell::new(HookState::default()));
         let arena = image.arena()?;
         let driver = image.require("lab_batch")?;
-        Self::add_hooks(&mut uc, image.arch, &state, driver.addr..driver.addr + driver.size.max(1), &limits)?;
+        let zbb = Rc::new(Cell::new(false));
+        Self::add_hooks(&mut uc, image.arch, &state, &zbb, driver.addr..driver.addr + driver.size.max(1), &limits)?;
         let uc_page_size = uc.ctl_get_page_size().map_err(uc_err("page size"))?;
         Ok(UnicornBackend {
             uc,
@@ -139,7 +153,45 @@ impl UnicornBackend {
             limits,
             uc_page: u64::from(uc_page_size),
             state,
+            zbb,
+            profile: Rc::new(RefCell::new(None)),
+            profile_hook: None,
         })
+    }
+
+    /// Turns Zbb emulation on or off (RISC-V only: Unicorn 2.1.5 decodes no Zbb). Off, a Zbb
+    /// instruction is an illegal instruction, which is what a build without Zbb must see.
+    pub fn emulate_zbb(&mut self, on: bool) {
+        self.zbb.set(on && self.arch == Arch::Riscv64);
+    }
+
+    /// Starts profiling the translation blocks that start in `start..end` (a kernel's symbols),
+    /// replacing any running profile. Costs a block hook on that range only.
+    ///
+    /// # Errors
+    /// Unicorn refuses the hook.
+    pub fn start_profile(&mut self, start: u64, end: u64) -> Result<(), BackendError> {
+        let _ = self.take_profile();
+        *self.profile.borrow_mut() = Some(BlockProfile::new(start, end));
+        let p = Rc::clone(&self.profile);
+        let hook = self
+            .uc
+            .add_block_hook(start, end.saturating_sub(1), move |uc, addr, size| {
+                if let Some(p) = p.borrow_mut().as_mut() {
+                    p.record(uc, addr, size);
+                }
+            })
+            .map_err(uc_err("block hook"))?;
+        self.profile_hook = Some(hook);
+        Ok(())
+    }
+
+    /// Stops profiling and returns what was recorded since [`start_profile`](Self::start_profile).
+    pub fn take_profile(&mut self) -> Option<BlockProfile> {
+        if let Some(h) = self.profile_hook.take() {
+            let _ = self.uc.remove_hook(h);
+        }
+        self.profile.borrow_mut().take()
     }
 
     /// Interrupts, unmapped memory, the protection table, the instruction budget, x86 syscalls.
@@ -147,11 +199,19 @@ impl UnicornBackend {
         uc: &mut Unicorn<'static, ()>,
         arch: Arch,
         state: &Rc<RefCell<HookState>>,
+        zbb: &Rc<Cell<bool>>,
         driver: std::ops::Range<u64>,
         limits: &Limits,
     ) -> Result<(), BackendError> {
         let s = Rc::clone(state);
+        let z = Rc::clone(zbb);
+        let mut emulator = zbb::ZbbEmulator::default();
         uc.add_intr_hook(move |uc, intno| {
+            // A Zbb instruction is executed here and the guest goes on at the next instruction;
+            // anything else stops the run.
+            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION && emulator.emulate(uc) {
+                return;
+            }
             s.borrow_mut().seen.intno = Some(intno);
             let _ = uc.emu_stop();
         })
@@ -206,13 +266,22 @@ impl UnicornBackend {
         .map_err(uc_err("TLB fill hook"))?;
         let s = Rc::clone(state);
         let budget = limits.call_instructions;
+        // A whole batch may run this many blocks (driver included), so that even a kernel that
+        // scribbles over the call table cannot keep the engine running forever without the
+        // wall-clock timer (which costs Unicorn a thread waking every 2 us, uc.c `_timeout_fn`).
+        let batch_blocks = budget.saturating_mul(64);
         uc.add_block_hook(1, 0, move |uc, addr, size| {
             let mut st = s.borrow_mut();
+            st.batch_blocks += 1;
+            if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
+                st.seen.budget = Some(addr);
+                let _ = uc.emu_stop();
+            }
             if driver.contains(&addr) {
                 st.executed = 0; // between calls: the next kernel call starts a fresh count
                 return;
             }
-            let n = st.blocks.icount(uc, addr, size);
+            let n = u64::from(st.blocks.get(uc, addr, size));
             st.executed += n;
             if st.executed > budget && st.seen.budget.is_none() {
                 st.seen.budget = Some(addr);
@@ -241,12 +310,13 @@ impl UnicornBackend {
             let mut st = self.state.borrow_mut();
             st.seen = Seen::default();
             st.executed = 0;
+            st.batch_blocks = 0;
             st.refused = None;
         }
         // New protections: drop the pages the virtual TLB cached before.
         self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
-        let timeout = u64::try_from(self.limits.batch_time.as_micros()).unwrap_or(u64::MAX);
-        let result = self.uc.emu_start(self.entry, self.halt, timeout, 0);
+        // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
+        let result = self.uc.emu_start(self.entry, self.halt, 0, 0);
         Ok((result, self.pc()))
     }
 
@@ -333,9 +403,6 @@ impl UnicornBackend {
         }
         match result {
             Ok(()) if pc == self.halt => None,
-            Ok(()) if self.uc.query(Query::TIMEOUT).unwrap_or(0) != 0 => {
-                Some((FaultKind::Hang(self.limits.batch_time), pc, String::new()))
-            }
             Ok(()) => Some((FaultKind::Crash(format!("emulation stopped at {pc:#x}")), pc, String::new())),
             Err(e) => {
                 let kind = match e {

@@ -1,0 +1,190 @@
+//! Dynamic instruction counts per variant × kernel, measured on Unicorn: one call at 1, 16 and
+//! 256 blocks, each with a block profile of the kernel's code range only (the driver's
+//! instructions are not counted). Per-block cost = (count(256) − count(1)) / 255, per-call fixed
+//! cost = count(1) − per-block cost, and count(16) must lie on the same line. Every profiled
+//! call is checked against the reference first: a wrong kernel gets no count.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::mix::{Disassembly, Mix};
+use super::workload::Workload;
+use crate::abi::Abi;
+use crate::backend::icount::BlockProfile;
+use crate::backend::{run_batch, Limits, UnicornBackend};
+use crate::batch::BatchBuilder;
+use crate::checks::{describe_fault, Entry};
+use crate::image::Image;
+use crate::variant::{Kernel, Variant};
+
+/// Blocks per call at which every kernel is counted.
+pub const BLOCKS: [u64; 3] = [1, 16, 256];
+
+/// Input placements counted: 0 (64-byte aligned) and 1 byte past it.
+pub const MISALIGNS: [usize; 2] = [0, 1];
+
+/// HotSpot stub figures, instructions per block, from DESIGN.md "Reference figures" (counted by
+/// reading the OpenJDK stubs, not measured). The riscv64 Poly1305 stub uses no Zbb, so the
+/// Zbb variant is compared with the same figure.
+pub fn hotspot_figure(variant: &Variant, kernel: Kernel) -> Option<f64> {
+    Some(match (variant.name, kernel) {
+        ("riscv64", Kernel::Md5) => 835.0,
+        ("riscv64+zbb", Kernel::Md5) => 660.0,
+        ("aarch64", Kernel::Md5) => 690.0,
+        ("x86_64", Kernel::Md5) => 606.0,
+        ("riscv64" | "riscv64+zbb", Kernel::Poly1305) => 60.0,
+        ("aarch64", Kernel::Poly1305) => 40.0,
+        ("x86_64", Kernel::Poly1305) => 41.0,
+        _ => return None,
+    })
+}
+
+/// Counts of one variant × kernel × input placement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CountRow {
+    /// Variant name.
+    pub variant: &'static str,
+    /// Kernel name.
+    pub kernel: &'static str,
+    /// Bytes past a 64-byte boundary where the input starts.
+    pub misalign: usize,
+    /// The stub counted at 1, 16 and 256 blocks.
+    pub stub: &'static str,
+    /// `(blocks, kernel instructions for one call)` at each of [`BLOCKS`].
+    pub per_call: Vec<(u64, u64)>,
+    /// Instructions per block: (count(256) − count(1)) / 255.
+    pub per_block: f64,
+    /// Per-call fixed cost: count(1) − per_block (entry, exit, set-up outside the block loop).
+    pub fixed: f64,
+    /// Whether count(16) = fixed + 16 × per_block exactly (the cost is linear in blocks).
+    pub linear: bool,
+    /// MD5: instructions of one `md5_implCompress` call (the single-block stub).
+    pub single_block_call: Option<u64>,
+    /// HotSpot stub figure per block (DESIGN.md), when there is one.
+    pub hotspot: Option<f64>,
+    /// per_block / hotspot.
+    pub hotspot_ratio: Option<f64>,
+    /// On riscv64+zbb rows: instructions per block saved against riscv64, in percent.
+    pub zbb_saving_pct: Option<f64>,
+    /// Instruction mix per block: mix(256) − mix(1), divided by 255.
+    pub mix_per_block: Mix,
+    /// Whether a second measurement on a fresh engine gave identical counts.
+    pub repeatable: bool,
+}
+
+/// Profiles one call of `w` on `uc`: runs it, checks its result, returns the kernel's profile.
+///
+/// # Errors
+/// A fault, a wrong result, or block sizes that changed between translation and execution.
+pub fn profile_call(
+    uc: &mut UnicornBackend,
+    image: &Image,
+    w: &Workload,
+    rng: &mut impl Rng,
+) -> Result<BlockProfile, String> {
+    let (start, end) = Workload::code_range(w.kernel, image)?;
+    let mut b = BatchBuilder::new(Abi::of(image.arch));
+    let p = w.prepare(&mut b, rng);
+    w.call(&mut b, &Entry::of(image), &p, rng.gen());
+    let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    uc.start_profile(start, end).map_err(|e| e.to_string())?;
+    let run = run_batch(uc, &batch);
+    let profile = uc.take_profile().ok_or("the profile vanished")?;
+    let run = run.map_err(|e| e.to_string())?;
+    if let Some(f) = run.faults.first() {
+        return Err(describe_fault(&w.label(), f, image, &batch).text);
+    }
+    w.verify(&p, &batch, &run.resp)?;
+    if profile.mismatches() != 0 {
+        return Err(format!(
+            "{}: {} translation blocks changed size; counts are not exact",
+            w.label(),
+            profile.mismatches()
+        ));
+    }
+    Ok(profile)
+}
+
+/// The raw measurements of one row, compared across repeated runs.
+#[derive(Debug, Clone, PartialEq)]
+struct Raw {
+    per_call: Vec<(u64, u64)>,
+    single: Option<u64>,
+    mixes: Vec<Mix>,
+}
+
+fn measure(
+    image: &Image,
+    variant: &Variant,
+    dis: &Disassembly,
+    kernel: Kernel,
+    misalign: usize,
+    seed: u64,
+) -> Result<Raw, String> {
+    // A fresh engine per measurement, so a repeat shares no translation cache with the first.
+    let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
+    uc.emulate_zbb(variant.zbb);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new() };
+    for n in BLOCKS {
+        let p = profile_call(&mut uc, image, &Workload::of(kernel, n, misalign), &mut rng)?;
+        raw.per_call.push((n, p.instructions()));
+        raw.mixes.push(dis.mix(&p)?);
+    }
+    if kernel == Kernel::Md5 {
+        raw.single = Some(profile_call(&mut uc, image, &Workload::md5_single(misalign), &mut rng)?.instructions());
+    }
+    Ok(raw)
+}
+
+/// Counts `kernel` on `variant` with the input `misalign` bytes off, twice on fresh engines.
+///
+/// # Errors
+/// Set-up failures and any fault or wrong result of a profiled call.
+pub fn count(
+    image: &Image,
+    variant: &'static Variant,
+    dis: &Disassembly,
+    kernel: Kernel,
+    misalign: usize,
+    seed: u64,
+) -> Result<CountRow, String> {
+    let first = measure(image, variant, dis, kernel, misalign, seed)?;
+    // Other operands on the repeat: the kernels have no data-dependent paths, so the counts
+    // must not move.
+    let second = measure(image, variant, dis, kernel, misalign, seed.wrapping_add(1))?;
+    let ((_, c1), (_, c16), (_, c256)) = (first.per_call[0], first.per_call[1], first.per_call[2]);
+    let span = (BLOCKS[2] - BLOCKS[0]) as f64;
+    let per_block = (c256 as f64 - c1 as f64) / span;
+    let fixed = c1 as f64 - per_block;
+    let hotspot = hotspot_figure(variant, kernel);
+    Ok(CountRow {
+        variant: variant.name,
+        kernel: kernel.name(),
+        misalign,
+        stub: Workload::of(kernel, 1, misalign).stub(),
+        per_call: first.per_call.clone(),
+        per_block,
+        fixed,
+        linear: (fixed + BLOCKS[1] as f64 * per_block - c16 as f64).abs() < 1e-9,
+        single_block_call: first.single,
+        hotspot,
+        hotspot_ratio: hotspot.map(|h| per_block / h),
+        zbb_saving_pct: None,
+        mix_per_block: first.mixes[2].per(&first.mixes[0], span),
+        repeatable: first == second,
+    })
+}
+
+/// Fills in the Zbb saving of each riscv64+zbb row from the riscv64 row of the same kernel and
+/// input placement.
+pub fn add_zbb_savings(rows: &mut [CountRow]) {
+    let base: Vec<(&'static str, usize, f64)> =
+        rows.iter().filter(|r| r.variant == "riscv64").map(|r| (r.kernel, r.misalign, r.per_block)).collect();
+    for r in rows.iter_mut().filter(|r| r.variant == "riscv64+zbb") {
+        if let Some(&(_, _, b)) = base.iter().find(|(k, m, _)| *k == r.kernel && *m == r.misalign) {
+            r.zbb_saving_pct = Some((1.0 - r.per_block / b) * 100.0);
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `lab bench`: what the kernels cost and how fast the lab runs them, as a library call.
+//!
+//! * [`counts`]: dynamic instructions per block and per call on Unicorn, exact and repeated on
+//!   a fresh engine, beside the HotSpot stub figures, with the Zbb saving and an instruction mix
+//!   ([`mix`]).
+//! * [`native`]: the x86_64 kernels in-process against OpenSSL and RustCrypto.
+//! * [`throughput`]: calls/s, bytes/s and the overhead ratio per backend, and the wall time of
+//!   a default `lab run`.
+//!
+//! The result is a [`BenchReport`] ([`report`] prints it as a table or JSON).
+
+pub mod counts;
+pub mod mix;
+pub mod native;
+pub mod report;
+pub mod throughput;
+pub mod workload;
+
+use std::time::Instant;
+
+use crate::backend::BackendKind;
+use crate::image::Image;
+use crate::paths;
+use crate::run::{self, RunConfig};
+use crate::toolchain::{self, BuildConfig};
+use crate::variant::{Kernel, Variant, VARIANTS};
+use crate::vectors;
+
+pub use report::BenchReport;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Variants, in report order.
+    pub variants: Vec<&'static Variant>,
+    /// Kernels.
+    pub kernels: Vec<Kernel>,
+    /// Backends for the throughput section (counts are always on Unicorn).
+    pub backends: Vec<BackendKind>,
+    /// Where kernels come from and where images go.
+    pub build: BuildConfig,
+    /// Samples per timing (medians are reported).
+    pub runs: usize,
+    /// Run the native comparison (x86_64 hosts).
+    pub native: bool,
+    /// Run the throughput section and time a default `lab run`.
+    pub throughput: bool,
+    /// Seed for operands.
+    pub seed: u64,
+}
+
+impl BenchConfig {
+    /// Everything: all variants, kernels and backends, the bundled kernels, 5 runs.
+    pub fn all() -> BenchConfig {
+        BenchConfig {
+            variants: VARIANTS.iter().collect(),
+            kernels: Kernel::ALL.to_vec(),
+            backends: BackendKind::ALL.to_vec(),
+            build: paths::default_build(),
+            runs: 5,
+            native: true,
+            throughput: true,
+            seed: 7,
+        }
+    }
+}
+
+fn load(build: &BuildConfig, v: &'static Variant) -> Result<Image, String> {
+    let path = toolchain::build_image(build, v).map_err(|e| e.to_string())?;
+    Image::load(&path, v.arch).map_err(|e| e.to_string())
+}
+
+/// Instruction counts of every selected variant × kernel × input placement.
+pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport) {
+    for &v in &cfg.variants {
+        let image = match load(&cfg.build, v) {
+            Ok(i) => i,
+            Err(e) => {
+                report.setup_errors.push(format!("{v}: {e}"));
+                continue;
+            }
+        };
+        let dis = match mix::Disassembly::of(&image) {
+            Ok(d) => d,
+            Err(e) => {
+                report.setup_errors.push(format!("{v}: {e}"));
+                continue;
+            }
+        };
+        for &k in &cfg.kernels {
+            for m in counts::MISALIGNS {
+                match counts::count(&image, v, &dis, k, m, cfg.seed) {
+                    Ok(row) => report.counts.push(row),
+                    Err(e) => report.errors.push(format!("counting {k} on {v} (input +{m}): {e}")),
+                }
+            }
+        }
+    }
+    counts::add_zbb_savings(&mut report.counts);
+}
+
+/// Raw rates and throughput of every selected variant × backend that can run.
+fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
+    for &v in &cfg.variants {
+        let images = load(&cfg.build, v).and_then(|i| Ok((i, throughput::Spin::new(&cfg.build, v)?)));
+        let (image, spin) = match images {
+            Ok(x) => x,
+            Err(e) => {
+                // The count section has usually said it already: say it once.
+                let msg = format!("{v}: {e}");
+                if !report.setup_errors.contains(&msg) {
+                    report.setup_errors.push(msg);
+                }
+                continue;
+            }
+        };
+        for &kind in &cfg.backends {
+            if let Err(why) = kind.supports(v) {
+                report.skipped.push(format!("throughput of {v} on {kind}: {why}"));
+                continue;
+            }
+            match throughput::variant_on(kind, v, &image, &spin, &cfg.kernels, cfg.runs, cfg.seed) {
+                Ok((rate, rows)) => {
+                    report.raw_rates.push(rate);
+                    report.throughput.extend(rows);
+                }
+                Err(e) => report.errors.push(format!("throughput of {v} on {kind}: {e}")),
+            }
+        }
+    }
+}
+
+/// Wall time of the default `lab run` (every variant, backend, kernel and bundled vector set).
+fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
+    let run_cfg = RunConfig {
+        variants: VARIANTS.iter().collect(),
+        backends: BackendKind::ALL.to_vec(),
+        kernels: Kernel::ALL.to_vec(),
+        vector_files: vectors::bundled_files(&paths::vectors_dir(), &Kernel::ALL),
+        build: cfg.build.clone(),
+        seed: cfg.seed,
+        limits: Default::default(),
+        flush: crate::batch::Placement::End,
+    };
+    let t = Instant::now();
+    let r = run::run(&run_cfg);
+    let seconds = t.elapsed().as_secs_f64();
+    let (passed, failed, skipped) = r.totals();
+    report.lab_run = Some(report::LabRunTime { seconds, passed, failed, skipped });
+}
+
+/// Runs every section `cfg` asks for. Never panics on set-up problems: they land in the report.
+pub fn bench(cfg: &BenchConfig) -> BenchReport {
+    let started = Instant::now();
+    let mut report = BenchReport { runs: cfg.runs, ..BenchReport::default() };
+    let load_at_start = report::load_average();
+    count_all(cfg, &mut report);
+    if cfg.native {
+        if let Some(why) = native::unavailable() {
+            report.skipped.push(format!("native comparison: {why}"));
+        } else {
+            match native::bench(cfg.runs) {
+                Ok(n) => report.native = Some(n),
+                Err(e) => report.errors.push(format!("native comparison: {e}")),
+            }
+        }
+    }
+    if cfg.throughput {
+        throughput_all(cfg, &mut report);
+        time_lab_run(cfg, &mut report);
+    }
+    report.elapsed_seconds = started.elapsed().as_secs_f64();
+    report.load_average = (load_at_start, report::load_average());
+    report
+}

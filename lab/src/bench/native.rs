@@ -1,0 +1,302 @@
+//! Native speed on an x86_64 host: the lab's x86_64 kernels, assembled into this binary by
+//! `build.rs`, timed in-process beside OpenSSL's libcrypto (through EVP) and RustCrypto's `md-5`
+//! and `poly1305`, at the JMH sizes of the HotSpot seeds (64, 1024, 16384 bytes).
+//!
+//! Every implementation computes the whole digest or tag of the same message, so the
+//! comparison is like for like: the lab's MD5 is driven as DigestBase drives the stubs
+//! (`md5_implCompressMB` over the whole blocks, `md5_implCompress` per padding block); its
+//! Poly1305 is `poly1305_processBlocks` over the message (the sizes are whole blocks) plus the
+//! final reduction and `+ s`. The three outputs are compared before any timing. Each sample times
+//! `reps` calls per implementation, implementations interleaved; the figure is the median.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// Message sizes in bytes (the JMH sizes of the seeds).
+pub const SIZES: [usize; 3] = [64, 1024, 16384];
+
+/// One implementation at one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct NativeRow {
+    /// `md5` or `poly1305`.
+    pub kernel: &'static str,
+    /// Message bytes.
+    pub bytes: usize,
+    /// `lab`, `openssl` or `rustcrypto`.
+    pub implementation: &'static str,
+    /// Median nanoseconds per message byte.
+    pub ns_per_byte: f64,
+    /// Median throughput, MB/s (10^6 bytes).
+    pub mb_per_s: f64,
+}
+
+/// The lab's throughput over another implementation's at one size (> 1: the lab is faster).
+#[derive(Debug, Clone, Serialize)]
+pub struct NativeRatio {
+    /// `md5` or `poly1305`.
+    pub kernel: &'static str,
+    /// Message bytes.
+    pub bytes: usize,
+    /// lab throughput / OpenSSL throughput.
+    pub lab_vs_openssl: f64,
+    /// lab throughput / RustCrypto throughput.
+    pub lab_vs_rustcrypto: f64,
+}
+
+/// The native comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct NativeReport {
+    /// CPU model from /proc/cpuinfo.
+    pub cpu: String,
+    /// OpenSSL version string.
+    pub openssl: String,
+    /// Samples per figure (the median is reported).
+    pub runs: usize,
+    /// Every implementation at every size.
+    pub rows: Vec<NativeRow>,
+    /// The lab against the others.
+    pub ratios: Vec<NativeRatio>,
+}
+
+/// Why the comparison cannot run in this binary (not an x86_64 host, or build.rs could not
+/// assemble the kernels in), or `None` when it can.
+pub fn unavailable() -> Option<&'static str> {
+    let why = env!("KERNEL_LAB_NATIVE_SKIP");
+    (!why.is_empty()).then_some(why)
+}
+
+/// Runs the comparison with `runs` samples per figure.
+///
+/// # Errors
+/// [`unavailable`]'s reason, or implementations that disagree on a digest or tag.
+pub fn bench(runs: usize) -> Result<NativeReport, String> {
+    imp::bench(runs.max(1))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Times `impls` (name, one call) interleaved; returns the median ns per call of each.
+fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut dyn FnMut())]) -> Vec<f64> {
+    let mut samples = vec![Vec::with_capacity(runs); impls.len()];
+    for (_, f) in impls.iter_mut() {
+        f(); // warm caches and lazy initialisation
+    }
+    for _ in 0..runs {
+        for (i, (_, f)) in impls.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            samples[i].push(t.elapsed().as_nanos() as f64 / reps as f64);
+        }
+    }
+    samples.iter_mut().map(|s| median(s)).collect()
+}
+
+#[cfg(not(all(target_arch = "x86_64", native_kernels)))]
+mod imp {
+    pub fn bench(_runs: usize) -> Result<super::NativeReport, String> {
+        Err(env!("KERNEL_LAB_NATIVE_SKIP").to_string())
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", native_kernels))]
+mod imp {
+    use std::hint::black_box;
+
+    use md5::Digest as _;
+    use openssl::hash::{Hasher, MessageDigest};
+    use openssl::pkey::{Id, PKey};
+    use openssl::sign::Signer;
+    use poly1305::universal_hash::KeyInit as _;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::{cpu_model, time_interleaved, NativeRatio, NativeReport, NativeRow, SIZES};
+    use crate::reference::{md5 as md5_ref, poly1305 as poly_ref};
+
+    /// The kernels of kernels/x86_64, linked in by build.rs (SysV x86-64 psABI calls).
+    mod ffi {
+        extern "C" {
+            #[link_name = "md5_implCompress"]
+            pub fn md5_impl_compress(buf: *const u8, state: *mut u32);
+            #[link_name = "md5_implCompressMB"]
+            pub fn md5_impl_compress_mb(buf: *const u8, state: *mut u32, ofs: i32, limit: i32) -> i32;
+            #[link_name = "poly1305_processBlocks"]
+            pub fn poly1305_process_blocks(input: *const u8, length: i64, acc: *mut i64, r: *const i64);
+        }
+    }
+
+    /// MD5 of `msg` through the stubs, as DigestBase drives them; padding per RFC 1321 §3.1–3.2.
+    fn lab_md5(msg: &[u8]) -> [u8; 16] {
+        let mut st = md5_ref::IV;
+        let whole = msg.len() / 64 * 64;
+        if whole > 0 {
+            // SAFETY: msg holds `whole` readable bytes (limit = whole - 64 is the last block
+            // start) and st is 4 writable u32s, as the md5_implCompressMB contract requires.
+            unsafe { ffi::md5_impl_compress_mb(msg.as_ptr(), st.as_mut_ptr(), 0, (whole - 64) as i32) };
+        }
+        let tail = &msg[whole..];
+        let mut pad = [0u8; 128];
+        pad[..tail.len()].copy_from_slice(tail);
+        pad[tail.len()] = 0x80;
+        let n = if tail.len() < 56 { 64 } else { 128 };
+        pad[n - 8..n].copy_from_slice(&(msg.len() as u64 * 8).to_le_bytes());
+        for block in pad[..n].chunks_exact(64) {
+            // SAFETY: block is 64 readable bytes, st 4 writable u32s (md5_implCompress contract).
+            unsafe { ffi::md5_impl_compress(block.as_ptr(), st.as_mut_ptr()) };
+        }
+        md5_ref::state_to_digest(&st)
+    }
+
+    /// Poly1305 tag of a whole-block `msg` (RFC 8439 §2.5): processBlocks, then h mod p + s.
+    fn lab_poly1305(key: &[u8; 32], msg: &[u8]) -> [u8; 16] {
+        debug_assert_eq!(msg.len() % 16, 0);
+        let r = poly_ref::clamp_r(key[..16].try_into().expect("16 bytes")).0.map(|l| l as i64);
+        let mut acc = [0i64; 5];
+        // SAFETY: msg holds msg.len() readable bytes; acc and r are 5 limbs each, r clamped, acc
+        // within bounds (zero), as the poly1305_processBlocks contract requires.
+        unsafe { ffi::poly1305_process_blocks(msg.as_ptr(), msg.len() as i64, acc.as_mut_ptr(), r.as_ptr()) };
+        finish(&acc.map(|l| l as u64), key[16..].try_into().expect("16 bytes"))
+    }
+
+    /// `(h mod 2^130-5) + s mod 2^128` for 26-bit limbs within the contract bounds (h < 2^131),
+    /// in 64-bit words: fold bits 130.. back with 2^130 = 5 (mod p), then subtract p once if
+    /// h + 5 reaches 2^130 (the final step of poly1305-donna).
+    fn finish(l: &[u64; 5], s: &[u8; 16]) -> [u8; 16] {
+        let h0 = l[0] | l[1] << 26 | l[2] << 52;
+        let h1 = l[2] >> 12 | l[3] << 14 | l[4] << 40;
+        let h2 = l[4] >> 24;
+        let mut h = (u128::from(h0) | u128::from(h1) << 64, h2);
+        let fold = 5 * u128::from(h.1 >> 2);
+        let (lo, c) = h.0.overflowing_add(fold);
+        h = (lo, (h.1 & 3) + u64::from(c));
+        let (g, c) = h.0.overflowing_add(5);
+        if (h.1 + u64::from(c)) >> 2 != 0 {
+            h.0 = g; // h >= p: h - p = h + 5 - 2^130, and the 2^130 bit is dropped with h.1
+        }
+        h.0.wrapping_add(u128::from_le_bytes(*s)).to_le_bytes()
+    }
+
+    fn openssl_poly1305(key: &[u8; 32], msg: &[u8]) -> Vec<u8> {
+        let pkey = PKey::private_key_from_raw_bytes(key, Id::POLY1305).expect("POLY1305 key");
+        Signer::new_without_digest(&pkey).expect("EVP_DigestSignInit").sign_oneshot_to_vec(msg).expect("sign")
+    }
+
+    /// Calls per sample: about 2 MiB of input per sample.
+    fn reps(bytes: usize) -> usize {
+        (2 << 20) / bytes
+    }
+
+    pub fn bench(runs: usize) -> Result<NativeReport, String> {
+        let mut rng = ChaCha8Rng::seed_from_u64(0x6e61_7469_7665);
+        let mut rows = Vec::new();
+        let mut ratios = Vec::new();
+        for bytes in SIZES {
+            let msg: Vec<u8> = (0..bytes).map(|_| rng.gen()).collect();
+            let key: [u8; 32] = rng.gen();
+            // Same answers first.
+            let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
+            hasher.update(&msg).map_err(|e| e.to_string())?;
+            let (a, b, c) = (lab_md5(&msg), hasher.finish().map_err(|e| e.to_string())?, md5::Md5::digest(&msg));
+            if a[..] != b[..] || a[..] != c[..] {
+                return Err(format!(
+                    "MD5 of {bytes} bytes: lab {a:02x?}, OpenSSL {:02x?}, RustCrypto {c:02x?}",
+                    &b[..]
+                ));
+            }
+            let rc = |k: &[u8; 32], m: &[u8]| poly1305::Poly1305::new(k.into()).compute_unpadded(m);
+            let (a, b, c) = (lab_poly1305(&key, &msg), openssl_poly1305(&key, &msg), rc(&key, &msg));
+            if a[..] != b[..] || a[..] != c[..] {
+                return Err(format!("Poly1305 of {bytes} bytes: lab {a:02x?}, OpenSSL {b:02x?}, RustCrypto {c:02x?}"));
+            }
+            let md5_times = time_interleaved(
+                runs,
+                reps(bytes),
+                &mut [
+                    ("lab", &mut || {
+                        black_box(lab_md5(black_box(&msg)));
+                    }),
+                    ("openssl", &mut || {
+                        hasher.update(black_box(&msg)).expect("EVP_DigestUpdate");
+                        black_box(hasher.finish().expect("EVP_DigestFinal"));
+                    }),
+                    ("rustcrypto", &mut || {
+                        black_box(md5::Md5::digest(black_box(&msg)));
+                    }),
+                ],
+            );
+            let poly_times = time_interleaved(
+                runs,
+                reps(bytes),
+                &mut [
+                    ("lab", &mut || {
+                        black_box(lab_poly1305(black_box(&key), black_box(&msg)));
+                    }),
+                    ("openssl", &mut || {
+                        black_box(openssl_poly1305(black_box(&key), black_box(&msg)));
+                    }),
+                    ("rustcrypto", &mut || {
+                        black_box(rc(black_box(&key), black_box(&msg)));
+                    }),
+                ],
+            );
+            for (kernel, times) in [("md5", md5_times), ("poly1305", poly_times)] {
+                for (name, ns) in ["lab", "openssl", "rustcrypto"].into_iter().zip(&times) {
+                    let ns_per_byte = ns / bytes as f64;
+                    rows.push(NativeRow {
+                        kernel,
+                        bytes,
+                        implementation: name,
+                        ns_per_byte,
+                        mb_per_s: 1e3 / ns_per_byte,
+                    });
+                }
+                ratios.push(NativeRatio {
+                    kernel,
+                    bytes,
+                    lab_vs_openssl: times[1] / times[0],
+                    lab_vs_rustcrypto: times[2] / times[0],
+                });
+            }
+        }
+        Ok(NativeReport { cpu: cpu_model(), openssl: openssl::version::version().to_string(), runs, rows, ratios })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn lab_finish_matches_the_reference_at_the_reduction_edges() {
+            // h = p - 1, p, p + 4, 2^130 + 34 (largest after a fold), and 2^131 - 1 in limbs.
+            let edge: [[u64; 5]; 4] = [
+                [0x3ff_fffa, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff],
+                [0x3ff_fffb, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff],
+                [0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff],
+                [0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff, 0x3ff_ffff, 0x7ff_ffff],
+            ];
+            let s = [0xa5u8; 16];
+            for l in edge {
+                let want = poly_ref::finish(&poly_ref::Limbs26(l), &poly_ref::Limbs26::default(), &[], &s);
+                assert_eq!(finish(&l, &s), want, "{l:x?}");
+            }
+        }
+    }
+}

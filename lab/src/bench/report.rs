@@ -1,0 +1,301 @@
+//! The bench report: its own type (separate from `lab run`'s report), printed as tables or JSON.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::counts::{CountRow, BLOCKS};
+use super::native::NativeReport;
+use super::throughput::{RawRate, ThroughputRow};
+
+/// Wall time of a default `lab run` and its verdict counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabRunTime {
+    /// Seconds, images already built.
+    pub seconds: f64,
+    /// Cases passed.
+    pub passed: usize,
+    /// Cases failed.
+    pub failed: usize,
+    /// Cases skipped.
+    pub skipped: usize,
+}
+
+/// Everything `lab bench` measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BenchReport {
+    /// Samples per timing; figures are medians.
+    pub runs: usize,
+    /// Instruction counts per variant × kernel × input placement (Unicorn).
+    pub counts: Vec<CountRow>,
+    /// The native x86_64 comparison, when it ran.
+    pub native: Option<NativeReport>,
+    /// Raw instruction rates per variant × backend.
+    pub raw_rates: Vec<RawRate>,
+    /// Lab throughput per variant × backend × workload.
+    pub throughput: Vec<ThroughputRow>,
+    /// The default `lab run`, timed.
+    pub lab_run: Option<LabRunTime>,
+    /// Sections or cells not run, with the reason.
+    pub skipped: Vec<String>,
+    /// Measurements that failed (a fault, a wrong result, disagreeing implementations).
+    pub errors: Vec<String>,
+    /// Builds or tools that could not start.
+    pub setup_errors: Vec<String>,
+    /// Wall time of the whole bench, seconds.
+    pub elapsed_seconds: f64,
+    /// 1-minute load average at the start and the end (/proc/loadavg): timings taken on a busy
+    /// machine say so.
+    pub load_average: (f64, f64),
+}
+
+/// The 1-minute load average, or 0 where /proc/loadavg is missing.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// A count with no fraction printed as an integer, else with two decimals.
+fn num(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 {
+        format!("{}", x.round() as i64)
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map(f).unwrap_or_else(|| "-".into())
+}
+
+/// 12345678 -> "12.3 M".
+fn si(x: f64) -> String {
+    match x {
+        x if x >= 1e9 => format!("{:.2} G", x / 1e9),
+        x if x >= 1e6 => format!("{:.2} M", x / 1e6),
+        x if x >= 1e3 => format!("{:.1} k", x / 1e3),
+        x => format!("{x:.1} "),
+    }
+}
+
+impl BenchReport {
+    /// Exit status: 0 all measured, 1 a measurement failed, 2 set-up errors.
+    pub fn exit_code(&self) -> i32 {
+        if !self.setup_errors.is_empty() {
+            2
+        } else if !self.errors.is_empty() || self.counts.iter().any(|r| !r.repeatable || !r.linear) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the report serializes")
+    }
+
+    /// The report as tables.
+    pub fn to_human(&self) -> String {
+        let mut s = String::new();
+        self.write_counts(&mut s);
+        self.write_mix(&mut s);
+        self.write_native(&mut s);
+        self.write_throughput(&mut s);
+        for (title, lines) in
+            [("SKIPPED", &self.skipped), ("ERROR", &self.errors), ("SET-UP ERROR", &self.setup_errors)]
+        {
+            for l in lines {
+                let _ = writeln!(s, "\n{title} {l}");
+            }
+        }
+        let _ = writeln!(
+            s,
+            "\nbench took {:.1} s (medians of {} runs; load average {:.2} at the start, {:.2} at the end on {} cores)",
+            self.elapsed_seconds,
+            self.runs,
+            self.load_average.0,
+            self.load_average.1,
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+        s
+    }
+
+    fn write_counts(&self, s: &mut String) {
+        if self.counts.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "Instructions per call and per block (Unicorn block profile of the kernel's own code; identical on a fresh engine = repeatable)"
+        );
+        let _ = writeln!(
+            s,
+            "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
+            "variant",
+            "kernel",
+            "input",
+            "1 blk",
+            "16 blk",
+            "256 blk",
+            "per block",
+            "fixed",
+            "HotSpot",
+            "ratio",
+            "Zbb",
+            "1-blk stub",
+            "repeatable"
+        );
+        for r in &self.counts {
+            let c: Vec<String> = BLOCKS
+                .iter()
+                .map(|n| r.per_call.iter().find(|(b, _)| b == n).map_or("-".into(), |x| x.1.to_string()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
+                r.variant,
+                r.kernel,
+                format!("+{}", r.misalign),
+                c[0],
+                c[1],
+                c[2],
+                num(r.per_block),
+                num(r.fixed),
+                opt(r.hotspot, num),
+                opt(r.hotspot_ratio, |x| format!("{x:.2}x")),
+                opt(r.zbb_saving_pct, |x| format!("-{x:.1}%")),
+                r.single_block_call.map_or("-".into(), |x| x.to_string()),
+                match (r.repeatable, r.linear) {
+                    (true, true) => "yes",
+                    (false, _) => "NO",
+                    (true, false) => "nonlinear",
+                }
+            );
+        }
+        let _ = writeln!(
+            s,
+            "(input +N: buffer N bytes past a 64-byte boundary; HotSpot: stub instructions per block, DESIGN.md; \
+             ratio = per block / HotSpot; Zbb: saving against riscv64; 1-blk stub: one md5_implCompress call)"
+        );
+    }
+
+    fn write_mix(&self, s: &mut String) {
+        if self.counts.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nInstruction mix per block (aligned input; llvm-objdump classes weighted by block executions)"
+        );
+        let _ = writeln!(
+            s,
+            "{:<12} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9}",
+            "variant", "kernel", "loads", "stores", "ALU", "mul", "branch", "extension"
+        );
+        for r in self.counts.iter().filter(|r| r.misalign == 0) {
+            let m = &r.mix_per_block;
+            let _ = writeln!(
+                s,
+                "{:<12} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9}",
+                r.variant,
+                r.kernel,
+                num(m.loads),
+                num(m.stores),
+                num(m.alu),
+                num(m.multiplies),
+                num(m.branches),
+                num(m.extension)
+            );
+        }
+    }
+
+    fn write_native(&self, s: &mut String) {
+        let Some(n) = &self.native else { return };
+        let _ = writeln!(s, "\nNative x86_64, in-process, whole digest/tag per call ({}; {})", n.cpu, n.openssl);
+        let _ = writeln!(
+            s,
+            "{:<9} {:>6} {:>10} {:>12} {:>15} {:>12} {:>15}",
+            "kernel", "bytes", "lab ns/B", "OpenSSL ns/B", "RustCrypto ns/B", "lab/OpenSSL", "lab/RustCrypto"
+        );
+        for r in &n.ratios {
+            let ns = |imp: &str| {
+                n.rows
+                    .iter()
+                    .find(|x| x.kernel == r.kernel && x.bytes == r.bytes && x.implementation == imp)
+                    .map_or(f64::NAN, |x| x.ns_per_byte)
+            };
+            let _ = writeln!(
+                s,
+                "{:<9} {:>6} {:>10.3} {:>12.3} {:>15.3} {:>11.2}x {:>14.2}x",
+                r.kernel,
+                r.bytes,
+                ns("lab"),
+                ns("openssl"),
+                ns("rustcrypto"),
+                r.lab_vs_openssl,
+                r.lab_vs_rustcrypto
+            );
+        }
+        let _ = writeln!(s, "(ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)");
+    }
+
+    fn write_throughput(&self, s: &mut String) {
+        if self.raw_rates.is_empty() && self.throughput.is_empty() {
+            return;
+        }
+        let _ =
+            writeln!(s, "\nLab throughput (calls added to a batch, laid out, run, records decoded; median per call)");
+        let head = [
+            "variant",
+            "backend",
+            "raw instr/s",
+            "workload",
+            "calls/batch",
+            "calls/s",
+            "bytes/s",
+            "instr/call",
+            "vs raw",
+            "loop instr/s",
+            "vs loop",
+        ];
+        let _ = writeln!(
+            s,
+            "{:<12} {:<8} {:>11} {:<15} {:>11} {:>9} {:>10} {:>10} {:>7} {:>12} {:>7}",
+            head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10]
+        );
+        for t in &self.throughput {
+            let raw = self.raw_rates.iter().find(|r| r.variant == t.variant && r.backend == t.backend);
+            let _ = writeln!(
+                s,
+                "{:<12} {:<8} {:>11} {:<15} {:>11} {:>9} {:>10} {:>10} {:>7} {:>12} {:>7}",
+                t.variant,
+                t.backend,
+                raw.map_or("-".into(), |r| si(r.instructions_per_s)),
+                t.workload,
+                t.calls_per_batch,
+                si(t.calls_per_s),
+                format!("{}B", si(t.bytes_per_s)),
+                t.instructions_per_call,
+                opt(t.overhead_ratio, |x| format!("{x:.2}")),
+                si(t.kernel_loop_instructions_per_s),
+                format!("{:.2}", t.overhead_vs_kernel_loop),
+            );
+        }
+        let _ = writeln!(
+            s,
+            "(raw instr/s: lab_spin, 256 straight-line ALU instructions per iteration, on the same backend;\n \
+             vs raw = wall time / (instructions / raw rate); loop instr/s: the same kernel in 64 KiB calls;\n \
+             vs loop = wall time / (instructions / loop rate), the lab's own overhead)"
+        );
+        if let Some(r) = &self.lab_run {
+            let _ = writeln!(
+                s,
+                "default `lab run`: {:.2} s ({} passed, {} failed, {} skipped)",
+                r.seconds, r.passed, r.failed, r.skipped
+            );
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! The lab's own throughput per variant × backend: kernel calls per second and bytes per second
+//! for MD5 single-block calls, MD5 16 KiB calls and Poly1305 1 KiB calls, through the whole lab
+//! path (calls added to a batch, layout, the backend run, every call record decoded), and the
+//! overhead ratio = wall time ÷ (kernel instructions ÷ the backend's raw instruction rate).
+//!
+//! The raw rate comes from `lab_spin` (lab/guest/<arch>/spin.S, a loop of 256 straight-line ALU
+//! instructions) run through the same driver on the same backend in the same run; its
+//! instruction count per call is counted on Unicorn. Kernel instructions per call come from a
+//! Unicorn block profile of the same workload, so every backend is charged the same count.
+//!
+//! Register-only ALU code is the cheapest thing an emulator runs (TCG keeps the guest registers
+//! in host registers within a block), so kernel code with loads, stores and rotates runs at a
+//! lower rate even with no lab around it. A second ratio isolates the lab's own cost: wall time
+//! ÷ (instructions ÷ the rate of the same kernel in long calls of 64 KiB, its "kernel loop").
+
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::counts::profile_call;
+use super::workload::Workload;
+use crate::abi::Abi;
+use crate::backend::{run_batch, Backend, BackendKind, Limits, UnicornBackend};
+use crate::batch::{Arg, BatchBuilder};
+use crate::checks::{describe_fault, Entry};
+use crate::image::Image;
+use crate::toolchain::{self, BuildConfig};
+use crate::variant::{Arch, Kernel, Variant};
+
+/// A backend's raw instruction rate on the straight-line loop.
+#[derive(Debug, Clone, Serialize)]
+pub struct RawRate {
+    /// Variant name.
+    pub variant: &'static str,
+    /// Backend name.
+    pub backend: &'static str,
+    /// Guest instructions of the timed `lab_spin` call (counted on Unicorn).
+    pub instructions: u64,
+    /// Median wall time of that call (one batch of one call), seconds.
+    pub seconds: f64,
+    /// instructions / seconds.
+    pub instructions_per_s: f64,
+}
+
+/// Throughput of one workload on one variant × backend.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputRow {
+    /// Variant name.
+    pub variant: &'static str,
+    /// Backend name.
+    pub backend: &'static str,
+    /// `md5 1 block`, `md5 16 KiB`, `poly1305 1 KiB`.
+    pub workload: &'static str,
+    /// The stub called.
+    pub stub: &'static str,
+    /// Input bytes per call.
+    pub bytes_per_call: u64,
+    /// Calls per batch (chosen so a batch takes about 0.1 s).
+    pub calls_per_batch: usize,
+    /// Median kernel calls per second.
+    pub calls_per_s: f64,
+    /// Median input bytes per second.
+    pub bytes_per_s: f64,
+    /// Kernel instructions per call (Unicorn block profile).
+    pub instructions_per_call: u64,
+    /// Wall time per call ÷ (instructions per call ÷ raw rate); 1.0 = no cost beyond the loop rate.
+    pub overhead_ratio: Option<f64>,
+    /// The same kernel's rate in long calls over 64 KiB on this backend, instructions/s.
+    pub kernel_loop_instructions_per_s: f64,
+    /// Wall time per call ÷ (instructions per call ÷ kernel-loop rate): the lab's own cost.
+    pub overhead_vs_kernel_loop: f64,
+}
+
+/// The three workloads of the issue: (name, call).
+pub fn workloads() -> [(&'static str, Workload); 3] {
+    [
+        ("md5 1 block", Workload::md5_single(0)),
+        ("md5 16 KiB", Workload::md5(256, 0)),
+        ("poly1305 1 KiB", Workload::poly1305(64, 0)),
+    ]
+}
+
+/// Wall time one batch should take when timing.
+const TARGET: Duration = Duration::from_millis(100);
+
+/// The spin source of `arch`.
+fn spin_source(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Riscv64 => include_str!("../../guest/riscv64/spin.S"),
+        Arch::Aarch64 => include_str!("../../guest/aarch64/spin.S"),
+        Arch::X86_64 => include_str!("../../guest/x86_64/spin.S"),
+    }
+}
+
+/// Builds the spin image of `variant`: the variant's `driver.S` plus `spin.S`, cached under
+/// `<cache>/bench`.
+///
+/// # Errors
+/// Build failures (with the tool's message).
+pub fn spin_image(build: &BuildConfig, variant: &'static Variant) -> Result<Image, String> {
+    let src = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let arch_dir = src.path().join(variant.arch.name());
+    let driver = build.kernels_dir.join(variant.arch.name()).join("driver.S");
+    std::fs::create_dir_all(&arch_dir).map_err(|e| e.to_string())?;
+    std::fs::copy(&driver, arch_dir.join("driver.S")).map_err(|e| format!("{}: {e}", driver.display()))?;
+    std::fs::write(arch_dir.join("spin.S"), spin_source(variant.arch)).map_err(|e| e.to_string())?;
+    let cfg = BuildConfig { kernels_dir: src.path().to_path_buf(), cache_dir: build.cache_dir.join("bench") };
+    let path = toolchain::build_image(&cfg, variant).map_err(|e| e.to_string())?;
+    Image::load(&path, variant.arch).map_err(|e| e.to_string())
+}
+
+/// Runs one `lab_spin(n)` call; returns the wall time of the batch.
+fn spin_once(backend: &mut dyn Backend, image: &Image, n: u64) -> Result<Duration, String> {
+    let spin = image.require("lab_spin").map_err(|e| e.to_string())?;
+    let mut b = BatchBuilder::new(Abi::of(image.arch));
+    b.call(spin.addr, [Arg::Imm(n), Arg::Imm(0), Arg::Imm(0), Arg::Imm(0)], 1);
+    let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
+    let elapsed = t.elapsed();
+    match run.faults.first() {
+        Some(f) => Err(describe_fault("lab_spin", f, image, &batch).text),
+        None => Ok(elapsed),
+    }
+}
+
+/// The spin image of a variant and the instructions of `lab_spin(n)` = fixed + n × per_iteration.
+#[derive(Debug, Clone)]
+pub struct Spin {
+    /// driver.S + spin.S, built for the variant.
+    pub image: Image,
+    /// Instructions outside the loop.
+    pub fixed: u64,
+    /// Instructions per loop iteration (256 ALU + loop control).
+    pub per_iteration: u64,
+}
+
+impl Spin {
+    /// Builds the spin image of `variant` and counts `lab_spin` on Unicorn.
+    ///
+    /// # Errors
+    /// Build failures, engine set-up or a fault.
+    pub fn new(build: &BuildConfig, variant: &'static Variant) -> Result<Spin, String> {
+        let image = spin_image(build, variant)?;
+        let (fixed, per_iteration) = spin_instructions(&image)?;
+        Ok(Spin { image, fixed, per_iteration })
+    }
+}
+
+/// Instructions of `lab_spin(n)` as (fixed, per iteration), counted on Unicorn at n = 1 and 2.
+///
+/// # Errors
+/// Engine set-up or a fault.
+pub fn spin_instructions(image: &Image) -> Result<(u64, u64), String> {
+    let spin = image.require("lab_spin").map_err(|e| e.to_string())?;
+    let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
+    let mut count = |n| -> Result<u64, String> {
+        uc.start_profile(spin.addr, spin.addr + spin.size).map_err(|e| e.to_string())?;
+        let r = spin_once(&mut uc, image, n);
+        let p = uc.take_profile().ok_or("the profile vanished")?;
+        r.map(|_| p.instructions())
+    };
+    let (c1, c2) = (count(1)?, count(2)?);
+    Ok((c1 - (c2 - c1), c2 - c1))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Measures the raw rate of `backend` with `lab_spin`: calibrated to about [`TARGET`] per call,
+/// median of `runs`.
+///
+/// # Errors
+/// A fault or backend failure.
+pub fn raw_rate(
+    backend: &mut dyn Backend,
+    variant: &'static Variant,
+    spin: &Spin,
+    runs: usize,
+) -> Result<RawRate, String> {
+    let image = &spin.image;
+    let n0 = 1u64 << 14;
+    let t0 = spin_once(backend, image, n0)?.as_secs_f64().max(1e-6);
+    let n = ((n0 as f64 * TARGET.as_secs_f64() / t0) as u64).clamp(n0, 1 << 32);
+    let seconds =
+        median((0..runs).map(|_| spin_once(backend, image, n).map(|d| d.as_secs_f64())).collect::<Result<_, _>>()?);
+    let instructions = spin.fixed + n * spin.per_iteration;
+    Ok(RawRate {
+        variant: variant.name,
+        backend: backend.kind().name(),
+        instructions,
+        seconds,
+        instructions_per_s: instructions as f64 / seconds,
+    })
+}
+
+/// One timed batch of `k` calls of `w`: calls added, layout, run, records decoded.
+fn round(
+    backend: &mut dyn Backend,
+    image: &Image,
+    w: &Workload,
+    k: usize,
+    rng: &mut impl Rng,
+) -> Result<Duration, String> {
+    let e = Entry::of(image);
+    let mut b = BatchBuilder::new(Abi::of(image.arch));
+    let p = w.prepare(&mut b, rng); // random input: not the lab's work, so before the clock
+    let seed: u64 = rng.gen();
+    let t = Instant::now();
+    for i in 0..k {
+        w.call(&mut b, &e, &p, seed ^ i as u64);
+    }
+    let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
+    if let Some(f) = run.faults.first() {
+        return Err(describe_fault(&w.label(), f, image, &batch).text);
+    }
+    let completed = (0..k).filter(|&i| batch.record(&run.resp, i).completed).count();
+    let elapsed = t.elapsed();
+    if completed != k {
+        return Err(format!("{}: {completed} of {k} calls completed", w.label()));
+    }
+    Ok(elapsed)
+}
+
+/// Median wall time of one batch of `k` calls of `w`.
+fn time_batch(
+    backend: &mut dyn Backend,
+    image: &Image,
+    w: &Workload,
+    k: usize,
+    runs: usize,
+    rng: &mut impl Rng,
+) -> Result<f64, String> {
+    let times: Vec<f64> =
+        (0..runs).map(|_| round(backend, image, w, k, rng).map(|d| d.as_secs_f64())).collect::<Result<_, _>>()?;
+    Ok(median(times))
+}
+
+/// Rate of `kernel` in long calls over [`KERNEL_LOOP_BYTES`] (instructions/s): a batch of
+/// [`KERNEL_LOOP_CALLS`] such calls on one input, so the input transfer and the round trip are
+/// a few percent of the time (which makes the rate slightly low and the overhead ratio slightly
+/// favourable). The count is the fixed cost plus the per-block cost, both from Unicorn profiles
+/// at 1 and 2 blocks.
+fn kernel_loop_rate(
+    backend: &mut dyn Backend,
+    uc: &mut UnicornBackend,
+    image: &Image,
+    kernel: Kernel,
+    runs: usize,
+    rng: &mut impl Rng,
+) -> Result<f64, String> {
+    let c1 = profile_call(uc, image, &Workload::of(kernel, 1, 0), rng)?.instructions();
+    let c2 = profile_call(uc, image, &Workload::of(kernel, 2, 0), rng)?.instructions();
+    let blocks = KERNEL_LOOP_BYTES / Workload::block_bytes(kernel);
+    let instructions = c1 + (blocks - 1) * (c2 - c1);
+    let w = Workload::of(kernel, blocks, 0);
+    let t = time_batch(backend, image, &w, KERNEL_LOOP_CALLS, runs, rng)?;
+    Ok((KERNEL_LOOP_CALLS as u64 * instructions) as f64 / t)
+}
+
+/// Input of the kernel-loop call.
+const KERNEL_LOOP_BYTES: u64 = 64 << 10;
+/// Calls per kernel-loop batch.
+const KERNEL_LOOP_CALLS: usize = 16;
+
+/// Most calls one batch may hold (the call table must fit the 32 MiB arena).
+const MAX_CALLS: usize = 40_000;
+
+/// Throughput of every workload of `kernels` on one opened backend.
+///
+/// # Errors
+/// The first fault or backend failure.
+pub fn measure(
+    backend: &mut dyn Backend,
+    variant: &'static Variant,
+    image: &Image,
+    kernels: &[Kernel],
+    rate: Option<&RawRate>,
+    runs: usize,
+    seed: u64,
+) -> Result<Vec<ThroughputRow>, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rows = Vec::new();
+    // Instruction counts come from a Unicorn profile of the same image.
+    let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
+    uc.emulate_zbb(variant.zbb);
+    let mut loop_rates: Vec<(Kernel, f64)> = Vec::new();
+    for (name, w) in workloads().into_iter().filter(|(_, w)| kernels.contains(&w.kernel)) {
+        let instructions = profile_call(&mut uc, image, &w, &mut rng)?.instructions();
+        let loop_rate = match loop_rates.iter().find(|(k, _)| *k == w.kernel) {
+            Some(&(_, r)) => r,
+            None => {
+                let r = kernel_loop_rate(backend, &mut uc, image, w.kernel, runs, &mut rng)?;
+                loop_rates.push((w.kernel, r));
+                r
+            }
+        };
+        let k0 = 16;
+        let t0 = round(backend, image, &w, k0, &mut rng)?.as_secs_f64().max(1e-6);
+        let k = ((k0 as f64 * TARGET.as_secs_f64() / t0) as usize).clamp(k0, MAX_CALLS);
+        let per_call: Vec<f64> = (0..runs)
+            .map(|_| round(backend, image, &w, k, &mut rng).map(|d| d.as_secs_f64() / k as f64))
+            .collect::<Result<_, _>>()?;
+        let per_call = median(per_call);
+        rows.push(ThroughputRow {
+            variant: variant.name,
+            backend: backend.kind().name(),
+            workload: name,
+            stub: w.stub(),
+            bytes_per_call: w.bytes(),
+            calls_per_batch: k,
+            calls_per_s: 1.0 / per_call,
+            bytes_per_s: w.bytes() as f64 / per_call,
+            instructions_per_call: instructions,
+            overhead_ratio: rate.map(|r| per_call / (instructions as f64 / r.instructions_per_s)),
+            kernel_loop_instructions_per_s: loop_rate,
+            overhead_vs_kernel_loop: per_call / (instructions as f64 / loop_rate),
+        });
+    }
+    Ok(rows)
+}
+
+/// Raw rate and throughput of `variant` on `kind`: opens the backend for the kernel image and
+/// for the spin image.
+///
+/// # Errors
+/// Set-up failures, faults.
+pub fn variant_on(
+    kind: BackendKind,
+    variant: &'static Variant,
+    image: &Image,
+    spin: &Spin,
+    kernels: &[Kernel],
+    runs: usize,
+    seed: u64,
+) -> Result<(RawRate, Vec<ThroughputRow>), String> {
+    // Unicorn implements a wall-clock budget with a timer thread that wakes every 2 us for the
+    // whole emu_start (unicorn 2.1.5 uc.c, `_timeout_fn`): on 2 cores that thread alone halved
+    // the measured rates. The kernels timed here have just run to completion under the default
+    // budget (the Unicorn profiles), so the timed Unicorn engines run without one.
+    let limits = match kind {
+        BackendKind::Unicorn => Limits { batch_time: Duration::ZERO, ..Limits::default() },
+        _ => Limits::default(),
+    };
+    let mut spin_backend = kind.open(variant, &spin.image, limits).map_err(|e| e.to_string())?;
+    let rate = raw_rate(spin_backend.as_mut(), variant, spin, runs)?;
+    drop(spin_backend);
+    let mut backend = kind.open(variant, image, limits).map_err(|e| e.to_string())?;
+    let rows = measure(backend.as_mut(), variant, image, kernels, Some(&rate), runs, seed)?;
+    Ok((rate, rows))
+}

@@ -1,0 +1,182 @@
+//! `lab bench`'s measurements hold: counts are identical across runs, the dynamic per-block
+//! count and mix equal a static count of the kernel's block loop in the disassembly (every
+//! variant, Zbb on Unicorn included), the spin loop counts what its source says, the native
+//! implementations agree, and the CLI prints every row.
+
+use std::process::Command;
+
+use kernel_lab::bench::counts::{self, CountRow};
+use kernel_lab::bench::mix::{Disassembly, InsnClass, Mix};
+use kernel_lab::bench::workload::Workload;
+use kernel_lab::bench::{native, throughput};
+use kernel_lab::paths;
+use kernel_lab::variant::{Kernel, VARIANTS};
+
+use crate::common::{build, SEED};
+
+fn count_all() -> Vec<CountRow> {
+    let mut rows = Vec::new();
+    for v in &VARIANTS {
+        let image = build(v);
+        let dis = Disassembly::of(&image).unwrap();
+        for k in Kernel::ALL {
+            for m in counts::MISALIGNS {
+                rows.push(counts::count(&image, v, &dis, k, m, SEED).unwrap_or_else(|e| panic!("{v} {k} +{m}: {e}")));
+            }
+        }
+    }
+    counts::add_zbb_savings(&mut rows);
+    rows
+}
+
+#[test]
+fn counts_are_identical_across_two_runs_and_linear_in_blocks() {
+    let (first, second) = (count_all(), count_all());
+    assert_eq!(first.len(), VARIANTS.len() * 2 * counts::MISALIGNS.len());
+    assert_eq!(first, second);
+    for r in &first {
+        assert!(
+            r.repeatable && r.linear,
+            "{} {} +{}: repeatable {}, linear {}",
+            r.variant,
+            r.kernel,
+            r.misalign,
+            r.repeatable,
+            r.linear
+        );
+        assert_eq!(r.per_block.fract(), 0.0, "{} {}: per-block cost must be a whole number", r.variant, r.kernel);
+        assert!(
+            (r.mix_per_block.total() - r.per_block).abs() < 1e-9,
+            "{} {}: mix does not add up",
+            r.variant,
+            r.kernel
+        );
+    }
+    let zbb_md5 = first.iter().find(|r| r.variant == "riscv64+zbb" && r.kernel == "md5" && r.misalign == 0).unwrap();
+    assert!(zbb_md5.zbb_saving_pct.unwrap() > 0.0 && zbb_md5.mix_per_block.extension > 0.0, "{zbb_md5:?}");
+}
+
+/// The first backward conditional branch of the kernel's code and its target: the block loop.
+/// Its instructions, counted statically, are what one block costs on 64-byte-aligned input.
+fn static_loop(dis: &Disassembly, start: u64, end: u64) -> (f64, Mix) {
+    let insns: Vec<(u64, String, InsnClass)> = dis.range(start, end).map(|(a, t, c)| (a, t.to_string(), c)).collect();
+    let (branch, target) = insns
+        .iter()
+        .filter(|(_, t, c)| *c == InsnClass::Branch && !t.starts_with("j ") && !t.starts_with("jmp"))
+        .find_map(|(a, t, _)| {
+            let hex = t.split_whitespace().find_map(|w| w.trim_end_matches(',').strip_prefix("0x"))?;
+            let target = u64::from_str_radix(hex, 16).ok()?;
+            (target < *a && target >= start).then_some((*a, target))
+        })
+        .expect("a backward branch");
+    let mut mix = Mix::default();
+    let mut n = 0.0;
+    for (_, _, c) in insns.iter().filter(|(a, _, _)| (target..=branch).contains(a)) {
+        n += 1.0;
+        let slot = match c {
+            InsnClass::Load => &mut mix.loads,
+            InsnClass::Store => &mut mix.stores,
+            InsnClass::Alu => &mut mix.alu,
+            InsnClass::Multiply => &mut mix.multiplies,
+            InsnClass::Branch => &mut mix.branches,
+            InsnClass::Extension => &mut mix.extension,
+        };
+        *slot += 1.0;
+    }
+    (n, mix)
+}
+
+#[test]
+fn per_block_counts_equal_the_static_loop_of_every_kernel() {
+    for v in &VARIANTS {
+        let image = build(v);
+        let dis = Disassembly::of(&image).unwrap();
+        for k in Kernel::ALL {
+            let (start, end) = Workload::code_range(k, &image).unwrap();
+            let (n, mix) = static_loop(&dis, start, end);
+            let row = counts::count(&image, v, &dis, k, 0, SEED).unwrap();
+            assert_eq!(row.per_block, n, "{v} {k}: dynamic per block vs static loop");
+            assert_eq!(row.mix_per_block, mix, "{v} {k}: dynamic mix vs static loop");
+        }
+    }
+}
+
+#[test]
+fn spin_loop_counts_256_alu_instructions_and_its_loop_control() {
+    for v in VARIANTS.iter().filter(|v| !v.zbb) {
+        let image = throughput::spin_image(&paths::default_build(), v).unwrap();
+        let (_, per_iteration) = throughput::spin_instructions(&image).unwrap();
+        assert_eq!(per_iteration, 258, "{v}: spin.S has 256 ALU instructions, a decrement and a branch");
+    }
+}
+
+#[test]
+fn native_implementations_agree_or_say_why_not() {
+    match native::unavailable() {
+        Some(why) => assert!(!why.is_empty()),
+        None => {
+            let r = native::bench(1).unwrap();
+            assert_eq!(r.rows.len(), native::SIZES.len() * 2 * 3);
+            assert!(r.rows.iter().all(|x| x.ns_per_byte > 0.0), "{:?}", r.rows);
+        }
+    }
+}
+
+#[test]
+fn lab_bench_json_has_every_count_row_and_a_zbb_row_on_unicorn() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["bench", "--no-native", "--no-throughput", "--json"])
+        .output()
+        .expect("run lab bench");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = json["counts"].as_array().expect("counts");
+    for v in &VARIANTS {
+        for k in Kernel::ALL {
+            let row = rows.iter().find(|r| r["variant"] == v.name && r["kernel"] == k.name() && r["misalign"] == 0);
+            let row = row.unwrap_or_else(|| panic!("no row for {v} {k}"));
+            assert!(row["per_block"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row["hotspot"].as_f64().is_some(), "{row}");
+        }
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_lab")).args(["bench", "--runs", "0"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2), "--runs 0 is a usage error");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs"), "the error names the option");
+}
+
+/// The kernels' unaligned paths (riscv64 funnel shifts, byte edges) at every placement within
+/// 16 bytes and 1 to 3 blocks per call, on every backend, against the reference.
+#[test]
+fn every_input_placement_computes_the_reference_on_every_backend() {
+    use kernel_lab::abi::Abi;
+    use kernel_lab::backend::{run_batch, BackendKind, Limits};
+    use kernel_lab::batch::BatchBuilder;
+    use kernel_lab::checks::Entry;
+    use rand::SeedableRng;
+
+    for v in &VARIANTS {
+        let image = build(v);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+        let mut b = BatchBuilder::new(Abi::of(v.arch));
+        let mut planned = Vec::new();
+        for k in Kernel::ALL {
+            for misalign in 0..16 {
+                for blocks in 1..=3 {
+                    let w = Workload::of(k, blocks, misalign);
+                    let p = w.prepare(&mut b, &mut rng);
+                    w.call(&mut b, &Entry::of(&image), &p, misalign as u64);
+                    planned.push((w, p));
+                }
+            }
+        }
+        let batch = b.layout(image.arena().unwrap()).unwrap();
+        for kind in BackendKind::ALL.into_iter().filter(|k| k.supports(v).is_ok()) {
+            let mut backend = kind.open(v, &image, Limits::default()).unwrap();
+            let run = run_batch(backend.as_mut(), &batch).unwrap();
+            assert!(run.faults.is_empty(), "{v} on {kind}: {:?}", run.faults.first());
+            for (w, p) in &planned {
+                w.verify(p, &batch, &run.resp).unwrap_or_else(|e| panic!("{v} on {kind}, input +{}: {e}", w.misalign));
+            }
+        }
+    }
+}
