@@ -1,5 +1,5 @@
 //! The JSON and JUnit reports of `lab run` as CI reads them: a failure (a kernel with one MD5
-//! rotate amount changed) and a skip (riscv64+zbb on Unicorn) appear as such, with the right
+//! rotate amount changed) and a skip (aarch64 on native) appear as such, with the right
 //! counts, in XML that follows the JUnit schema's structure, and JSON with its schema fields.
 
 use std::path::Path;
@@ -11,7 +11,14 @@ use crate::common::mutated_kernels;
 
 /// Round 1, step 4 rotate amount 22 changed to 21 in the x86_64 MD5 kernel.
 const X86_ROTATE: (&str, &str) = ("F_STEP RB, RC, RD, RA,  3, 22,", "F_STEP RB, RC, RD, RA,  3, 21,");
-const SKIP_REASON: &str = "Unicorn 2.1.5 (QEMU 5.0.1 core) decodes no Zbb";
+const SKIP_REASON: &str = "native runs only the host's architecture";
+
+/// Cases the RFC 1321 set makes per variant × backend (guarded and offset cases).
+fn rfc1321_cases() -> usize {
+    let (set, errors) = kernel_lab::vectors::load_file(&paths::vectors_dir().join("md5/rfc1321.json"));
+    assert!(errors.is_empty(), "{errors:?}");
+    kernel_lab::run::cases_in(&set.expect("rfc1321.json"))
+}
 
 /// Runs `lab` with `args` and `env`; returns the exit status, stdout and stderr.
 fn lab(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
@@ -20,8 +27,9 @@ fn lab(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     (out.status.code().expect("exit status"), text(&out.stdout), text(&out.stderr))
 }
 
-/// `lab run` over riscv64, riscv64+zbb and the broken x86_64 on Unicorn, RFC 1321 only: 7 cases
-/// pass, 7 fail, 7 are skipped. `extra` adds the format options.
+/// `lab run` over aarch64 and the broken x86_64 on Unicorn and native, RFC 1321 only: aarch64
+/// passes on Unicorn and is skipped on native, x86_64 fails on both. `extra` adds the format
+/// options.
 fn broken_run(kernels: &Path, extra: &[&str]) -> (i32, String, String) {
     let rfc1321 = paths::vectors_dir().join("md5/rfc1321.json");
     let mut args = vec![
@@ -29,11 +37,13 @@ fn broken_run(kernels: &Path, extra: &[&str]) -> (i32, String, String) {
         "--kernels-dir",
         kernels.to_str().unwrap(),
         "--arch",
-        "riscv64",
+        "aarch64",
         "--arch",
         "x86_64",
         "--backend",
         "unicorn",
+        "--backend",
+        "native",
         "--kernel",
         "md5",
         "--no-bundled",
@@ -118,7 +128,8 @@ fn junit_report_shows_the_failure_and_the_skip_with_the_right_counts() {
     let (code, stdout, stderr) = broken_run(dir.path(), &["--format", "junit", "--output", xml_path.to_str().unwrap()]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     // With --output the human table still goes to stdout, without colour on a pipe.
-    assert!(stdout.contains("7 passed, 7 failed, 7 skipped (seed 7"), "{stdout}");
+    let n = rfc1321_cases();
+    assert!(stdout.contains(&format!("{n} passed, {} failed, {n} skipped (seed 7", 2 * n)), "{stdout}");
     assert!(!stdout.contains('\x1b'), "colour on a pipe: {stdout:?}");
 
     let xml = std::fs::read_to_string(&xml_path).expect("JUnit file written");
@@ -127,9 +138,10 @@ fn junit_report_shows_the_failure_and_the_skip_with_the_right_counts() {
     assert_eq!(
         suites,
         vec![
-            ("riscv64 on unicorn".to_string(), 7, 0, 0, 0),
-            ("riscv64+zbb on unicorn".to_string(), 7, 0, 0, 7),
-            ("x86_64 on unicorn".to_string(), 7, 7, 0, 0),
+            ("aarch64 on unicorn".to_string(), n, 0, 0, 0),
+            ("aarch64 on native".to_string(), n, 0, 0, n),
+            ("x86_64 on unicorn".to_string(), n, n, 0, 0),
+            ("x86_64 on native".to_string(), n, n, 0, 0),
         ]
     );
 
@@ -151,11 +163,11 @@ fn junit_report_shows_the_failure_and_the_skip_with_the_right_counts() {
     assert!(body.contains("[value] md5_implCompress(buffered block 0): state expected"), "{body}");
     assert!(body.contains("replay: lab run --seed 7 --arch x86_64 --backend unicorn --kernel md5"), "{body}");
 
-    let skipped = case("riscv64+zbb.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
+    let skipped = case("aarch64.native.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
     let skip = elements(skipped).find(|n| n.has_tag_name("skipped")).expect("<skipped>");
     assert!(skip.attribute("message").unwrap().starts_with(SKIP_REASON), "{skip:?}");
 
-    let passed = case("riscv64.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
+    let passed = case("aarch64.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
     assert_eq!(elements(passed).count(), 0, "a passed case has no outcome element");
 }
 
@@ -171,7 +183,8 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         (doc["command"].as_str(), doc["status"].as_str(), doc["exit_code"].as_i64()),
         (Some("run"), Some("failed"), Some(1))
     );
-    assert_eq!(doc["totals"], serde_json::json!({"passed": 7, "failed": 7, "skipped": 7}));
+    let n = rfc1321_cases() as u64;
+    assert_eq!(doc["totals"], serde_json::json!({"passed": n, "failed": 2 * n, "skipped": n}));
     assert!(doc["elapsed_s"].as_f64().unwrap() > 0.0);
 
     let rows = doc["rows"].as_array().unwrap();
@@ -184,14 +197,19 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         .collect();
     assert_eq!(
         cells,
-        vec![("riscv64", "unicorn", 7, 0, 0), ("riscv64+zbb", "unicorn", 0, 0, 7), ("x86_64", "unicorn", 0, 7, 0)]
+        vec![
+            ("aarch64", "unicorn", n, 0, 0),
+            ("aarch64", "native", 0, 0, n),
+            ("x86_64", "unicorn", 0, n, 0),
+            ("x86_64", "native", 0, n, 0)
+        ]
     );
     for r in rows {
         let cases = r["cases"].as_array().unwrap();
-        assert_eq!(cases.len(), 7, "every case is listed: {r}");
+        assert_eq!(cases.len() as u64, n, "every case is listed: {r}");
         let outcome = match (r["passed"].as_u64(), r["failed"].as_u64()) {
-            (Some(7), _) => "passed",
-            (_, Some(7)) => "failed",
+            (Some(p), _) if p == n => "passed",
+            (_, Some(f)) if f == n => "failed",
             _ => "skipped",
         };
         assert!(cases.iter().all(|c| c["outcome"] == outcome), "{r}");
@@ -220,7 +238,8 @@ fn a_broken_vector_file_is_an_error_case_in_junit() {
     assert_eq!(code, 2, "{stderr}");
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML on stdout");
     let suites = check_junit_schema(&doc);
-    assert_eq!(suites, vec![("x86_64 on unicorn".to_string(), 1, 0, 0, 0), ("set-up".to_string(), 1, 0, 1, 0)]);
+    // The valid entry runs as its guarded case and its offset case.
+    assert_eq!(suites, vec![("x86_64 on unicorn".to_string(), 2, 0, 0, 0), ("set-up".to_string(), 1, 0, 1, 0)]);
     let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
     assert!(error.attribute("message").unwrap().contains("entry 1 (\"typo\"): field `msg_hex`"), "{error:?}");
 }
