@@ -88,3 +88,19 @@ fn lab_run_reports_isa_and_memory_findings_in_its_normal_output() {
     assert!(out.contains("1 byte before the start of input"), "{out}");
     assert_eq!(lab(&["run", "--flush", "middle"]).0, 2);
 }
+
+#[test]
+fn fuzz_writes_json_on_stdout_and_its_human_lines_on_stderr() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--arch", "x86_64", "--backend", "unicorn", "--cases", "64", "--seed", "5", "--format", "json"])
+        .output()
+        .expect("run lab");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(doc["command"], "fuzz");
+    assert_eq!(doc["seed"], "5");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "md5 and poly1305 on x86_64/unicorn");
+    assert!(rows.iter().all(|r| r["set"] == "fuzz" && r["passed"] == 1), "{doc}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("64 cases"), "human lines on stderr");
+}

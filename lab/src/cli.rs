@@ -79,6 +79,31 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
     /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
+    /// Whether the structured report goes to stdout (so human text must go to stderr).
+    fn structured_on_stdout(&self) -> bool {
+        self.output.is_none() && self.format != Format::Human.name()
+    }
+
+    /// Writes only the structured report (JSON or JUnit) to `--output` or stdout; for commands
+    /// that print their own human text. Returns 0, or 2 when it cannot be written.
+    pub fn emit_structured(&self, report: &Report, command: &str) -> i32 {
+        let format = Format::from_name(&self.format).unwrap_or(Format::Human);
+        let result = match &self.output {
+            Some(path) => reporters::write(report, format, command, path).map(|()| {
+                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+            }),
+            None if format == Format::Human => Ok(()),
+            None => reporters::render(report, format, command).map(|text| print!("{text}")),
+        };
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("lab {command}: cannot write the report: {e}");
+                2
+            }
+        }
+    }
+
     pub fn emit(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         let mut stdout = anstream::stdout();
@@ -371,6 +396,8 @@ struct FuzzArgs {
     /// Folder for shrunk failures (vector files).
     #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
     out: PathBuf,
+    #[command(flatten)]
+    report: OutputArgs,
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -408,7 +435,16 @@ fn fuzz_cmd(args: &FuzzArgs) -> i32 {
         out_dir: args.out.clone(),
         limits: Limits::default(),
     };
-    println!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}", cfg.shard.0, cfg.shard.1);
+    // With JSON or JUnit on stdout, the human lines go to stderr.
+    let human = |text: &str| {
+        if args.report.structured_on_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    };
+    human(&format!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}\n", cfg.shard.0, cfg.shard.1));
+    let started = std::time::Instant::now();
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("template"));
     let results = fuzz::campaign(&cfg, &mut |p| {
@@ -417,31 +453,46 @@ fn fuzz_cmd(args: &FuzzArgs) -> i32 {
         bar.tick();
     });
     bar.finish_and_clear();
-    print_fuzz(&results, seed)
+    let (text, status) = fuzz_text(&results, seed);
+    human(&text);
+    let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
+    status.max(args.report.emit_structured(&report, "fuzz"))
 }
 
-/// Prints each target's line and every failure; returns the exit status.
-fn print_fuzz(results: &[fuzz::TargetResult], seed: u64) -> i32 {
+/// Each target's line and every failure, and the exit status.
+fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i32) {
+    use std::fmt::Write as _;
     let mut status = 0;
+    let mut out = String::new();
     for r in results {
         let head = format!("{:<12} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
         match &r.outcome {
-            fuzz::Outcome::Clean => println!("{head} {:>8} cases {:>10.0} cases/s  clean", r.cases, r.rate()),
-            fuzz::Outcome::Skipped(why) => println!("{head} skipped: {why}"),
+            fuzz::Outcome::Clean => {
+                let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  clean", r.cases, r.rate());
+            }
+            fuzz::Outcome::Skipped(why) => {
+                let _ = writeln!(out, "{head} skipped: {why}");
+            }
             fuzz::Outcome::Error(e) => {
-                println!("{head} error: {e}");
+                let _ = writeln!(out, "{head} error: {e}");
                 status = status.max(2);
             }
             fuzz::Outcome::Failed(f) => {
                 status = status.max(1);
-                println!("{head} {:>8} cases  FAILED at case {} (seed {seed})", r.cases, f.case_index);
-                println!("  shrunk from {} to {} blocks; minimal case:", f.original_blocks, fuzz::blocks_of(&f.case));
+                let _ = writeln!(out, "{head} {:>8} cases  FAILED at case {} (seed {seed})", r.cases, f.case_index);
+                let _ = writeln!(
+                    out,
+                    "  shrunk from {} to {} blocks; minimal case:",
+                    f.original_blocks,
+                    fuzz::blocks_of(&f.case)
+                );
                 let json = serde_json::to_string_pretty(&vectors::entry_json(&f.case)).unwrap_or_default();
-                println!("{}", json.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"));
+                let _ = writeln!(out, "{}", json.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"));
                 for finding in &f.findings {
-                    println!("  - {finding}");
+                    let _ = writeln!(out, "  - {finding}");
                 }
-                println!(
+                let _ = writeln!(
+                    out,
                     "  written to {}; replay: lab run --no-bundled --vectors {} --arch {} --backend {}",
                     f.file.display(),
                     f.file.display(),
@@ -451,7 +502,7 @@ fn print_fuzz(results: &[fuzz::TargetResult], seed: u64) -> i32 {
             }
         }
     }
-    status
+    (out, status)
 }
 
 fn list_cmd() -> i32 {

@@ -484,3 +484,47 @@ fn report_failure(
     }
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file }))
 }
+
+/// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row
+/// per target (set `fuzz`) holding one case, the campaign, which passed, failed with the
+/// shrunk case's findings and file, or was skipped with its reason.
+pub fn to_report(
+    results: &[TargetResult],
+    seed: u64,
+    shard: (u64, u64),
+    elapsed: std::time::Duration,
+) -> crate::report::Report {
+    use crate::report::{CaseOutcome, Report, Row, Verdict};
+    let rows = results
+        .iter()
+        .map(|r| {
+            let name = format!("differential fuzzing, seed {seed}, shard {}/{}", shard.0, shard.1);
+            let verdict = match &r.outcome {
+                Outcome::Clean => Verdict::Passed,
+                Outcome::Skipped(why) => Verdict::Skipped(why.clone()),
+                Outcome::Error(e) => Verdict::Failed(vec![Finding::new(crate::checks::Class::NotRun, e.clone())]),
+                Outcome::Failed(f) => {
+                    let mut findings = f.findings.clone();
+                    let replay = format!("minimal case (case {}) written to {}", f.case_index, f.file.display());
+                    findings.push(Finding::new(crate::checks::Class::Value, replay));
+                    Verdict::Failed(findings)
+                }
+            };
+            let mut row = Row {
+                variant: r.variant,
+                backend: r.backend,
+                kernel: r.kernel,
+                set: "fuzz".into(),
+                passed: 0,
+                failed: Vec::new(),
+                skipped: 0,
+                skip_reason: None,
+                elapsed: r.elapsed,
+                cases: Vec::new(),
+            };
+            row.push(CaseOutcome { name: format!("{name}: {} cases", r.cases), msg_len: 0, time: r.elapsed, verdict });
+            row
+        })
+        .collect();
+    Report { rows, seed, elapsed, ..Report::default() }
+}
