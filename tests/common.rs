@@ -25,12 +25,24 @@ pub fn build(v: &Variant) -> Image {
 }
 
 pub fn config(v: &'static Variant, backend: BackendKind, kernel: Kernel) -> RunConfig {
+    let files = vectors::bundled_files(&paths::vectors_dir(), &[kernel]);
+    config_with(v, vec![backend], kernel, files, paths::default_build())
+}
+
+/// A run of `kernel` on one variant with the given backends, vector files and kernel sources.
+pub fn config_with(
+    v: &'static Variant,
+    backends: Vec<BackendKind>,
+    kernel: Kernel,
+    vector_files: Vec<PathBuf>,
+    build: BuildConfig,
+) -> RunConfig {
     RunConfig {
         variants: vec![v],
-        backends: vec![backend],
+        backends,
         kernels: vec![kernel],
-        vector_files: vectors::bundled_files(&paths::vectors_dir(), &[kernel]),
-        build: paths::default_build(),
+        vector_files,
+        build,
         seed: SEED,
         limits: Limits::default(),
         flush: Placement::End,

@@ -6,7 +6,7 @@
 use kernel_lab::backend::{BackendKind, Limits};
 use kernel_lab::fuzz::{self, Budget, FuzzConfig, Outcome};
 use kernel_lab::paths;
-use kernel_lab::run::{self, RunConfig};
+use kernel_lab::run;
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::Kernel;
 
@@ -34,16 +34,7 @@ fn campaign(
 }
 
 fn replay(build: BuildConfig, kernel: Kernel, file: &std::path::Path, backend: BackendKind) -> (usize, usize) {
-    let cfg = RunConfig {
-        variants: vec![variant("x86_64")],
-        backends: vec![backend],
-        kernels: vec![kernel],
-        vector_files: vec![file.to_path_buf()],
-        build,
-        seed: SEED,
-        limits: Limits::default(),
-        flush: kernel_lab::batch::Placement::End,
-    };
+    let cfg = crate::common::config_with(variant("x86_64"), vec![backend], kernel, vec![file.to_path_buf()], build);
     let report = run::run(&cfg);
     assert!(report.vector_errors.is_empty(), "{:?}", report.vector_errors);
     let (p, f, _) = report.totals();
@@ -96,16 +87,13 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
 fn dropped_low_limb_carry_fails_named_rfc8439_vectors() {
     let (_dir, build) =
         mutated_kernels("x86_64", "poly1305.S", "adc     rcx, [rdi + rsi + 8]", "add     rcx, [rdi + rsi + 8]");
-    let cfg = RunConfig {
-        variants: vec![variant("x86_64")],
-        backends: vec![BackendKind::Unicorn],
-        kernels: vec![Kernel::Poly1305],
-        vector_files: vec![paths::vectors_dir().join("poly1305/rfc8439.json")],
+    let cfg = crate::common::config_with(
+        variant("x86_64"),
+        vec![BackendKind::Unicorn],
+        Kernel::Poly1305,
+        vec![paths::vectors_dir().join("poly1305/rfc8439.json")],
         build,
-        seed: SEED,
-        limits: Limits::default(),
-        flush: kernel_lab::batch::Placement::End,
-    };
+    );
     let report = run::run(&cfg);
     let failed: Vec<&str> = report.rows[0].failed.iter().map(|f| f.name.as_str()).collect();
     assert!(failed.iter().any(|n| n.starts_with("RFC8439 A.3 Test Vector #")), "{}", report.to_human());

@@ -3,7 +3,7 @@
 
 use kernel_lab::backend::{BackendKind, Limits, ProcessBackend};
 use kernel_lab::paths;
-use kernel_lab::run::{self, RunConfig};
+use kernel_lab::run;
 use kernel_lab::variant::Kernel;
 use kernel_lab::vectors;
 
@@ -62,16 +62,13 @@ fn a_changed_rotate_amount_fails_named_vectors_on_every_backend() {
     for (arch, from, to, variant_name) in ROTATE_MUTATIONS {
         let (_dir, build) = mutated_kernels(arch, "md5.S", from, to);
         let v = variant(variant_name);
-        let cfg = RunConfig {
-            variants: vec![v],
-            backends: BackendKind::ALL.to_vec(),
-            kernels: vec![Kernel::Md5],
-            vector_files: vec![paths::vectors_dir().join("md5/rfc1321.json")],
+        let cfg = crate::common::config_with(
+            v,
+            BackendKind::ALL.to_vec(),
+            Kernel::Md5,
+            vec![paths::vectors_dir().join("md5/rfc1321.json")],
             build,
-            seed: SEED,
-            limits: Limits::default(),
-            flush: kernel_lab::batch::Placement::End,
-        };
+        );
         let report = run::run(&cfg);
         assert_eq!(kernel_lab::run::exit_code(&report), 1, "{}", report.to_human());
         for row in report.rows.iter().filter(|r| r.backend.supports(v).is_ok()) {

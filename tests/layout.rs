@@ -2,12 +2,12 @@
 //! returns the wrong ofs, fails the named (ofs, limit) cases of vectors/md5/mb-semantics.json
 //! on every backend.
 
-use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::backend::BackendKind;
 use kernel_lab::paths;
-use kernel_lab::run::{self, RunConfig};
+use kernel_lab::run;
 use kernel_lab::variant::Kernel;
 
-use crate::common::{mutated_kernels, variant, SEED};
+use crate::common::{mutated_kernels, variant};
 
 /// (what the bug is, text replaced in kernels/x86_64/md5.S, replacement, a case that must fail,
 /// a case that must still pass).
@@ -40,16 +40,13 @@ fn mb_counting_bugs_fail_named_cases_on_every_backend() {
     let v = variant("x86_64");
     for (bug, from, to, fails, passes) in MB_BUGS {
         let (_dir, build) = mutated_kernels("x86_64", "md5.S", from, to);
-        let cfg = RunConfig {
-            variants: vec![v],
-            backends: BackendKind::ALL.to_vec(),
-            kernels: vec![Kernel::Md5],
-            vector_files: vec![paths::vectors_dir().join("md5/mb-semantics.json")],
+        let cfg = crate::common::config_with(
+            v,
+            BackendKind::ALL.to_vec(),
+            Kernel::Md5,
+            vec![paths::vectors_dir().join("md5/mb-semantics.json")],
             build,
-            seed: SEED,
-            limits: Limits::default(),
-            flush: kernel_lab::batch::Placement::End,
-        };
+        );
         let report = run::run(&cfg);
         assert_eq!(report.rows.len(), 3, "{bug}: {}", report.to_human());
         for row in &report.rows {

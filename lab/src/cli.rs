@@ -158,21 +158,9 @@ struct Select {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Architectures to measure (default: all).
-    #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
-    arch: Vec<String>,
-    /// Only variants built with Zbb (riscv64+zbb).
-    #[arg(long, conflicts_with = "no_zbb")]
-    zbb: bool,
-    /// Only variants built without Zbb.
-    #[arg(long)]
-    no_zbb: bool,
-    /// Kernels to measure (default: all).
-    #[arg(long = "kernel", value_parser = ["md5", "poly1305"])]
-    kernel: Vec<String>,
-    /// Backends for the throughput section (default: all that can run a variant).
-    #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
-    backend: Vec<String>,
+    /// Variants and kernels to measure; backends for the throughput section.
+    #[command(flatten)]
+    select: Select,
     /// Samples per timing; medians are reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
     runs: u32,
@@ -185,9 +173,6 @@ struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
-    #[arg(long, value_name = "DIR")]
-    kernels_dir: Option<PathBuf>,
     /// Seed for operands.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -204,28 +189,18 @@ fn select_variants(arch: &[String], zbb: bool, no_zbb: bool) -> Vec<&'static Var
 }
 
 fn bench_cmd(a: &BenchArgs) -> i32 {
-    let variants = select_variants(&a.arch, a.zbb, a.no_zbb);
-    if variants.is_empty() {
-        eprintln!("lab bench: no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)");
-        return 2;
-    }
-    let all = BenchConfig::all();
+    let variants = match a.select.variants() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("lab bench: {e}");
+            return 2;
+        }
+    };
     let cfg = BenchConfig {
         variants,
-        kernels: if a.kernel.is_empty() {
-            all.kernels
-        } else {
-            a.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
-        },
-        backends: if a.backend.is_empty() {
-            all.backends
-        } else {
-            a.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
-        },
-        build: BuildConfig {
-            kernels_dir: a.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
-            cache_dir: paths::cache_dir(),
-        },
+        kernels: a.select.kernels(),
+        backends: a.select.backends(),
+        build: a.select.build(),
         runs: a.runs as usize,
         native: !a.no_native,
         throughput: !a.no_throughput,
