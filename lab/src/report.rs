@@ -261,21 +261,36 @@ impl Report {
             "{:<12} {:<8} {:<9} {:<19} {:>6} {:>6} {:>7} {:>8}",
             "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time"
         );
-        for r in &self.rows {
-            let failed = format!("{:>6}", r.failed.len());
-            let skipped = format!("{:>7}", r.skipped);
-            let _ = writeln!(
-                s,
-                "{:<12} {:<8} {:<9} {:<19} {:>6} {} {} {:>7.2}s",
-                r.variant,
-                r.backend.name(),
-                r.kernel.name(),
-                r.set,
-                r.passed,
-                if r.failed.is_empty() { failed } else { paint.apply(FAIL, &failed) },
-                if r.skipped == 0 { skipped } else { paint.apply(SKIP, &skipped) },
-                r.elapsed.as_secs_f64()
-            );
+        for group in self.rows.chunk_by(|a, b| a.variant == b.variant && a.backend == b.backend) {
+            // A variant × backend skipped whole for one reason is one line, not one per set.
+            let whole = group.iter().all(|r| r.passed == 0 && r.failed.is_empty() && r.skip_reason.is_some())
+                && group.windows(2).all(|w| w[0].skip_reason == w[1].skip_reason);
+            if whole && group.len() > 1 {
+                let skipped = paint.apply(SKIP, &format!("{:>7}", group.iter().map(|r| r.skipped).sum::<usize>()));
+                let (variant, backend) = (group[0].variant, group[0].backend.name());
+                let _ = writeln!(
+                    s,
+                    "{variant:<12} {backend:<8} {:<9} {:<19} {:>6} {:>6} {skipped} {:>7.2}s",
+                    "all", "(skipped)", 0, 0, 0.0
+                );
+                continue;
+            }
+            for r in group {
+                let failed = format!("{:>6}", r.failed.len());
+                let skipped = format!("{:>7}", r.skipped);
+                let _ = writeln!(
+                    s,
+                    "{:<12} {:<8} {:<9} {:<19} {:>6} {} {} {:>7.2}s",
+                    r.variant,
+                    r.backend.name(),
+                    r.kernel.name(),
+                    r.set,
+                    r.passed,
+                    if r.failed.is_empty() { failed } else { paint.apply(FAIL, &failed) },
+                    if r.skipped == 0 { skipped } else { paint.apply(SKIP, &skipped) },
+                    r.elapsed.as_secs_f64()
+                );
+            }
         }
         self.write_failures(&mut s, paint);
         for f in &self.image_findings {
