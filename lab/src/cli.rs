@@ -259,7 +259,8 @@ struct RunArgs {
     /// Seed for register poison, argument garbage and split points (default: random, printed).
     #[arg(long)]
     seed: Option<u64>,
-    /// Wall-clock budget per batch in seconds; a batch past it fails as a hang.
+    /// Wall-clock budget per batch in seconds on qemu-user and native; a batch past it fails
+    /// as a hang.
     #[arg(long, default_value_t = 20)]
     batch_seconds: u64,
     /// Which end of their pages the guarded cases' inputs touch a guard page with: `end` catches

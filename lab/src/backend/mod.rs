@@ -88,7 +88,8 @@ impl fmt::Display for BackendKind {
 /// Budgets that turn a hang into a finding.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Wall-clock budget for one batch on any backend.
+    /// Wall-clock budget for one batch on qemu-user and native (Unicorn counts instructions
+    /// instead: its wall-clock timer costs a thread waking every 2 us).
     pub batch_time: Duration,
     /// Guest instructions one call may execute on Unicorn (counted per translation block).
     /// The largest bundled call (one million 'a' through one `implCompressMB`) needs about
