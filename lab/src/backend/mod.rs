@@ -271,9 +271,10 @@ impl BatchRun {
 /// Only backend failures; faults are collected in [`BatchRun::faults`].
 pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, BackendError> {
     let mut faults = Vec::new();
-    let mut payload = batch.payload.clone();
+    // The batch's own payload first; a resumed run needs a patched copy.
+    let mut resumed: Option<Vec<u8>> = None;
     loop {
-        let run = backend.execute(&payload, batch.resp_len)?;
+        let run = backend.execute(resumed.as_deref().unwrap_or(&batch.payload), batch.resp_len)?;
         let Some(fault) = run.fault else {
             return Ok(BatchRun { resp: run.resp, faults });
         };
@@ -281,7 +282,7 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
         faults.push(fault);
         match next {
             Some(n) if n < batch.ncalls() && faults.len() < MAX_FAULTS_PER_BATCH => {
-                payload = batch.resume_payload(&run.resp, n);
+                resumed = Some(batch.resume_payload(&run.resp, n));
             }
             _ => return Ok(BatchRun { resp: run.resp, faults }),
         }
