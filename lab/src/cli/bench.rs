@@ -1,0 +1,56 @@
+//! `lab bench`: options mapped onto [`kernel_lab::bench`].
+
+use clap::Args;
+
+use kernel_lab::bench::{self, BenchConfig};
+
+use super::options::Select;
+
+#[derive(Args)]
+pub(crate) struct BenchArgs {
+    /// Variants and kernels to measure; backends for the throughput section.
+    #[command(flatten)]
+    select: Select,
+    /// Samples per timing; medians are reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
+    runs: u32,
+    /// Skip the native comparison with OpenSSL and RustCrypto.
+    #[arg(long)]
+    no_native: bool,
+    /// Skip the lab throughput section and the timed `lab run`.
+    #[arg(long)]
+    no_throughput: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Seed for operands.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
+/// The variants an `--arch`/`--zbb`/`--no-zbb` selection names (all when none is given).
+
+pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
+    let variants = match a.select.variants() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("lab bench: {e}");
+            return 2;
+        }
+    };
+    let cfg = BenchConfig {
+        variants,
+        kernels: a.select.kernels(),
+        backends: a.select.backends(),
+        build: a.select.build(),
+        runs: a.runs as usize,
+        native: !a.no_native,
+        throughput: !a.no_throughput,
+        seed: a.seed,
+    };
+    let report = bench::bench(&cfg);
+    let text = if a.json { report.to_json() + "\n" } else { report.to_human() };
+    // A closed pipe (`lab bench | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    report.exit_code()
+}

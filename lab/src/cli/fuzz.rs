@@ -1,0 +1,142 @@
+//! `lab fuzz`: options mapped onto a [`kernel_lab::fuzz`] campaign, its text and reports.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use kernel_lab::backend::Limits;
+use kernel_lab::fuzz;
+use kernel_lab::vectors;
+
+use super::options::{OutputArgs, Select};
+
+#[derive(Args)]
+pub(crate) struct FuzzArgs {
+    #[command(flatten)]
+    select: Select,
+    /// Cases per variant × backend × kernel (across all shards). Default: 2000.
+    #[arg(long, conflicts_with = "time")]
+    cases: Option<u64>,
+    /// Wall time for the whole campaign, split across targets (e.g. 60s, 10m).
+    #[arg(long)]
+    time: Option<humantime::Duration>,
+    /// Campaign seed (default: random, printed so the run can be repeated).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run shard I of N: case k belongs to shard k mod N (e.g. 0/4).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// Cases per backend entry.
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// Folder for shrunk failures (vector files).
+    #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
+    out: PathBuf,
+    #[command(flatten)]
+    report: OutputArgs,
+}
+
+pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 0/4")?;
+    let (i, n): (u64, u64) =
+        (i.parse().map_err(|_| "I must be a number")?, n.parse().map_err(|_| "N must be a number")?);
+    if n == 0 || i >= n {
+        return Err(format!("shard {i}/{n}: need 0 <= I < N"));
+    }
+    Ok((i, n))
+}
+
+pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
+    let variants = match args.select.variants() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("lab fuzz: {e}");
+            return 2;
+        }
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let budget = match args.time {
+        Some(t) => fuzz::Budget::Time(t.into()),
+        None => fuzz::Budget::Cases(args.cases.unwrap_or(2000)),
+    };
+    let cfg = fuzz::FuzzConfig {
+        variants,
+        backends: args.select.backends(),
+        kernels: args.select.kernels(),
+        build: args.select.build(),
+        seed,
+        budget,
+        shard: args.shard.unwrap_or((0, 1)),
+        batch: args.batch.max(1),
+        out_dir: args.out.clone(),
+        limits: Limits::default(),
+    };
+    // With JSON or JUnit on stdout, the human lines go to stderr.
+    let human = |text: &str| {
+        if args.report.structured_on_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    };
+    human(&format!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}\n", cfg.shard.0, cfg.shard.1));
+    let started = std::time::Instant::now();
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("template"));
+    let results = fuzz::campaign(&cfg, &mut |p| {
+        let of = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        bar.set_message(format!("{}: {}{of} cases, {:.0} cases/s", p.target, p.cases, p.rate));
+        bar.tick();
+    });
+    bar.finish_and_clear();
+    let (text, status) = fuzz_text(&results, seed);
+    human(&text);
+    let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
+    status.max(args.report.emit_structured(&report, "fuzz"))
+}
+
+/// Each target's line and every failure, and the exit status.
+pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i32) {
+    use std::fmt::Write as _;
+    let mut status = 0;
+    let mut out = String::new();
+    for r in results {
+        let head = format!("{:<12} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
+        match &r.outcome {
+            fuzz::Outcome::Clean => {
+                let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  clean", r.cases, r.rate());
+            }
+            fuzz::Outcome::Skipped(why) => {
+                let _ = writeln!(out, "{head} skipped: {why}");
+            }
+            fuzz::Outcome::Error(e) => {
+                let _ = writeln!(out, "{head} error: {e}");
+                status = status.max(2);
+            }
+            fuzz::Outcome::Failed(f) => {
+                status = status.max(1);
+                let _ = writeln!(out, "{head} {:>8} cases  FAILED at case {} (seed {seed})", r.cases, f.case_index);
+                let _ = writeln!(
+                    out,
+                    "  shrunk from {} to {} blocks; minimal case:",
+                    f.original_blocks,
+                    fuzz::blocks_of(&f.case)
+                );
+                let json = serde_json::to_string_pretty(&vectors::entry_json(&f.case)).unwrap_or_default();
+                let _ = writeln!(out, "{}", json.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"));
+                for finding in &f.findings {
+                    let _ = writeln!(out, "  - {finding}");
+                }
+                let _ = writeln!(
+                    out,
+                    "  written to {}; replay: lab run --no-bundled --vectors {} --arch {} --backend {}",
+                    f.file.display(),
+                    f.file.display(),
+                    r.variant.split('+').next().unwrap_or(r.variant),
+                    r.backend
+                );
+            }
+        }
+    }
+    (out, status)
+}

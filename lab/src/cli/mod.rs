@@ -1,0 +1,81 @@
+//! Command-line options (clap) mapped onto library calls. Arguments as typed ([`RunArgs`]) are
+//! resolved into a [`RunConfig`] in one place; [`OutputArgs`] renders any report.
+
+mod bench;
+mod doctor;
+mod fuzz;
+mod list;
+mod options;
+mod run;
+
+use clap::{Parser, Subcommand};
+
+use bench::{bench_cmd, BenchArgs};
+use doctor::doctor_cmd;
+use fuzz::{fuzz_cmd, FuzzArgs};
+use list::list_cmd;
+use run::{run_cmd, RunArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "lab",
+    version,
+    about = "Cross-architecture emulation test lab for MD5 and Poly1305 kernels",
+    after_help = "Examples:\n  lab doctor                  # is everything installed?\n  lab run                     # every kernel on every variant and backend\n  lab run --format junit --output lab.xml\n\nExit status: 0 nothing failed, 1 a case failed, 2 usage, input or set-up error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the kernels and check them against every vector on every backend.
+    #[command(
+        after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json\n  lab run --seed 7 --format junit --output lab-junit.xml\n  lab run --format json | jq '.totals'"
+    )]
+    Run(RunArgs),
+    /// Differential fuzzing against the portable reference; shrinks and saves failures.
+    #[command(
+        after_help = "Examples:\n  lab fuzz --cases 2000\n  lab fuzz --arch riscv64 --zbb --kernel md5 --time 60s --seed 42\n  lab fuzz --time 10m --shard 0/4      # this runner's quarter of a campaign\n\nA failure is shrunk, printed with its seed, and written to --out as a vector file:\n  lab run --no-bundled --vectors fuzz-failures/<file>.json"
+    )]
+    Fuzz(FuzzArgs),
+    /// Count instructions per block, compare native speed with OpenSSL and RustCrypto, and time
+    /// the lab itself.
+    #[command(
+        after_help = "Examples:\n  lab bench\n  lab bench --json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
+    )]
+    Bench(BenchArgs),
+    /// List variants and backends, and which backend can run which variant.
+    #[command(after_help = "Example:\n  lab list")]
+    List,
+    /// Check the set-up: tools, the Unicorn engine, every variant on every backend.
+    ///
+    /// Checks clang, ld.lld and each qemu-user binary, the Unicorn engine linked into the lab,
+    /// and that every variant builds from scratch and runs a tiny batch on every backend that
+    /// can run it. Exit 0 only if all is well.
+    #[command(
+        after_help = "Example:\n  lab doctor\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
+    )]
+    Doctor,
+}
+
+/// Report format and destination, shared by every command that produces a [`Report`]
+/// (`#[command(flatten)]` it into the command's arguments).
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match &cli.command {
+        Command::Run(a) => run_cmd(a),
+        Command::Fuzz(a) => fuzz_cmd(a),
+        Command::Bench(a) => bench_cmd(a),
+        Command::List => list_cmd(),
+        Command::Doctor => doctor_cmd(),
+    }
+}

@@ -1,0 +1,146 @@
+//! Options shared by several commands: the variant/kernel/backend selection and the report output.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use kernel_lab::backend::BackendKind;
+use kernel_lab::paths;
+use kernel_lab::report::Report;
+use kernel_lab::reporters::{self, Format};
+use kernel_lab::run::{self};
+use kernel_lab::toolchain::BuildConfig;
+use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
+
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Report format: the human table, JSON (docs/report-schema.md) or JUnit XML.
+    #[arg(long, default_value = "human", value_parser = clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name)))]
+    pub(crate) format: String,
+    /// Write the report to FILE (the human table still goes to stdout).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
+    /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
+    /// Whether the structured report goes to stdout (so human text must go to stderr).
+    pub(crate) fn structured_on_stdout(&self) -> bool {
+        self.output.is_none() && self.format != Format::Human.name()
+    }
+
+    /// Writes only the structured report (JSON or JUnit) to `--output` or stdout; for commands
+    /// that print their own human text. Returns 0, or 2 when it cannot be written.
+    pub fn emit_structured(&self, report: &Report, command: &str) -> i32 {
+        let format = Format::from_name(&self.format).unwrap_or(Format::Human);
+        let result = match &self.output {
+            Some(path) => reporters::write(report, format, command, path).map(|()| {
+                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+            }),
+            None if format == Format::Human => Ok(()),
+            None => reporters::render(report, format, command).map(|text| print!("{text}")),
+        };
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("lab {command}: cannot write the report: {e}");
+                2
+            }
+        }
+    }
+
+    pub fn emit(&self, report: &Report, command: &str) -> i32 {
+        let format = Format::from_name(&self.format).unwrap_or(Format::Human);
+        let mut stdout = anstream::stdout();
+        match &self.output {
+            Some(path) => {
+                let _ = write!(stdout, "{}", report.to_human_styled(true));
+                if let Err(e) = reporters::write(report, format, command, path) {
+                    eprintln!("lab {command}: cannot write the report: {e}");
+                    return 2;
+                }
+                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+            }
+            None if format == Format::Human => {
+                let _ = write!(stdout, "{}", report.to_human_styled(true));
+            }
+            None => match reporters::render(report, format, command) {
+                Ok(text) => {
+                    let _ = write!(stdout, "{text}");
+                }
+                Err(e) => {
+                    eprintln!("lab {command}: {e}");
+                    return 2;
+                }
+            },
+        }
+        run::exit_code(report)
+    }
+}
+
+/// Which variants, kernels and backends a command covers.
+#[derive(Args)]
+pub(crate) struct Select {
+    /// Architectures to run (default: all).
+    #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
+    pub(crate) arch: Vec<String>,
+    /// Only variants built with Zbb (riscv64+zbb).
+    #[arg(long, conflicts_with = "no_zbb")]
+    pub(crate) zbb: bool,
+    /// Only variants built without Zbb.
+    #[arg(long)]
+    pub(crate) no_zbb: bool,
+    /// Kernels to check (default: all).
+    #[arg(long = "kernel", value_parser = ["md5", "poly1305"])]
+    pub(crate) kernel: Vec<String>,
+    /// Backends to use (default: every backend that can run a variant).
+    #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
+    pub(crate) backend: Vec<String>,
+    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) kernels_dir: Option<PathBuf>,
+}
+
+pub(crate) fn select_variants(arch: &[String], zbb: bool, no_zbb: bool) -> Vec<&'static Variant> {
+    let archs: Vec<Arch> = arch.iter().filter_map(|a| Arch::from_name(a)).collect();
+    VARIANTS
+        .iter()
+        .filter(|v| archs.is_empty() || archs.contains(&v.arch))
+        .filter(|v| (!zbb || v.zbb) && (!no_zbb || !v.zbb))
+        .collect()
+}
+
+impl Select {
+    pub(crate) fn variants(&self) -> Result<Vec<&'static Variant>, String> {
+        let variants = select_variants(&self.arch, self.zbb, self.no_zbb);
+        if variants.is_empty() {
+            return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
+        }
+        Ok(variants)
+    }
+
+    pub(crate) fn kernels(&self) -> Vec<Kernel> {
+        if self.kernel.is_empty() {
+            Kernel::ALL.to_vec()
+        } else {
+            self.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
+        }
+    }
+
+    pub(crate) fn backends(&self) -> Vec<BackendKind> {
+        if self.backend.is_empty() {
+            BackendKind::ALL.to_vec()
+        } else {
+            self.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
+        }
+    }
+
+    pub(crate) fn build(&self) -> BuildConfig {
+        BuildConfig {
+            kernels_dir: self.kernels_dir.clone().unwrap_or_else(paths::kernels_dir),
+            cache_dir: paths::cache_dir(),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `lab run`: options resolved into a [`kernel_lab::run::RunConfig`].
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use kernel_lab::backend::Limits;
+use kernel_lab::batch::Placement;
+use kernel_lab::paths;
+use kernel_lab::run::{self, RunConfig};
+use kernel_lab::vectors;
+
+use super::options::{OutputArgs, Select};
+use crate::bars::Bars;
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    select: Select,
+    /// Extra vector files to run (JSON, see vectors/README.md).
+    #[arg(long = "vectors", value_name = "FILE")]
+    vectors: Vec<PathBuf>,
+    /// Run only the --vectors files, not the bundled ones.
+    #[arg(long)]
+    no_bundled: bool,
+    /// Seed for register poison, argument garbage and split points (default: random, printed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Wall-clock budget per batch in seconds on qemu-user and native; a batch past it fails
+    /// as a hang.
+    #[arg(long, default_value_t = 20)]
+    batch_seconds: u64,
+    /// Which end of their pages the guarded cases' inputs touch a guard page with: `end` catches
+    /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
+    #[arg(long, value_parser = ["end", "start"], default_value = "end")]
+    flush: String,
+    /// Guest instructions one call may execute on Unicorn before it fails as a hang.
+    #[arg(long, default_value_t = Limits::default().call_instructions)]
+    call_instructions: u64,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+impl RunArgs {
+    /// Resolves the typed arguments into a run configuration.
+    fn resolve(&self) -> Result<RunConfig, String> {
+        let kernels = self.select.kernels();
+        let mut vector_files =
+            if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
+        vector_files.extend(self.vectors.iter().cloned());
+        if vector_files.is_empty() {
+            return Err("no vector files to run (drop --no-bundled or add --vectors FILE)".into());
+        }
+        Ok(RunConfig {
+            variants: self.select.variants()?,
+            backends: self.select.backends(),
+            kernels,
+            vector_files,
+            build: self.select.build(),
+            seed: self.seed.unwrap_or_else(rand::random),
+            limits: Limits {
+                batch_time: std::time::Duration::from_secs(self.batch_seconds),
+                call_instructions: self.call_instructions,
+            },
+            flush: if self.flush == "start" { Placement::Start } else { Placement::End },
+        })
+    }
+}
+
+pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
+    let cfg = match args.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("lab run: {e}");
+            return 2;
+        }
+    };
+    let mut bars = Bars::default();
+    let report = run::run_with_progress(&cfg, &mut |e| bars.handle(e));
+    args.out.emit(&report, "run")
+}
