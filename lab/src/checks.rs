@@ -435,10 +435,11 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
             continue;
         }
         if !rec.completed {
-            let why = run
-                .batch_fault()
-                .map(|f| describe_fault("batch", f, image, batch).text)
-                .unwrap_or_else(|| "the batch stopped before it".into());
+            let why = match (run.batch_fault(), &run.abandoned) {
+                (Some(f), _) => describe_fault("batch", f, image, batch).text,
+                (None, Some(reason)) => reason.clone(),
+                (None, None) => "the batch stopped before it".into(),
+            };
             findings.push(Finding::new(Class::NotRun, format!("{} did not run: {why}", c.label)));
             continue;
         }

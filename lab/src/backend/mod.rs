@@ -100,7 +100,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { batch_time: Duration::from_secs(20), call_instructions: 64_000_000 }
+        Limits { batch_time: Duration::from_secs(10), call_instructions: 64_000_000 }
     }
 }
 
@@ -251,6 +251,8 @@ pub struct BatchRun {
     pub resp: Vec<u8>,
     /// Faults with the call each one hit.
     pub faults: Vec<Fault>,
+    /// Why calls after the last fault did not run, when the batch was given up.
+    pub abandoned: Option<String>,
 }
 
 impl BatchRun {
@@ -270,21 +272,30 @@ impl BatchRun {
 /// # Errors
 /// Only backend failures; faults are collected in [`BatchRun::faults`].
 pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, BackendError> {
-    let mut faults = Vec::new();
+    let mut faults: Vec<Fault> = Vec::new();
     // The batch's own payload first; a resumed run needs a patched copy.
     let mut resumed: Option<Vec<u8>> = None;
     loop {
         let run = backend.execute(resumed.as_deref().unwrap_or(&batch.payload), batch.resp_len)?;
         let Some(fault) = run.fault else {
-            return Ok(BatchRun { resp: run.resp, faults });
+            return Ok(BatchRun { resp: run.resp, faults, abandoned: None });
         };
-        let next = fault.call.map(|c| c + 1);
-        faults.push(fault);
-        match next {
-            Some(n) if n < batch.ncalls() && faults.len() < MAX_FAULTS_PER_BATCH => {
-                resumed = Some(batch.resume_payload(&run.resp, n));
+        let next = fault.call.map(|c| c + 1).filter(|&n| n < batch.ncalls());
+        let abandoned = match (&fault.kind, next) {
+            (_, None) => fault.call.is_none().then(|| format!("the batch was given up after: {}", fault.kind)),
+            // Every further hung call would cost the whole wall-clock budget again.
+            (FaultKind::Hang(_), Some(_)) => {
+                Some(format!("the batch was given up after a hang at call {}", next.unwrap_or(0) - 1))
             }
-            _ => return Ok(BatchRun { resp: run.resp, faults }),
+            _ if faults.len() + 1 >= MAX_FAULTS_PER_BATCH => {
+                Some(format!("the batch was given up after {MAX_FAULTS_PER_BATCH} faults (MAX_FAULTS_PER_BATCH)"))
+            }
+            _ => None,
+        };
+        faults.push(fault);
+        match (next, abandoned) {
+            (Some(n), None) => resumed = Some(batch.resume_payload(&run.resp, n)),
+            (_, abandoned) => return Ok(BatchRun { resp: run.resp, faults, abandoned }),
         }
     }
 }

@@ -64,9 +64,16 @@ fn read_u64(r: &mut impl Read) -> std::io::Result<u64> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// No frame is longer than the arena plus the fault words; anything longer is a corrupt stream
+/// (say, a fault frame interleaved with a result frame), not an allocation to attempt.
+const MAX_FRAME: usize = (64 << 20) + 32;
+
 fn read_frame(r: &mut impl Read) -> std::io::Result<Frame> {
     let tag = read_u64(r)?;
     let len = read_u64(r)? as usize;
+    if len > MAX_FRAME {
+        return Ok(Frame::Closed(format!("protocol error: frame tag {tag} claims {len} bytes")));
+    }
     let mut data = vec![0u8; len];
     r.read_exact(&mut data)?;
     Ok(match tag {

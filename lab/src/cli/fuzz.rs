@@ -15,10 +15,10 @@ pub(crate) struct FuzzArgs {
     #[command(flatten)]
     select: Select,
     /// Cases per variant × backend × kernel (across all shards). Default: 2000.
-    #[arg(long, conflicts_with = "time")]
+    #[arg(long, conflicts_with = "time", value_parser = clap::value_parser!(u64).range(1..))]
     cases: Option<u64>,
     /// Wall time for the whole campaign, split across targets (e.g. 60s, 10m).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_time)]
     time: Option<humantime::Duration>,
     /// Campaign seed (default: random, printed so the run can be repeated).
     #[arg(long)]
@@ -34,6 +34,15 @@ pub(crate) struct FuzzArgs {
     out: PathBuf,
     #[command(flatten)]
     report: OutputArgs,
+}
+
+/// A positive duration such as `60s` or `10m`.
+fn parse_time(s: &str) -> Result<humantime::Duration, String> {
+    let d: humantime::Duration = s.parse().map_err(|e| format!("{e} (e.g. 60s, 10m)"))?;
+    if d.is_zero() {
+        return Err("the time budget must be above zero".into());
+    }
+    Ok(d)
 }
 
 pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -89,14 +98,14 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
         bar.tick();
     });
     bar.finish_and_clear();
-    let (text, status) = fuzz_text(&results, seed);
+    let (text, status) = fuzz_text(&results, seed, &fuzz::kernels_option(&cfg));
     human(&text);
     let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
     status.max(args.report.emit_structured(&report, "fuzz"))
 }
 
 /// Each target's line and every failure, and the exit status.
-pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i32) {
+pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64, kernels_option: &str) -> (String, i32) {
     use std::fmt::Write as _;
     let mut status = 0;
     let mut out = String::new();
@@ -127,16 +136,32 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i
                 for finding in &f.findings {
                     let _ = writeln!(out, "  - {finding}");
                 }
+                let variant = kernel_lab::variant::Variant::by_name(r.variant).expect("a known variant");
+                let zbb = match (variant.arch, variant.zbb) {
+                    (kernel_lab::variant::Arch::Riscv64, true) => " --zbb",
+                    (kernel_lab::variant::Arch::Riscv64, false) => " --no-zbb",
+                    _ => "",
+                };
                 let _ = writeln!(
                     out,
-                    "  written to {}; replay: lab run --no-bundled --vectors {} --arch {} --backend {}",
+                    "  written to {}\n  replay: lab run --no-bundled --vectors {} --arch {}{zbb} --backend {}{kernels_option}",
                     f.file.display(),
                     f.file.display(),
-                    r.variant.split('+').next().unwrap_or(r.variant),
+                    variant.arch,
                     r.backend
                 );
             }
         }
     }
+    let count = |p: fn(&fuzz::Outcome) -> bool| results.iter().filter(|r| p(&r.outcome)).count();
+    let _ = writeln!(
+        out,
+        "\n{} cases: {} targets clean, {} failed, {} skipped, {} errors (seed {seed})",
+        results.iter().map(|r| r.cases).sum::<u64>(),
+        count(|o| matches!(o, fuzz::Outcome::Clean)),
+        count(|o| matches!(o, fuzz::Outcome::Failed(_))),
+        count(|o| matches!(o, fuzz::Outcome::Skipped(_))),
+        count(|o| matches!(o, fuzz::Outcome::Error(_))),
+    );
     (out, status)
 }

@@ -28,7 +28,7 @@ pub(crate) struct RunArgs {
     seed: Option<u64>,
     /// Wall-clock budget per batch in seconds on qemu-user and native; a batch past it fails
     /// as a hang.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     batch_seconds: u64,
     /// Which end of their pages the guarded cases' inputs touch a guard page with: `end` catches
     /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
