@@ -105,7 +105,7 @@ def md5_mb():
         blocks = (limit - ofs) // 64 + 1
         state = bytes(rng.getrandbits(8) for _ in range(16))
         v.append({"name": f"implCompressMB {name}",
-                  "source": "DESIGN.md do-while ofs/limit contract (DigestBase: limit = ofs + len - 64); checked against the portable reference",
+                  "source": "docs/DESIGN.md do-while ofs/limit contract (DigestBase: limit = ofs + len - 64); checked against the portable reference",
                   "stub": "md5_implCompressMB", "state_hex": state.hex(), "ofs": ofs, "limit": limit,
                   "msg": {"pattern": "random", "seed": 200 + len(v), "len": blocks * 64}})
     v.append({"name": "implCompress one block from a random state", "source": "RFC 1321 §3.4; checked against the portable reference",
@@ -154,7 +154,7 @@ def poly_edges():
         assert all(l < (1 << 26) for l in acc[:4]) and acc[4] < (1 << 27), an
         for rn, r in rs:
             for n in [0, 15, 16, 17, 31, 32, 33, 64, 1000]:
-                v.append({"name": f"acc {an}, {rn}, {n} bytes of 0xff", "source": "contract edges (DESIGN.md limb bounds); checked against the portable reference",
+                v.append({"name": f"acc {an}, {rn}, {n} bytes of 0xff", "source": "contract edges (docs/DESIGN.md limb bounds); checked against the portable reference",
                           "acc": acc, "r_hex": r.to_bytes(16, "little").hex(), "msg": {"pattern": "repeat", "byte_hex": "ff", "len": n}})
     write("poly1305", "limb-edges", "Poly1305 processBlocks at the limb-contract edges: accumulators at the bounds and around p, extreme r, all-0xff blocks", v)
 

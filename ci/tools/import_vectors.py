@@ -6,6 +6,7 @@ Each published vector keeps its `source` field verbatim; the file adds the lab's
 OpenSSL and Linux vectors apart. Re-running overwrites the files with the same content.
 """
 import json
+import re
 import pathlib
 import sys
 
@@ -28,13 +29,30 @@ SETS = {
 }
 
 
+LEN_IN_NAME = re.compile(r"\(len=(\d+)\)")
+
+
+def checked(entry: dict) -> dict:
+    """The entry as published, except a `(len=N)` in its name that disagrees with the message:
+    the name is corrected and a `comment` says so (the digest is for the message as given)."""
+    m = LEN_IN_NAME.search(entry["name"])
+    n = len(entry.get("msg_hex", "")) // 2
+    if not m or int(m.group(1)) == n:
+        return entry
+    fixed = dict(entry)
+    fixed["name"] = LEN_IN_NAME.sub(f"(len={n})", entry["name"]).replace(f"{int(m.group(1)) - int(m.group(1)) % 8}-byte blob", "blob")
+    fixed["comment"] = f"name corrected on import: the shared file said len={m.group(1)}, the message has {n} bytes"
+    return fixed
+
+
 def main() -> None:
     for kernel, sets in SETS.items():
         entries = json.loads((SHARED / f"{kernel}.json").read_text())
         taken = set()
         for set_name, marker, description in sets:
-            chosen = [e for i, e in enumerate(entries) if i not in taken and marker in e["source"]]
-            taken.update(i for i, e in enumerate(entries) if e in chosen)
+            picked = [i for i, e in enumerate(entries) if i not in taken and marker in e["source"]]
+            taken.update(picked)
+            chosen = [checked(entries[i]) for i in picked]
             doc = {"kernel": kernel, "set": set_name, "description": description, "vectors": chosen}
             out = ROOT / "vectors" / kernel / f"{set_name}.json"
             out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")

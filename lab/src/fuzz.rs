@@ -43,7 +43,7 @@ fn block64() -> BoxedStrategy<Vec<u8>> {
 }
 
 /// MD5 stub calls: any state, 1..=64 blocks weighted to 1, 2 and 16, offsets 0..63,
-/// `(ofs, limit)` with `limit - ofs` often not a multiple of 64 (RFC 1321 §3.4; DESIGN.md MB).
+/// `(ofs, limit)` with `limit - ofs` often not a multiple of 64 (RFC 1321 §3.4; docs/DESIGN.md MB).
 ///
 /// The block count is its own value (a union of fixed counts, which proptest shrinks towards
 /// the first arm at once), and the input cycles through up to 8 generated blocks: shrinking a

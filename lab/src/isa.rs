@@ -1,5 +1,5 @@
 //! ISA legality, statically: every instruction of a variant's image must decode within that
-//! variant's ISA (DESIGN.md "Variants": riscv64 RV64GC, riscv64+zbb RV64GC + Zbb, aarch64
+//! variant's ISA (docs/DESIGN.md "Variants": riscv64 RV64GC, riscv64+zbb RV64GC + Zbb, aarch64
 //! ARMv8.0-A, x86_64 baseline x86-64 with no VEX/EVEX, BMI or ADX), and no kernel may contain a
 //! system-call instruction (only the driver's I/O code, between `lab_syscalls_begin` and
 //! `lab_syscalls_end`, may).
@@ -89,7 +89,7 @@ fn x86_outside_baseline(bytes: &[u8], addr: u64) -> Option<String> {
 }
 
 /// Whether the x86 instruction is VEX-, EVEX- or XOP-encoded (Unicorn computes some VEX.128
-/// forms wrongly: DESIGN.md "Backend facts").
+/// forms wrongly: docs/DESIGN.md "Backend facts").
 fn x86_vex_family(bytes: &[u8], addr: u64) -> bool {
     let i = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE).decode();
     matches!(i.encoding(), EncodingKind::VEX | EncodingKind::EVEX | EncodingKind::XOP)
@@ -155,7 +155,7 @@ pub fn unicorn_refusal(image: &Image) -> Result<Option<String>, DisasmError> {
     Ok(full.iter().find(|i| x86_vex_family(&i.bytes, i.addr)).map(|i| {
         format!(
             "the image holds VEX/EVEX-encoded code (`{}` at {}), which Unicorn 2.1.5 computes wrongly for some \
-             VEX.128 forms (DESIGN.md): not run there",
+             VEX.128 forms (docs/DESIGN.md): not run there",
             i.text,
             image.symbolize(i.addr)
         )

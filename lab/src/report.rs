@@ -193,6 +193,11 @@ impl Row {
     }
 }
 
+/// Failed cases the human report prints per row (the JSON and JUnit reports list all).
+const FAILURES_SHOWN: usize = 8;
+/// Findings the human report prints per failed case.
+const FINDINGS_SHOWN: usize = 6;
+
 /// Overall verdict, mapped to the exit status by the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -292,11 +297,12 @@ impl Report {
                 );
             }
         }
-        self.write_failures(&mut s, paint);
+        // Findings about a whole image first: they usually explain the failures below them.
         for f in &self.image_findings {
             let head = format!("FAILED {} image ({})", f.variant, f.finding.class.name());
             let _ = writeln!(s, "\n{}: {}", paint.apply(FAIL, &head), f.finding);
         }
+        self.write_failures(&mut s, paint);
         self.write_skips(&mut s, paint);
         for e in &self.vector_errors {
             let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "vector file error"));
@@ -319,11 +325,18 @@ impl Report {
         for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
             let head = format!("FAILED {} on {}, {} / {}:", r.variant, r.backend, r.kernel, r.set);
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
-            for c in &r.failed {
+            for c in r.failed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
-                for f in &c.findings {
+                for f in c.findings.iter().take(FINDINGS_SHOWN) {
                     let _ = writeln!(s, "    - {f}");
                 }
+                if c.findings.len() > FINDINGS_SHOWN {
+                    let _ = writeln!(s, "    - ... and {} more findings", c.findings.len() - FINDINGS_SHOWN);
+                }
+            }
+            if r.failed.len() > FAILURES_SHOWN {
+                let more = r.failed.len() - FAILURES_SHOWN;
+                let _ = writeln!(s, "  ... and {more} more failed cases in this set (--format json lists them all)");
             }
         }
     }

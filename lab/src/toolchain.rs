@@ -1,5 +1,5 @@
 //! Cross-building kernel images from source with one toolchain for every target
-//! (clang + ld.lld, DESIGN.md "Toolchain"), and finding the external tools the backends run.
+//! (clang + ld.lld, docs/DESIGN.md "Toolchain"), and finding the external tools the backends run.
 //!
 //! Images are cached by a content hash of the sources and the flags, so an edited `.S` file
 //! is rebuilt on the next run and an unchanged one is not.

@@ -2,7 +2,7 @@
 //!
 //! Choosing a variant is a table lookup ([`VARIANTS`]), never a chain of `if`s: the target
 //! triple, `-march`, the qemu-user `-cpu` model and the kernel folder all live in one row.
-//! The rows follow DESIGN.md "Variants".
+//! The rows follow docs/DESIGN.md "Variants".
 
 use std::fmt;
 
@@ -75,7 +75,7 @@ pub struct Variant {
     /// clang `-march`: the ISA the assembler accepts for this variant.
     pub march: &'static str,
     /// qemu-user `-cpu` argument. qemu 7.2 turns Zba/Zbb/Zbc/Zbs on by default for `rv64`,
-    /// so every extension is named explicitly (DESIGN.md "Variants").
+    /// so every extension is named explicitly (docs/DESIGN.md "Variants").
     pub qemu_cpu: &'static str,
     /// What the code may use, in words, for `lab list` and reports.
     pub isa: &'static str,
@@ -141,7 +141,7 @@ impl fmt::Display for Variant {
     }
 }
 
-/// A kernel contract (DESIGN.md "Kernel contracts"); each names the HotSpot stub symbols it uses.
+/// A kernel contract (docs/DESIGN.md "Kernel contracts"); each names the HotSpot stub symbols it uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kernel {
     /// `md5_implCompress` and `md5_implCompressMB` (RFC 1321).

@@ -1,7 +1,7 @@
 //! Instructions per translation block, cached by block address, and an execution profile built
 //! on it. A Unicorn block hook sees every translation block (TB) start with its address; the
 //! number of guest instructions in the TB comes once from `uc_ctl(UC_CTL_TB_REQUEST_CACHE)`
-//! (`uc_tb.icount`) and is then a table lookup. DESIGN.md (measured): counting this way runs at
+//! (`uc_tb.icount`) and is then a table lookup. docs/DESIGN.md (measured): counting this way runs at
 //! about 1.6 G instructions/s, a code hook about ten times slower.
 //!
 //! [`BlockIcounts`] is the shared piece: anything that counts instructions in a block hook (the

@@ -1,6 +1,6 @@
 //! qemu-user and native backends: the image's `_start` as a long-lived child process, fed
 //! batches over stdin and answering on stdout (kernels/README.md, "`_start` I/O loop").
-//! A qemu-user process costs about 20 ms to start (DESIGN.md), so it is started once and
+//! A qemu-user process costs about 20 ms to start (docs/DESIGN.md), so it is started once and
 //! restarted only after the guest dies.
 //!
 //! A batch past its time budget is poked with SIGUSR1: the guest's fault handler reports the PC

@@ -1,7 +1,7 @@
 //! The Unicorn backend: maps the image's segments into a Unicorn 2.1.5 engine, writes the batch
 //! into `lab_arena`, and runs `lab_batch` until it returns to `lab_unicorn_halt`.
 //!
-//! Facts it relies on (DESIGN.md "Backend facts", measured): an illegal RISC-V instruction
+//! Facts it relies on (docs/DESIGN.md "Backend facts", measured): an illegal RISC-V instruction
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
 //! `Ok` from `emu_start` and must be asked for with `query(TIMEOUT)`; the handle is `Rc`-based,
 //! so one engine lives on one thread.

@@ -196,7 +196,7 @@ impl ZbbEmulator {
     /// Emulates the instruction that just raised an illegal-instruction exception, if it is Zbb.
     ///
     /// Call from the interrupt hook on `intno == 2` (RISC-V "illegal instruction" cause).
-    /// Unicorn has already set pc to fault + 4 (DESIGN.md, measured; `cpu_handle_exception`
+    /// Unicorn has already set pc to fault + 4 (docs/DESIGN.md, measured; `cpu_handle_exception`
     /// adds 4 on RISC-V), which is the next instruction because every Zbb instruction is 32
     /// bits wide. Returns `false`, touching nothing, when the word is not Zbb or cannot be read:
     /// the caller then reports the illegal instruction as before.

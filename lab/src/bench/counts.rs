@@ -24,7 +24,7 @@ pub const BLOCKS: [u64; 3] = [1, 16, 256];
 /// Input placements counted: 0 (64-byte aligned) and 1 byte past it.
 pub const MISALIGNS: [usize; 2] = [0, 1];
 
-/// HotSpot stub figures, instructions per block, from DESIGN.md "Reference figures" (counted by
+/// HotSpot stub figures, instructions per block, from docs/DESIGN.md "Reference figures" (counted by
 /// reading the OpenJDK stubs, not measured). The riscv64 Poly1305 stub uses no Zbb, so the
 /// Zbb variant is compared with the same figure.
 pub fn hotspot_figure(variant: &Variant, kernel: Kernel) -> Option<f64> {
@@ -61,7 +61,7 @@ pub struct CountRow {
     pub linear: bool,
     /// MD5: instructions of one `md5_implCompress` call (the single-block stub).
     pub single_block_call: Option<u64>,
-    /// HotSpot stub figure per block (DESIGN.md), when there is one.
+    /// HotSpot stub figure per block (docs/DESIGN.md), when there is one.
     pub hotspot: Option<f64>,
     /// per_block / hotspot.
     pub hotspot_ratio: Option<f64>,

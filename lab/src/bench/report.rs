@@ -177,7 +177,7 @@ impl BenchReport {
         }
         let _ = writeln!(
             s,
-            "(input +N: buffer N bytes past a 64-byte boundary; HotSpot: stub instructions per block, DESIGN.md; \
+            "(input +N: buffer N bytes past a 64-byte boundary; HotSpot: stub instructions per block, docs/DESIGN.md; \
              ratio = per block / HotSpot; Zbb: saving against riscv64; 1-blk stub: one md5_implCompress call)"
         );
     }
