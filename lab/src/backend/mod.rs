@@ -94,7 +94,7 @@ pub struct Limits {
     /// Guest instructions one call may execute on Unicorn (counted per translation block).
     /// The largest bundled call (one million 'a' through one `implCompressMB`) needs about
     /// 11.3 M on riscv64; 64 M leaves room for 4 MiB inputs and still stops a runaway loop
-    /// within a fraction of a second.
+    /// within a fraction of a second. `u64::MAX` turns the budget off (and its block hook).
     pub call_instructions: u64,
 }
 

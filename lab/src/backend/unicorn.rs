@@ -270,24 +270,30 @@ impl UnicornBackend {
         // scribbles over the call table cannot keep the engine running forever without the
         // wall-clock timer (which costs Unicorn a thread waking every 2 us, uc.c `_timeout_fn`).
         let batch_blocks = budget.saturating_mul(64);
-        uc.add_block_hook(1, 0, move |uc, addr, size| {
-            let mut st = s.borrow_mut();
-            st.batch_blocks += 1;
-            if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
-                st.seen.budget = Some(addr);
-                let _ = uc.emu_stop();
-            }
-            if driver.contains(&addr) {
-                st.executed = 0; // between calls: the next kernel call starts a fresh count
-                return;
-            }
-            let n = u64::from(st.blocks.get(uc, addr, size));
-            st.executed += n;
-            if st.executed > budget && st.seen.budget.is_none() {
-                st.seen.budget = Some(addr);
-                let _ = uc.emu_stop();
-            }
+        // `u64::MAX` means no budget at all: no block hook, so timed runs (`lab bench`) see the
+        // engine's own speed.
+        let hook = budget != u64::MAX;
+        hook.then(|| {
+            uc.add_block_hook(1, 0, move |uc, addr, size| {
+                let mut st = s.borrow_mut();
+                st.batch_blocks += 1;
+                if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
+                    st.seen.budget = Some(addr);
+                    let _ = uc.emu_stop();
+                }
+                if driver.contains(&addr) {
+                    st.executed = 0; // between calls: the next kernel call starts a fresh count
+                    return;
+                }
+                let n = u64::from(st.blocks.get(uc, addr, size));
+                st.executed += n;
+                if st.executed > budget && st.seen.budget.is_none() {
+                    st.seen.budget = Some(addr);
+                    let _ = uc.emu_stop();
+                }
+            })
         })
+        .transpose()
         .map_err(uc_err("block hook"))?;
         if arch == Arch::X86_64 {
             for insn in [X86Insn::SYSCALL, X86Insn::SYSENTER] {
