@@ -19,15 +19,7 @@ fn run_riscv64_without_zbb_passes_on_unicorn_and_qemu() {
 
 #[test]
 fn broken_hex_in_a_vector_file_exits_2_naming_file_entry_and_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("mine.json");
-    std::fs::write(
-        &file,
-        r#"{"kernel":"md5","set":"mine","vectors":[
-            {"name":"ok","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"},
-            {"name":"typo","source":"hand","msg_hex":"61zz","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
-    )
-    .unwrap();
+    let (_dir, file) = crate::common::vector_file_with_a_typo();
     let (code, out) =
         lab(&["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");

@@ -89,3 +89,18 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A vector file `mine.json` with one valid MD5 entry and one (entry 1, "typo") whose
+/// `msg_hex` is not hex. Keep the folder alive while the file is used.
+pub fn vector_file_with_a_typo() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("mine.json");
+    std::fs::write(
+        &file,
+        r#"{"kernel":"md5","set":"mine","vectors":[
+            {"name":"ok","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"},
+            {"name":"typo","source":"hand","msg_hex":"61zz","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
+    )
+    .expect("write vector file");
+    (dir, file)
+}

@@ -224,15 +224,7 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
 
 #[test]
 fn a_broken_vector_file_is_an_error_case_in_junit() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("mine.json");
-    std::fs::write(
-        &file,
-        r#"{"kernel":"md5","set":"mine","vectors":[
-            {"name":"ok","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"},
-            {"name":"typo","source":"hand","msg_hex":"61zz","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
-    )
-    .unwrap();
+    let (_dir, file) = crate::common::vector_file_with_a_typo();
     let args = ["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()];
     let (code, xml, stderr) = lab(&[&args[..], &["--format", "junit"]].concat(), &[]);
     assert_eq!(code, 2, "{stderr}");
