@@ -166,7 +166,7 @@ impl BenchReport {
                 num(r.fixed),
                 opt(r.hotspot, num),
                 opt(r.hotspot_ratio, |x| format!("{x:.2}x")),
-                opt(r.zbb_saving_pct, |x| format!("-{x:.1}%")),
+                opt(r.zbb_saving_pct, |x| if x.abs() < 0.05 { "0.0%".into() } else { format!("-{x:.1}%") }),
                 r.single_block_call.map_or("-".into(), |x| x.to_string()),
                 match (r.repeatable, r.linear) {
                     (true, true) => "yes",
