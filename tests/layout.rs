@@ -56,3 +56,33 @@ fn mb_counting_bugs_fail_named_cases_on_every_backend() {
         }
     }
 }
+
+/// A one-block-ahead preload (8 bytes of the next block read in every iteration, the last one
+/// included) is invisible in the digests but fails the guarded cases, whose input ends at a
+/// guard page, on every backend.
+#[test]
+fn a_preload_past_the_last_block_fails_the_guarded_cases() {
+    let preload = "        /* do { ... } while (ofs <= limit): signed 32-bit compare, as in Java */\n";
+    let with_preload = "        mov     rax, qword ptr [rdi + 64]       /* preload the next block (the bug) */\n        /* do { ... } while (ofs <= limit): signed 32-bit compare, as in Java */\n";
+    let (_dir, build) = mutated_kernels("x86_64", "md5.S", preload, with_preload);
+    let files = vec![paths::vectors_dir().join("md5/mb-semantics.json")];
+    let cfg = crate::common::config_with(variant("x86_64"), BackendKind::ALL.to_vec(), Kernel::Md5, files, build);
+    let report = run::run(&cfg);
+    assert_eq!(report.rows.len(), 3, "{}", report.to_human());
+    for row in &report.rows {
+        let guarded: Vec<_> = row.failed.iter().filter(|f| !f.name.contains(" @+")).collect();
+        assert!(!guarded.is_empty(), "{}: no guarded case failed", row.backend);
+        for f in guarded {
+            let text = &f.findings[0].text;
+            assert!(
+                text.contains("byte") && text.contains("past the end of input"),
+                "{} / {}: {text}",
+                row.backend,
+                f.name
+            );
+        }
+        // The packed offset cases read valid memory and compute right digests: only the guard
+        // pages see this bug.
+        assert!(row.failed.iter().all(|f| !f.name.contains(" @+")), "{}: an offset case failed", row.backend);
+    }
+}
