@@ -247,3 +247,25 @@ fn human_colour_follows_clicolor_force_and_no_color() {
     let (_, no_color, _) = lab(&args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
     assert!(!no_color.contains('\x1b'), "NO_COLOR wins: {no_color:?}");
 }
+
+#[test]
+fn image_scan_findings_reach_json_and_junit() {
+    let (dir, _) = crate::common::fixture_kernels("riscv64", "md5.S", "ror.S");
+    let args = ["run", "--kernels-dir", dir.path().to_str().unwrap(), "--arch", "riscv64", "--no-zbb"];
+    let args = [&args[..], &["--backend", "unicorn", "--kernel", "md5", "--no-bundled"]].concat();
+    let rfc1321 = paths::vectors_dir().join("md5/rfc1321.json");
+    let args = [&args[..], &["--vectors", rfc1321.to_str().unwrap()]].concat();
+    let (code, json, stderr) = lab(&[&args[..], &["--format", "json"]].concat(), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let f = &doc["image_findings"][0];
+    assert_eq!((f["variant"].as_str(), f["class"].as_str()), (Some("riscv64"), Some("isa")), "{doc}");
+    assert!(f["text"].as_str().unwrap().contains("ror"), "{f}");
+    let (_, xml, _) = lab(&[&args[..], &["--format", "junit"]].concat(), &[]);
+    let doc = roxmltree::Document::parse(&xml).expect("XML");
+    let suites = check_junit_schema(&doc);
+    assert!(
+        suites.iter().any(|(name, tests, failures, ..)| name == "images" && *tests >= 1 && tests == failures),
+        "{suites:?}"
+    );
+}

@@ -23,6 +23,16 @@ struct JsonReport<'a> {
     rows: Vec<JsonRow<'a>>,
     vector_errors: Vec<JsonVectorError>,
     setup_errors: &'a [String],
+    /// Findings about a whole image (the static ISA and system-call scan); added in version 1
+    /// with an empty default.
+    image_findings: Vec<JsonImageFinding<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonImageFinding<'a> {
+    variant: &'a str,
+    class: &'static str,
+    text: &'a str,
 }
 
 #[derive(Serialize)]
@@ -108,6 +118,11 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
             })
             .collect(),
         setup_errors: &report.setup_errors,
+        image_findings: report
+            .image_findings
+            .iter()
+            .map(|f| JsonImageFinding { variant: f.variant, class: f.finding.class.name(), text: &f.finding.text })
+            .collect(),
     };
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');

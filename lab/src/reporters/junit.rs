@@ -42,6 +42,9 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, quick_jun
         }
     }
     junit.add_test_suites(suites.into_iter().map(|(_, s)| s));
+    if let Some(s) = image_suite(report) {
+        junit.add_test_suite(s);
+    }
     if let Some(s) = setup_suite(report) {
         junit.add_test_suite(s);
     }
@@ -106,6 +109,23 @@ fn failure(findings: &[Finding], replay: &str) -> TestCaseStatus {
     body.push_str(&format!("replay: {replay} (plus the run's --vectors/--kernels-dir options)\n"));
     s.set_description(body);
     s
+}
+
+/// Findings about whole images (static ISA and system-call scan), one `<failure>` case each in a
+/// suite `images`; `None` when there are none.
+fn image_suite(report: &Report) -> Option<TestSuite> {
+    if report.image_findings.is_empty() {
+        return None;
+    }
+    let mut suite = TestSuite::new("images");
+    for (i, f) in report.image_findings.iter().enumerate() {
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(f.finding.text.as_str()).set_type(f.finding.class.name());
+        let mut case = TestCase::new(format!("{} image scan #{}", f.variant, i + 1), s);
+        case.set_classname(format!("{}.image", f.variant));
+        suite.add_test_case(case);
+    }
+    Some(suite)
 }
 
 /// Vector-file and set-up problems, one `<error>` case each; `None` when there are none.
