@@ -73,15 +73,7 @@ fn static_loop(dis: &Disassembly, start: u64, end: u64) -> (f64, Mix) {
     let mut n = 0.0;
     for (_, _, c) in insns.iter().filter(|(a, _, _)| (target..=branch).contains(a)) {
         n += 1.0;
-        let slot = match c {
-            InsnClass::Load => &mut mix.loads,
-            InsnClass::Store => &mut mix.stores,
-            InsnClass::Alu => &mut mix.alu,
-            InsnClass::Multiply => &mut mix.multiplies,
-            InsnClass::Branch => &mut mix.branches,
-            InsnClass::Extension => &mut mix.extension,
-        };
-        *slot += 1.0;
+        mix.add(*c, 1.0);
     }
     (n, mix)
 }

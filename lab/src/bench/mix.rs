@@ -56,7 +56,8 @@ pub struct Mix {
 }
 
 impl Mix {
-    fn add(&mut self, class: InsnClass, n: f64) {
+    /// Adds `n` instructions of `class`.
+    pub fn add(&mut self, class: InsnClass, n: f64) {
         let slot = match class {
             InsnClass::Load => &mut self.loads,
             InsnClass::Store => &mut self.stores,

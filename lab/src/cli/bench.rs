@@ -28,15 +28,10 @@ pub(crate) struct BenchArgs {
     seed: u64,
 }
 
-/// The variants an `--arch`/`--zbb`/`--no-zbb` selection names (all when none is given).
-
 pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
-    let variants = match a.select.variants() {
+    let variants = match a.select.variants_or_usage_error("bench") {
         Ok(v) => v,
-        Err(e) => {
-            eprintln!("lab bench: {e}");
-            return 2;
-        }
+        Err(status) => return status,
     };
     let cfg = BenchConfig {
         variants,

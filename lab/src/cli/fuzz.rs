@@ -56,12 +56,9 @@ pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 }
 
 pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
-    let variants = match args.select.variants() {
+    let variants = match args.select.variants_or_usage_error("fuzz") {
         Ok(v) => v,
-        Err(e) => {
-            eprintln!("lab fuzz: {e}");
-            return 2;
-        }
+        Err(status) => return status,
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     let budget = match args.time {

@@ -9,7 +9,7 @@ use kernel_lab::backend::BackendKind;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
 use kernel_lab::reporters::{self, Format};
-use kernel_lab::run::{self};
+use kernel_lab::run;
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 
@@ -103,22 +103,30 @@ pub(crate) struct Select {
     pub(crate) kernels_dir: Option<PathBuf>,
 }
 
-pub(crate) fn select_variants(arch: &[String], zbb: bool, no_zbb: bool) -> Vec<&'static Variant> {
-    let archs: Vec<Arch> = arch.iter().filter_map(|a| Arch::from_name(a)).collect();
-    VARIANTS
-        .iter()
-        .filter(|v| archs.is_empty() || archs.contains(&v.arch))
-        .filter(|v| (!zbb || v.zbb) && (!no_zbb || !v.zbb))
-        .collect()
-}
-
 impl Select {
+    /// The variants `--arch`/`--zbb`/`--no-zbb` name (all when none is given).
+    ///
+    /// # Errors
+    /// When no variant matches.
     pub(crate) fn variants(&self) -> Result<Vec<&'static Variant>, String> {
-        let variants = select_variants(&self.arch, self.zbb, self.no_zbb);
+        let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
+        let variants: Vec<&'static Variant> = VARIANTS
+            .iter()
+            .filter(|v| archs.is_empty() || archs.contains(&v.arch))
+            .filter(|v| (!self.zbb || v.zbb) && (!self.no_zbb || !v.zbb))
+            .collect();
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
         }
         Ok(variants)
+    }
+
+    /// [`variants`](Self::variants) for command `cmd`, printing the error (exit status 2).
+    pub(crate) fn variants_or_usage_error(&self, cmd: &str) -> Result<Vec<&'static Variant>, i32> {
+        self.variants().map_err(|e| {
+            eprintln!("lab {cmd}: {e}");
+            2
+        })
     }
 
     pub(crate) fn kernels(&self) -> Vec<Kernel> {
