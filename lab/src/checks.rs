@@ -468,7 +468,12 @@ pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> F
         FaultKind::Memory { addr: Some(a), .. } | FaultKind::Bus { addr: Some(a) } => Some(a),
         _ => None,
     };
-    let whereabouts = addr.and_then(|a| batch.locate(a)).map(|w| format!(", {w}")).unwrap_or_default();
+    let whereabouts = addr
+        .and_then(|a| {
+            batch.locate(a).or_else(|| image.locate_data(a).map(|w| format!("in the kernel image's {w} ({a:#x})")))
+        })
+        .map(|w| format!(", {w}"))
+        .unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
     let class = match f.kind {
         FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
