@@ -188,6 +188,7 @@ pub struct BatchBuilder {
     abi: &'static Abi,
     bufs: Vec<BufSpec>,
     calls: Vec<CallSpec>,
+    exact: bool,
 }
 
 fn align_up(x: u64, a: u64) -> u64 {
@@ -197,7 +198,13 @@ fn align_up(x: u64, a: u64) -> u64 {
 impl BatchBuilder {
     /// An empty batch for the driver of `abi.arch`.
     pub fn new(abi: &'static Abi) -> Self {
-        BatchBuilder { abi, bufs: Vec::new(), calls: Vec::new() }
+        BatchBuilder { abi, bufs: Vec::new(), calls: Vec::new(), exact: true }
+    }
+
+    /// Lists no exact ranges: every backend checks guard pages only. For timed and counted runs
+    /// (`lab bench`), where Unicorn's byte checks would cost time and re-runs.
+    pub fn page_bounds_only(&mut self) {
+        self.exact = false;
     }
 
     /// The ABI the batch is built for.
@@ -336,7 +343,7 @@ impl BatchBuilder {
                     _ => cursor + lead(b),
                 };
                 placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
-                if len > 0 {
+                if len > 0 && self.exact {
                     exact.push((arena.addr + off, arena.addr + off + len));
                 }
                 if !b.writable {
