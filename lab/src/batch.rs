@@ -340,6 +340,7 @@ impl BatchBuilder {
                 let len = b.data.len() as u64;
                 let off = match b.placement {
                     Placement::End => cursor + pages * PAGE - len,
+                    Placement::Misaligned(_) if len == 0 => cursor + pages * PAGE,
                     _ => cursor + lead(b),
                 };
                 placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
@@ -693,5 +694,56 @@ mod tests {
         let below = batch.locate(batch.stack.bottom - 8).unwrap();
         assert!(below.starts_with("8 bytes below the stack budget (4224 bytes below sp"), "{below}");
         assert_eq!(batch.locate(ARENA.addr - 1), None);
+    }
+
+    #[test]
+    fn misaligned_inputs_start_at_their_offset_and_end_less_than_64_bytes_below_a_guard() {
+        for len in [0usize, 1, 63, 64, 100, 4096, 5000] {
+            for m in [0usize, 1, 4, 5, 63] {
+                let mut b = BatchBuilder::new(&RISCV64);
+                let input = b.buffer("input", &vec![7; len], false, Placement::Misaligned(m));
+                let batch = b.layout(ARENA).unwrap();
+                let prots = batch.protections();
+                let start = batch.addr_of(input, 0);
+                let end = batch.addr_of(input, len);
+                let guard = end.next_multiple_of(PAGE);
+                let guarded = prots.iter().any(|p| p.prot == 0 && p.contains(guard));
+                assert!(guarded && guard - end < 64, "len {len} m {m}: end {end:#x}");
+                if len > 0 {
+                    assert_eq!(start % 64, m as u64, "len {len} m {m}");
+                    assert_eq!(exact_ranges(&batch.payload, ARENA.addr), vec![(start, end)]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stack_comes_last_above_a_megabyte_guard_and_the_kernels_data_is_read_only() {
+        let data = (0x1000, 0x3000);
+        let mut b = BatchBuilder::new(&RISCV64);
+        let state = b.output(&[0; 16]);
+        b.call(0x1234, [Arg::Ptr(state, 0), Arg::Imm(0), Arg::Imm(0), Arg::Imm(0)], 1);
+        let batch = b.layout(Arena { kernel_data: Some(data), ..ARENA }).unwrap();
+        let prots = batch.protections();
+        let s = batch.stack;
+        assert_eq!(s.bottom - s.guard, STACK_GUARD);
+        let guard = prots.iter().find(|p| p.contains(s.guard)).unwrap();
+        assert_eq!((guard.addr, guard.len, guard.prot), (s.guard, STACK_GUARD, 0));
+        // Nothing the call writes or the driver records lies within reach below the stack.
+        assert!(batch.addr_of(state, 16) <= s.guard && ARENA.addr + batch.table_end() as u64 <= s.guard);
+        assert!(batch.payload.len() as u64 <= s.guard - ARENA.addr, "the guard and stack are never sent");
+        let image = prots.iter().find(|p| p.addr == data.0).unwrap();
+        assert_eq!((image.len, image.prot), (data.1 - data.0, PROT_READ));
+        assert!(batch.locate(s.guard).unwrap().starts_with("1048576 bytes below the stack budget"));
+        assert!(batch.locate(s.bottom - 4104).unwrap().starts_with("4104 bytes below the stack budget"));
+    }
+
+    #[test]
+    fn timed_batches_list_no_exact_ranges() {
+        let mut b = BatchBuilder::new(&X86_64);
+        b.page_bounds_only();
+        b.input(&[1; 64], 3);
+        let batch = b.layout(ARENA).unwrap();
+        assert!(exact_ranges(&batch.payload, ARENA.addr).is_empty());
     }
 }
