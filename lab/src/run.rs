@@ -13,6 +13,7 @@ use crate::batch::{BatchBuilder, Placement};
 use crate::checks::{self, CasePlan, Class, Entry, Finding};
 use crate::image::Image;
 use crate::isa;
+use crate::procedure::CaseRun;
 use crate::progress::{self, Progress};
 use crate::report::ImageFinding;
 use crate::report::{Report, Row, Status};
@@ -212,57 +213,97 @@ pub fn run_set_with_progress(
     };
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut flush = |builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, row: &mut Row| {
-        let n = flush(builder, plans, backend, image, abi, arena, row);
+    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new() };
+    let mut run_pending = |batch: &mut Pending, row: &mut Row| {
+        let (n, carried) = flush(batch, backend, image, abi, arena, row);
         progress(Progress::Advance { by: n as u64, note: &note });
+        carried
     };
-    let mut builder = BatchBuilder::new(abi);
-    let mut plans: Vec<CasePlan> = Vec::new();
     for v in &set.vectors {
-        // Flush when the next vector's cases might not fit: message and buffers for each case,
-        // plus a page and a guard page for each buffer of the guarded case.
-        let need = checks::cases_of(v) as u64 * (2 * v.msg_len() as u64 + 8192) + 128 * 1024;
-        if !plans.is_empty() && builder.payload_size() + need > arena.size {
-            flush(&mut builder, &mut plans, &mut row);
-        }
         let mut case_rng = ChaCha8Rng::seed_from_u64(rng.gen());
-        plans.extend(checks::plan_vector(&mut builder, entry, &mut case_rng, &set.set, v, guard_at));
+        for (layout, name) in checks::layouts(v, guard_at).zip(checks::case_names(v)) {
+            let mut case = CaseRun::new(v, &set.set, &name, layout);
+            loop {
+                // Flush when the next segment might not fit in the arena.
+                if !batch.plans.is_empty() && batch.builder.payload_size() + case.estimate() > arena.size {
+                    run_pending(&mut batch, &mut row);
+                }
+                let plan = case.plan_next(&mut batch.builder, entry, &mut case_rng);
+                let more = plan.more;
+                batch.plans.push(plan);
+                if !more {
+                    break;
+                }
+                // The next segment starts from what the kernel left: run this one now.
+                match run_pending(&mut batch, &mut row) {
+                    Some(carried) => case.absorb(&carried),
+                    None => break, // the segment failed and was recorded
+                }
+            }
+        }
     }
-    flush(&mut builder, &mut plans, &mut row);
+    run_pending(&mut batch, &mut row);
     row.elapsed = started.elapsed();
     row
 }
 
-/// Runs the planned cases as one batch and records them in `row`, each with an even share of
-/// the batch's wall time; returns how many cases it recorded.
+/// The batch being filled: its builder and the case segments laid into it.
+struct Pending {
+    builder: BatchBuilder,
+    plans: Vec<CasePlan>,
+}
+
+/// Runs the planned segments as one batch and records every case that ends in it in `row`,
+/// each with an even share of the batch's wall time. Returns how many cases it recorded, and
+/// for a segment with more to come that passed, the buffers it carries (a segment that failed
+/// ends its case: it is recorded with its findings).
 fn flush(
-    builder: &mut BatchBuilder,
-    plans: &mut Vec<CasePlan>,
+    pending: &mut Pending,
     backend: &mut dyn backend::Backend,
     image: &Image,
     abi: &'static Abi,
     arena: crate::image::Arena,
     row: &mut Row,
-) -> usize {
-    if plans.is_empty() {
-        return 0;
+) -> (usize, Option<Vec<Vec<u8>>>) {
+    if pending.plans.is_empty() {
+        return (0, None);
     }
     let started = Instant::now();
-    let b = std::mem::replace(builder, BatchBuilder::new(abi));
-    let taken: Vec<CasePlan> = std::mem::take(plans);
+    let b = std::mem::replace(&mut pending.builder, BatchBuilder::new(abi));
+    let taken: Vec<CasePlan> = std::mem::take(&mut pending.plans);
+    // Long calls get a budget scaled to their blocks (instructions per block x blocks).
+    let need = taken.iter().map(|p| p.call_instructions).max().unwrap_or(0);
+    backend.set_call_instructions(need);
     let outcome = b
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    let findings: Vec<Vec<Finding>> = match outcome {
-        Ok((batch, run)) => taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect(),
-        Err(e) => taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect(),
+    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Vec<Vec<u8>>>>) = match &outcome {
+        Ok((batch, run)) => taken
+            .iter()
+            .map(|p| {
+                let f = checks::check(p, batch, run, abi, image);
+                let carry = (p.more && f.is_empty()).then(|| p.carried(batch, &run.resp));
+                (f, carry)
+            })
+            .unzip(),
+        Err(e) => {
+            taken.iter().map(|_| (vec![Finding::new(Class::NotRun, format!("backend error: {e}"))], None)).unzip()
+        }
     };
     let share = started.elapsed() / taken.len() as u32;
-    for (p, f) in taken.iter().zip(findings) {
-        row.record_timed(p, f, share);
+    let mut recorded = 0;
+    let mut carry_out = None;
+    for ((p, f), c) in taken.iter().zip(findings).zip(carried) {
+        match c {
+            Some(c) => carry_out = Some(c),
+            None => {
+                row.record_timed(p, f, share);
+                recorded += 1;
+            }
+        }
     }
-    taken.len()
+    (recorded, carry_out)
 }
 
 /// A small stable hash for seeding per (variant, set) streams.
