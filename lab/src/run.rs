@@ -19,7 +19,7 @@ use crate::report::ImageFinding;
 use crate::report::{Report, Row, Status};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
-use crate::vectors::{self, VectorSet};
+use crate::vectors::{self, CostLimits, VectorError, VectorSet};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -41,6 +41,48 @@ pub struct RunConfig {
     /// Where the flush cases put their inputs: [`Placement::End`] (over-reads fault, the
     /// default) or [`Placement::Start`] (under-reads fault).
     pub flush: Placement,
+    /// Limits on what the vector entries may cost ([`vectors::CostLimits`]).
+    pub cost_limits: CostLimits,
+}
+
+/// The vector sets of a run, loaded and checked before anything runs.
+#[derive(Debug, Default)]
+pub struct LoadedSets {
+    /// The sets of the selected kernels, with their valid entries within the cost limits.
+    pub sets: Vec<VectorSet>,
+    /// What is wrong in the files (each names the file, entry and field).
+    pub errors: Vec<VectorError>,
+    /// Why a file gives no case although it loaded (left out by `--kernel`, no entries).
+    pub notes: Vec<String>,
+}
+
+/// Loads every vector file of `cfg`, refuses entries over the cost limits, and keeps the sets
+/// of the selected kernels.
+pub fn load_sets(cfg: &RunConfig) -> LoadedSets {
+    let mut loaded = LoadedSets::default();
+    for f in &cfg.vector_files {
+        let (set, errors) = vectors::load_file(f);
+        loaded.errors.extend(errors);
+        let Some(set) = set else { continue };
+        if !cfg.kernels.contains(&set.kernel) {
+            let kernels: Vec<&str> = cfg.kernels.iter().map(|k| k.name()).collect();
+            loaded.notes.push(format!(
+                "{}: a {} file, left out because --kernel selects {}",
+                f.display(),
+                set.kernel,
+                kernels.join(", ")
+            ));
+        } else if set.vectors.is_empty() {
+            let why =
+                if loaded.errors.iter().any(|e| e.file == *f) { "no valid entries" } else { "an empty `vectors` list" };
+            loaded.notes.push(format!("{}: {why}, nothing to run", f.display()));
+        } else {
+            loaded.sets.push(set);
+        }
+    }
+    loaded.errors.extend(vectors::enforce_costs(&mut loaded.sets, cfg.cost_limits));
+    loaded.sets.retain(|s| !s.vectors.is_empty());
+    loaded
 }
 
 /// Runs everything in `cfg` and returns the report. Never panics on bad input: vector problems,
@@ -52,9 +94,16 @@ pub fn run(cfg: &RunConfig) -> Report {
 /// [`run`], reporting progress to `progress`: one task "building kernels" (unit: images, one per
 /// variant), then one task "checking" (unit: cases, over every cell that runs).
 pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
+    run_loaded(cfg, load_sets(cfg), progress)
+}
+
+/// [`run_with_progress`] with the vector files loaded already ([`load_sets`]).
+pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
-    let sets = load_sets(cfg, &mut report);
+    report.vector_errors = loaded.errors;
+    report.notes = loaded.notes;
+    let sets = loaded.sets;
     let images = build_images(cfg, &mut report, progress);
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
@@ -94,16 +143,6 @@ fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[Vec
     let entry = Entry::of(image);
     let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
     backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
-}
-
-fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
-    let mut sets = Vec::new();
-    for f in &cfg.vector_files {
-        let (set, errors) = vectors::load_file(f);
-        report.vector_errors.extend(errors);
-        sets.extend(set.filter(|s| cfg.kernels.contains(&s.kernel)));
-    }
-    sets
 }
 
 /// Cases a vector set makes (see [`checks::cases_of`]).
@@ -311,7 +350,9 @@ fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
-/// The status the CLI exits with: 0 all passed, 1 something failed, 2 set-up or input errors.
+/// The status the CLI exits with: 1 when a case or an image failed (even if some vector files
+/// were bad: a kernel failure is never reported as an input error), else 2 for input or set-up
+/// errors or when nothing ran, else 0.
 pub fn exit_code(report: &Report) -> i32 {
     match report.status() {
         Status::Passed => 0,
