@@ -118,11 +118,21 @@ fn every_silently_accepted_mistake_is_an_error_naming_its_field() {
     let block = "00".repeat(64);
     let entries = [
         format!(r#"{{"name":"other kind","source":"x","msg_hex":"","digest_hex":"{MD5_EMPTY}","key_hex":"zz"}}"#),
-        format!(r#"{{"name":"ofs on implCompress","source":"x","stub":"md5_implCompress","state_hex":"{STATE}","msg_hex":"{block}","ofs":0,"limit":0}}"#),
-        format!(r#"{{"name":"msg key","source":"x","msg":{{"pattern":"counter","len":1,"lenght":2}},"digest_hex":"{MD5_EMPTY}"}}"#),
-        format!(r#"{{"name":"offsets key","source":"x","msg_hex":"","offsets":{{"from":0,"to":1,"by":1}},"digest_hex":"{MD5_EMPTY}"}}"#),
-        format!(r#"{{"name":"both offsets","source":"x","msg_hex":"","offset":1,"offsets":[1],"digest_hex":"{MD5_EMPTY}"}}"#),
-        format!(r#"{{"name":"duplicate key","source":"x","msg_hex":"zz","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}}"#),
+        format!(
+            r#"{{"name":"ofs on implCompress","source":"x","stub":"md5_implCompress","state_hex":"{STATE}","msg_hex":"{block}","ofs":0,"limit":0}}"#
+        ),
+        format!(
+            r#"{{"name":"msg key","source":"x","msg":{{"pattern":"counter","len":1,"lenght":2}},"digest_hex":"{MD5_EMPTY}"}}"#
+        ),
+        format!(
+            r#"{{"name":"offsets key","source":"x","msg_hex":"","offsets":{{"from":0,"to":1,"by":1}},"digest_hex":"{MD5_EMPTY}"}}"#
+        ),
+        format!(
+            r#"{{"name":"both offsets","source":"x","msg_hex":"","offset":1,"offsets":[1],"digest_hex":"{MD5_EMPTY}"}}"#
+        ),
+        format!(
+            r#"{{"name":"duplicate key","source":"x","msg_hex":"zz","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}}"#
+        ),
         format!(r#"{{"name":"duplicate key","source":"x","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}"#),
         format!(r#"{{"name":"","source":"x","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}"#),
         format!(r#"{{"name":"no source","source":"","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}"#),
@@ -183,9 +193,19 @@ fn a_failed_case_wins_over_a_bad_file_and_errors_come_first_on_stderr() {
 #[test]
 fn nothing_ran_says_why_and_a_folder_runs_every_json_file() {
     let dir = tempfile::tempdir().unwrap();
-    let poly = write(dir.path(), "sub/poly.json", r#"{"kernel":"poly1305","vectors":[{"name":"RFC 8439 2.5.2","source":"RFC 8439","key_hex":"85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b","msg_hex":"43727970746f6772617068696320466f72756d2052657365617263682047726f7570","tag_hex":"a8061dc1305136c6c22b8baf0c0127a9"}]}"#);
+    let poly = write(
+        dir.path(),
+        "sub/poly.json",
+        r#"{"kernel":"poly1305","vectors":[{"name":"RFC 8439 2.5.2","source":"RFC 8439","key_hex":"85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b","msg_hex":"43727970746f6772617068696320466f72756d2052657365617263682047726f7570","tag_hex":"a8061dc1305136c6c22b8baf0c0127a9"}]}"#,
+    );
     let empty = write(dir.path(), "empty.json", r#"{"kernel":"md5","vectors":[]}"#);
-    write(dir.path(), "deep/er/md5.json", &format!(r#"{{"kernel":"md5","vectors":[{{"name":"empty","source":"RFC 1321","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}]}}"#));
+    write(
+        dir.path(),
+        "deep/er/md5.json",
+        &format!(
+            r#"{{"kernel":"md5","vectors":[{{"name":"empty","source":"RFC 1321","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}]}}"#
+        ),
+    );
     let (code, out, err) = run_files(&[&poly], &["--kernel", "md5"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.contains("poly.json: a poly1305 file, left out because --kernel selects md5"), "{out}");
@@ -259,4 +279,23 @@ fn a_broken_kernel_fails_every_chained_and_multi_batch_case() {
     for row in &report.rows {
         assert_eq!((row.passed, row.failed.len()), (0, 6), "{}", report.to_human());
     }
+}
+
+/// The bundled sets load cleanly and fit the default limits with room to spare (the figure in
+/// vectors/README.md, "Limits").
+#[test]
+fn bundled_sets_fit_the_default_cost_limits() {
+    let limits = kernel_lab::vectors::CostLimits::default();
+    let mut total = 0u64;
+    for f in kernel_lab::vectors::bundled_files(&paths::vectors_dir(), &Kernel::ALL) {
+        let (set, errors) = kernel_lab::vectors::load_file(&f);
+        assert!(errors.is_empty(), "{errors:?}");
+        for v in set.expect("bundled file loads").vectors {
+            let cost = v.cost().total();
+            assert!(cost <= limits.max_entry_bytes, "{}: {cost}", v.name);
+            total += cost;
+        }
+    }
+    eprintln!("bundled cost: {total} bytes");
+    assert!(total > 100 << 20 && total < limits.max_run_bytes / 8, "{total}");
 }
