@@ -299,3 +299,193 @@ fn bundled_sets_fit_the_default_cost_limits() {
     eprintln!("bundled cost: {total} bytes");
     assert!(total > 100 << 20 && total < limits.max_run_bytes / 8, "{total}");
 }
+
+mod no_panic {
+    //! Random JSON-ish entries, built from the format's own field names and edge values
+    //! (huge and negative numbers, wrong types, duplicate keys), must load or be refused with
+    //! an error, and whatever loads must plan every segment without a panic.
+
+    use proptest::prelude::*;
+
+    use kernel_lab::abi::X86_64;
+    use kernel_lab::batch::{BatchBuilder, Placement};
+    use kernel_lab::checks::{self, Entry};
+    use kernel_lab::image::Arena;
+    use kernel_lab::procedure::CaseRun;
+    use rand::SeedableRng;
+
+    const KEYS: &[&str] = &[
+        "name",
+        "source",
+        "comment",
+        "msg_hex",
+        "msg",
+        "offset",
+        "offsets",
+        "digest_hex",
+        "updates",
+        "stub",
+        "state_hex",
+        "ofs",
+        "limit",
+        "expect_state_hex",
+        "expect_ofs",
+        "key_hex",
+        "tag_hex",
+        "acc",
+        "r_hex",
+        "lengths",
+        "expect_acc",
+        "chain",
+        "steps",
+        "count",
+        "bogus",
+    ];
+
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("0".to_owned()),
+            Just("16".to_owned()),
+            Just("-1".to_owned()),
+            Just("2147483647".to_owned()),
+            Just("2147483600".to_owned()),
+            Just("9223372036854775792".to_owned()),
+            Just("18446744073709551615".to_owned()),
+            Just("1e400".to_owned()),
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("\"zz\"".to_owned()),
+            Just("\"md5_implCompressMB\"".to_owned()),
+            Just("\"md5_implCompress\"".to_owned()),
+            Just("\"md5_iterate\"".to_owned()),
+            Just("\"poly1305_mac_of_macs\"".to_owned()),
+            Just("\"2c88c77849d64ae9147ddeb88e69c83fc\"".to_owned()),
+            (0usize..70).prop_map(|n| format!("\"{}\"", "ff".repeat(n))),
+            (0u64..300).prop_map(|n| n.to_string()),
+        ];
+        leaf.prop_recursive(2, 16, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec(
+                    (prop::sample::select(vec!["pattern", "len", "byte_hex", "seed", "from", "to", "x"]), inner),
+                    0..5
+                )
+                .prop_map(|kv| {
+                    let body: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", body.join(","))
+                }),
+                prop::sample::select(vec!["counter", "repeat", "random"])
+                    .prop_map(|p| format!(r#"{{"pattern":"{p}","len":100,"byte_hex":"61","seed":1}}"#)),
+            ]
+        })
+    }
+
+    /// Valid entries of every kind, as (key, value) pairs, to mutate.
+    fn templates(kernel: &str) -> Vec<Vec<(&'static str, String)>> {
+        let s = |x: &str| x.to_owned();
+        let q = |x: &str| format!("\"{x}\"");
+        if kernel == "md5" {
+            vec![
+                vec![
+                    ("msg_hex", q("616263")),
+                    ("digest_hex", q("900150983cd24fb0d6963f7d28e17f72")),
+                    ("updates", s("[1,2]")),
+                ],
+                vec![
+                    ("stub", q("md5_implCompressMB")),
+                    ("state_hex", q("0123456789abcdeffedcba9876543210")),
+                    ("msg", s(r#"{"pattern":"counter","len":192}"#)),
+                    ("ofs", s("0")),
+                    ("limit", s("100")),
+                ],
+                vec![
+                    ("chain", q("md5_iterate")),
+                    ("msg_hex", q("")),
+                    ("steps", s("3")),
+                    ("digest_hex", q(&"00".repeat(16))),
+                ],
+            ]
+        } else {
+            vec![
+                vec![
+                    ("key_hex", q(&"01".repeat(32))),
+                    ("msg", s(r#"{"pattern":"random","seed":3,"len":100}"#)),
+                    ("tag_hex", q(&"00".repeat(16))),
+                ],
+                vec![
+                    ("acc", s("[0,0,0,0,0]")),
+                    ("r_hex", q(&"00".repeat(16))),
+                    ("msg_hex", q(&"ff".repeat(40))),
+                    ("lengths", s("[16,3,17]")),
+                ],
+                vec![
+                    ("chain", q("poly1305_mac_of_macs")),
+                    ("count", s("5")),
+                    ("key_hex", q(&"01".repeat(32))),
+                    ("tag_hex", q(&"00".repeat(16))),
+                ],
+            ]
+        }
+    }
+
+    /// A valid entry of `kernel` with up to three fields replaced or added (sometimes twice).
+    fn entry(kernel: &'static str) -> impl Strategy<Value = String> {
+        let edits = proptest::collection::vec((prop::sample::select(KEYS.to_vec()), value(), 0u8..10), 0..4);
+        (0usize..3, edits, any::<u64>()).prop_map(move |(t, edits, id)| {
+            let mut kv: Vec<(&str, String)> = vec![("name", format!("\"n{id}\"")), ("source", "\"s\"".into())];
+            kv.extend(templates(kernel).swap_remove(t));
+            for (k, v, how) in edits {
+                match kv.iter_mut().find(|(key, _)| *key == k) {
+                    Some(slot) if how > 0 => slot.1 = v,
+                    _ => kv.push((k, v)),
+                }
+            }
+            let body: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{{}}}", body.join(","))
+        })
+    }
+
+    #[test]
+    fn random_entries_load_or_fail_and_plan_without_a_panic() {
+        let strategy = prop::sample::select(vec!["md5", "poly1305"])
+            .prop_flat_map(|k| (Just(k), proptest::collection::vec(entry(k), 1..4)));
+        let config = ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() };
+        let mut runner = proptest::test_runner::TestRunner::new(config);
+        let planned = std::cell::Cell::new(0usize);
+        let refused = std::cell::Cell::new(0usize);
+        runner
+            .run(&strategy, |(kernel, entries)| {
+                let dir = tempfile::tempdir().unwrap();
+                let file = dir.path().join("r.json");
+                std::fs::write(&file, format!(r#"{{"kernel":"{kernel}","vectors":[{}]}}"#, entries.join(","))).unwrap();
+                let (set, errors) = kernel_lab::vectors::load_file(&file);
+                let loaded = set.as_ref().map_or(0, |s| s.vectors.len());
+                prop_assert!(loaded + errors.len() >= 1, "every entry loads or has an error");
+                refused.set(refused.get() + errors.len());
+                let Some(set) = set else { return Ok(()) };
+                let e = Entry { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
+                let arena = Arena { addr: 0x10_0000, size: 32 << 20 };
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+                for v in set.vectors.iter().filter(|v| v.cost().total() <= 4 << 20) {
+                    planned.set(planned.get() + 1);
+                    for (layout, name) in checks::layouts(v, Placement::End).zip(checks::case_names(v)) {
+                        let mut case = CaseRun::new(v, &set.set, &name, layout);
+                        loop {
+                            let mut b = BatchBuilder::new(&X86_64);
+                            let plan = case.plan_next(&mut b, &e, &mut rng);
+                            let _ = b.layout(arena);
+                            if !plan.more {
+                                break;
+                            }
+                            case.absorb(&vec![vec![0u8; 40]; 256]);
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        // Both outcomes occur often enough for the test to mean something.
+        let (planned, refused) = (planned.get(), refused.get());
+        assert!(planned > 40 && refused > 40, "planned {planned}, refused {refused}");
+    }
+}
