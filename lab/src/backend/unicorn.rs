@@ -76,6 +76,8 @@ struct HookState {
     /// Exact pages a memory hook watches during a confirmation run (their MMIO callbacks then
     /// only do the access).
     hooked: Vec<u64>,
+    /// `lab_batch`: its own accesses (the snapshot copies) are the lab's, never a finding.
+    driver: std::ops::Range<u64>,
     executed: u64,
     /// Instructions one call may execute (see [`Backend::set_call_instructions`]).
     budget: u64,
@@ -205,7 +207,9 @@ impl UnicornBackend {
         Self::map_alias(&mut uc, arena, &state)?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));
-        Self::add_hooks(&mut uc, image.arch, &state, &zbb, driver.addr..driver.addr + driver.size.max(1), &limits)?;
+        let driver_code = driver.addr..driver.addr + driver.size.max(1);
+        state.borrow_mut().driver = driver_code.clone();
+        Self::add_hooks(&mut uc, image.arch, &state, &zbb, driver_code, &limits)?;
         let uc_page_size = uc.ctl_get_page_size().map_err(uc_err("page size"))?;
         Ok(UnicornBackend {
             uc,
@@ -673,7 +677,7 @@ impl Backend for UnicornBackend {
             let mut st = self.state.borrow_mut();
             st.prots = batch::protections(payload, self.arena.addr);
             st.exact.clear();
-            for (lo, hi) in batch::exact_ranges(payload, self.arena.addr) {
+            for (lo, hi) in batch::exact_ranges(payload, self.arena.addr).into_iter().filter(|(lo, hi)| lo < hi) {
                 st.exact.insert(lo & !(PAGE - 1), (lo, hi));
                 st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
             }
