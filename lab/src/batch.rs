@@ -5,16 +5,16 @@
 //! Layout of the arena, from the start of `lab_arena` (pages of [`PAGE`] bytes, G = a guard
 //! page with no access):
 //! `header (8 words) | protection table | exact ranges | call table | G | writable buffers,
-//! each followed by G | read-only buffers, each followed by G | stack guard ([`STACK_GUARD`]
-//! bytes, no access) | kernel stack | G`. Every buffer has pages of its own, flush against a
+//! each followed by G | read-only buffers, each followed by G | stack guard (no access, the rest
+//! of the arena, at least [`STACK_GUARD`] bytes) | kernel stack | G` (the arena's last page). Every buffer has pages of its own, flush against a
 //! guard page at one end ([`Placement`]); read-only buffers are protected against writes. The
 //! protection table (header words 6 and 7) tells the guest which pages to protect; `_start`
 //! applies it with `mprotect`, the Unicorn backend checks every access against it, and checks
 //! the bytes of the first and last page of every paged buffer exactly (the exact ranges after
 //! the table, which the drivers never read). The kernels' own writable data
 //! ([`Arena::kernel_data`]) is read-only during calls. The kernel stack comes last, so nothing
-//! below it within [`STACK_GUARD`] bytes is mapped and no other call's record is within reach
-//! of a stack probe. Only the part up to the last writable buffer (`resp_len` bytes) travels
+//! below it for at least [`STACK_GUARD`] bytes is accessible and no other call's record is
+//! within reach of a stack probe. Only the part up to the last writable buffer (`resp_len` bytes) travels
 //! back, and only the part up to the last read-only buffer is sent.
 
 use crate::abi::Abi;
@@ -53,8 +53,10 @@ mod ent {
 
 /// Guest page size the guards are laid out in (4 KiB on every Linux target the lab runs).
 pub const PAGE: u64 = 4096;
-/// Bytes with no access right below the kernel's stack budget: a stack probe or a frame this far
-/// below the budget faults instead of landing in other memory (1 MiB, as issue 12 asks).
+/// Bytes with no access at least right below the kernel's stack budget: a stack probe or a frame
+/// this far below the budget faults instead of landing in other memory (1 MiB, as issue 12
+/// asks). The stack sits at the end of the arena, so the guard is in fact everything between the
+/// last buffer and the stack budget.
 pub const STACK_GUARD: u64 = 1 << 20;
 /// Words per protection-table entry: `addr, len, prot`.
 pub const PROT_ENTRY_WORDS: usize = 3;
@@ -290,7 +292,7 @@ impl BatchBuilder {
         (self.abi.stack_budget + self.abi.red_zone).div_ceil(PAGE)
     }
 
-    /// Bytes the laid-out payload will take.
+    /// Bytes of the arena the batch needs: the payload, the minimum stack guard and the stack.
     pub fn payload_size(&self) -> u64 {
         let bufs: u64 = self
             .bufs
@@ -358,20 +360,20 @@ impl BatchBuilder {
             }
         }
         let payload_len = cursor;
-        // The kernel stack last, its lowest allowed byte just above STACK_GUARD unmapped bytes.
+        // The kernel stack at the very end of the arena, below one guard page: everything between
+        // the last buffer and the stack budget (at least STACK_GUARD bytes) has no access.
+        let top_guard = arena.size / PAGE * PAGE - PAGE;
+        let bottom = top_guard.saturating_sub(self.stack_pages() * PAGE);
         let guard_bottom = align_up(cursor, PAGE);
-        prots.push(Protection { addr: arena.addr + guard_bottom, len: STACK_GUARD, prot: 0 });
-        let bottom = guard_bottom + STACK_GUARD;
-        let budget = self.abi.stack_budget + self.abi.red_zone;
-        let stack = StackWindow {
-            guard: arena.addr + guard_bottom,
-            bottom: arena.addr + bottom,
-            top: arena.addr + bottom + budget,
-        };
-        cursor = guard(bottom + self.stack_pages() * PAGE, &mut prots);
-        if cursor > arena.size {
-            return Err(BatchError::TooLarge { needed: cursor, available: arena.size });
+        if bottom < guard_bottom + STACK_GUARD {
+            let needed = guard_bottom + STACK_GUARD + (self.stack_pages() + 1) * PAGE;
+            return Err(BatchError::TooLarge { needed, available: arena.size });
         }
+        prots.push(Protection { addr: arena.addr + guard_bottom, len: bottom - guard_bottom, prot: 0 });
+        let budget = self.abi.stack_budget + self.abi.red_zone;
+        let stack =
+            StackWindow { guard: arena.addr + guard_bottom, bottom: arena.addr + bottom, top: arena.addr + bottom + budget };
+        guard(top_guard, &mut prots);
         if let Some((lo, hi)) = arena.kernel_data {
             prots.push(Protection { addr: lo, len: hi - lo, prot: PROT_READ });
         }
@@ -726,15 +728,18 @@ mod tests {
         let batch = b.layout(Arena { kernel_data: Some(data), ..ARENA }).unwrap();
         let prots = batch.protections();
         let s = batch.stack;
-        assert_eq!(s.bottom - s.guard, STACK_GUARD);
+        assert!(s.bottom - s.guard >= STACK_GUARD);
         let guard = prots.iter().find(|p| p.contains(s.guard)).unwrap();
-        assert_eq!((guard.addr, guard.len, guard.prot), (s.guard, STACK_GUARD, 0));
+        assert_eq!((guard.addr, guard.len, guard.prot), (s.guard, s.bottom - s.guard, 0));
+        assert_eq!(s.bottom + PAGE, ARENA.addr + ARENA.size - PAGE, "the stack ends a page below the arena's end");
+        assert!(prots.iter().any(|p| p.prot == 0 && p.contains(ARENA.addr + ARENA.size - 1)));
         // Nothing the call writes or the driver records lies within reach below the stack.
         assert!(batch.addr_of(state, 16) <= s.guard && ARENA.addr + batch.table_end() as u64 <= s.guard);
         assert!(batch.payload.len() as u64 <= s.guard - ARENA.addr, "the guard and stack are never sent");
         let image = prots.iter().find(|p| p.addr == data.0).unwrap();
         assert_eq!((image.len, image.prot), (data.1 - data.0, PROT_READ));
-        assert!(batch.locate(s.guard).unwrap().starts_with("1048576 bytes below the stack budget"));
+        let far = batch.locate(s.guard).unwrap();
+        assert!(far.starts_with(&format!("{} bytes below the stack budget", s.bottom - s.guard)), "{far}");
         assert!(batch.locate(s.bottom - 4104).unwrap().starts_with("4104 bytes below the stack budget"));
     }
 
