@@ -13,5 +13,6 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod protocol;
 mod reports;
 mod zbb;

@@ -206,9 +206,9 @@ pub const FNV_PRIME: u64 = 0x100_0000_01b3;
 /// FNV_PRIME }`. The guest computes it over the call table after a batch, the host over what
 /// it reads back. Trailing bytes of a length that is not a multiple of 8 are ignored.
 pub fn checksum(bytes: &[u8]) -> u64 {
-    bytes.chunks_exact(8).fold(FNV_OFFSET, |h, c| {
-        (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(FNV_PRIME)
-    })
+    bytes
+        .chunks_exact(8)
+        .fold(FNV_OFFSET, |h, c| (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(FNV_PRIME))
 }
 
 /// An exit status of `_start` (the same on every architecture).
@@ -239,7 +239,8 @@ pub mod exit {
     /// `mprotect` failed (applying or lifting the protection table).
     pub const MPROTECT: Exit = Exit { name: "MPROTECT", code: 6, doc: "`mprotect` failed" };
     /// Mapping the shared arena (fd 3) over `lab_arena` failed.
-    pub const MMAP: Exit = Exit { name: "MMAP", code: 7, doc: "mapping the shared arena (fd 3) over `lab_arena` failed" };
+    pub const MMAP: Exit =
+        Exit { name: "MMAP", code: 7, doc: "mapping the shared arena (fd 3) over `lab_arena` failed" };
     /// Every status, in order.
     pub const ALL: [Exit; 7] = [OK, TRUNCATED, FAULT, PROTOCOL, IO, MPROTECT, MMAP];
 
@@ -296,7 +297,13 @@ pub fn c_header(spec: &Spec) -> String {
     line(String::new());
     line("/* lab_arena header: byte offsets of u64 words */".into());
     for f in &spec.header {
-        line(format!("#define LAB_H_{:<16} {:#06x}  /* {}: {} */", f.name.to_uppercase(), f.offset(), f.writer.name(), f.doc));
+        line(format!(
+            "#define LAB_H_{:<16} {:#06x}  /* {}: {} */",
+            f.name.to_uppercase(),
+            f.offset(),
+            f.writer.name(),
+            f.doc
+        ));
     }
     line(format!("#define LAB_HEADER_SIZE    {}", spec.header.len() * 8));
     line(String::new());
@@ -304,8 +311,14 @@ pub fn c_header(spec: &Spec) -> String {
     for f in &spec.entry {
         line(format!("#define LAB_E_{:<16} {:>4}  /* {} */", f.name.to_uppercase(), f.offset(), f.doc));
     }
-    line(format!("#define LAB_E_SAVED          {:>4}  /* saved[i] at LAB_E_SAVED + 8 * i, ABI order */", spec.entry.len() * 8));
-    line(format!("#define LAB_PROT_ENTRY_SIZE  {:>4}  /* protection table: addr, len, prot */", PROT_ENTRY_WORDS * 8));
+    line(format!(
+        "#define LAB_E_SAVED            {:>4}  /* saved[i] at LAB_E_SAVED + 8 * i, ABI order */",
+        spec.entry.len() * 8
+    ));
+    line(format!(
+        "#define LAB_PROT_ENTRY_SIZE    {:>4}  /* protection table: addr, len, prot */",
+        PROT_ENTRY_WORDS * 8
+    ));
     line(String::new());
     line(format!("#define LAB_POISON_STEP    {:#018x}  /* saved[i] = seed + (i + 1) * step */", spec.poison_step));
     line(format!("#define LAB_ARENA_SIZE     {:#x}", ARENA_SIZE));
@@ -320,7 +333,8 @@ pub fn c_header(spec: &Spec) -> String {
     line(format!("#define LAB_REPLY_MAGIC    {:#018x}  /* \"LABREP01\" */", token::REPLY_MAGIC));
     line(format!("#define LAB_REQUEST_SIZE   {}", token::REQUEST_WORDS * 8));
     line(format!("#define LAB_REPLY_SIZE     {}", token::REPLY_WORDS * 8));
-    for (name, i) in [("MAGIC", token::MAGIC), ("SEQ", token::SEQ), ("SUM_OFF", token::SUM_OFF), ("SUM_LEN", token::SUM_LEN)]
+    for (name, i) in
+        [("MAGIC", token::MAGIC), ("SEQ", token::SEQ), ("SUM_OFF", token::SUM_OFF), ("SUM_LEN", token::SUM_LEN)]
     {
         line(format!("#define LAB_RQ_{name:<12} {}", i * 8));
     }
@@ -370,7 +384,7 @@ pub fn c_header(spec: &Spec) -> String {
 
 /// The header and call-entry tables of kernels/README.md, rendered from the current protocol.
 pub fn readme_tables() -> String {
-    let mut s = String::new();
+    let mut s = String::from("`lab_arena` header (u64 words at the start of `lab_arena`):\n\n");
     s.push_str("| offset | field | written by | meaning |\n|---|---|---|---|\n");
     for f in header::ALL {
         let _ = writeln!(s, "| {:#04x} | `{}` | {} | {} |", f.offset(), f.name, f.writer.name(), f.doc);
@@ -386,6 +400,11 @@ pub fn readme_tables() -> String {
         entry::FIXED_WORDS,
         entry::FIXED_WORDS * 8
     );
+    s.push_str("\nCallee-saved registers (`saved[]`, ABI order; `lab/src/abi.rs`):\n\n");
+    s.push_str("| arch | NSAVED | order | source |\n|---|---|---|---|\n");
+    for abi in [&RISCV64, &AARCH64, &X86_64] {
+        let _ = writeln!(s, "| {} | {} | {} | {} |", abi.arch, abi.saved.len(), abi.saved.join(", "), abi.source);
+    }
     s.push_str("\nExit statuses of `_start` (every architecture):\n\n| status | meaning |\n|---|---|\n");
     for e in exit::ALL {
         let _ = writeln!(s, "| {} | {} |", e.code, e.doc);

@@ -136,6 +136,19 @@ fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
 /// A missing tool (naming its Debian package), no sources, an I/O error, or the assembler's
 /// or linker's own message.
 pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, ToolchainError> {
+    build_image_with(cfg, variant, &protocol::Spec::current())
+}
+
+/// [`build_image`] with the protocol header rendered from `spec` instead of the current
+/// protocol: lets a test show that a changed definition reaches every driver.
+///
+/// # Errors
+/// As [`build_image`].
+pub fn build_image_with(
+    cfg: &BuildConfig,
+    variant: &Variant,
+    spec: &protocol::Spec,
+) -> Result<PathBuf, ToolchainError> {
     let src_dir = cfg.kernels_dir.join(variant.arch.name());
     let files = sources(&src_dir, variant.arch)?;
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&src_dir)
@@ -144,7 +157,7 @@ pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, Tool
         .filter(|p| p.is_file())
         .collect();
     inputs.sort();
-    let header = protocol::c_header(&protocol::Spec::current());
+    let header = protocol::c_header(spec);
     let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &header, &inputs)?);
     let elf = out_dir.join("lab.elf");
     if elf.is_file() {

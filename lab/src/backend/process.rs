@@ -96,6 +96,13 @@ impl SharedArena {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr, n) };
     }
 
+    /// Copies `bytes` to `offset` (ignored past the end).
+    fn write_at(&mut self, offset: usize, bytes: &[u8]) {
+        let n = bytes.len().min(self.len.saturating_sub(offset));
+        // SAFETY: `offset + n` is inside the mapping; the regions do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), n) };
+    }
+
     /// A copy of the first `len` bytes (zero-filled past the arena).
     fn read(&self, len: usize) -> Vec<u8> {
         let mut out = vec![0u8; len];
@@ -275,10 +282,6 @@ impl ProcessBackend {
     }
 
     fn spawn(&mut self) -> Result<Guest, BackendError> {
-        if self.shared.is_none() {
-            let size = self.arena.size.max(protocol::ARENA_SIZE) as usize;
-            self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
-        }
         let arena_fd = self.shared.as_ref().map(|s| s.fd.as_raw_fd()).expect("arena created");
         let (req_r, req_w) = pipe().map_err(|e| self.error(e))?;
         let (rep_r, rep_w) = pipe().map_err(|e| self.error(e))?;
@@ -356,7 +359,11 @@ impl ProcessBackend {
     fn verify(&mut self, reply: &[u64; token::REPLY_WORDS], resp: &[u8], sum: (u64, u64)) -> Result<(), String> {
         let g = self.guest.as_mut().expect("guest started");
         if reply[token::MAGIC] != token::REPLY_MAGIC {
-            return Err(format!("reply token with magic {:#018x}, expected {:#018x}", reply[token::MAGIC], token::REPLY_MAGIC));
+            return Err(format!(
+                "reply token with magic {:#018x}, expected {:#018x}",
+                reply[token::MAGIC],
+                token::REPLY_MAGIC
+            ));
         }
         if reply[token::SEQ] != g.seq {
             return Err(format!("reply to request {} while request {} was in flight", reply[token::SEQ], g.seq));
@@ -378,15 +385,114 @@ impl ProcessBackend {
         Ok(())
     }
 
-    /// The outcome of an entry whose results cannot be trusted: the guest is killed, and no
-    /// call of this entry counts as run (the response is the payload as sent).
-    fn protocol_failure(&mut self, payload: &[u8], resp_len: usize, why: String) -> RawRun {
+    /// Runs the calls the arena's header names on the guest (started if needed) and checks the
+    /// reply. A protocol surprise kills the guest and comes back as [`Entry::Surprise`].
+    fn run_entry(&mut self, resp_len: usize, sum: (u64, u64)) -> Result<Entry, BackendError> {
+        if self.guest.is_none() {
+            self.guest = Some(self.spawn()?);
+        }
+        let reply = match self.round_trip(sum) {
+            Some(Ok(r)) => r,
+            Some(Err(why)) => return Ok(self.surprise(why)),
+            None => {
+                let detail = self.reap();
+                let fault = Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
+                return Ok(Entry::Run(RawRun { resp: Vec::new(), fault: Some(fault) }));
+            }
+        };
+        let resp = self.shared.as_ref().expect("arena created").read(resp_len);
+        if let Err(why) = self.verify(&reply, &resp, sum) {
+            return Ok(self.surprise(why));
+        }
+        let fault = match reply[token::KIND] {
+            token::KIND_DONE => None,
+            token::KIND_FAULT => Some(self.fault_of(&reply)),
+            other => return Ok(self.surprise(format!("reply token of kind {other}"))),
+        };
+        Ok(Entry::Run(RawRun { resp, fault }))
+    }
+
+    /// Kills the guest after a protocol surprise; the reason and how the guest ended.
+    fn surprise(&mut self, why: String) -> Entry {
         let how = self.reap();
         let detail = if how.is_empty() { String::new() } else { format!("guest ended: {how}") };
+        Entry::Surprise { why, detail }
+    }
+
+    /// The fault a fault reply reports (the guest exits after it).
+    fn fault_of(&mut self, reply: &[u64; token::REPLY_WORDS]) -> Fault {
+        // The guest said what happened; only its stderr (qemu's own words) adds to it.
+        let detail = self.reap_stderr();
+        let (signo, addr, pc) = (reply[token::SIGNO], reply[token::SI_ADDR], reply[token::PC]);
+        let kind = match FaultKind::from_signal(signo, addr) {
+            FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
+            k => k,
+        };
+        let pc = match kind {
+            // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
+            FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
+            _ => pc,
+        };
+        Fault { kind, pc: Some(pc), call: usize::try_from(reply[token::CURRENT]).ok(), detail }
+    }
+
+    /// After a surprise in a whole entry: runs its calls again one per entry on a fresh guest,
+    /// from the payload as sent, so the surprise is pinned to the call that causes it (a fault
+    /// of that call) and the calls before it keep results that passed every check. Calls run in
+    /// the same order on the same arena, so snapshot copies see what they saw before.
+    fn step(
+        &mut self,
+        payload: &[u8],
+        resp_len: usize,
+        sum: (u64, u64),
+        first: (String, String),
+    ) -> Result<RawRun, BackendError> {
+        let word = |w: protocol::Word| u64::from_le_bytes(payload[w.offset()..w.offset() + 8].try_into().expect("8"));
+        let (start, ncalls) = (word(header::START), word(header::NCALLS));
+        self.shared.as_mut().expect("arena created").write(payload);
+        for call in start..ncalls {
+            let shared = self.shared.as_mut().expect("arena created");
+            shared.write_at(header::START.offset(), &call.to_le_bytes());
+            shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
+            match self.run_entry(resp_len, sum)? {
+                Entry::Run(run) if run.fault.is_none() => continue,
+                Entry::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
+                Entry::Run(run) => return Ok(run),
+                Entry::Surprise { why, detail } => {
+                    let resp = self.shared.as_ref().expect("arena created").read(resp_len);
+                    let kind = FaultKind::Protocol(why);
+                    let call = usize::try_from(call).ok();
+                    return Ok(RawRun { resp, fault: Some(Fault { kind, pc: None, call, detail }) });
+                }
+            }
+        }
+        // Every call passed on its own: the first surprise did not come back. Its entry's
+        // results are still not trusted.
+        let (why, detail) = first;
+        let why = format!("{why} (not reproduced when the calls ran one at a time)");
+        Ok(Self::discarded(payload, resp_len, why, detail))
+    }
+
+    /// A run whose response cannot be trusted: no call of the entry counts as run (the
+    /// response is the payload as sent).
+    fn discarded(payload: &[u8], resp_len: usize, why: String, detail: String) -> RawRun {
         let mut resp = payload[..resp_len.min(payload.len())].to_vec();
         resp.resize(resp_len, 0);
         RawRun { resp, fault: Some(Fault { kind: FaultKind::Protocol(why), pc: None, call: None, detail }) }
     }
+
+    /// A hang without a PC: the response is the payload as sent.
+    fn hung(&self, payload: &[u8], resp_len: usize, run: RawRun) -> RawRun {
+        RawRun { resp: payload[..resp_len].to_vec(), fault: run.fault }
+    }
+}
+
+/// How one entry on the guest ended.
+enum Entry {
+    /// The guest answered with a reply that passed every check (or hung: empty `resp`).
+    Run(RawRun),
+    /// A protocol surprise; the guest was killed. `detail` says how it ended.
+    Surprise { why: String, detail: String },
 }
 
 impl Backend for ProcessBackend {
@@ -398,43 +504,16 @@ impl Backend for ProcessBackend {
         if payload.len() as u64 > self.arena.size || resp_len > payload.len() {
             return Err(self.error(format!("a payload of {} bytes does not fit lab_arena", payload.len())));
         }
-        if self.guest.is_none() {
-            self.guest = Some(self.spawn()?);
+        if self.shared.is_none() {
+            let size = self.arena.size.max(protocol::ARENA_SIZE) as usize;
+            self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
         }
         self.shared.as_mut().expect("arena created").write(payload);
         let sum = table_range(payload, self.arena, self.entry_bytes);
-        let reply = match self.round_trip(sum) {
-            Some(Ok(r)) => r,
-            Some(Err(why)) => return Ok(self.protocol_failure(payload, resp_len, why)),
-            None => {
-                let detail = self.reap();
-                let fault = Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
-                return Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) });
-            }
-        };
-        let resp = self.shared.as_ref().expect("arena created").read(resp_len);
-        if let Err(why) = self.verify(&reply, &resp, sum) {
-            return Ok(self.protocol_failure(payload, resp_len, why));
-        }
-        match reply[token::KIND] {
-            token::KIND_DONE => Ok(RawRun { resp, fault: None }),
-            token::KIND_FAULT => {
-                // The guest said what happened; only its stderr (qemu's own words) adds to it.
-                let detail = self.reap_stderr();
-                let (signo, addr, pc) = (reply[token::SIGNO], reply[token::SI_ADDR], reply[token::PC]);
-                let kind = match FaultKind::from_signal(signo, addr) {
-                    FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
-                    k => k,
-                };
-                let pc = match kind {
-                    // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
-                    FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
-                    _ => pc,
-                };
-                let call = usize::try_from(reply[token::CURRENT]).ok();
-                Ok(RawRun { resp, fault: Some(Fault { kind, pc: Some(pc), call, detail }) })
-            }
-            other => Ok(self.protocol_failure(payload, resp_len, format!("reply token of kind {other}"))),
+        match self.run_entry(resp_len, sum)? {
+            Entry::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
+            Entry::Run(run) => Ok(run),
+            Entry::Surprise { why, detail } => self.step(payload, resp_len, sum, (why, detail)),
         }
     }
 }
