@@ -6,6 +6,7 @@ mod agreement;
 mod bench;
 mod checks;
 mod cli;
+mod clobber;
 mod common;
 mod doctor;
 mod fuzz;
