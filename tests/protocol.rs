@@ -192,3 +192,42 @@ fn a_stray_write_to_stdout_fails_only_the_calls_that_made_it() {
         }
     }
 }
+
+/// The snapshot copy before a call has memmove semantics on every driver and backend: an
+/// overlapping copy in either direction leaves what a copy through a temporary buffer leaves.
+#[rstest::rstest]
+fn the_snapshot_copy_is_a_memmove_everywhere(#[values("riscv64", "aarch64", "x86_64")] name: &str) {
+    use kernel_lab::backend::{run_batch, Limits};
+    use kernel_lab::batch::{Arg, BatchBuilder, Placement};
+    let v = crate::common::variant(name);
+    let image = crate::common::build(v);
+    let md5 = kernel_lab::checks::Entry::of(&image).md5_compress.expect("md5_implCompress");
+    let abi = kernel_lab::abi::Abi::of(v.arch);
+    let init: Vec<u8> = (0..64).collect();
+    // (src offset, dst offset, length) inside one 64-byte buffer: backwards and forwards overlap.
+    for (src, dst, len) in [(0usize, 8usize, 33usize), (9, 1, 40)] {
+        let mut b = BatchBuilder::new(abi);
+        let buf = b.buffer("buf", &init, true, Placement::End);
+        let input = b.buffer("input", &[0; 64], false, Placement::End);
+        let state = b.output(&[0; 16]);
+        b.call(md5, [Arg::Ptr(input, 0), Arg::Ptr(state, 0), Arg::Imm(0), Arg::Imm(0)], crate::common::SEED);
+        let mut batch = b.layout(image.arena().expect("arena")).expect("layout");
+        let entry = batch.table_range().start;
+        let words = [
+            (protocol::entry::COPY_SRC, batch.addr_of(buf, src)),
+            (protocol::entry::COPY_DST, batch.addr_of(buf, dst)),
+            (protocol::entry::COPY_LEN, len as u64),
+        ];
+        for (w, x) in words {
+            batch.payload[entry + w.offset()..][..8].copy_from_slice(&x.to_le_bytes());
+        }
+        let mut want = init.clone();
+        want.copy_within(src..src + len, dst);
+        for kind in BackendKind::ALL.into_iter().filter(|k| k.supports(v).is_ok()) {
+            let mut backend = kind.open(v, &image, Limits::default()).expect("backend");
+            let run = run_batch(backend.as_mut(), &batch).expect("run");
+            assert!(run.faults.is_empty(), "{name} on {kind}: {:?}", run.faults);
+            assert_eq!(batch.buffer(&run.resp, buf), &want[..], "{name} on {kind}: copy {src} -> {dst}, {len} bytes");
+        }
+    }
+}

@@ -527,6 +527,44 @@ impl Drop for ProcessBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::variant::Variant;
+
+    /// Starts the guest of `variant` under qemu, sends `bytes` on its request pipe, closes it
+    /// and returns the exit code.
+    fn exit_after(variant: &str, bytes: &[u8]) -> Option<i32> {
+        let v = Variant::by_name(variant).expect("variant");
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let mut b = ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu");
+        b.shared = Some(SharedArena::new(protocol::ARENA_SIZE as usize).expect("memfd"));
+        let mut g = b.spawn().expect("spawn");
+        g.requests.write_all(bytes).expect("write");
+        drop(g.requests);
+        g.child.wait().expect("wait").code()
+    }
+
+    fn request(words: [u64; token::REQUEST_WORDS]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// The three drivers end the same way on the same input (lab_protocol.h exit codes).
+    #[test]
+    fn every_driver_exits_with_the_same_status_on_a_broken_request_stream() {
+        let m = token::REQUEST_MAGIC;
+        let cases: [(&str, Vec<u8>, protocol::Exit); 6] = [
+            ("EOF before any token", Vec::new(), protocol::exit::OK),
+            ("a short token", vec![1; 10], protocol::exit::TRUNCATED),
+            ("a wrong magic", request([m ^ 1, 0, 0, 0]), protocol::exit::PROTOCOL),
+            ("a wrong sequence number", request([m, 1, 0, 0]), protocol::exit::PROTOCOL),
+            ("a checksum range past the arena", request([m, 0, 0, protocol::ARENA_SIZE + 8]), protocol::exit::PROTOCOL),
+            ("an unaligned checksum range", request([m, 0, 4, 8]), protocol::exit::PROTOCOL),
+        ];
+        for arch in ["riscv64", "aarch64", "x86_64"] {
+            for (what, bytes, want) in &cases {
+                assert_eq!(exit_after(arch, bytes), Some(want.code), "{arch}: {what}");
+            }
+        }
+    }
 
     #[test]
     fn the_shared_arena_round_trips_bytes() {
