@@ -36,6 +36,9 @@ use crate::toolchain;
 /// How long a poked guest has to send its fault reply before it is killed.
 pub const POKE_GRACE: Duration = Duration::from_secs(2);
 
+/// Why no reply came when the guest closed its end (it died).
+const CLOSED: &str = "the reply stream closed";
+
 /// A reply token, or why none came.
 type Reply = Result<[u64; token::REPLY_WORDS], String>;
 
@@ -105,10 +108,15 @@ impl SharedArena {
 
     /// A copy of the first `len` bytes (zero-filled past the arena).
     fn read(&self, len: usize) -> Vec<u8> {
-        let mut out = vec![0u8; len];
         let n = len.min(self.len);
-        // SAFETY: `n` bytes fit both the mapping and `out`; the regions do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), n) };
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: `n` bytes fit both the mapping and the capacity of `out`, which are disjoint;
+        // after the copy the first `n` bytes are initialised.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), n);
+            out.set_len(n);
+        }
+        out.resize(len, 0);
         out
     }
 }
@@ -172,7 +180,7 @@ fn read_replies(mut from: File, to: mpsc::Sender<Reply>) {
         let mut buf = [0u8; token::REPLY_WORDS * 8];
         let reply = match from.read_exact(&mut buf) {
             Ok(()) => Ok(std::array::from_fn(|i| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8")))),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err("the reply stream closed".to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(CLOSED.to_string()),
             Err(e) => Err(format!("reading a reply token failed: {e}")),
         };
         let last = reply.as_ref().map_or(true, |r| r[token::KIND] == token::KIND_FAULT);
@@ -350,7 +358,7 @@ impl ProcessBackend {
         match g.replies.recv_timeout(self.limits.batch_time) {
             Ok(r) => Some(r),
             Err(RecvTimeoutError::Timeout) => poke(g),
-            Err(RecvTimeoutError::Disconnected) => Some(Err("the reply stream closed".into())),
+            Err(RecvTimeoutError::Disconnected) => Some(Err(CLOSED.into())),
         }
     }
 
@@ -393,6 +401,7 @@ impl ProcessBackend {
         }
         let reply = match self.round_trip(sum) {
             Some(Ok(r)) => r,
+            Some(Err(why)) if why == CLOSED => return Ok(self.crash()),
             Some(Err(why)) => return Ok(self.surprise(why)),
             None => {
                 let detail = self.reap();
@@ -416,7 +425,13 @@ impl ProcessBackend {
     fn surprise(&mut self, why: String) -> Entry {
         let how = self.reap();
         let detail = if how.is_empty() { String::new() } else { format!("guest ended: {how}") };
-        Entry::Surprise { why, detail }
+        Entry::Surprise { kind: FaultKind::Protocol(why), detail }
+    }
+
+    /// The guest died without a reply: how it ended (exit status and its meaning, or signal).
+    fn crash(&mut self) -> Entry {
+        let how = self.reap();
+        Entry::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
     }
 
     /// The fault a fault reply reports (the guest exits after it).
@@ -445,7 +460,7 @@ impl ProcessBackend {
         payload: &[u8],
         resp_len: usize,
         sum: (u64, u64),
-        first: (String, String),
+        first: (FaultKind, String),
     ) -> Result<RawRun, BackendError> {
         let word = |w: protocol::Word| u64::from_le_bytes(payload[w.offset()..w.offset() + 8].try_into().expect("8"));
         let (start, ncalls) = (word(header::START), word(header::NCALLS));
@@ -458,27 +473,20 @@ impl ProcessBackend {
                 Entry::Run(run) if run.fault.is_none() => continue,
                 Entry::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
                 Entry::Run(run) => return Ok(run),
-                Entry::Surprise { why, detail } => {
+                Entry::Surprise { kind, detail } => {
                     let resp = self.shared.as_ref().expect("arena created").read(resp_len);
-                    let kind = FaultKind::Protocol(why);
                     let call = usize::try_from(call).ok();
                     return Ok(RawRun { resp, fault: Some(Fault { kind, pc: None, call, detail }) });
                 }
             }
         }
         // Every call passed on its own: the first surprise did not come back. Its entry's
-        // results are still not trusted.
-        let (why, detail) = first;
-        let why = format!("{why} (not reproduced when the calls ran one at a time)");
-        Ok(Self::discarded(payload, resp_len, why, detail))
-    }
-
-    /// A run whose response cannot be trusted: no call of the entry counts as run (the
-    /// response is the payload as sent).
-    fn discarded(payload: &[u8], resp_len: usize, why: String, detail: String) -> RawRun {
+        // results are still not trusted: no call of it counts as run (the payload as sent).
+        let (kind, detail) = first;
+        let detail = format!("{detail}; not reproduced when the calls ran one at a time");
         let mut resp = payload[..resp_len.min(payload.len())].to_vec();
         resp.resize(resp_len, 0);
-        RawRun { resp, fault: Some(Fault { kind: FaultKind::Protocol(why), pc: None, call: None, detail }) }
+        Ok(RawRun { resp, fault: Some(Fault { kind, pc: None, call: None, detail }) })
     }
 
     /// A hang without a PC: the response is the payload as sent.
@@ -491,8 +499,9 @@ impl ProcessBackend {
 enum Entry {
     /// The guest answered with a reply that passed every check (or hung: empty `resp`).
     Run(RawRun),
-    /// A protocol surprise; the guest was killed. `detail` says how it ended.
-    Surprise { why: String, detail: String },
+    /// A protocol surprise ([`FaultKind::Protocol`]) or a guest that died without a reply
+    /// ([`FaultKind::Crash`]); the guest is gone. `detail` adds how it ended.
+    Surprise { kind: FaultKind, detail: String },
 }
 
 impl Backend for ProcessBackend {
@@ -513,7 +522,7 @@ impl Backend for ProcessBackend {
         match self.run_entry(resp_len, sum)? {
             Entry::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
             Entry::Run(run) => Ok(run),
-            Entry::Surprise { why, detail } => self.step(payload, resp_len, sum, (why, detail)),
+            Entry::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
         }
     }
 }
