@@ -16,4 +16,5 @@ mod layout;
 mod matrix;
 mod protocol;
 mod reports;
+mod vector_files;
 mod zbb;
