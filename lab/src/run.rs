@@ -291,7 +291,7 @@ pub fn run_set_with_progress(
 
 /// Payload bytes of a batch besides its segments: header, kernel stack and its guard pages,
 /// table alignment (an upper bound).
-const BATCH_OVERHEAD: u64 = 64 * 1024;
+pub const BATCH_OVERHEAD: u64 = 64 * 1024;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
