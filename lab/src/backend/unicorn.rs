@@ -28,8 +28,9 @@ use unicorn_engine::{
 
 use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
-use crate::batch::{self, hdr, Batch, Protection, PROT_WRITE};
+use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
+use crate::protocol;
 use crate::variant::Arch;
 
 const PAGE: u64 = batch::PAGE;
@@ -438,8 +439,8 @@ impl UnicornBackend {
     /// re-copies the call's inputs), with that page let through and a memory hook on it alone:
     /// the first access to it is the fault. Returns the pc of that access.
     fn pin_down(&mut self, page: u64) -> Result<Option<u64>, BackendError> {
-        let current = self.header(hdr::CURRENT)?;
-        self.set_header(hdr::START, current)?;
+        let current = self.header(protocol::header::CURRENT)?;
+        self.set_header(protocol::header::START, current)?;
         // On a read-only page only a write is the fault (the TLB hook keeps the page read-only
         // meanwhile, so the first write comes through the slow path and this hook).
         let writes_only = {
@@ -480,25 +481,25 @@ impl UnicornBackend {
         Ok(pinned.or(Some(fallback)).filter(|_| pinned.is_some()))
     }
 
-    /// Header word `word` of the arena (`hdr::*`).
-    fn header(&self, word: usize) -> Result<u64, BackendError> {
+    /// Header word `word` of the arena ([`protocol::header`]).
+    fn header(&self, word: protocol::Word) -> Result<u64, BackendError> {
         let mut w = [0u8; 8];
-        self.uc.mem_read(self.arena.addr + 8 * word as u64, &mut w).map_err(uc_err("read header"))?;
+        self.uc.mem_read(self.arena.addr + word.offset() as u64, &mut w).map_err(uc_err("read header"))?;
         Ok(u64::from_le_bytes(w))
     }
 
-    fn set_header(&mut self, word: usize, value: u64) -> Result<(), BackendError> {
-        self.uc.mem_write(self.arena.addr + 8 * word as u64, &value.to_le_bytes()).map_err(uc_err("write header"))
+    fn set_header(&mut self, word: protocol::Word, value: u64) -> Result<(), BackendError> {
+        self.uc.mem_write(self.arena.addr + word.offset() as u64, &value.to_le_bytes()).map_err(uc_err("write header"))
     }
 
     /// An MMIO access on exact page `page` touched bytes outside its buffer. Re-runs the call in
     /// flight alone with a memory hook on that page (and on each further suspect page), which
     /// sees every access whole, with its pc.
     fn confirm(&mut self, page: u64) -> Result<Confirm, BackendError> {
-        let current = self.header(hdr::CURRENT)?;
-        let ncalls = self.header(hdr::NCALLS)?;
-        self.set_header(hdr::START, current)?;
-        self.set_header(hdr::NCALLS, current + 1)?;
+        let current = self.header(protocol::header::CURRENT)?;
+        let ncalls = self.header(protocol::header::NCALLS)?;
+        self.set_header(protocol::header::START, current)?;
+        self.set_header(protocol::header::NCALLS, current + 1)?;
         let mut hooks = Vec::new();
         let mut next = page;
         let outcome = loop {
@@ -525,9 +526,9 @@ impl UnicornBackend {
             let _ = self.uc.remove_hook(h);
         }
         self.state.borrow_mut().hooked.clear();
-        self.set_header(hdr::NCALLS, ncalls)?;
+        self.set_header(protocol::header::NCALLS, ncalls)?;
         if matches!(outcome, Ok(Confirm::Completed)) {
-            self.set_header(hdr::START, current + 1)?;
+            self.set_header(protocol::header::START, current + 1)?;
         }
         outcome
     }
