@@ -289,6 +289,9 @@ pub fn run_set_with_progress(
     row
 }
 
+/// The buffers a segment hands to the next one, as the kernel left them.
+type Carried = Vec<Vec<u8>>;
+
 /// Payload bytes of a batch besides its segments: header, kernel stack and its guard pages,
 /// table alignment (an upper bound).
 pub const BATCH_OVERHEAD: u64 = 64 * 1024;
@@ -327,7 +330,7 @@ fn flush(
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Vec<Vec<u8>>>>) = match &outcome {
+    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Carried>>) = match &outcome {
         Ok((batch, run)) => taken
             .iter()
             .map(|p| {
