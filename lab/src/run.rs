@@ -293,9 +293,9 @@ pub fn run_set_with_progress(
 /// The buffers a segment hands to the next one, as the kernel left them.
 type Carried = Vec<Vec<u8>>;
 
-/// Payload bytes of a batch besides its segments: header, kernel stack and its guard pages,
-/// table alignment (an upper bound).
-pub const BATCH_OVERHEAD: u64 = 64 * 1024;
+/// Payload bytes of a batch besides its segments: header, kernel stack, its guard pages and
+/// the stack guard ([`crate::batch::STACK_GUARD`]), table alignment (an upper bound).
+pub const BATCH_OVERHEAD: u64 = crate::batch::STACK_GUARD + 64 * 1024;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
