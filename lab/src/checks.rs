@@ -123,6 +123,11 @@ pub enum Class {
     Hang,
     /// The call never ran (an earlier failure abandoned the batch) or the backend failed.
     NotRun,
+    /// The image lacks a contract symbol of a selected kernel (a misspelt or missing stub).
+    MissingSymbol,
+    /// Backends returned different results for the same case: an emulator fault is likely,
+    /// not a kernel bug (counted apart from kernel failures).
+    Disagreement,
 }
 
 impl Class {
@@ -138,6 +143,8 @@ impl Class {
             Class::Fault => "fault",
             Class::Hang => "hang",
             Class::NotRun => "not-run",
+            Class::MissingSymbol => "missing-symbol",
+            Class::Disagreement => "backends-disagree",
         }
     }
 }

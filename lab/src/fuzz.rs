@@ -320,6 +320,11 @@ pub struct TargetResult {
     pub elapsed: std::time::Duration,
     /// How it ended.
     pub outcome: Outcome,
+    /// Findings about the variant's image that concern this target, as `lab run` reports them:
+    /// the static ISA and system-call scan, and contract symbols of the kernel that the image
+    /// lacks. Any of them fails the campaign (qemu-user runs a kernel's system calls itself,
+    /// so only the static scan sees them there).
+    pub image_findings: Vec<Finding>,
 }
 
 impl TargetResult {
@@ -359,8 +364,16 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
         let image = crate::toolchain::build_image(&cfg.build, variant)
             .map_err(|e| e.to_string())
             .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
+        let (scan, unicorn_refusal, scan_errors) = match &image {
+            Ok(i) => crate::run::scan_image(variant, i),
+            Err(_) => Default::default(),
+        };
         for &kind in &cfg.backends {
             for &kernel in &cfg.kernels {
+                let mut findings: Vec<Finding> = scan.iter().map(|f| f.finding.clone()).collect();
+                if let Ok(i) = &image {
+                    findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
+                }
                 let result = |cases, elapsed, outcome| TargetResult {
                     variant: variant.name,
                     backend: kind,
@@ -368,15 +381,18 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     cases,
                     elapsed,
                     outcome,
+                    image_findings: findings.clone(),
                 };
-                let image = match &image {
-                    Ok(i) => i,
-                    Err(e) => {
+                let image = match (&image, scan_errors.first()) {
+                    (Ok(i), None) => i,
+                    (Err(e), _) | (Ok(_), Some(e)) => {
                         out.push(result(0, Default::default(), Outcome::Error(e.clone())));
                         continue;
                     }
                 };
-                if let Some(why) = kind.supports(variant).err().or_else(|| Entry::of(image).missing(kernel)) {
+                let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
+                if let Some(why) = kind.supports(variant).err().or(refused).or_else(|| Entry::of(image).missing(kernel))
+                {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
                 }
@@ -392,7 +408,9 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     b => b,
                 };
                 let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
-                out.push(fuzz_target(cfg, &mut t, kernel, budget, progress));
+                let mut r = fuzz_target(cfg, &mut t, kernel, budget, progress);
+                r.image_findings = findings;
+                out.push(r);
             }
         }
     }
@@ -454,7 +472,15 @@ fn fuzz_target(
         }
     };
     let elapsed = started.elapsed();
-    TargetResult { variant: t.variant.name, backend: t.backend.kind(), kernel, cases, elapsed, outcome }
+    TargetResult {
+        variant: t.variant.name,
+        backend: t.backend.kind(),
+        kernel,
+        cases,
+        elapsed,
+        outcome,
+        image_findings: Vec::new(),
+    }
 }
 
 /// ` --kernels-dir DIR` when the campaign did not use the repository's kernels, so that a
@@ -547,5 +573,13 @@ pub fn to_report(
             row
         })
         .collect();
-    Report { rows, seed, elapsed, ..Report::default() }
+    let mut image_findings: Vec<crate::report::ImageFinding> = Vec::new();
+    for r in results {
+        for f in &r.image_findings {
+            if !image_findings.iter().any(|g| g.variant == r.variant && g.finding == *f) {
+                image_findings.push(crate::report::ImageFinding { variant: r.variant, finding: f.clone() });
+            }
+        }
+    }
+    Report { rows, seed, elapsed, image_findings, ..Report::default() }
 }

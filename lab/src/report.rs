@@ -206,7 +206,7 @@ pub enum Status {
     /// At least one case failed.
     Failed,
     /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
-    /// at all (every case skipped).
+    /// at all (every case skipped) and no image finding explains why.
     SetupError,
 }
 
@@ -236,7 +236,8 @@ impl Report {
     /// The verdict.
     pub fn status(&self) -> Status {
         let (passed, failed, _) = self.totals();
-        if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + failed == 0 {
+        let nothing_ran = passed + failed == 0 && self.image_findings.is_empty();
+        if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || nothing_ran {
             Status::SetupError
         } else if self.rows.iter().any(|r| !r.failed.is_empty()) || !self.image_findings.is_empty() {
             Status::Failed
@@ -314,7 +315,10 @@ impl Report {
         if p + f == 0 {
             let _ = writeln!(s, "\nnothing ran: every selected case was skipped or could not be set up");
         }
-        let verdict = format!("{p} passed, {f} failed, {k} skipped");
+        let mut verdict = format!("{p} passed, {f} failed, {k} skipped");
+        if !self.image_findings.is_empty() {
+            let _ = write!(verdict, ", {} image findings", self.image_findings.len());
+        }
         let style = if self.status() == Status::Passed { PASS } else { FAIL };
         let _ =
             writeln!(s, "\n{} (seed {}, {:.2} s)", paint.apply(style, &verdict), self.seed, self.elapsed.as_secs_f64());

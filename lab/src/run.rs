@@ -125,6 +125,8 @@ fn run_variant(
 ) {
     let entry = Entry::of(image);
     let unicorn_refusal = scan_isa(variant, image, report);
+    let selected: Vec<Kernel> = cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
+    report.image_findings.extend(missing_symbols(variant, image, &selected));
     for &kind in &cfg.backends {
         let skip_all = |report: &mut Report, reason: String| {
             for set in sets {
@@ -164,17 +166,57 @@ fn run_variant(
     }
 }
 
-/// The static ISA scan of `image` ([`isa::scan`]): one image finding per violation. Returns why
-/// Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not.
-fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
-    match isa::scan(image, variant) {
-        Ok(violations) => report.image_findings.extend(violations.into_iter().map(|v| {
-            let class = if v.why.starts_with("a system call") { Class::Syscall } else { Class::Isa };
-            ImageFinding { variant: variant.name, finding: Finding::new(class, v.to_string()) }
-        })),
-        Err(e) => report.setup_errors.push(format!("{variant}: ISA scan: {e}")),
+/// One finding per contract symbol ([`Kernel::symbols`]) of a selected kernel that `image` does
+/// not define: a kernels folder without `poly1305.S`, or with `md5_implCompressMB` misspelt,
+/// fails its variant instead of passing with the kernel's cases skipped. Names the closest
+/// symbol the image does define, when one is close (edit distance at most 3, or equal ignoring
+/// case).
+pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kernel]) -> Vec<ImageFinding> {
+    let mut out = Vec::new();
+    for &kernel in kernels {
+        for &symbol in kernel.symbols().iter().filter(|s| image.symbol(s).is_none()) {
+            let near = image
+                .symbol_names()
+                .map(|n| (strsim::levenshtein(n, symbol), n))
+                .filter(|&(d, n)| d <= 3 || n.eq_ignore_ascii_case(symbol))
+                .min()
+                .map(|(_, n)| format!("; the image defines `{n}`: misspelt?"))
+                .unwrap_or_default();
+            let text = format!(
+                "the {kernel} kernel's contract symbol `{symbol}` is missing from {} (its {kernel} cases cannot run){near}",
+                image.path.display()
+            );
+            out.push(ImageFinding { variant: variant.name, finding: Finding::new(Class::MissingSymbol, text) });
+        }
     }
-    isa::unicorn_refusal(image).ok().flatten()
+    out
+}
+
+/// The static ISA and system-call scan of `image` ([`isa::scan`]): one image finding per
+/// violation, why Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not, and
+/// set-up errors of the scan itself. Shared by `lab run` and `lab fuzz`.
+pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding>, Option<String>, Vec<String>) {
+    let (findings, errors) = match isa::scan(image, variant) {
+        Ok(violations) => (
+            violations
+                .into_iter()
+                .map(|v| {
+                    let class = if v.why.starts_with("a system call") { Class::Syscall } else { Class::Isa };
+                    ImageFinding { variant: variant.name, finding: Finding::new(class, v.to_string()) }
+                })
+                .collect(),
+            Vec::new(),
+        ),
+        Err(e) => (Vec::new(), vec![format!("{variant}: ISA scan: {e}")]),
+    };
+    (findings, isa::unicorn_refusal(image).ok().flatten(), errors)
+}
+
+fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
+    let (findings, refusal, errors) = scan_image(variant, image);
+    report.image_findings.extend(findings);
+    report.setup_errors.extend(errors);
+    refusal
 }
 
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold

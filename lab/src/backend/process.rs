@@ -7,10 +7,12 @@
 //! and the call in flight like any fault, and the lab resumes at the next call. Only a guest
 //! that does not answer the poke within [`POKE_GRACE`] is killed without a PC.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
@@ -96,13 +98,44 @@ fn poke(g: &mut Guest) -> Option<Frame> {
     g.frames.recv_timeout(POKE_GRACE).ok()
 }
 
+/// Starts `program -cpu cpu image` once with an empty stdin (the driver's `_start` exits 0 at
+/// EOF) and says why it cannot run, if it cannot: a qemu-user older than the variant's CPU
+/// model (say, without the RISC-V `zbb=` property, added in qemu 7.x) refuses the `-cpu`
+/// string and would otherwise fail every case of every batch as a crash. The answer is kept
+/// per (program, cpu) for the life of the process.
+fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), String> {
+    static PROBED: OnceLock<Mutex<HashMap<(PathBuf, String), Result<(), String>>>> = OnceLock::new();
+    let key = (program.to_path_buf(), cpu.to_string());
+    let probed = PROBED.get_or_init(Mutex::default);
+    if let Some(known) = probed.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
+    }
+    let answer = match Command::new(program).args(["-cpu", cpu]).arg(image).stdin(Stdio::null()).output() {
+        Err(e) => Err(format!("cannot start: {e}")),
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "cannot start `-cpu {cpu}` ({}): {}; this qemu-user lacks the CPU model or a property the variant \
+             needs (the lab needs qemu-user 7.2 or newer, Debian package qemu-user from bookworm)",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    };
+    if let Ok(mut m) = probed.lock() {
+        m.insert(key, answer.clone());
+    }
+    answer
+}
+
 impl ProcessBackend {
-    /// `qemu-<arch> -cpu <cpu> <image>`.
+    /// `qemu-<arch> -cpu <cpu> <image>`, after a probe that qemu accepts the CPU model.
     ///
     /// # Errors
-    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`).
+    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`), or it refuses
+    /// the variant's `-cpu` string ([`BackendError::Process`], with qemu's words).
     pub fn qemu(image: &Image, cpu: &str, limits: Limits) -> Result<Self, BackendError> {
         let program = toolchain::find(toolchain::qemu_tool(image.arch))?;
+        probe_qemu(&program, cpu, &image.path)
+            .map_err(|reason| BackendError::Process { program: program.display().to_string(), reason })?;
         let args = vec!["-cpu".into(), cpu.into(), image.path.display().to_string()];
         Ok(ProcessBackend {
             kind: BackendKind::Qemu,
