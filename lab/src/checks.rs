@@ -101,6 +101,49 @@ pub struct CasePlan {
     last: Option<Final>,
 }
 
+impl CasePlan {
+    /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: per call
+    /// whether it faulted or did not run, else the buffers and the `int` return value its
+    /// checks read. Saved registers and flags are left out (flag bits the ISA leaves undefined
+    /// may differ between CPUs and emulators). Equal digests on two backends mean equal
+    /// results; the lab keeps only this per case and backend to compare backends.
+    pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        for c in &self.calls {
+            let rec = batch.record(&run.resp, c.call);
+            if run.fault_of(c.call).is_some() {
+                h.add(&[1]);
+                continue;
+            }
+            if !rec.completed {
+                h.add(&[2]);
+                continue;
+            }
+            h.add(&[0]);
+            for e in &c.expects {
+                match e {
+                    Expect::Md5State(buf, _) | Expect::Acc(buf, _) | Expect::AccUntouched { acc: buf, .. } => {
+                        h.add(batch.buffer(&run.resp, *buf));
+                    }
+                    Expect::RetI32(_) => h.add(&(rec.ret as u32).to_le_bytes()),
+                }
+            }
+        }
+        h.0
+    }
+}
+
+/// FNV-1a, 64-bit.
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
 /// What kind of problem a finding reports (JUnit failure types and report grouping use it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Class {

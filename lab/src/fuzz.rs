@@ -688,6 +688,7 @@ pub fn to_report(
                 set: "fuzz".into(),
                 passed: 0,
                 failed: Vec::new(),
+                disagreed: Vec::new(),
                 skipped: 0,
                 skip_reason: None,
                 elapsed: r.elapsed,

@@ -124,6 +124,7 @@ fn run_variant(
     progress: &mut dyn FnMut(Progress<'_>),
 ) {
     let entry = Entry::of(image);
+    let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
     let unicorn_refusal = scan_isa(variant, image, report);
     let selected: Vec<Kernel> = cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
     report.image_findings.extend(missing_symbols(variant, image, &selected));
@@ -153,17 +154,84 @@ fn run_variant(
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
-            report.rows.push(run_set_with_progress(
-                backend.as_mut(),
-                variant,
-                image,
-                set,
-                cfg.seed,
-                cfg.flush,
-                progress,
-            ));
+            let (row, digests) = run_set_digested(backend.as_mut(), variant, image, set, cfg.seed, cfg.flush, progress);
+            ran.push((report.rows.len(), digests));
+            report.rows.push(row);
         }
     }
+    compare_backends(report, &ran);
+}
+
+/// Compares every case across the backends that ran it (`ran`: row index in the report and the
+/// case digests of that row, [`CasePlan::outputs_digest`]). When the results differ and at
+/// least one backend failed the case, each failing backend's case becomes a disagreement
+/// ([`Row::mark_disagreed`]) naming who agrees with the reference and what the others return:
+/// a kernel bug fails alike everywhere, so an emulator fault is likely.
+fn compare_backends(report: &mut Report, ran: &[(usize, Vec<u64>)]) {
+    let mut sets: Vec<&str> = ran.iter().map(|(i, _)| report.rows[*i].set.as_str()).collect();
+    sets.sort_unstable();
+    sets.dedup();
+    let sets: Vec<String> = sets.into_iter().map(String::from).collect();
+    for set in &sets {
+        let rows: Vec<&(usize, Vec<u64>)> = ran.iter().filter(|(i, _)| report.rows[*i].set == *set).collect();
+        let n = rows.first().map_or(0, |(_, d)| d.len());
+        if rows.len() < 2 || rows.iter().any(|(i, d)| d.len() != n || report.rows[*i].cases.len() != n) {
+            continue;
+        }
+        for case in 0..n {
+            // Digest 0: the backend itself failed on this batch; it has no result to compare.
+            let results: Vec<(usize, u64)> = rows.iter().map(|(i, d)| (*i, d[case])).filter(|&(_, d)| d != 0).collect();
+            let differ = results.windows(2).any(|w| w[0].1 != w[1].1);
+            let failing: Vec<usize> = results
+                .iter()
+                .filter(|(i, _)| matches!(report.rows[*i].cases[case].verdict, crate::report::Verdict::Failed(_)))
+                .map(|&(i, _)| i)
+                .collect();
+            if !differ || failing.is_empty() {
+                continue;
+            }
+            let finding = Finding::new(Class::Disagreement, disagreement_text(report, &results, case));
+            for i in failing {
+                report.rows[i].mark_disagreed(case, finding.clone());
+            }
+        }
+    }
+}
+
+/// "backends disagree: native and the reference agree; unicorn and qemu return the same other
+/// result (…); an emulator fault is likely".
+fn disagreement_text(report: &Report, results: &[(usize, u64)], case: usize) -> String {
+    use crate::report::Verdict;
+    let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
+    for &(i, d) in results {
+        match groups.iter_mut().find(|(g, _)| *g == d) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((d, vec![i])),
+        }
+    }
+    let names = |members: &[usize]| {
+        let n: Vec<&str> = members.iter().map(|&i| report.rows[i].backend.name()).collect();
+        n.join(" and ")
+    };
+    // Who agrees with the reference first.
+    groups.sort_by_key(|(_, m)| !matches!(report.rows[m[0]].cases[case].verdict, Verdict::Passed));
+    let mut parts = Vec::new();
+    for (_, members) in &groups {
+        let verdict = &report.rows[members[0]].cases[case].verdict;
+        let who = names(members);
+        let alike = if members.len() > 1 { " the same other result" } else { "" };
+        parts.push(match verdict {
+            Verdict::Passed => format!("{who} and the reference agree"),
+            Verdict::Failed(f) | Verdict::Disagreed(f) => {
+                let what = f.first().map(|f| f.text.as_str()).unwrap_or("a wrong result");
+                format!("{who} return{}{alike} ({what})", if members.len() > 1 { "" } else { "s" })
+            }
+            Verdict::Skipped(_) => format!("{who} skipped it"),
+        });
+    }
+    let none_right = groups.iter().all(|(_, m)| !matches!(report.rows[m[0]].cases[case].verdict, Verdict::Passed));
+    let lead = if none_right { "backends disagree and none matches the reference" } else { "backends disagree" };
+    format!("{lead}: {}; an emulator fault is likely (a kernel bug fails alike on every backend)", parts.join("; "))
 }
 
 /// One finding per contract symbol ([`Kernel::symbols`]) of a selected kernel that `image` does
@@ -243,6 +311,21 @@ pub fn run_set_with_progress(
     guard_at: Placement,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Row {
+    run_set_digested(backend, variant, image, set, seed, guard_at, progress).0
+}
+
+/// [`run_set_with_progress`], also returning each case's [`CasePlan::outputs_digest`] in row
+/// order (0 where the backend failed), for the comparison across backends: 8 bytes per case
+/// and backend, never the buffers.
+fn run_set_digested(
+    backend: &mut dyn backend::Backend,
+    variant: &'static Variant,
+    image: &Image,
+    set: &VectorSet,
+    seed: u64,
+    guard_at: Placement,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> (Row, Vec<u64>) {
     let started = Instant::now();
     let kind = backend.kind();
     let entry = &Entry::of(image);
@@ -250,12 +333,13 @@ pub fn run_set_with_progress(
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ fxhash(variant.name) ^ fxhash(&set.set));
     let arena = match image.arena() {
         Ok(a) => a,
-        Err(e) => return Row::error(variant, kind, set, cases_in(set), e.to_string()),
+        Err(e) => return (Row::error(variant, kind, set, cases_in(set), e.to_string()), Vec::new()),
     };
+    let mut digests = Vec::with_capacity(cases_in(set));
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
     let mut flush = |builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, row: &mut Row| {
-        let n = flush(builder, plans, backend, image, abi, arena, row);
+        let n = flush(builder, plans, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
     };
     let mut builder = BatchBuilder::new(abi);
@@ -272,11 +356,12 @@ pub fn run_set_with_progress(
     }
     flush(&mut builder, &mut plans, &mut row);
     row.elapsed = started.elapsed();
-    row
+    (row, digests)
 }
 
 /// Runs the planned cases as one batch and records them in `row`, each with an even share of
-/// the batch's wall time; returns how many cases it recorded.
+/// the batch's wall time, and their digests in `digests`; returns how many cases it recorded.
+#[allow(clippy::too_many_arguments)]
 fn flush(
     builder: &mut BatchBuilder,
     plans: &mut Vec<CasePlan>,
@@ -285,6 +370,7 @@ fn flush(
     abi: &'static Abi,
     arena: crate::image::Arena,
     row: &mut Row,
+    digests: &mut Vec<u64>,
 ) -> usize {
     if plans.is_empty() {
         return 0;
@@ -297,8 +383,14 @@ fn flush(
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     let findings: Vec<Vec<Finding>> = match outcome {
-        Ok((batch, run)) => taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect(),
-        Err(e) => taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect(),
+        Ok((batch, run)) => {
+            digests.extend(taken.iter().map(|p| p.outputs_digest(&batch, &run)));
+            taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect()
+        }
+        Err(e) => {
+            digests.extend(taken.iter().map(|_| 0));
+            taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect()
+        }
     };
     let share = started.elapsed() / taken.len() as u32;
     for (p, f) in taken.iter().zip(findings) {
