@@ -7,6 +7,7 @@ mod bench;
 mod checks;
 mod cli;
 mod common;
+mod diagnoses;
 mod disagreement;
 mod doctor;
 mod fuzz;

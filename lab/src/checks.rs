@@ -103,8 +103,9 @@ pub struct CasePlan {
 
 impl CasePlan {
     /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: per call
-    /// whether it faulted or did not run, else the buffers and the `int` return value its
-    /// checks read. Saved registers and flags are left out (flag bits the ISA leaves undefined
+    /// whether it faulted (any fault alike: a hang on one backend and a fault past the arena on
+    /// another are the same runaway), else the buffers and the `int` return value its checks
+    /// read; 0 (no result) when a call did not run. Saved registers and flags are left out (flag bits the ISA leaves undefined
     /// may differ between CPUs and emulators). Equal digests on two backends mean equal
     /// results; the lab keeps only this per case and backend to compare backends.
     pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
@@ -116,8 +117,8 @@ impl CasePlan {
                 continue;
             }
             if !rec.completed {
-                h.add(&[2]);
-                continue;
+                // Not run (the batch was given up): no result to compare.
+                return 0;
             }
             h.add(&[0]);
             for e in &c.expects {
@@ -481,7 +482,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     for c in &plan.calls {
         let rec = batch.record(&run.resp, c.call);
         if let Some(f) = run.fault_of(c.call) {
-            findings.push(describe_fault(&c.label, f, image, batch));
+            let plain = describe_fault(&c.label, f, image, batch);
+            findings.push(crate::diagnose::explain(&c.label, f, plain, image, batch, abi, rec.seed));
             continue;
         }
         if !rec.completed {

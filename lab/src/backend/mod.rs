@@ -264,15 +264,27 @@ impl BatchRun {
     }
 }
 
-/// Runs every call of `batch` on `backend`, resuming after each fault at the next call. No
-/// fault count gives the rest of a batch up: a kernel that faults on some inputs gets a verdict
-/// for every other call, not "not run" (each fault costs one restart: a new qemu-user or
-/// native process, about 20 ms; nothing on Unicorn). Only a hang (each costs the whole time
-/// budget) or a fault that names no call ends the batch early.
+/// Faults in one batch that are always resumed from; past them the batch resumes only while it
+/// has run for less than [`RESUME_TIME`].
+pub const MAX_FAULTS_PER_BATCH: usize = 64;
+
+/// Wall time a batch may spend resuming after its first [`MAX_FAULTS_PER_BATCH`] faults. Each
+/// fault costs a restart of the guest on qemu-user and native (about 20 ms on an idle machine;
+/// nothing on Unicorn), so a kernel that faults on thousands of calls would otherwise take
+/// minutes per batch.
+pub const RESUME_TIME: Duration = Duration::from_secs(20);
+
+/// Runs every call of `batch` on `backend`, resuming after each fault at the next call. A
+/// kernel that faults on some inputs gets a verdict for every other call: the first
+/// [`MAX_FAULTS_PER_BATCH`] faults always resume, later ones while the batch is younger than
+/// [`RESUME_TIME`] (on Unicorn that is every fault of any real batch). Otherwise only a hang
+/// (each costs the whole time budget) or a fault that names no call ends the batch early, and
+/// the calls after it say why they did not run.
 ///
 /// # Errors
 /// Only backend failures; faults are collected in [`BatchRun::faults`].
 pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, BackendError> {
+    let started = std::time::Instant::now();
     let mut faults: Vec<Fault> = Vec::new();
     // The batch's own payload first; a resumed run needs a patched copy.
     let mut resumed: Option<Vec<u8>> = None;
@@ -288,6 +300,11 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
             (FaultKind::Hang(_), Some(_)) => {
                 Some(format!("the batch was given up after a hang at call {}", next.unwrap_or(0) - 1))
             }
+            _ if faults.len() + 1 >= MAX_FAULTS_PER_BATCH && started.elapsed() >= RESUME_TIME => Some(format!(
+                "the batch was given up after {} faults in {:.0} s (each fault restarts the guest; RESUME_TIME)",
+                faults.len() + 1,
+                started.elapsed().as_secs_f64()
+            )),
             _ => None,
         };
         faults.push(fault);
