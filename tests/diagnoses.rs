@@ -51,3 +51,28 @@ fn addresses_outside_every_symbol_are_not_symbolised() {
         assert_eq!(image.symbolize(mb.addr + 8), "md5_implCompressMB+0x8", "{v}");
     }
 }
+
+#[test]
+fn a_kernel_that_compares_int_arguments_as_64_bit_values_is_told_so() {
+    let cases = [
+        ("x86_64", "rdx (int ofs, passed as 0x", "rcx (int limit, passed as 0x"),
+        ("aarch64", "x2 (int ofs", "x3 (int limit"),
+    ];
+    for (arch, ofs, limit) in cases {
+        let (_dir, build) = fixture_kernels(arch, "md5.S", "upper_bits.S");
+        let files = vec![paths::vectors_dir().join("md5/mb-semantics.json")];
+        let backends: Vec<BackendKind> =
+            BackendKind::ALL.into_iter().filter(|b| b.supports(variant(arch)).is_ok()).collect();
+        let report = run::run(&config_with(variant(arch), backends, Kernel::Md5, files, build));
+        assert!(report.totals().1 > 0, "{arch}: the garbage upper bits make cases fail: {}", report.to_human());
+        for r in &report.rows {
+            for c in &r.failed {
+                let f = &c.findings[0];
+                assert_eq!(f.class, Class::Abi, "{arch} on {}: {f}", r.backend);
+                assert!(f.text.contains("depends on the upper 32 bits of "), "{arch} on {}: {f}", r.backend);
+                assert!(f.text.contains(ofs) || f.text.contains(limit), "{arch} on {}: {f}", r.backend);
+                assert!(f.text.contains("the ABI leaves them unspecified"), "{f}");
+            }
+        }
+    }
+}

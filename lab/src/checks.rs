@@ -79,6 +79,8 @@ struct CallCheck {
     call: usize,
     label: String,
     expects: Vec<Expect>,
+    /// Arguments that are C `int`s: (argument index, parameter name).
+    ints: Vec<(usize, &'static str)>,
 }
 
 /// The last thing a case checks, after all its calls.
@@ -101,7 +103,28 @@ pub struct CasePlan {
     last: Option<Final>,
 }
 
+/// One `int` argument of a planned call: where it is and what it is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntArg {
+    /// Call index in the batch.
+    pub call: usize,
+    /// Argument index (0-based: 2 is the third argument register).
+    pub arg: usize,
+    /// The C parameter name (`ofs`, `limit`).
+    pub name: &'static str,
+    /// The call's label in findings.
+    pub label: String,
+}
+
 impl CasePlan {
+    /// Every `int` argument of this case's calls (the MD5 `ofs` and `limit`).
+    pub fn int_args(&self) -> Vec<IntArg> {
+        self.calls
+            .iter()
+            .flat_map(|c| c.ints.iter().map(|&(arg, name)| IntArg { call: c.call, arg, name, label: c.label.clone() }))
+            .collect()
+    }
+
     /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: per call
     /// whether it faulted (any fault alike: a hang on one backend and a fault past the arena on
     /// another are the same runaway), else the buffers and the `int` return value its checks
@@ -288,7 +311,7 @@ impl<R: Rng> Planner<'_, R> {
     /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
     fn call(&mut self, func: u64, args: [Arg; 4], prev: BufId, out: BufId, label: String, expects: Vec<Expect>) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
-        self.calls.push(CallCheck { call, label, expects });
+        self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
 
     /// One MD5 stub call on `state`; returns the buffer holding the new state.
@@ -313,6 +336,11 @@ impl<R: Rng> Planner<'_, R> {
             }
         };
         self.call(func.expect("md5 symbols checked"), args, prev, out, label, expects);
+        if c.stub == Md5Stub::CompressMb {
+            if let Some(last) = self.calls.last_mut() {
+                last.ints = vec![(2, "ofs"), (3, "limit")];
+            }
+        }
         out
     }
 

@@ -385,7 +385,9 @@ fn flush(
     let findings: Vec<Vec<Finding>> = match outcome {
         Ok((batch, run)) => {
             digests.extend(taken.iter().map(|p| p.outputs_digest(&batch, &run)));
-            taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect()
+            let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect();
+            crate::diagnose::upper_bits(backend, &batch, &taken, &mut f, abi, image);
+            f
         }
         Err(e) => {
             digests.extend(taken.iter().map(|_| 0));
@@ -394,7 +396,17 @@ fn flush(
     };
     let share = started.elapsed() / taken.len() as u32;
     for (p, f) in taken.iter().zip(findings) {
-        row.record_timed(p, f, share);
+        // A case the batch gave up on for time after many faults elsewhere did not fail: it
+        // did not run (every one of its findings says so).
+        let given_up =
+            !f.is_empty() && f.iter().all(|x| x.class == Class::NotRun && x.text.contains(backend::RESUME_GIVEN_UP));
+        if given_up {
+            let why = f[0].text.split_once(" did not run: ").map_or(f[0].text.as_str(), |(_, w)| w).to_string();
+            let verdict = crate::report::Verdict::Skipped(why);
+            row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
+        } else {
+            row.record_timed(p, f, share);
+        }
     }
     taken.len()
 }
