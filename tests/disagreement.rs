@@ -73,3 +73,32 @@ fn a_kernel_bug_fails_alike_and_is_not_blamed_on_the_emulators() {
     assert!(report.totals().1 > 0);
     assert!(!report.to_human().contains("backends disagree"));
 }
+
+#[test]
+fn a_fuzz_failure_that_native_passes_is_blamed_on_the_emulator() {
+    use kernel_lab::fuzz::{self, Budget, FuzzConfig, Outcome};
+    let (dir, build) = fixture_kernels("x86_64", "md5.S", "shld_rip.S");
+    let cfg = FuzzConfig {
+        variants: vec![variant("x86_64")],
+        backends: vec![BackendKind::Unicorn, BackendKind::Native],
+        kernels: vec![Kernel::Md5],
+        build,
+        seed: crate::common::SEED,
+        budget: Budget::Cases(500),
+        shard: (0, 1),
+        batch: 64,
+        out_dir: dir.path().join("out"),
+        limits: kernel_lab::backend::Limits::default(),
+    };
+    let results = fuzz::campaign(&cfg, &mut |_| {});
+    assert!(matches!(results[1].outcome, Outcome::Clean), "native: {:?}", results[1].outcome);
+    let Outcome::Failed(f) = &results[0].outcome else { panic!("unicorn: {:?}", results[0].outcome) };
+    assert_eq!(f.findings[0].class, Class::Disagreement, "{:?}", f.findings);
+    assert!(
+        f.findings[0]
+            .text
+            .starts_with("backends disagree on the shrunk case: native and the reference agree; unicorn fails it"),
+        "{}",
+        f.findings[0].text
+    );
+}

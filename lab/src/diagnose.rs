@@ -180,3 +180,31 @@ fn blame(batch: &Batch, plan: &CasePlan, findings: &mut Vec<Finding>, names: &[&
     );
     findings.insert(0, Finding::new(Class::Abi, text));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{BatchBuilder, Placement};
+    use crate::image::Arena;
+
+    fn fault_at(addr: u64) -> Fault {
+        Fault {
+            kind: FaultKind::Memory { access: Some(Access::Read), addr: Some(addr) },
+            pc: Some(0x1000),
+            call: Some(0),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_fault_in_the_first_page_past_the_arena_is_a_runaway_and_others_are_not() {
+        let mut b = BatchBuilder::new(&crate::abi::X86_64);
+        let input = b.buffer("input", &[0; 64], false, Placement::End);
+        let batch = b.layout(Arena { addr: 0x10_0000, size: 32 << 20 }).unwrap();
+        let end = 0x10_0000 + (32 << 20);
+        let text = runaway(&fault_at(end + 8), &batch).expect("a runaway");
+        assert!(text.starts_with("ran away: the call walked through the whole 32 MiB arena to 0x2100008"), "{text}");
+        assert_eq!(runaway(&fault_at(end + PAGE), &batch), None, "a wild address further out");
+        assert_eq!(runaway(&fault_at(batch.addr_of(input, 64)), &batch), None, "a guard page inside the arena");
+    }
+}

@@ -537,8 +537,49 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                 out.push(r);
             }
         }
+        if let Ok(image) = &image {
+            let first = out.iter().position(|r| r.variant == variant.name).unwrap_or(out.len());
+            cross_check(cfg, variant, image, &mut out[first..]);
+        }
     }
     out
+}
+
+/// Replays each shrunk failure of one variant on the campaign's other backends for that
+/// variant; when one of them passes it, the failure's first finding says the backends
+/// disagree and an emulator fault is likely (the cases are the same on every backend: the
+/// runner is seeded by variant and kernel, and so are the argument garbage and poison).
+fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, results: &mut [TargetResult]) {
+    let others: Vec<crate::backend::BackendKind> = results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Clean | Outcome::Failed(_)))
+        .map(|r| r.backend)
+        .collect();
+    for r in results.iter_mut() {
+        let Outcome::Failed(f) = &mut r.outcome else { continue };
+        let mut verdicts: Vec<(crate::backend::BackendKind, bool)> = Vec::new();
+        for &kind in others.iter().filter(|&&k| k != r.backend) {
+            let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { continue };
+            let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
+            if let Ok(found) = run_cases(&mut t, std::slice::from_ref(&f.case)) {
+                verdicts.push((kind, found[0].is_empty()));
+            }
+        }
+        let passing: Vec<&str> = verdicts.iter().filter(|v| v.1).map(|v| v.0.name()).collect();
+        if passing.is_empty() {
+            continue;
+        }
+        let failing: Vec<&str> =
+            std::iter::once(r.backend.name()).chain(verdicts.iter().filter(|v| !v.1).map(|v| v.0.name())).collect();
+        let text = format!(
+            "backends disagree on the shrunk case: {} and the reference agree; {} fail{} it; an emulator fault is likely \
+             (a kernel bug fails alike on every backend)",
+            passing.join(" and "),
+            failing.join(" and "),
+            if failing.len() == 1 { "s" } else { "" }
+        );
+        f.findings.insert(0, Finding::new(crate::checks::Class::Disagreement, text));
+    }
 }
 
 /// Fuzzes one target. Cases come from a runner seeded by (campaign seed, variant, kernel), so
@@ -678,7 +719,11 @@ pub fn to_report(
                     let mut findings = f.findings.clone();
                     let replay = format!("minimal case (case {}) written to {}", f.case_index, f.file.display());
                     findings.push(Finding::new(crate::checks::Class::Value, replay));
-                    Verdict::Failed(findings)
+                    if findings[0].class == crate::checks::Class::Disagreement {
+                        Verdict::Disagreed(findings)
+                    } else {
+                        Verdict::Failed(findings)
+                    }
                 }
             };
             let mut row = Row {
