@@ -4,8 +4,10 @@
 
 mod agreement;
 mod bench;
+mod bounds;
 mod checks;
 mod cli;
+mod clobber;
 mod common;
 mod diagnoses;
 mod disagreement;
@@ -15,6 +17,8 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod protocol;
 mod reports;
 mod silent_green;
+mod vector_files;
 mod zbb;

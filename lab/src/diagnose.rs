@@ -200,7 +200,7 @@ mod tests {
     fn a_fault_in_the_first_page_past_the_arena_is_a_runaway_and_others_are_not() {
         let mut b = BatchBuilder::new(&crate::abi::X86_64);
         let input = b.buffer("input", &[0; 64], false, Placement::End);
-        let batch = b.layout(Arena { addr: 0x10_0000, size: 32 << 20 }).unwrap();
+        let batch = b.layout(Arena { addr: 0x10_0000, size: 32 << 20, kernel_data: None }).unwrap();
         let end = 0x10_0000 + (32 << 20);
         let text = runaway(&fault_at(end + 8), &batch).expect("a runaway");
         assert!(text.starts_with("ran away: the call walked through the whole 32 MiB arena to 0x2100008"), "{text}");
