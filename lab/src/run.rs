@@ -416,10 +416,12 @@ fn run_set_digested(
     (row, digests)
 }
 
-/// Payload bytes of a batch besides its segments (an upper bound): header, table alignment,
-/// the kernel stack and its guard pages (64 KiB), plus the unmapped region of at least
-/// [`crate::batch::STACK_GUARD`] bytes below the stack budget.
-pub const BATCH_OVERHEAD: u64 = 64 * 1024 + crate::batch::STACK_GUARD;
+/// The buffers a segment hands to the next one, as the kernel left them.
+type Carried = Vec<Vec<u8>>;
+
+/// Payload bytes of a batch besides its segments: header, kernel stack, its guard pages and
+/// the stack guard ([`crate::batch::STACK_GUARD`]), table alignment (an upper bound).
+pub const BATCH_OVERHEAD: u64 = crate::batch::STACK_GUARD + 64 * 1024;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
@@ -457,11 +459,11 @@ fn flush(
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Vec<Vec<u8>>>>, Vec<u64>) = match &outcome {
+    let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
         Ok((batch, run)) => {
             let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| checks::check(p, batch, run, abi, image)).collect();
             crate::diagnose::upper_bits(backend, batch, &taken, &mut f, abi, image);
-            let carry: Vec<Option<Vec<Vec<u8>>>> = taken
+            let carry: Vec<Option<Carried>> = taken
                 .iter()
                 .zip(&f)
                 .map(|(p, f)| (p.more && f.is_empty()).then(|| p.carried(batch, &run.resp)))
