@@ -149,10 +149,9 @@ impl CasePlan {
             .collect()
     }
 
-    /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: per call
-    /// whether it faulted (any fault alike: a hang on one backend and a fault past the arena on
-    /// another are the same runaway), else the buffers and the `int` return value its checks
-    /// read; 0 (no result) when a call did not run. Saved registers and flags are left out (flag bits the ISA leaves undefined
+    /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: the buffers and
+    /// the `int` return value its checks read; 0 (no result, not compared) when a call faulted
+    /// or did not run. Saved registers and flags are left out (flag bits the ISA leaves undefined
     /// may differ between CPUs and emulators). Equal digests on two backends mean equal
     /// results; the lab keeps only this per case and backend to compare backends.
     pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
@@ -160,8 +159,10 @@ impl CasePlan {
         for c in &self.calls {
             let rec = batch.record(&run.resp, c.call);
             if run.fault_of(c.call).is_some() {
-                h.add(&[1]);
-                continue;
+                // Faults are not compared: the backends check bounds at different granularity
+                // (bytes on Unicorn, pages elsewhere) and see system calls differently, so a
+                // fault on one backend alone is a kernel finding, not an emulator's.
+                return 0;
             }
             if !rec.completed {
                 // Not run (the batch was given up): no result to compare.
@@ -178,7 +179,7 @@ impl CasePlan {
                         h.add(batch.buffer(&run.resp, *buf));
                     }
                     Expect::RetI32(_) | Expect::RetI32File(_) => h.add(&(rec.ret as u32).to_le_bytes()),
-                    // A call the lab could not plan is not run: nothing to compare.
+                    // A lab error: no result to compare.
                     Expect::Unplanned(_) => return 0,
                 }
             }

@@ -555,8 +555,8 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
     out
 }
 
-/// Replays each shrunk failure of one variant on the campaign's other backends for that
-/// variant; when one of them passes it, the failure's first finding says the backends
+/// Replays each shrunk failure of one variant whose findings are wrong outputs (value,
+/// bounds) on the campaign's other backends for that variant; when one of them passes it, the failure's first finding says the backends
 /// disagree and an emulator fault is likely (the cases are the same on every backend: the
 /// runner is seeded by variant and kernel, and so are the argument garbage and poison).
 fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, results: &mut [TargetResult]) {
@@ -567,6 +567,13 @@ fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, resul
         .collect();
     for r in results.iter_mut() {
         let Outcome::Failed(f) = &mut r.outcome else { continue };
+        // Only wrong outputs are compared: a fault one backend alone sees (bounds are checked
+        // by bytes on Unicorn, by pages elsewhere) is a kernel finding, not an emulator's.
+        let outputs_only =
+            f.findings.iter().all(|x| matches!(x.class, crate::checks::Class::Value | crate::checks::Class::Bounds));
+        if !outputs_only {
+            continue;
+        }
         let mut verdicts: Vec<(crate::backend::BackendKind, bool)> = Vec::new();
         for &kind in others.iter().filter(|&&k| k != r.backend) {
             let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { continue };
