@@ -452,6 +452,15 @@ mod tests {
     }
 
     #[test]
+    fn the_fp_registers_follow_the_integer_ones_in_every_saved_list() {
+        for (abi, fp) in [(&RISCV64, "fs"), (&AARCH64, "d"), (&X86_64, "-")] {
+            let (gprs, fprs) = abi.saved.split_at(abi.saved_gprs);
+            assert!(gprs.iter().all(|r| !r.starts_with(fp)), "{}: {gprs:?}", abi.arch);
+            assert!(fprs.iter().all(|r| r.starts_with(fp)), "{}: {fprs:?}", abi.arch);
+        }
+    }
+
+    #[test]
     fn every_arch_section_lists_its_saved_registers() {
         let h = c_header(&Spec::current());
         assert!(h.contains("#define LAB_SAVED_GPRS     rbx, rbp, r12, r13, r14, r15"), "{h}");
