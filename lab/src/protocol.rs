@@ -376,7 +376,7 @@ pub fn c_header(spec: &Spec) -> String {
         }
     }
     line("#endif".into());
-    line(format!("#define LAB_ENTRY_SIZE     (LAB_E_SAVED + 8 * LAB_NSAVED)"));
+    line("#define LAB_ENTRY_SIZE     (LAB_E_SAVED + 8 * LAB_NSAVED)".into());
     line(String::new());
     line("#endif /* LAB_PROTOCOL_H */".into());
     h
