@@ -191,8 +191,12 @@ fn a_stray_write_fails_only_the_calls_that_made_it(#[case] nr: u32, #[case] fd: 
         assert_eq!(rows.len(), 4, "{backend}: {rows:#?}");
         for row in &rows {
             for case in &row.failed {
+                // The first finding is the call that wrote; a later call of the same chain may
+                // then compute from what that call left (an exit leaves the accumulator as it
+                // was): a value finding, never an ABI one.
+                let f = &case.findings;
                 assert!(
-                    case.findings.len() == 1 && case.findings[0].text.contains(text),
+                    f[0].text.contains(text) && f[1..].iter().all(|f| f.class == kernel_lab::checks::Class::Value),
                     "{backend} {}: {}: {:#?}",
                     row.set,
                     case.name,
