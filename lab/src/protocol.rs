@@ -376,7 +376,7 @@ pub fn c_header(spec: &Spec) -> String {
         }
     }
     line("#endif".into());
-    line(format!("#define LAB_ENTRY_SIZE     (LAB_E_SAVED + 8 * LAB_NSAVED)"));
+    line("#define LAB_ENTRY_SIZE     (LAB_E_SAVED + 8 * LAB_NSAVED)".into());
     line(String::new());
     line("#endif /* LAB_PROTOCOL_H */".into());
     h
@@ -449,6 +449,15 @@ mod tests {
         let mut stepped = spec;
         stepped.poison_step = 3;
         assert!(c_header(&stepped).contains("#define LAB_POISON_STEP    0x0000000000000003"));
+    }
+
+    #[test]
+    fn the_fp_registers_follow_the_integer_ones_in_every_saved_list() {
+        for (abi, fp) in [(&RISCV64, "fs"), (&AARCH64, "d"), (&X86_64, "-")] {
+            let (gprs, fprs) = abi.saved.split_at(abi.saved_gprs);
+            assert!(gprs.iter().all(|r| !r.starts_with(fp)), "{}: {gprs:?}", abi.arch);
+            assert!(fprs.iter().all(|r| r.starts_with(fp)), "{}: {fprs:?}", abi.arch);
+        }
     }
 
     #[test]

@@ -24,10 +24,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Mutex, OnceLock};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::abi::Abi;
@@ -142,12 +142,12 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
     Ok((high_fd(r)?, high_fd(w)?))
 }
 
-/// A running guest: its request pipe, a reader thread for reply tokens, its stdout (checked
+/// A running guest: its request and reply pipes, its stdout (checked
 /// for stray bytes after every reply) and a reader thread for its stderr.
 struct Guest {
     child: Child,
     requests: File,
-    replies: Receiver<Reply>,
+    replies: File,
     stdout: ChildStdout,
     stderr: Receiver<String>,
     /// Sequence number of the next request.
@@ -176,20 +176,34 @@ fn syscall_len(arch: crate::variant::Arch) -> u64 {
     }
 }
 
-/// Reads reply tokens until the stream ends or a fault reply (the guest exits after it).
-fn read_replies(mut from: File, to: mpsc::Sender<Reply>) {
-    loop {
-        let mut buf = [0u8; token::REPLY_WORDS * 8];
-        let reply = match from.read_exact(&mut buf) {
-            Ok(()) => Ok(std::array::from_fn(|i| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8")))),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(CLOSED.to_string()),
-            Err(e) => Err(format!("reading a reply token failed: {e}")),
-        };
-        let last = reply.as_ref().map_or(true, |r| r[token::KIND] == token::KIND_FAULT);
-        if to.send(reply).is_err() || last {
-            break;
+/// Waits up to `timeout` for one whole reply token on `from` (poll, then read; no thread in
+/// between, so a reply costs the host one wake-up). `Ok(None)`: nothing came in time.
+fn recv_reply(from: &mut File, timeout: Duration) -> Result<Option<[u64; token::REPLY_WORDS]>, String> {
+    let mut buf = [0u8; token::REPLY_WORDS * 8];
+    let mut got = 0;
+    let deadline = Instant::now() + timeout;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd { fd: from.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd for an fd we own.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        match ready {
+            0 if got == 0 => return Ok(None),
+            0 => return Err(format!("a short reply token ({got} of {} bytes)", buf.len())),
+            r if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
+            r if r < 0 => return Err(os_err("poll on the reply pipe")),
+            _ => {}
+        }
+        match from.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Err(CLOSED.into()),
+            Ok(0) => return Err(format!("a short reply token ({got} of {} bytes), then the stream closed", buf.len())),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("reading a reply token failed: {e}")),
         }
     }
+    Ok(Some(std::array::from_fn(|i| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes")))))
 }
 
 /// Sends SIGUSR1 to a guest past its budget and waits briefly for the reply its handler sends.
@@ -199,7 +213,7 @@ fn poke(g: &mut Guest) -> Option<Reply> {
     if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
         return None;
     }
-    g.replies.recv_timeout(POKE_GRACE).ok()
+    recv_reply(&mut g.replies, POKE_GRACE).transpose()
 }
 
 /// Bytes the guest wrote to its stdout so far (none is the only right answer), read without
@@ -218,11 +232,11 @@ fn stray_output(stdout: &mut ChildStdout) -> Vec<u8> {
 
 /// The call-table range of a payload (header `table`, `ncalls`): the result words the guest
 /// checksums. Clamped to the payload; a header the host did not lay out gives an empty range.
-fn table_range(payload: &[u8], arena: Arena, entry_bytes: usize) -> (u64, u64) {
+fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64) {
     let word = |w: protocol::Word| {
         payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8")))
     };
-    let Some(off) = word(header::TABLE).checked_sub(arena.addr).filter(|&o| o <= payload.len() as u64) else {
+    let Some(off) = word(header::TABLE).checked_sub(arena_addr).filter(|&o| o <= payload.len() as u64) else {
         return (0, 0);
     };
     let len = word(header::NCALLS).saturating_mul(entry_bytes as u64).min(payload.len() as u64 - off);
@@ -337,9 +351,7 @@ impl ProcessBackend {
         // SAFETY: O_NONBLOCK on our own read end: stray output is polled, never waited for.
         unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
         let mut stderr = child.stderr.take().expect("piped stderr");
-        let (tx, replies) = mpsc::channel();
-        let reply_file = File::from(rep_r);
-        thread::spawn(move || read_replies(reply_file, tx));
+        let replies = File::from(rep_r);
         let (etx, stderr_rx) = mpsc::channel();
         thread::spawn(move || {
             let mut s = String::new();
@@ -390,10 +402,10 @@ impl ProcessBackend {
         if let Err(e) = g.requests.write_all(&bytes) {
             return Some(Err(format!("writing the request token failed: {e}")));
         }
-        match g.replies.recv_timeout(self.limits.batch_time) {
-            Ok(r) => Some(r),
-            Err(RecvTimeoutError::Timeout) => poke(g),
-            Err(RecvTimeoutError::Disconnected) => Some(Err(CLOSED.into())),
+        match recv_reply(&mut g.replies, self.limits.batch_time) {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => poke(g),
+            Err(why) => Some(Err(why)),
         }
     }
 
@@ -553,7 +565,7 @@ impl Backend for ProcessBackend {
             self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
         }
         self.shared.as_mut().expect("arena created").write(payload);
-        let sum = table_range(payload, self.arena, self.entry_bytes);
+        let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         match self.run_entry(resp_len, sum)? {
             Entry::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
             Entry::Run(run) => Ok(run),
@@ -620,7 +632,7 @@ mod tests {
 
     #[test]
     fn the_checksum_range_stays_inside_the_payload() {
-        let arena = Arena { addr: 0x10000, size: 1 << 20, kernel_data: None };
+        let arena = 0x10000;
         let mut p = vec![0u8; 4096];
         p[header::TABLE.offset()..][..8].copy_from_slice(&(0x10000u64 + 256).to_le_bytes());
         p[header::NCALLS.offset()..][..8].copy_from_slice(&3u64.to_le_bytes());
