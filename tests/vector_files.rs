@@ -511,7 +511,7 @@ fn segment_estimates_bound_the_payload_they_add() {
             let mut b = BatchBuilder::new(abi);
             let mut estimate = run::BATCH_OVERHEAD;
             for v in &set.vectors {
-                for (layout, name) in checks::layouts(v, Placement::End).zip(checks::case_names(v)) {
+                for (layout, name) in checks::layouts(v, Placement::End, 7).zip(checks::case_names(v)) {
                     let mut case = CaseRun::new(v, &set.set, &name, layout);
                     loop {
                         estimate += case.estimate();

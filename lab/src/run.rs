@@ -290,9 +290,9 @@ pub fn run_set_with_progress(
     row
 }
 
-/// Payload bytes of a batch besides its segments: header, kernel stack and its guard pages,
-/// table alignment (an upper bound).
-pub const BATCH_OVERHEAD: u64 = 64 * 1024;
+/// Arena bytes of a batch besides its segments: header, table alignment, the kernel stack with
+/// its guard pages and the stack guard below it ([`crate::batch::STACK_GUARD`]); an upper bound.
+pub const BATCH_OVERHEAD: u64 = 64 * 1024 + crate::batch::STACK_GUARD;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
