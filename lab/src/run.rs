@@ -290,9 +290,12 @@ pub fn run_set_with_progress(
     row
 }
 
-/// Arena bytes of a batch besides its segments: header, table alignment, the kernel stack with
-/// its guard pages and the stack guard below it ([`crate::batch::STACK_GUARD`]); an upper bound.
-pub const BATCH_OVERHEAD: u64 = 64 * 1024 + crate::batch::STACK_GUARD;
+/// The buffers a segment hands to the next one, as the kernel left them.
+type Carried = Vec<Vec<u8>>;
+
+/// Payload bytes of a batch besides its segments: header, kernel stack, its guard pages and
+/// the stack guard ([`crate::batch::STACK_GUARD`]), table alignment (an upper bound).
+pub const BATCH_OVERHEAD: u64 = crate::batch::STACK_GUARD + 64 * 1024;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
@@ -328,7 +331,7 @@ fn flush(
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Vec<Vec<u8>>>>) = match &outcome {
+    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Carried>>) = match &outcome {
         Ok((batch, run)) => taken
             .iter()
             .map(|p| {
