@@ -126,16 +126,17 @@ fn stack_probe(arch: &str, n: u64) -> (&'static str, String, String) {
     }
 }
 
-/// Probes of 8200 bytes, 64 KiB and 1 MiB below sp fail every case with "N bytes below the stack
-/// budget" on every backend, and no other call's record is touched (no "was not restored").
+/// Probes of 8200 bytes, 64 KiB, 1 MiB and 4 MiB below sp fail every case with "N bytes below the
+/// stack budget" on every backend, and no other call's record is touched (no "was not
+/// restored"): the guard is at least 1 MiB and in fact all of the arena below the stack that the
+/// batch does not use.
 #[rstest]
 #[case("riscv64", &[U, Q])]
 #[case("x86_64", &[U, Q, N])]
 fn stack_probes_far_below_the_budget_fault_in_the_stack_guard(#[case] arch: &str, #[case] on: &[BackendKind]) {
     let v = variant(arch);
     let abi = Abi::of(v.arch);
-    for probe in [8200u64, 65536, 1 << 20] {
-        assert!(probe <= STACK_GUARD + abi.stack_budget, "the guard covers the probe");
+    for probe in [8200u64, 65536, STACK_GUARD, 4 << 20] {
         let (from, label, code) = stack_probe(arch, probe);
         let (_dir, build) = mutated_kernels(arch, "md5.S", from, &(label + &code));
         let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
