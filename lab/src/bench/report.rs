@@ -4,7 +4,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::baseline::Gate;
+use super::board::BoardComparison;
 use super::counts::{CountRow, BLOCKS};
+use super::mca::Prediction;
 use super::native::NativeReport;
 use super::throughput::{RawRate, ThroughputRow};
 
@@ -28,6 +31,12 @@ pub struct BenchReport {
     pub runs: usize,
     /// Instruction counts per variant × kernel × input placement (Unicorn).
     pub counts: Vec<CountRow>,
+    /// Predicted cycles per block per variant × kernel × CPU model (llvm-mca-19, aligned input).
+    pub predictions: Vec<Prediction>,
+    /// The `sifive-u74` predictions beside the VisionFive 2 figures, when predicted.
+    pub board: Option<BoardComparison>,
+    /// The baseline gate, when `--baseline` was given.
+    pub gate: Option<Gate>,
     /// The native x86_64 comparison, when it ran.
     pub native: Option<NativeReport>,
     /// Raw instruction rates per variant × backend.
@@ -81,11 +90,15 @@ fn si(x: f64) -> String {
 }
 
 impl BenchReport {
-    /// Exit status: 0 all measured, 1 a measurement failed, 2 set-up errors.
+    /// Exit status: 0 all measured, 1 a measurement failed or the gate found a regression,
+    /// 2 set-up errors.
     pub fn exit_code(&self) -> i32 {
         if !self.setup_errors.is_empty() {
             2
-        } else if !self.errors.is_empty() || self.counts.iter().any(|r| !r.repeatable || !r.linear) {
+        } else if !self.errors.is_empty()
+            || self.counts.iter().any(|r| !r.repeatable || !r.linear)
+            || self.gate.as_ref().is_some_and(|g| g.regressions().next().is_some())
+        {
             1
         } else {
             0
@@ -102,6 +115,8 @@ impl BenchReport {
         let mut s = String::new();
         self.write_counts(&mut s);
         self.write_mix(&mut s);
+        self.write_predictions(&mut s);
+        self.write_board(&mut s);
         self.write_native(&mut s);
         self.write_throughput(&mut s);
         for (title, lines) in
@@ -110,6 +125,9 @@ impl BenchReport {
             for l in lines {
                 let _ = writeln!(s, "\n{title} {l}");
             }
+        }
+        if let Some(g) = &self.gate {
+            s.push_str(&g.to_human());
         }
         let _ = writeln!(
             s,
@@ -210,6 +228,69 @@ impl BenchReport {
                 num(m.extension)
             );
         }
+    }
+
+    fn write_predictions(&self, s: &mut String) {
+        if self.predictions.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nPredicted cycles per block (llvm-mca-19, steady-state loop of the multi-block stub, aligned input; a model, not a machine)"
+        );
+        let _ = writeln!(
+            s,
+            "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7} {:>5} {:>8}  {}",
+            "variant", "kernel", "model", "instr", "cyc/blk", "cyc/B", "IPC", "RThr/blk", "bottleneck"
+        );
+        for p in &self.predictions {
+            let _ = writeln!(
+                s,
+                "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7.2} {:>5.2} {:>8}  {}",
+                p.variant,
+                p.kernel,
+                p.model,
+                p.loop_instructions,
+                num(p.cycles_per_block),
+                p.cycles_per_byte,
+                p.ipc,
+                num(p.rthroughput_per_block),
+                p.bottleneck
+            );
+        }
+        let _ = writeln!(
+            s,
+            "(instr: loop instructions per iteration; cyc/blk: (cycles at 200 - at 100 iterations) / 100 per block; \
+             RThr/blk: mca's resource-only bound; bottleneck: a resource busy >= 95% of the cycles, else dispatch, else the dependency chain)"
+        );
+    }
+
+    fn write_board(&self, s: &mut String) {
+        let Some(b) = &self.board else { return };
+        let us = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0} us"));
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}%"));
+        let _ = writeln!(
+            s,
+            "\nMD5 16 KiB on {} at {} GHz ({} compressions), predicted for the lab's kernels:",
+            b.model, b.clock_ghz, b.compressions
+        );
+        let _ = writeln!(
+            s,
+            "  RV64GC {}   +Zbb {}   Zbb saves {} of the time ({} of the instructions)",
+            us(b.predicted_us_rv64gc),
+            us(b.predicted_us_zbb),
+            pct(b.predicted_zbb_time_saving_pct),
+            pct(b.lab_zbb_instruction_saving_pct)
+        );
+        let _ = writeln!(s, "VisionFive 2, JMH, HotSpot's code (reference, not a check):");
+        for f in &b.board {
+            let _ = writeln!(s, "  {:<44} {:>4.0} us", f.code, f.us);
+        }
+        let _ = writeln!(
+            s,
+            "  Zbb saves {:.1}% of the time ({:.1}% of HotSpot's instructions); the intrinsic runs {:.0} cycles/block, IPC {:.2}",
+            b.board_zbb_time_saving_pct, b.hotspot_zbb_instruction_saving_pct, b.board_cycles_per_block, b.board_ipc
+        );
     }
 
     fn write_native(&self, s: &mut String) {
