@@ -13,5 +13,6 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod predict;
 mod reports;
 mod zbb;

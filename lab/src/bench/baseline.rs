@@ -45,6 +45,9 @@ pub struct CycleEntry {
 pub struct Baseline {
     /// [`SCHEMA`].
     pub schema: u32,
+    /// The llvm-mca that predicted the cycles (another LLVM may model the same code differently).
+    #[serde(default)]
+    pub llvm_mca: Option<String>,
     /// Instructions per block.
     pub instructions: Vec<InstructionEntry>,
     /// Predicted cycles per block.
@@ -97,6 +100,8 @@ pub struct Gate {
     pub max_regression_pct: f64,
     /// Every compared figure.
     pub rows: Vec<GateRow>,
+    /// Set when the baseline's cycles came from another llvm-mca than now's.
+    pub tool_changed: Option<(String, String)>,
 }
 
 impl Baseline {
@@ -104,6 +109,7 @@ impl Baseline {
     pub fn of(report: &BenchReport) -> Baseline {
         Baseline {
             schema: SCHEMA,
+            llvm_mca: report.llvm_mca.clone(),
             instructions: report
                 .counts
                 .iter()
@@ -226,7 +232,11 @@ pub fn compare(base: &Baseline, base_name: &str, now: &Baseline, max_pct: f64) -
         let figure = format!("cycles/block on {model}");
         rows.push(GateRow { kernel, variant, figure, baseline: b, now: n, change_pct, verdict });
     }
-    Gate { baseline: base_name.into(), max_regression_pct: max_pct, rows }
+    let tool_changed = match (&base.llvm_mca, &now.llvm_mca) {
+        (Some(b), Some(n)) if b != n => Some((b.clone(), n.clone())),
+        _ => None,
+    };
+    Gate { baseline: base_name.into(), max_regression_pct: max_pct, rows, tool_changed }
 }
 
 impl Gate {
@@ -254,6 +264,9 @@ impl Gate {
                 r.change_pct.map_or(String::new(), |p| format!("{p:+.2}%"))
             );
         }
+        if let Some((b, n)) = &self.tool_changed {
+            let _ = writeln!(s, "  note: the baseline's cycles came from {b}, these from {n}");
+        }
         let same = self.rows.len() - changed.len();
         let n = self.regressions().count();
         let _ = writeln!(
@@ -276,6 +289,7 @@ mod tests {
     fn baseline(insns: f64, cycles: f64) -> Baseline {
         Baseline {
             schema: SCHEMA,
+            llvm_mca: None,
             instructions: vec![InstructionEntry {
                 variant: "riscv64".into(),
                 kernel: "md5".into(),

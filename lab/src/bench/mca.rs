@@ -252,6 +252,22 @@ impl Mca {
             .map_err(|_| format!("{} missing (Debian package {})", LLVM_MCA.program, LLVM_MCA.package))
     }
 
+    /// The LLVM version line (`Debian LLVM version 19.1.7`), or `llvm-mca-19`.
+    pub fn version(&self) -> String {
+        Command::new(&self.program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .ok()
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .find(|l| l.contains("LLVM version"))
+                    .map(|l| l.trim().to_string())
+            })
+            .unwrap_or_else(|| LLVM_MCA.program.to_string())
+    }
+
     /// The host CPU LLVM detects (`llvm-mca-19 --version`: `Host CPU: znver4`), if not generic.
     pub fn host_cpu(&self) -> Option<String> {
         let out = Command::new(&self.program).arg("--version").stdin(Stdio::null()).output().ok()?;

@@ -133,6 +133,7 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport) {
             return;
         }
     };
+    report.llvm_mca = Some(m.version());
     let mut used = Vec::new();
     for &v in &cfg.variants {
         let models = match models_for(cfg, &m, v.arch) {

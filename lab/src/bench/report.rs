@@ -33,6 +33,8 @@ pub struct BenchReport {
     pub counts: Vec<CountRow>,
     /// Predicted cycles per block per variant × kernel × CPU model (llvm-mca-19, aligned input).
     pub predictions: Vec<Prediction>,
+    /// The analyzer's version line, when predictions ran.
+    pub llvm_mca: Option<String>,
     /// The `sifive-u74` predictions beside the VisionFive 2 figures, when predicted.
     pub board: Option<BoardComparison>,
     /// The baseline gate, when `--baseline` was given.
