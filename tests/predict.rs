@@ -86,13 +86,16 @@ fn one_extra_instruction_per_md5_step_fails_the_gate_naming_it() {
     assert_eq!(code, 0, "an unchanged kernel passes its own baseline: {err}\n{out}");
     assert!(out.contains("no regression"), "{out}");
 
-    // The rotate of every step (ROTL, RV64GC path) gets an identity `addi` on the chain.
-    let (kernels, _) = mutated_kernels(
-        "riscv64",
-        "md5.S",
-        "\tor\t\\r, \\r, t0\n#endif",
-        "\tor\t\\r, \\r, t0\n\taddi\t\\r, \\r, 0\n#endif",
-    );
+    // Every step's last chain instruction (`add a, a, b`: one per round macro and build, five
+    // in all) gets an identity `addi a, a, 0` after it: one more instruction per step, on the
+    // dependency chain.
+    let frame = "\taddi\tsp, sp, -112\n"; // unchanged: mutated_kernels only makes the copy here
+    let (kernels, _) = mutated_kernels("riscv64", "md5.S", frame, frame);
+    let path = kernels.path().join("riscv64/md5.S");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let chain_end = "\tadd\t\\a, \\a, \\b\n";
+    assert_eq!(src.matches(chain_end).count(), 5, "one `add a, a, b` per round macro and build");
+    std::fs::write(&path, src.replace(chain_end, &format!("{chain_end}\taddi\t\\a, \\a, 0\n"))).unwrap();
     let kdir = kernels.path().to_str().unwrap();
     let (code, out, err) = lab(&[&["bench", "--baseline", base, "--kernels-dir", kdir][..], &select].concat(), None);
     assert_eq!(code, 1, "the gate must fail: {err}\n{out}");

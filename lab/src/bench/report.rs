@@ -297,32 +297,52 @@ impl BenchReport {
 
     fn write_native(&self, s: &mut String) {
         let Some(n) = &self.native else { return };
-        let _ = writeln!(s, "\nNative x86_64, in-process, whole digest/tag per call ({}; {})", n.cpu, n.openssl);
+        let _ =
+            writeln!(s, "\nNative x86_64, in-process, whole digest/tag per call, CPU time ({}; {})", n.cpu, n.openssl);
         let _ = writeln!(
             s,
-            "{:<9} {:>6} {:>10} {:>12} {:>15} {:>12} {:>15}",
-            "kernel", "bytes", "lab ns/B", "OpenSSL ns/B", "RustCrypto ns/B", "lab/OpenSSL", "lab/RustCrypto"
+            "{:<9} {:>6} {:>9} {:>12} {:>14} {:>11} {:>12} {:>15} {:>13}",
+            "kernel",
+            "bytes",
+            "lab ns/B",
+            "OpenSSL ns/B",
+            "(scalar) ns/B",
+            "RustC. ns/B",
+            "lab/OpenSSL",
+            "lab/OSSL scalar",
+            "lab/RustCrypto"
         );
         for r in &n.ratios {
             let ns = |imp: &str| {
                 n.rows
                     .iter()
                     .find(|x| x.kernel == r.kernel && x.bytes == r.bytes && x.implementation == imp)
-                    .map_or(f64::NAN, |x| x.ns_per_byte)
+                    .map_or("-".to_string(), |x| format!("{:.3}", x.ns_per_byte))
             };
             let _ = writeln!(
                 s,
-                "{:<9} {:>6} {:>10.3} {:>12.3} {:>15.3} {:>11.2}x {:>14.2}x",
+                "{:<9} {:>6} {:>9} {:>12} {:>14} {:>11} {:>11.2}x {:>15} {:>12.2}x",
                 r.kernel,
                 r.bytes,
                 ns("lab"),
                 ns("openssl"),
+                ns("openssl-scalar"),
                 ns("rustcrypto"),
                 r.lab_vs_openssl,
+                opt(r.lab_vs_openssl_scalar, |x| format!("{x:.2}x")),
                 r.lab_vs_rustcrypto
             );
         }
-        let _ = writeln!(s, "(ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)");
+        for p in &n.openssl_paths {
+            let _ = writeln!(s, "  {p}");
+        }
+        if let Some(why) = &n.openssl_scalar_skipped {
+            let _ = writeln!(s, "  openssl-scalar: not timed ({why})");
+        }
+        let _ = writeln!(
+            s,
+            "(OpenSSL as users call it: one EVP_MD_CTX / EVP_MAC_CTX reused; ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)"
+        );
     }
 
     fn write_throughput(&self, s: &mut String) {

@@ -86,7 +86,25 @@ fn write_outputs(a: &BenchArgs, report: &BenchReport) -> i32 {
     status
 }
 
+/// The OpenSSL timing child (`native::CHILD_ENV` set by the parent `lab bench`): prints its
+/// JSON rows and exits.
+fn openssl_child(runs: usize) -> i32 {
+    match bench::native::child_main(runs) {
+        Ok(json) => {
+            println!("{json}");
+            0
+        }
+        Err(e) => {
+            eprintln!("lab bench (OpenSSL child): {e}");
+            1
+        }
+    }
+}
+
 pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
+    if let Some(runs) = bench::native::child_request() {
+        return openssl_child(runs);
+    }
     let variants = match a.select.variants_or_usage_error("bench") {
         Ok(v) => v,
         Err(status) => return status,
