@@ -15,4 +15,5 @@ mod layout;
 mod matrix;
 mod predict;
 mod reports;
+mod vector_files;
 mod zbb;

@@ -21,6 +21,7 @@ pub mod fuzz;
 pub mod image;
 pub mod isa;
 pub mod paths;
+pub mod procedure;
 pub mod progress;
 pub mod reference;
 pub mod report;
