@@ -130,7 +130,7 @@ fn without_llvm_mca_only_the_predictions_are_skipped() {
 }
 
 #[test]
-fn plot_shows_every_variant_and_a_bad_baseline_is_a_usage_error() {
+fn plot_shows_every_variant_and_bad_baselines_and_models_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("bench.svg");
     let args = ["bench", "--no-native", "--no-throughput", "--no-predict", "--plot", svg.to_str().unwrap()];
@@ -145,6 +145,14 @@ fn plot_shows_every_variant_and_a_bad_baseline_is_a_usage_error() {
         assert!(labels.contains(&v.name), "{v} is labelled in the plot: {labels:?}");
     }
     assert!(labels.contains(&"instructions 721"), "the riscv64 MD5 bar carries its count: {labels:?}");
+
+    let args = ["bench", "--no-native", "--no-throughput", "--arch", "x86_64", "--kernel", "poly1305"];
+    let (code, out, _) = lab(&[&args[..], &["--cpu", "sifive-u74,no-such-cpu"]].concat(), None);
+    assert_eq!(code, 2, "an unknown model is a set-up error: {out}");
+    assert!(
+        out.contains("--cpu no-such-cpu") && out.contains("--cpu sifive-u74"),
+        "both are named (no x86 model): {out}"
+    );
 
     let bad = dir.path().join("bad.json");
     std::fs::write(

@@ -373,7 +373,7 @@ mod imp {
     /// OpenSSL's scalar path, timed by this binary re-run as a child with `OPENSSL_ia32cap`.
     fn openssl_scalar(runs: usize) -> Result<Vec<NativeRow>, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-        if exe.file_stem().is_none_or(|n| n != "lab") {
+        if exe.file_stem() != Some(std::ffi::OsStr::new("lab")) {
             return Err(format!(
                 "{} is not `lab` (only `lab bench` re-runs itself for the scalar path)",
                 exe.display()

@@ -242,8 +242,8 @@ impl BenchReport {
         );
         let _ = writeln!(
             s,
-            "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7} {:>5} {:>8}  {}",
-            "variant", "kernel", "model", "instr", "cyc/blk", "cyc/B", "IPC", "RThr/blk", "bottleneck"
+            "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7} {:>5} {:>8}  bottleneck",
+            "variant", "kernel", "model", "instr", "cyc/blk", "cyc/B", "IPC", "RThr/blk"
         );
         for p in &self.predictions {
             let _ = writeln!(
