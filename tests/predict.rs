@@ -37,6 +37,7 @@ fn bench_json() -> Value {
 #[test]
 fn every_variant_is_predicted_on_its_models_identically_twice() {
     let m = mca::Mca::find().expect("llvm-mca-19 (run ci/setup.sh)");
+    // One after the other: two cold runs at once would race on the disassembly cache.
     let (first, second) = (bench_json(), bench_json());
     assert_eq!(first["predictions"], second["predictions"], "two runs must give identical predictions");
     let preds = first["predictions"].as_array().expect("predictions");
