@@ -4,8 +4,10 @@
 
 mod agreement;
 mod bench;
+mod bounds;
 mod checks;
 mod cli;
+mod clobber;
 mod common;
 mod doctor;
 mod fuzz;
@@ -14,6 +16,7 @@ mod image;
 mod layout;
 mod matrix;
 mod predict;
+mod protocol;
 mod reports;
 mod vector_files;
 mod zbb;

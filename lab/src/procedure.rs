@@ -70,8 +70,16 @@ struct PolyRun<'v> {
     kernel: [u8; 40],
     /// `expect_acc` of a call entry.
     expect: Option<&'v num_bigint::BigUint>,
-    /// For a tag: (tail, s, tag, what).
-    tag: Option<(Vec<u8>, [u8; 16], [u8; 16], String)>,
+    /// For a tag: what the host adds after the last call, and the expected tag.
+    tag: Option<TagEnd>,
+}
+
+/// The host's end of a tag: the tail block, `s`, the expected tag and how a finding names it.
+struct TagEnd {
+    tail: Vec<u8>,
+    s: [u8; 16],
+    tag: [u8; 16],
+    what: String,
 }
 
 impl<'v> PolyRun<'v> {
@@ -89,7 +97,7 @@ impl<'v> PolyRun<'v> {
         let tail = msg.read(whole, 16);
         let s: [u8; 16] = key[16..].try_into().unwrap_or_default();
         let acc = Limbs26::default();
-        let t = Some((tail, s, tag, what));
+        let t = Some(TagEnd { tail, s, tag, what });
         PolyRun { msg, r, lengths, next: 0, at: 0, acc, kernel: acc.to_bytes(), expect: None, tag: t }
     }
 
@@ -110,13 +118,13 @@ impl<'v> PolyRun<'v> {
         self.next = end;
         self.at += bytes;
         let fin = match (&self.tag, last_segment) {
-            (Some((tail, s, tag, what)), true) => Some(Final::Poly1305Tag {
+            (Some(t), true) => Some(Final::Poly1305Tag {
                 acc: out,
                 r: self.r,
-                tail: tail.clone(),
-                s: *s,
-                tag: *tag,
-                what: what.clone(),
+                tail: t.tail.clone(),
+                s: t.s,
+                tag: t.tag,
+                what: t.what.clone(),
             }),
             _ => None,
         };
@@ -160,7 +168,9 @@ impl<'v> CaseRun<'v> {
         CaseRun { v, set: set.into(), name: name.into(), layout, stage: Stage::Start }
     }
 
-    /// An upper bound of the bytes the next segment adds to a batch.
+    /// An upper bound of the bytes the next segment adds to a batch's payload: its buffers'
+    /// data (a digest's input and DigestBase's buffer: twice the bytes read), three pages per
+    /// guarded buffer (rounding and guards) or its offset per packed one, and table entries.
     pub fn estimate(&self) -> u64 {
         let (bytes, calls) = match &self.stage {
             Stage::Start => {
@@ -170,12 +180,15 @@ impl<'v> CaseRun<'v> {
             Stage::Chain { .. } => (256, 4),
             _ => (SEGMENT_BYTES as u64, SEGMENT_CALLS as u64),
         };
-        let buffers = calls.min(SEGMENT_CALLS as u64) * 2 + 4;
+        // A MAC of MACs has four buffers per call (input, r, two accumulators), others at most
+        // about two.
+        let per_call = if matches!(self.v.body, Body::Poly1305MacOfMacs(_)) { 4 } else { 2 };
+        let buffers = calls.min(SEGMENT_CALLS as u64) * per_call + 4;
         let per_buffer = match self.layout {
             Layout::Guarded(_) => 3 * 4096 + 512,
             Layout::Offset(o) => 64 + o as u64 + 16 + 512,
         };
-        bytes.min(SEGMENT_BYTES as u64 + 4096) + buffers * per_buffer + 64 * 1024
+        2 * bytes.min(SEGMENT_BYTES as u64 + 4096) + buffers * per_buffer
     }
 
     /// Whether the last segment is planned.

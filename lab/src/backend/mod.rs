@@ -1,5 +1,5 @@
 //! Backends: what executes a batch. Unicorn runs the image in-process; qemu-user and native run
-//! it as a child process speaking the `_start` framing on stdin/stdout. A run does not care
+//! it as a child process sharing the arena and speaking the `_start` token protocol. A run does not care
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
@@ -46,6 +46,16 @@ impl BackendKind {
     /// Parses a command-line name.
     pub fn from_name(name: &str) -> Option<BackendKind> {
         BackendKind::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// How finely this backend checks buffer bounds, for reports: `bytes` (Unicorn checks every
+    /// byte on the first and last page of each buffer) or `pages` (qemu and native see an access
+    /// outside a buffer only once it reaches a guard page).
+    pub fn bounds(self) -> &'static str {
+        match self {
+            BackendKind::Unicorn => "bytes",
+            BackendKind::Qemu | BackendKind::Native => "pages",
+        }
     }
 
     /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip.
@@ -138,6 +148,9 @@ pub enum FaultKind {
     InstructionBudget(u64),
     /// The process ended without reporting (killed, or exited with a status).
     Crash(String),
+    /// The guest broke the qemu/native token protocol (wrong magic, sequence number or
+    /// checksum, a short token, bytes on its stdout): the results of the entry are discarded.
+    Protocol(String),
 }
 
 /// A fault: what, where, and which call of the batch was in flight.
@@ -178,6 +191,7 @@ impl fmt::Display for FaultKind {
             FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
             FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
             FaultKind::Crash(s) => write!(f, "guest process died: {s}"),
+            FaultKind::Protocol(s) => write!(f, "protocol error, results discarded: {s}"),
         }
     }
 }
