@@ -8,11 +8,13 @@
 #   cmake, libclang-dev, pkg-config, build-essential
 #                    build the Unicorn C core (unicorn-engine crate, bindgen needs libclang)
 #   llvm             llvm-objdump / llvm-mc for disassembly in reports and `lab bench`'s mix
+#   llvm-19          llvm-mca-19: `lab bench`'s predicted cycles per block on named CPU models
+#                    (LLVM 14's llvm-mca rejects Zbb on sifive-u74; Debian 12 has 19.1.7 in main)
 #   libssl-dev       OpenSSL libcrypto headers for the `openssl` crate (`lab bench` compares the
 #                    native x86_64 kernels with OpenSSL through EVP; found with pkg-config)
 set -euo pipefail
 
-packages=(clang lld llvm qemu-user cmake libclang-dev pkg-config build-essential libssl-dev ca-certificates)
+packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev ca-certificates)
 
 missing=()
 for p in "${packages[@]}"; do

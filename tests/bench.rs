@@ -117,7 +117,7 @@ fn native_implementations_agree_or_say_why_not() {
 #[test]
 fn lab_bench_json_has_every_count_row_and_a_zbb_row_on_unicorn() {
     let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["bench", "--no-native", "--no-throughput", "--json"])
+        .args(["bench", "--no-native", "--no-throughput", "--no-predict", "--json"])
         .output()
         .expect("run lab bench");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -171,4 +171,29 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
             }
         }
     }
+}
+
+/// `lab bench` times OpenSSL on its default path and, in a child process with
+/// `OPENSSL_ia32cap` masking SIMD, on its scalar path, and says which is which.
+#[test]
+fn lab_bench_times_openssl_on_its_default_and_scalar_paths() {
+    if let Some(why) = native::unavailable() {
+        assert!(!why.is_empty());
+        return;
+    }
+    let args = ["bench", "--arch", "x86_64", "--no-throughput", "--no-predict", "--runs", "1", "--json"];
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().expect("run lab bench");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let native = &json["native"];
+    let rows = native["rows"].as_array().expect("rows");
+    for kernel in ["md5", "poly1305"] {
+        for imp in ["lab", "openssl", "openssl-scalar", "rustcrypto"] {
+            let n = rows.iter().filter(|r| r["kernel"] == kernel && r["implementation"] == imp).count();
+            assert_eq!(n, native::SIZES.len(), "{kernel} {imp}: {native}");
+        }
+    }
+    let paths = native["openssl_paths"].to_string();
+    assert!(paths.contains(native::SCALAR_IA32CAP) && paths.contains("default path"), "{paths}");
+    assert!(native["ratios"].as_array().unwrap().iter().all(|r| r["lab_vs_openssl_scalar"].as_f64().is_some()));
 }

@@ -52,7 +52,7 @@ fn zbb_builds_poly1305_uses_no_zbb_and_runs_on_a_cpu_without_it() {
 
 /// One round-1 rotate amount (step 4, s = 22) changed to 21 in each architecture's source.
 const ROTATE_MUTATIONS: [(&str, &str, &str, &str); 3] = [
-    ("riscv64", "FF\tB, C, D, A, X3,  22,  3", "FF\tB, C, D, A, X3,  21,  3", "riscv64"),
+    ("riscv64", "FF\tB, C, D, A, 22, PRE_F, A, C, D, X4, 4", "FF\tB, C, D, A, 21, PRE_F, A, C, D, X4, 4", "riscv64"),
     ("aarch64", "FF      B, C, D, A, X(3),  T3, 22", "FF      B, C, D, A, X(3),  T3, 21", "aarch64"),
     ("x86_64", "F_STEP RB, RC, RD, RA,  3, 22,", "F_STEP RB, RC, RD, RA,  3, 21,", "x86_64"),
 ];

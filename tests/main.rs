@@ -17,6 +17,7 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod predict;
 mod protocol;
 mod reports;
 mod silent_green;

@@ -24,6 +24,7 @@
  *            64-bit and leave junk in the upper half)
  *   s0-s11, t3-t6   X[0..15]    (s0-s11 callee-saved: saved in a 96-byte frame)
  *   t2       pointer to md5_T
+ *   ra       T[i] of the next step (saved in the frame: the PRE, see PRE_F)
  *   t0, t1   temporaries
  *
  * Unaligned buf: RISC-V Linux allows misaligned loads, but real cores may trap and emulate
@@ -35,6 +36,9 @@
  *
  * Cost per 64-byte block in the MB loop (instructions executed, `lab bench`):
  *   aligned rv64gc 721, rv64gc_zbb 577; not 4-aligned 792 and 648.
+ * Predicted cycles per block on sifive-u74 (llvm-mca-19, `lab bench --cpu sifive-u74`): 446 and
+ * 357 with the PRE interleaved, 508 and 428 with each step in plain order; what remains is the
+ * dependency chain through b (and, xor, add, rotate, add in round 1).
  */
 	.option norelax		/* ld.lld 14 implements no RISC-V relaxation */
 
@@ -64,92 +68,184 @@
 #define X14	t5
 #define X15	t6
 
-/* r = r <<< s on the low 32 bits (result sign-extended); clobbers t0 without Zbb. */
-.macro ROTL r, s
+/*
+ * Rotates: roriw with Zbb; without, slliw into t0, srliw, or (written out in each step).
+ *
+ * Software pipelining for in-order dual issue (SiFive U74: `lab bench --cpu sifive-u74`).
+ * Each step splits in two parts:
+ *   PRE   what does not depend on b, the value the previous step has just produced:
+ *         a += X[k] + T[i] (T through ra), and the part of f(b,c,d) that needs only c and d;
+ *   chain what does: the rest of f, a += f, the rotate, a += b.
+ * A step's chain is interleaved with the PRE of the next step (PRE_F/G/H/I, given by name with
+ * the next step's a, c, d, X[k] and i), so an in-order core can pair every chain instruction
+ * with an independent one.  The next step's a is this step's d, so its PRE adds into d only
+ * after this chain's last read of d; it writes t1 only after this chain has consumed t1.
+ * Instruction counts are those of the plain order: 11 per step (9/8 with Zbb) as noted below.
+ */
+.macro PRE_F part, a, c, d, x, i
+	.if \part == 1
+	lw	ra, 4 * \i(TBL)
+	.elseif \part == 2
+	add	\a, \a, \x
+	.elseif \part == 3
+	add	\a, \a, ra
+	.elseif \part == 4
+	xor	t1, \c, \d
+	.endif
+.endm
+
+/* Round 2's PRE: with Zbb also andn(c, d), the half of G that does not need b (see GG). */
+.macro PRE_G part, a, c, d, x, i
+	.if \part <= 3
+	PRE_F	\part, \a, \c, \d, \x, \i
 #if defined(__riscv_zbb)
-	roriw	\r, \r, 32 - \s
-#else
-	slliw	t0, \r, \s
-	srliw	\r, \r, 32 - \s
-	or	\r, \r, t0
+	.elseif \part == 4
+	andn	t1, \c, \d
+	.elseif \part == 5
+	add	\a, \a, t1
 #endif
+	.endif
+.endm
+
+.macro PRE_H part, a, c, d, x, i
+	PRE_F	\part, \a, \c, \d, \x, \i
+.endm
+
+/* Round 4's PRE: without Zbb also c ^ d (see II). */
+.macro PRE_I part, a, c, d, x, i
+	.if \part <= 3
+	PRE_F	\part, \a, \c, \d, \x, \i
+#if !defined(__riscv_zbb)
+	.elseif \part == 4
+	xor	t1, \c, \d
+#endif
+	.endif
+.endm
+
+/* The last step of a block: the next block's words are not loaded yet. */
+.macro PRE_NONE part, a, c, d, x, i
+.endm
+
+/* A step's PRE on its own, for the first step of a block. */
+.macro PRE pre, a, c, d, x, i
+	\pre	1, \a, \c, \d, \x, \i
+	\pre	2, \a, \c, \d, \x, \i
+	\pre	3, \a, \c, \d, \x, \i
+	\pre	4, \a, \c, \d, \x, \i
+	\pre	5, \a, \c, \d, \x, \i
 .endm
 
 /*
- * Round 1: F(b,c,d) = (b & c) | (~b & d) = d ^ (b & (c ^ d)).
- * 11 instructions (9 with Zbb).  The constant and X[k] go into a first: they do not depend
- * on b, the value the previous step has just produced.
+ * Round 1: F(b,c,d) = (b & c) | (~b & d) = d ^ (b & (c ^ d)); c ^ d comes from the PRE.
+ * 11 instructions with the PRE (9 with Zbb).
  */
-.macro FF a, b, c, d, x, s, i
-	lw	t0, 4 * \i(TBL)
-	add	\a, \a, \x
-	xor	t1, \c, \d
-	add	\a, \a, t0
+.macro FF a, b, c, d, s, pre, na, nc, nd, nx, ni
 	and	t1, t1, \b
+	\pre	1, \na, \nc, \nd, \nx, \ni
 	xor	t1, t1, \d
+	\pre	2, \na, \nc, \nd, \nx, \ni
 	add	\a, \a, t1
-	ROTL	\a, \s
+	\pre	3, \na, \nc, \nd, \nx, \ni
+#if defined(__riscv_zbb)
+	roriw	\a, \a, 32 - \s
+	\pre	4, \na, \nc, \nd, \nx, \ni
+#else
+	slliw	t0, \a, \s
+	srliw	\a, \a, 32 - \s
+	\pre	4, \na, \nc, \nd, \nx, \ni
+	or	\a, \a, t0
+#endif
 	add	\a, \a, \b
+	\pre	5, \na, \nc, \nd, \nx, \ni
 .endm
 
 /*
  * Round 2: G(b,c,d) = (b & d) | (c & ~d).
- * Base: c ^ (d & (b ^ c)), 11 instructions.  Zbb: the two terms are disjoint, so
- * G = (b & d) + andn(c, d); andn does not wait for b.  9 instructions.
+ * Base: c ^ (d & (b ^ c)), 11 instructions with the PRE.  Zbb: the two terms are disjoint, so
+ * G = (b & d) + andn(c, d), and the PRE adds andn(c, d): 9 instructions.
  */
-.macro GG a, b, c, d, x, s, i
-	lw	t0, 4 * \i(TBL)
-	add	\a, \a, \x
+.macro GG a, b, c, d, s, pre, na, nc, nd, nx, ni
 #if defined(__riscv_zbb)
-	andn	t1, \c, \d
-	add	\a, \a, t0
-	add	\a, \a, t1
 	and	t1, \b, \d
+	\pre	1, \na, \nc, \nd, \nx, \ni
 	add	\a, \a, t1
+	\pre	2, \na, \nc, \nd, \nx, \ni
+	roriw	\a, \a, 32 - \s
+	\pre	3, \na, \nc, \nd, \nx, \ni
+	add	\a, \a, \b
+	\pre	4, \na, \nc, \nd, \nx, \ni
+	\pre	5, \na, \nc, \nd, \nx, \ni
 #else
 	xor	t1, \b, \c
-	add	\a, \a, t0
+	\pre	1, \na, \nc, \nd, \nx, \ni
 	and	t1, t1, \d
+	\pre	2, \na, \nc, \nd, \nx, \ni
 	xor	t1, t1, \c
+	\pre	3, \na, \nc, \nd, \nx, \ni
 	add	\a, \a, t1
-#endif
-	ROTL	\a, \s
+	slliw	t0, \a, \s
+	\pre	4, \na, \nc, \nd, \nx, \ni
+	srliw	\a, \a, 32 - \s
+	\pre	5, \na, \nc, \nd, \nx, \ni
+	or	\a, \a, t0
 	add	\a, \a, \b
+#endif
 .endm
 
-/* Round 3: H(b,c,d) = b ^ c ^ d.  10 instructions (8 with Zbb). */
-.macro HH a, b, c, d, x, s, i
-	lw	t0, 4 * \i(TBL)
-	add	\a, \a, \x
-	xor	t1, \c, \d
-	add	\a, \a, t0
+/* Round 3: H(b,c,d) = b ^ c ^ d; c ^ d comes from the PRE.  10 instructions (8 with Zbb). */
+.macro HH a, b, c, d, s, pre, na, nc, nd, nx, ni
 	xor	t1, t1, \b
+	\pre	1, \na, \nc, \nd, \nx, \ni
 	add	\a, \a, t1
-	ROTL	\a, \s
+	\pre	2, \na, \nc, \nd, \nx, \ni
+#if defined(__riscv_zbb)
+	roriw	\a, \a, 32 - \s
+	\pre	3, \na, \nc, \nd, \nx, \ni
+#else
+	slliw	t0, \a, \s
+	\pre	3, \na, \nc, \nd, \nx, \ni
+	srliw	\a, \a, 32 - \s
+	\pre	4, \na, \nc, \nd, \nx, \ni
+	or	\a, \a, t0
+#endif
 	add	\a, \a, \b
+#if defined(__riscv_zbb)
+	\pre	4, \na, \nc, \nd, \nx, \ni
+#endif
+	\pre	5, \na, \nc, \nd, \nx, \ni
 .endm
 
 /*
  * Round 4: I(b,c,d) = c ^ (b | ~d) = ~(c ^ (d & ~b))   (De Morgan: b | ~d = ~(~b & d)).
  * With ~Z = -Z - 1: a + I = a - (c ^ (d & ~b)) - 1, and the "- 1" is folded into the
- * round-4 constants of md5_T.  d & ~b is andn(d, b) with Zbb and d ^ (b & d) without.
- * 11 instructions (8 with Zbb) instead of 12 for the literal not/or/xor/add form.
+ * round-4 constants of md5_T.  d & ~b is andn(d, b) with Zbb; without, c ^ (d & ~b) =
+ * (c ^ d) ^ (b & d) with c ^ d from the PRE.  11 instructions (8 with Zbb) instead of 12 for
+ * the literal not/or/xor/add form.
  */
-.macro II a, b, c, d, x, s, i
-	lw	t0, 4 * \i(TBL)		/* T[i] - 1 */
-	add	\a, \a, \x
-	add	\a, \a, t0
+.macro II a, b, c, d, s, pre, na, nc, nd, nx, ni
 #if defined(__riscv_zbb)
 	andn	t1, \d, \b
+	\pre	1, \na, \nc, \nd, \nx, \ni
 	xor	t1, t1, \c
-#else
-	xor	t1, \c, \d
-	and	t0, \b, \d
-	xor	t1, t1, t0
-#endif
+	\pre	2, \na, \nc, \nd, \nx, \ni
 	sub	\a, \a, t1
-	ROTL	\a, \s
+	\pre	3, \na, \nc, \nd, \nx, \ni
+	roriw	\a, \a, 32 - \s
+	\pre	4, \na, \nc, \nd, \nx, \ni
+#else
+	and	t0, \b, \d
+	\pre	1, \na, \nc, \nd, \nx, \ni
+	xor	t1, t1, t0
+	\pre	2, \na, \nc, \nd, \nx, \ni
+	sub	\a, \a, t1
+	\pre	3, \na, \nc, \nd, \nx, \ni
+	slliw	t0, \a, \s
+	srliw	\a, \a, 32 - \s
+	\pre	4, \na, \nc, \nd, \nx, \ni
+	or	\a, \a, t0
+#endif
 	add	\a, \a, \b
+	\pre	5, \na, \nc, \nd, \nx, \ni
 .endm
 
 /* x = little-endian word at buf + off, any alignment: 4 lbu, 10 instructions. */
@@ -192,7 +288,8 @@ md5_implCompress:
 	.globl	md5_implCompressMB
 	.type	md5_implCompressMB, @function
 md5_implCompressMB:			/* no alignment directive: md5_implCompress falls in */
-	addi	sp, sp, -96
+	addi	sp, sp, -112
+	sd	ra, 96(sp)		/* ra: the PRE's T[i] */
 	sd	s0, 0(sp)
 	sd	s1, 8(sp)
 	sd	s2, 16(sp)
@@ -231,74 +328,76 @@ md5_implCompressMB:			/* no alignment directive: md5_implCompress falls in */
 	lw	X14, 56(BUF)
 	lw	X15, 60(BUF)
 .Lmd5_rounds:
-	/* Round 1 (RFC 1321 §3.4): [abcd k s i], s = 7, 12, 17, 22, k = i */
-	FF	A, B, C, D, X0,   7,  0
-	FF	D, A, B, C, X1,  12,  1
-	FF	C, D, A, B, X2,  17,  2
-	FF	B, C, D, A, X3,  22,  3
-	FF	A, B, C, D, X4,   7,  4
-	FF	D, A, B, C, X5,  12,  5
-	FF	C, D, A, B, X6,  17,  6
-	FF	B, C, D, A, X7,  22,  7
-	FF	A, B, C, D, X8,   7,  8
-	FF	D, A, B, C, X9,  12,  9
-	FF	C, D, A, B, X10, 17, 10
-	FF	B, C, D, A, X11, 22, 11
-	FF	A, B, C, D, X12,  7, 12
-	FF	D, A, B, C, X13, 12, 13
-	FF	C, D, A, B, X14, 17, 14
-	FF	B, C, D, A, X15, 22, 15
+	PRE	PRE_F, A, C, D, X0, 0	/* the first step's PRE */
+	/* Round 1 (RFC 1321 §3.4): [abcd k s i], s = 7, 12, 17, 22, k = i; each line also names
+	 * the next step (PRE, its a, c, d, X[k], i) whose independent part it interleaves */
+	FF	A, B, C, D,  7, PRE_F, D, B, C, X1, 1
+	FF	D, A, B, C, 12, PRE_F, C, A, B, X2, 2
+	FF	C, D, A, B, 17, PRE_F, B, D, A, X3, 3
+	FF	B, C, D, A, 22, PRE_F, A, C, D, X4, 4
+	FF	A, B, C, D,  7, PRE_F, D, B, C, X5, 5
+	FF	D, A, B, C, 12, PRE_F, C, A, B, X6, 6
+	FF	C, D, A, B, 17, PRE_F, B, D, A, X7, 7
+	FF	B, C, D, A, 22, PRE_F, A, C, D, X8, 8
+	FF	A, B, C, D,  7, PRE_F, D, B, C, X9, 9
+	FF	D, A, B, C, 12, PRE_F, C, A, B, X10, 10
+	FF	C, D, A, B, 17, PRE_F, B, D, A, X11, 11
+	FF	B, C, D, A, 22, PRE_F, A, C, D, X12, 12
+	FF	A, B, C, D,  7, PRE_F, D, B, C, X13, 13
+	FF	D, A, B, C, 12, PRE_F, C, A, B, X14, 14
+	FF	C, D, A, B, 17, PRE_F, B, D, A, X15, 15
+	FF	B, C, D, A, 22, PRE_G, A, C, D, X1, 16
 	/* Round 2: s = 5, 9, 14, 20, k = (1 + 5i) mod 16 */
-	GG	A, B, C, D, X1,   5, 16
-	GG	D, A, B, C, X6,   9, 17
-	GG	C, D, A, B, X11, 14, 18
-	GG	B, C, D, A, X0,  20, 19
-	GG	A, B, C, D, X5,   5, 20
-	GG	D, A, B, C, X10,  9, 21
-	GG	C, D, A, B, X15, 14, 22
-	GG	B, C, D, A, X4,  20, 23
-	GG	A, B, C, D, X9,   5, 24
-	GG	D, A, B, C, X14,  9, 25
-	GG	C, D, A, B, X3,  14, 26
-	GG	B, C, D, A, X8,  20, 27
-	GG	A, B, C, D, X13,  5, 28
-	GG	D, A, B, C, X2,   9, 29
-	GG	C, D, A, B, X7,  14, 30
-	GG	B, C, D, A, X12, 20, 31
+	GG	A, B, C, D,  5, PRE_G, D, B, C, X6, 17
+	GG	D, A, B, C,  9, PRE_G, C, A, B, X11, 18
+	GG	C, D, A, B, 14, PRE_G, B, D, A, X0, 19
+	GG	B, C, D, A, 20, PRE_G, A, C, D, X5, 20
+	GG	A, B, C, D,  5, PRE_G, D, B, C, X10, 21
+	GG	D, A, B, C,  9, PRE_G, C, A, B, X15, 22
+	GG	C, D, A, B, 14, PRE_G, B, D, A, X4, 23
+	GG	B, C, D, A, 20, PRE_G, A, C, D, X9, 24
+	GG	A, B, C, D,  5, PRE_G, D, B, C, X14, 25
+	GG	D, A, B, C,  9, PRE_G, C, A, B, X3, 26
+	GG	C, D, A, B, 14, PRE_G, B, D, A, X8, 27
+	GG	B, C, D, A, 20, PRE_G, A, C, D, X13, 28
+	GG	A, B, C, D,  5, PRE_G, D, B, C, X2, 29
+	GG	D, A, B, C,  9, PRE_G, C, A, B, X7, 30
+	GG	C, D, A, B, 14, PRE_G, B, D, A, X12, 31
+	GG	B, C, D, A, 20, PRE_H, A, C, D, X5, 32
 	/* Round 3: s = 4, 11, 16, 23, k = (5 + 3i) mod 16 */
-	HH	A, B, C, D, X5,   4, 32
-	HH	D, A, B, C, X8,  11, 33
-	HH	C, D, A, B, X11, 16, 34
-	HH	B, C, D, A, X14, 23, 35
-	HH	A, B, C, D, X1,   4, 36
-	HH	D, A, B, C, X4,  11, 37
-	HH	C, D, A, B, X7,  16, 38
-	HH	B, C, D, A, X10, 23, 39
-	HH	A, B, C, D, X13,  4, 40
-	HH	D, A, B, C, X0,  11, 41
-	HH	C, D, A, B, X3,  16, 42
-	HH	B, C, D, A, X6,  23, 43
-	HH	A, B, C, D, X9,   4, 44
-	HH	D, A, B, C, X12, 11, 45
-	HH	C, D, A, B, X15, 16, 46
-	HH	B, C, D, A, X2,  23, 47
+	HH	A, B, C, D,  4, PRE_H, D, B, C, X8, 33
+	HH	D, A, B, C, 11, PRE_H, C, A, B, X11, 34
+	HH	C, D, A, B, 16, PRE_H, B, D, A, X14, 35
+	HH	B, C, D, A, 23, PRE_H, A, C, D, X1, 36
+	HH	A, B, C, D,  4, PRE_H, D, B, C, X4, 37
+	HH	D, A, B, C, 11, PRE_H, C, A, B, X7, 38
+	HH	C, D, A, B, 16, PRE_H, B, D, A, X10, 39
+	HH	B, C, D, A, 23, PRE_H, A, C, D, X13, 40
+	HH	A, B, C, D,  4, PRE_H, D, B, C, X0, 41
+	HH	D, A, B, C, 11, PRE_H, C, A, B, X3, 42
+	HH	C, D, A, B, 16, PRE_H, B, D, A, X6, 43
+	HH	B, C, D, A, 23, PRE_H, A, C, D, X9, 44
+	HH	A, B, C, D,  4, PRE_H, D, B, C, X12, 45
+	HH	D, A, B, C, 11, PRE_H, C, A, B, X15, 46
+	HH	C, D, A, B, 16, PRE_H, B, D, A, X2, 47
+	HH	B, C, D, A, 23, PRE_I, A, C, D, X0, 48
 	/* Round 4: s = 6, 10, 15, 21, k = 7i mod 16 */
-	II	A, B, C, D, X0,   6, 48
-	II	D, A, B, C, X7,  10, 49
-	II	C, D, A, B, X14, 15, 50
-	II	B, C, D, A, X5,  21, 51
-	II	A, B, C, D, X12,  6, 52
-	II	D, A, B, C, X3,  10, 53
-	II	C, D, A, B, X10, 15, 54
-	II	B, C, D, A, X1,  21, 55
-	II	A, B, C, D, X8,   6, 56
-	II	D, A, B, C, X15, 10, 57
-	II	C, D, A, B, X6,  15, 58
-	II	B, C, D, A, X13, 21, 59
-	II	A, B, C, D, X4,   6, 60
-	II	D, A, B, C, X11, 10, 61
-	II	C, D, A, B, X2,  15, 62
-	II	B, C, D, A, X9,  21, 63
+	II	A, B, C, D,  6, PRE_I, D, B, C, X7, 49
+	II	D, A, B, C, 10, PRE_I, C, A, B, X14, 50
+	II	C, D, A, B, 15, PRE_I, B, D, A, X5, 51
+	II	B, C, D, A, 21, PRE_I, A, C, D, X12, 52
+	II	A, B, C, D,  6, PRE_I, D, B, C, X3, 53
+	II	D, A, B, C, 10, PRE_I, C, A, B, X10, 54
+	II	C, D, A, B, 15, PRE_I, B, D, A, X1, 55
+	II	B, C, D, A, 21, PRE_I, A, C, D, X8, 56
+	II	A, B, C, D,  6, PRE_I, D, B, C, X15, 57
+	II	D, A, B, C, 10, PRE_I, C, A, B, X6, 58
+	II	C, D, A, B, 15, PRE_I, B, D, A, X13, 59
+	II	B, C, D, A, 21, PRE_I, A, C, D, X4, 60
+	II	A, B, C, D,  6, PRE_I, D, B, C, X11, 61
+	II	D, A, B, C, 10, PRE_I, C, A, B, X2, 62
+	II	C, D, A, B, 15, PRE_I, B, D, A, X9, 63
+	II	B, C, D, A, 21, PRE_NONE, A, C, D, X0, 0
 
 	/* state += a, b, c, d (mod 2^32); the registers carry the new state to the next block */
 	lw	t0, 0(STATE)
@@ -331,7 +430,8 @@ md5_implCompressMB:			/* no alignment directive: md5_implCompress falls in */
 	ld	s9, 72(sp)
 	ld	s10, 80(sp)
 	ld	s11, 88(sp)
-	addi	sp, sp, 96
+	ld	ra, 96(sp)
+	addi	sp, sp, 112
 	ret
 
 	/*

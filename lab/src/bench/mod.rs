@@ -3,16 +3,26 @@
 //! * [`counts`]: dynamic instructions per block and per call on Unicorn, exact and repeated on
 //!   a fresh engine, beside the HotSpot stub figures, with the Zbb saving and an instruction mix
 //!   ([`mix`]).
+//! * [`mca`]: predicted cycles per block on named CPU models (`llvm-mca-19`) for the
+//!   steady-state loop ([`steady`]) of each multi-block stub, held against the VisionFive 2
+//!   figures of the HotSpot seeds ([`board`]); [`baseline`] gates regressions against a saved
+//!   report and [`plot`] draws the counts and predictions as SVG.
 //! * [`native`]: the x86_64 kernels in-process against OpenSSL and RustCrypto.
 //! * [`throughput`]: calls/s, bytes/s and the overhead ratio per backend, and the wall time of
 //!   a default `lab run`.
 //!
 //! The result is a [`BenchReport`] ([`report`] prints it as a table or JSON).
 
+pub mod baseline;
+pub mod board;
 pub mod counts;
+pub mod mca;
 pub mod mix;
 pub mod native;
+pub mod plot;
+
 pub mod report;
+pub mod steady;
 pub mod throughput;
 pub mod workload;
 
@@ -23,7 +33,7 @@ use crate::image::Image;
 use crate::paths;
 use crate::run::{self, RunConfig};
 use crate::toolchain::{self, BuildConfig};
-use crate::variant::{Kernel, Variant, VARIANTS};
+use crate::variant::{Arch, Kernel, Variant, VARIANTS};
 use crate::vectors;
 
 pub use report::BenchReport;
@@ -47,6 +57,10 @@ pub struct BenchConfig {
     pub throughput: bool,
     /// Seed for operands.
     pub seed: u64,
+    /// Predict cycles per block with llvm-mca-19.
+    pub predict: bool,
+    /// `-mcpu` models to predict on; empty: [`mca::Mca::default_models`] of each architecture.
+    pub cpus: Vec<String>,
 }
 
 impl BenchConfig {
@@ -61,6 +75,8 @@ impl BenchConfig {
             native: true,
             throughput: true,
             seed: 7,
+            predict: true,
+            cpus: Vec::new(),
         }
     }
 }
@@ -97,6 +113,73 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport) {
         }
     }
     counts::add_zbb_savings(&mut report.counts);
+}
+
+/// The models to predict `arch` on: `cfg.cpus` that llvm-mca knows for it, else the defaults.
+fn models_for(cfg: &BenchConfig, m: &mca::Mca, arch: Arch) -> Result<Vec<String>, String> {
+    if cfg.cpus.is_empty() {
+        return Ok(m.default_models(arch));
+    }
+    let known = m.known_models(arch)?;
+    Ok(cfg.cpus.iter().filter(|c| known.contains(c)).cloned().collect())
+}
+
+/// Predicted cycles per block of every aligned count row's steady-state loop on each model.
+fn predict_all(cfg: &BenchConfig, report: &mut BenchReport) {
+    let m = match mca::Mca::find() {
+        Ok(m) => m,
+        Err(why) => {
+            report.skipped.push(format!("cycle predictions: {why}"));
+            return;
+        }
+    };
+    report.llvm_mca = Some(m.version());
+    let mut used = Vec::new();
+    for &v in &cfg.variants {
+        let models = match models_for(cfg, &m, v.arch) {
+            Ok(x) => x,
+            Err(e) => {
+                report.setup_errors.push(format!("{v}: {e}"));
+                continue;
+            }
+        };
+        used.extend(models.iter().cloned());
+        let Ok(image) = load(&cfg.build, v) else { continue }; // count_all has said why
+        for &k in &cfg.kernels {
+            let Some(row) =
+                report.counts.iter().find(|r| r.variant == v.name && r.kernel == k.name() && r.misalign == 0)
+            else {
+                continue; // no count, no loop to find: count_all has said why
+            };
+            let lp = match steady::find(&image, k, row.per_block) {
+                Ok(l) => l,
+                Err(e) => {
+                    report.errors.push(format!("steady-state loop of {k} on {v}: {e}"));
+                    continue;
+                }
+            };
+            for model in &models {
+                match m.predict(v, k.name(), workload::Workload::block_bytes(k), &lp, model) {
+                    Ok(p) => report.predictions.push(p),
+                    Err(e) if e.starts_with(mca::NO_MODEL) => {
+                        let why = format!("cycle predictions on {model}: {} {}", mca::NO_MODEL, mca::LLVM_MCA.program);
+                        if !report.skipped.contains(&why) {
+                            report.skipped.push(why);
+                        }
+                    }
+                    Err(e) => report.errors.push(format!("predicting {k} on {v} for {model}: {e}")),
+                }
+            }
+        }
+    }
+    for c in cfg.cpus.iter().filter(|c| !used.contains(c)) {
+        report.setup_errors.push(format!(
+            "--cpu {c}: not a CPU model {} knows for the selected architectures (see `{} -mtriple=riscv64 -mcpu=help`)",
+            mca::LLVM_MCA.program,
+            mca::LLVM_MCA.program
+        ));
+    }
+    report.board = board::vision_five_2(&report.counts, &report.predictions);
 }
 
 /// Raw rates and throughput of every selected variant × backend that can run.
@@ -156,6 +239,9 @@ pub fn bench(cfg: &BenchConfig) -> BenchReport {
     let mut report = BenchReport { runs: cfg.runs, ..BenchReport::default() };
     let load_at_start = report::load_average();
     count_all(cfg, &mut report);
+    if cfg.predict {
+        predict_all(cfg, &mut report);
+    }
     if cfg.native {
         if let Some(why) = native::unavailable() {
             report.skipped.push(format!("native comparison: {why}"));

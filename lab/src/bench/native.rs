@@ -1,30 +1,47 @@
 //! Native speed on an x86_64 host: the lab's x86_64 kernels, assembled into this binary by
-//! `build.rs`, timed in-process beside OpenSSL's libcrypto (through EVP) and RustCrypto's `md-5`
-//! and `poly1305`, at the JMH sizes of the HotSpot seeds (64, 1024, 16384 bytes).
+//! `build.rs`, timed in-process beside OpenSSL's libcrypto and RustCrypto's `md-5` and
+//! `poly1305`, at the JMH sizes of the HotSpot seeds (64, 1024, 16384 bytes).
 //!
 //! Every implementation computes the whole digest or tag of the same message, so the
 //! comparison is like for like: the lab's MD5 is driven as DigestBase drives the stubs
 //! (`md5_implCompressMB` over the whole blocks, `md5_implCompress` per padding block); its
 //! Poly1305 is `poly1305_processBlocks` over the message (the sizes are whole blocks) plus the
-//! final reduction and `+ s`. The three outputs are compared before any timing. Each sample times
-//! `reps` calls per implementation, implementations interleaved; the figure is the median.
-
-use std::time::Instant;
+//! final reduction and `+ s`. The outputs are compared before any timing.
+//!
+//! OpenSSL is called as its users call it: MD5 through one `EVP_MD_CTX` reused for every
+//! digest (`EVP_DigestUpdate` + `EVP_DigestFinal_ex`, which re-initialises it), Poly1305 through
+//! one `EVP_MAC_CTX` of the fetched `POLY1305` MAC reused for every tag (`EVP_MAC_init` with the
+//! message's one-time key, update, final); no per-message key object or fetch. It is timed on
+//! its default path (what libcrypto picks for this CPU: AVX2 or AVX-512 for Poly1305 where the
+//! CPU has them) and on its scalar path: a child process (this binary again) started with
+//! `OPENSSL_ia32cap=`[`SCALAR_IA32CAP`], which libcrypto reads when it initialises, before
+//! `main`, so it cannot be set in-process.
+//!
+//! Times are CPU time of the timing thread (`CLOCK_THREAD_CPUTIME_ID`), not wall time: the
+//! figures hold on a shared machine. Each sample times `reps` calls per implementation,
+//! implementations interleaved; the figure is the median.
 
 use serde::Serialize;
 
 /// Message sizes in bytes (the JMH sizes of the seeds).
 pub const SIZES: [usize; 3] = [64, 1024, 16384];
 
+/// `OPENSSL_ia32cap` for OpenSSL's scalar path: clears AVX (bit 60 of the CPUID(1) word) and
+/// every CPUID(7) feature (AVX2, BMI1/2, ADX, AVX-512, SHA): no SIMD path is eligible.
+pub const SCALAR_IA32CAP: &str = "~0x1000000000000000:0";
+
+/// Environment variable that turns this binary into the OpenSSL timing child (its value: runs).
+pub const CHILD_ENV: &str = "KERNEL_LAB_OPENSSL_CHILD";
+
 /// One implementation at one size.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct NativeRow {
     /// `md5` or `poly1305`.
-    pub kernel: &'static str,
+    pub kernel: String,
     /// Message bytes.
     pub bytes: usize,
-    /// `lab`, `openssl` or `rustcrypto`.
-    pub implementation: &'static str,
+    /// `lab`, `openssl` (default path), `openssl-scalar` or `rustcrypto`.
+    pub implementation: String,
     /// Median nanoseconds per message byte.
     pub ns_per_byte: f64,
     /// Median throughput, MB/s (10^6 bytes).
@@ -38,8 +55,10 @@ pub struct NativeRatio {
     pub kernel: &'static str,
     /// Message bytes.
     pub bytes: usize,
-    /// lab throughput / OpenSSL throughput.
+    /// lab throughput / OpenSSL throughput, OpenSSL's default path.
     pub lab_vs_openssl: f64,
+    /// lab throughput / OpenSSL throughput, OpenSSL's scalar path (child process).
+    pub lab_vs_openssl_scalar: Option<f64>,
     /// lab throughput / RustCrypto throughput.
     pub lab_vs_rustcrypto: f64,
 }
@@ -51,6 +70,10 @@ pub struct NativeReport {
     pub cpu: String,
     /// OpenSSL version string.
     pub openssl: String,
+    /// Which OpenSSL code paths were timed, in words.
+    pub openssl_paths: Vec<String>,
+    /// Why the scalar path was not timed, when it was not.
+    pub openssl_scalar_skipped: Option<String>,
     /// Samples per figure (the median is reported).
     pub runs: usize,
     /// Every implementation at every size.
@@ -66,7 +89,8 @@ pub fn unavailable() -> Option<&'static str> {
     (!why.is_empty()).then_some(why)
 }
 
-/// Runs the comparison with `runs` samples per figure.
+/// Runs the comparison with `runs` samples per figure; the scalar OpenSSL path runs in a child
+/// process when this binary is `lab` (in other binaries, such as tests, it is reported skipped).
 ///
 /// # Errors
 /// [`unavailable`]'s reason, or implementations that disagree on a digest or tag.
@@ -74,9 +98,46 @@ pub fn bench(runs: usize) -> Result<NativeReport, String> {
     imp::bench(runs.max(1))
 }
 
+/// When this process is the OpenSSL timing child ([`CHILD_ENV`] set): the runs it was asked for.
+pub fn child_request() -> Option<usize> {
+    std::env::var(CHILD_ENV).ok().and_then(|v| v.parse().ok())
+}
+
+/// The child's work: OpenSSL alone at every size, as JSON rows on success.
+///
+/// # Errors
+/// OpenSSL failing or disagreeing with the reference.
+pub fn child_main(runs: usize) -> Result<String, String> {
+    imp::openssl_rows(runs.max(1)).and_then(|rows| serde_json::to_string(&rows).map_err(|e| e.to_string()))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is always available on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+/// The SIMD features of this CPU that OpenSSL's Poly1305 can use (/proc/cpuinfo flags).
+fn simd_flags() -> String {
+    let flags = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+        s.lines().find(|l| l.starts_with("flags")).map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+    });
+    let have: Vec<&str> = ["avx", "avx2", "avx512f", "avx512ifma"]
+        .into_iter()
+        .filter(|f| flags.as_ref().is_some_and(|fl| fl.iter().any(|x| x == f)))
+        .collect();
+    if have.is_empty() {
+        "no AVX".into()
+    } else {
+        have.join(", ")
+    }
 }
 
 fn cpu_model() -> String {
@@ -91,7 +152,7 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
-/// Times `impls` (name, one call) interleaved; returns the median ns per call of each.
+/// Times `impls` (name, one call) interleaved; returns the median CPU ns per call of each.
 fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut dyn FnMut())]) -> Vec<f64> {
     let mut samples = vec![Vec::with_capacity(runs); impls.len()];
     for (_, f) in impls.iter_mut() {
@@ -99,11 +160,11 @@ fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut d
     }
     for _ in 0..runs {
         for (i, (_, f)) in impls.iter_mut().enumerate() {
-            let t = Instant::now();
+            let t = thread_cpu_ns();
             for _ in 0..reps {
                 f();
             }
-            samples[i].push(t.elapsed().as_nanos() as f64 / reps as f64);
+            samples[i].push((thread_cpu_ns() - t) / reps as f64);
         }
     }
     samples.iter_mut().map(|s| median(s)).collect()
@@ -114,6 +175,10 @@ mod imp {
     pub fn bench(_runs: usize) -> Result<super::NativeReport, String> {
         Err(env!("KERNEL_LAB_NATIVE_SKIP").to_string())
     }
+
+    pub fn openssl_rows(_runs: usize) -> Result<Vec<super::NativeRow>, String> {
+        Err(env!("KERNEL_LAB_NATIVE_SKIP").to_string())
+    }
 }
 
 #[cfg(all(target_arch = "x86_64", native_kernels))]
@@ -122,13 +187,11 @@ mod imp {
 
     use md5::Digest as _;
     use openssl::hash::{Hasher, MessageDigest};
-    use openssl::pkey::{Id, PKey};
-    use openssl::sign::Signer;
     use poly1305::universal_hash::KeyInit as _;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use super::{cpu_model, time_interleaved, NativeRatio, NativeReport, NativeRow, SIZES};
+    use super::{cpu_model, simd_flags, time_interleaved, NativeRatio, NativeReport, NativeRow, SIZES};
     use crate::reference::{md5 as md5_ref, poly1305 as poly_ref};
 
     /// The kernels of kernels/x86_64, linked in by build.rs (SysV x86-64 psABI calls).
@@ -194,9 +257,59 @@ mod imp {
         h.0.wrapping_add(u128::from_le_bytes(*s)).to_le_bytes()
     }
 
-    fn openssl_poly1305(key: &[u8; 32], msg: &[u8]) -> Vec<u8> {
-        let pkey = PKey::private_key_from_raw_bytes(key, Id::POLY1305).expect("POLY1305 key");
-        Signer::new_without_digest(&pkey).expect("EVP_DigestSignInit").sign_oneshot_to_vec(msg).expect("sign")
+    /// OpenSSL's Poly1305 as users call it: the `POLY1305` MAC fetched once, one `EVP_MAC_CTX`
+    /// reused, `EVP_MAC_init` with each message's one-time key (OpenSSL 3, `EVP_MAC(3)`).
+    struct OpensslPoly1305 {
+        mac: *mut ffi_ossl::EVP_MAC,
+        ctx: *mut ffi_ossl::EVP_MAC_CTX,
+    }
+
+    use openssl_sys as ffi_ossl;
+
+    impl OpensslPoly1305 {
+        fn new() -> Result<OpensslPoly1305, String> {
+            openssl_sys::init();
+            // SAFETY: a NUL-terminated name, the default library context (null), no properties.
+            let mac = unsafe { ffi_ossl::EVP_MAC_fetch(std::ptr::null_mut(), c"POLY1305".as_ptr(), std::ptr::null()) };
+            if mac.is_null() {
+                return Err("EVP_MAC_fetch(POLY1305) failed".into());
+            }
+            // SAFETY: mac is a valid fetched EVP_MAC.
+            let ctx = unsafe { ffi_ossl::EVP_MAC_CTX_new(mac) };
+            if ctx.is_null() {
+                // SAFETY: mac came from EVP_MAC_fetch and is freed once.
+                unsafe { ffi_ossl::EVP_MAC_free(mac) };
+                return Err("EVP_MAC_CTX_new failed".into());
+            }
+            Ok(OpensslPoly1305 { mac, ctx })
+        }
+
+        fn tag(&mut self, key: &[u8; 32], msg: &[u8]) -> Result<[u8; 16], String> {
+            let mut out = [0u8; 16];
+            let mut outl = 0usize;
+            // SAFETY: ctx is valid for self's lifetime; key is 32 readable bytes, msg msg.len()
+            // readable bytes, out 16 writable bytes (the Poly1305 tag size).
+            let ok = unsafe {
+                ffi_ossl::EVP_MAC_init(self.ctx, key.as_ptr(), key.len(), std::ptr::null()) == 1
+                    && ffi_ossl::EVP_MAC_update(self.ctx, msg.as_ptr(), msg.len()) == 1
+                    && ffi_ossl::EVP_MAC_final(self.ctx, out.as_mut_ptr(), &mut outl, out.len()) == 1
+            };
+            if ok && outl == 16 {
+                Ok(out)
+            } else {
+                Err("EVP_MAC_init/update/final (POLY1305) failed".into())
+            }
+        }
+    }
+
+    impl Drop for OpensslPoly1305 {
+        fn drop(&mut self) {
+            // SAFETY: both came from EVP_MAC_CTX_new / EVP_MAC_fetch and are freed once.
+            unsafe {
+                ffi_ossl::EVP_MAC_CTX_free(self.ctx);
+                ffi_ossl::EVP_MAC_free(self.mac);
+            }
+        }
     }
 
     /// Calls per sample: about 2 MiB of input per sample.
@@ -204,15 +317,93 @@ mod imp {
         (2 << 20) / bytes
     }
 
-    pub fn bench(runs: usize) -> Result<NativeReport, String> {
+    /// The message and one-time key at `bytes` (the same in the parent and the child).
+    fn inputs() -> Vec<(usize, Vec<u8>, [u8; 32])> {
         let mut rng = ChaCha8Rng::seed_from_u64(0x6e61_7469_7665);
+        SIZES
+            .iter()
+            .map(|&bytes| {
+                let msg: Vec<u8> = (0..bytes).map(|_| rng.gen()).collect();
+                (bytes, msg, rng.gen())
+            })
+            .collect()
+    }
+
+    fn row(kernel: &str, bytes: usize, implementation: &str, ns: f64) -> NativeRow {
+        let ns_per_byte = ns / bytes as f64;
+        NativeRow {
+            kernel: kernel.into(),
+            bytes,
+            implementation: implementation.into(),
+            ns_per_byte,
+            mb_per_s: 1e3 / ns_per_byte,
+        }
+    }
+
+    /// OpenSSL alone at every size (the child's work), rows named `openssl`.
+    pub fn openssl_rows(runs: usize) -> Result<Vec<NativeRow>, String> {
+        let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
+        let mut mac = OpensslPoly1305::new()?;
+        let mut rows = Vec::new();
+        for (bytes, msg, key) in inputs() {
+            hasher.update(&msg).map_err(|e| e.to_string())?;
+            let digest = hasher.finish().map_err(|e| e.to_string())?;
+            if digest[..] != md5::Md5::digest(&msg)[..] || mac.tag(&key, &msg)? != lab_poly1305(&key, &msg) {
+                return Err(format!("OpenSSL disagrees with the reference at {bytes} bytes"));
+            }
+            let t = time_interleaved(
+                runs,
+                reps(bytes),
+                &mut [
+                    ("md5", &mut || {
+                        hasher.update(black_box(&msg)).expect("EVP_DigestUpdate");
+                        black_box(hasher.finish().expect("EVP_DigestFinal"));
+                    }),
+                    ("poly1305", &mut || {
+                        black_box(mac.tag(black_box(&key), black_box(&msg)).expect("EVP_MAC"));
+                    }),
+                ],
+            );
+            rows.push(row("md5", bytes, "openssl", t[0]));
+            rows.push(row("poly1305", bytes, "openssl", t[1]));
+        }
+        Ok(rows)
+    }
+
+    /// OpenSSL's scalar path, timed by this binary re-run as a child with `OPENSSL_ia32cap`.
+    fn openssl_scalar(runs: usize) -> Result<Vec<NativeRow>, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+        if exe.file_stem() != Some(std::ffi::OsStr::new("lab")) {
+            return Err(format!(
+                "{} is not `lab` (only `lab bench` re-runs itself for the scalar path)",
+                exe.display()
+            ));
+        }
+        let out = std::process::Command::new(&exe)
+            .arg("bench")
+            .env(super::CHILD_ENV, runs.to_string())
+            .env("OPENSSL_ia32cap", super::SCALAR_IA32CAP)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", exe.display()))?;
+        if !out.status.success() {
+            return Err(format!("the OpenSSL child failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        let mut rows: Vec<NativeRow> =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("the OpenSSL child's output: {e}"))?;
+        for r in &mut rows {
+            r.implementation = "openssl-scalar".into();
+        }
+        Ok(rows)
+    }
+
+    pub fn bench(runs: usize) -> Result<NativeReport, String> {
         let mut rows = Vec::new();
         let mut ratios = Vec::new();
-        for bytes in SIZES {
-            let msg: Vec<u8> = (0..bytes).map(|_| rng.gen()).collect();
-            let key: [u8; 32] = rng.gen();
+        let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
+        let mut mac = OpensslPoly1305::new()?;
+        for (bytes, msg, key) in inputs() {
             // Same answers first.
-            let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
             hasher.update(&msg).map_err(|e| e.to_string())?;
             let (a, b, c) = (lab_md5(&msg), hasher.finish().map_err(|e| e.to_string())?, md5::Md5::digest(&msg));
             if a[..] != b[..] || a[..] != c[..] {
@@ -222,7 +413,7 @@ mod imp {
                 ));
             }
             let rc = |k: &[u8; 32], m: &[u8]| poly1305::Poly1305::new(k.into()).compute_unpadded(m);
-            let (a, b, c) = (lab_poly1305(&key, &msg), openssl_poly1305(&key, &msg), rc(&key, &msg));
+            let (a, b, c) = (lab_poly1305(&key, &msg), mac.tag(&key, &msg)?, rc(&key, &msg));
             if a[..] != b[..] || a[..] != c[..] {
                 return Err(format!("Poly1305 of {bytes} bytes: lab {a:02x?}, OpenSSL {b:02x?}, RustCrypto {c:02x?}"));
             }
@@ -250,7 +441,7 @@ mod imp {
                         black_box(lab_poly1305(black_box(&key), black_box(&msg)));
                     }),
                     ("openssl", &mut || {
-                        black_box(openssl_poly1305(black_box(&key), black_box(&msg)));
+                        black_box(mac.tag(black_box(&key), black_box(&msg)).expect("EVP_MAC"));
                     }),
                     ("rustcrypto", &mut || {
                         black_box(rc(black_box(&key), black_box(&msg)));
@@ -259,24 +450,47 @@ mod imp {
             );
             for (kernel, times) in [("md5", md5_times), ("poly1305", poly_times)] {
                 for (name, ns) in ["lab", "openssl", "rustcrypto"].into_iter().zip(&times) {
-                    let ns_per_byte = ns / bytes as f64;
-                    rows.push(NativeRow {
-                        kernel,
-                        bytes,
-                        implementation: name,
-                        ns_per_byte,
-                        mb_per_s: 1e3 / ns_per_byte,
-                    });
+                    rows.push(row(kernel, bytes, name, *ns));
                 }
                 ratios.push(NativeRatio {
                     kernel,
                     bytes,
                     lab_vs_openssl: times[1] / times[0],
+                    lab_vs_openssl_scalar: None,
                     lab_vs_rustcrypto: times[2] / times[0],
                 });
             }
         }
-        Ok(NativeReport { cpu: cpu_model(), openssl: openssl::version::version().to_string(), runs, rows, ratios })
+        let mut paths = vec![format!(
+            "openssl: default path, what libcrypto picks for this CPU ({}); MD5 has no SIMD path",
+            simd_flags()
+        )];
+        let scalar_skipped = match openssl_scalar(runs) {
+            Ok(scalar) => {
+                for r in &mut ratios {
+                    let lab =
+                        rows.iter().find(|x| x.kernel == r.kernel && x.bytes == r.bytes && x.implementation == "lab");
+                    let s = scalar.iter().find(|x| x.kernel == r.kernel && x.bytes == r.bytes);
+                    r.lab_vs_openssl_scalar = lab.zip(s).map(|(l, s)| s.ns_per_byte / l.ns_per_byte);
+                }
+                rows.extend(scalar);
+                paths.push(format!(
+                    "openssl-scalar: a child process with OPENSSL_ia32cap={} (AVX and every CPUID(7) feature masked before libcrypto initialises)",
+                    super::SCALAR_IA32CAP
+                ));
+                None
+            }
+            Err(e) => Some(e),
+        };
+        Ok(NativeReport {
+            cpu: cpu_model(),
+            openssl: openssl::version::version().to_string(),
+            runs,
+            rows,
+            ratios,
+            openssl_paths: paths,
+            openssl_scalar_skipped: scalar_skipped,
+        })
     }
 
     #[cfg(test)]

@@ -4,7 +4,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::baseline::Gate;
+use super::board::BoardComparison;
 use super::counts::{CountRow, BLOCKS};
+use super::mca::Prediction;
 use super::native::NativeReport;
 use super::throughput::{RawRate, ThroughputRow};
 
@@ -28,6 +31,14 @@ pub struct BenchReport {
     pub runs: usize,
     /// Instruction counts per variant × kernel × input placement (Unicorn).
     pub counts: Vec<CountRow>,
+    /// Predicted cycles per block per variant × kernel × CPU model (llvm-mca-19, aligned input).
+    pub predictions: Vec<Prediction>,
+    /// The analyzer's version line, when predictions ran.
+    pub llvm_mca: Option<String>,
+    /// The `sifive-u74` predictions beside the VisionFive 2 figures, when predicted.
+    pub board: Option<BoardComparison>,
+    /// The baseline gate, when `--baseline` was given.
+    pub gate: Option<Gate>,
     /// The native x86_64 comparison, when it ran.
     pub native: Option<NativeReport>,
     /// Raw instruction rates per variant × backend.
@@ -81,11 +92,15 @@ fn si(x: f64) -> String {
 }
 
 impl BenchReport {
-    /// Exit status: 0 all measured, 1 a measurement failed, 2 set-up errors.
+    /// Exit status: 0 all measured, 1 a measurement failed or the gate found a regression,
+    /// 2 set-up errors.
     pub fn exit_code(&self) -> i32 {
         if !self.setup_errors.is_empty() {
             2
-        } else if !self.errors.is_empty() || self.counts.iter().any(|r| !r.repeatable || !r.linear) {
+        } else if !self.errors.is_empty()
+            || self.counts.iter().any(|r| !r.repeatable || !r.linear)
+            || self.gate.as_ref().is_some_and(|g| g.regressions().next().is_some())
+        {
             1
         } else {
             0
@@ -102,6 +117,8 @@ impl BenchReport {
         let mut s = String::new();
         self.write_counts(&mut s);
         self.write_mix(&mut s);
+        self.write_predictions(&mut s);
+        self.write_board(&mut s);
         self.write_native(&mut s);
         self.write_throughput(&mut s);
         for (title, lines) in
@@ -110,6 +127,9 @@ impl BenchReport {
             for l in lines {
                 let _ = writeln!(s, "\n{title} {l}");
             }
+        }
+        if let Some(g) = &self.gate {
+            s.push_str(&g.to_human());
         }
         let _ = writeln!(
             s,
@@ -212,34 +232,117 @@ impl BenchReport {
         }
     }
 
-    fn write_native(&self, s: &mut String) {
-        let Some(n) = &self.native else { return };
-        let _ = writeln!(s, "\nNative x86_64, in-process, whole digest/tag per call ({}; {})", n.cpu, n.openssl);
+    fn write_predictions(&self, s: &mut String) {
+        if self.predictions.is_empty() {
+            return;
+        }
         let _ = writeln!(
             s,
-            "{:<9} {:>6} {:>10} {:>12} {:>15} {:>12} {:>15}",
-            "kernel", "bytes", "lab ns/B", "OpenSSL ns/B", "RustCrypto ns/B", "lab/OpenSSL", "lab/RustCrypto"
+            "\nPredicted cycles per block (llvm-mca-19, steady-state loop of the multi-block stub, aligned input; a model, not a machine)"
+        );
+        let _ = writeln!(
+            s,
+            "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7} {:>5} {:>8}  bottleneck",
+            "variant", "kernel", "model", "instr", "cyc/blk", "cyc/B", "IPC", "RThr/blk"
+        );
+        for p in &self.predictions {
+            let _ = writeln!(
+                s,
+                "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7.2} {:>5.2} {:>8}  {}",
+                p.variant,
+                p.kernel,
+                p.model,
+                p.loop_instructions,
+                num(p.cycles_per_block),
+                p.cycles_per_byte,
+                p.ipc,
+                num(p.rthroughput_per_block),
+                p.bottleneck
+            );
+        }
+        let _ = writeln!(
+            s,
+            "(instr: loop instructions per iteration; cyc/blk: (cycles at 200 - at 100 iterations) / 100 per block; \
+             RThr/blk: mca's resource-only bound; bottleneck: a resource busy >= 95% of the cycles, else dispatch, else the dependency chain)"
+        );
+    }
+
+    fn write_board(&self, s: &mut String) {
+        let Some(b) = &self.board else { return };
+        let us = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0} us"));
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}%"));
+        let _ = writeln!(
+            s,
+            "\nMD5 16 KiB on {} at {} GHz ({} compressions), predicted for the lab's kernels:",
+            b.model, b.clock_ghz, b.compressions
+        );
+        let _ = writeln!(
+            s,
+            "  RV64GC {}   +Zbb {}   Zbb saves {} of the time ({} of the instructions)",
+            us(b.predicted_us_rv64gc),
+            us(b.predicted_us_zbb),
+            pct(b.predicted_zbb_time_saving_pct),
+            pct(b.lab_zbb_instruction_saving_pct)
+        );
+        let _ = writeln!(s, "VisionFive 2, JMH, HotSpot's code (reference, not a check):");
+        for f in &b.board {
+            let _ = writeln!(s, "  {:<44} {:>4.0} us", f.code, f.us);
+        }
+        let _ = writeln!(
+            s,
+            "  Zbb saves {:.1}% of the time ({:.1}% of HotSpot's instructions); the intrinsic runs {:.0} cycles/block, IPC {:.2}",
+            b.board_zbb_time_saving_pct, b.hotspot_zbb_instruction_saving_pct, b.board_cycles_per_block, b.board_ipc
+        );
+    }
+
+    fn write_native(&self, s: &mut String) {
+        let Some(n) = &self.native else { return };
+        let _ =
+            writeln!(s, "\nNative x86_64, in-process, whole digest/tag per call, CPU time ({}; {})", n.cpu, n.openssl);
+        let _ = writeln!(
+            s,
+            "{:<9} {:>6} {:>9} {:>12} {:>14} {:>11} {:>12} {:>15} {:>13}",
+            "kernel",
+            "bytes",
+            "lab ns/B",
+            "OpenSSL ns/B",
+            "(scalar) ns/B",
+            "RustC. ns/B",
+            "lab/OpenSSL",
+            "lab/OSSL scalar",
+            "lab/RustCrypto"
         );
         for r in &n.ratios {
             let ns = |imp: &str| {
                 n.rows
                     .iter()
                     .find(|x| x.kernel == r.kernel && x.bytes == r.bytes && x.implementation == imp)
-                    .map_or(f64::NAN, |x| x.ns_per_byte)
+                    .map_or("-".to_string(), |x| format!("{:.3}", x.ns_per_byte))
             };
             let _ = writeln!(
                 s,
-                "{:<9} {:>6} {:>10.3} {:>12.3} {:>15.3} {:>11.2}x {:>14.2}x",
+                "{:<9} {:>6} {:>9} {:>12} {:>14} {:>11} {:>11.2}x {:>15} {:>12.2}x",
                 r.kernel,
                 r.bytes,
                 ns("lab"),
                 ns("openssl"),
+                ns("openssl-scalar"),
                 ns("rustcrypto"),
                 r.lab_vs_openssl,
+                opt(r.lab_vs_openssl_scalar, |x| format!("{x:.2}x")),
                 r.lab_vs_rustcrypto
             );
         }
-        let _ = writeln!(s, "(ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)");
+        for p in &n.openssl_paths {
+            let _ = writeln!(s, "  {p}");
+        }
+        if let Some(why) = &n.openssl_scalar_skipped {
+            let _ = writeln!(s, "  openssl-scalar: not timed ({why})");
+        }
+        let _ = writeln!(
+            s,
+            "(OpenSSL as users call it: one EVP_MD_CTX / EVP_MAC_CTX reused; ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)"
+        );
     }
 
     fn write_throughput(&self, s: &mut String) {

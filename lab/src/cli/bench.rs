@@ -1,8 +1,11 @@
 //! `lab bench`: options mapped onto [`kernel_lab::bench`].
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-use kernel_lab::bench::{self, BenchConfig};
+use kernel_lab::bench::baseline::{self, Baseline};
+use kernel_lab::bench::{self, BenchConfig, BenchReport};
 
 use super::options::Select;
 
@@ -20,6 +23,27 @@ pub(crate) struct BenchArgs {
     /// Skip the lab throughput section and the timed `lab run`.
     #[arg(long)]
     no_throughput: bool,
+    /// Skip the llvm-mca-19 cycle predictions.
+    #[arg(long)]
+    no_predict: bool,
+    /// llvm-mca CPU models to predict on (repeat or comma-separate; each applies to the
+    /// architectures that know it). Default: sifive-u74, spacemit-x60, sifive-p670; cortex-a55,
+    /// cortex-a72, neoverse-n1; the host's x86 model, skylake, znver3.
+    #[arg(long = "cpu", value_name = "MODEL", value_delimiter = ',')]
+    cpu: Vec<String>,
+    /// Compare with a saved baseline (instructions and predicted cycles per block); exit 1 when
+    /// a figure costs more than --max-regression.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write this run's instructions and predicted cycles per block as a baseline file.
+    #[arg(long, value_name = "FILE")]
+    save_baseline: Option<PathBuf>,
+    /// Largest cost increase the baseline gate accepts, percent (`2%` or `2`).
+    #[arg(long, value_name = "PCT", default_value = "2%", value_parser = parse_percent)]
+    max_regression: f64,
+    /// Draw instructions and predicted cycles per block per variant as an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -28,10 +52,70 @@ pub(crate) struct BenchArgs {
     seed: u64,
 }
 
+/// `2%` or `2` -> 2.0; negative, NaN and unparsable values are usage errors.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().trim_end_matches('%').trim().parse().map_err(|_| format!("`{s}` is not a percentage"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}`: the allowed regression must be a percentage >= 0"))
+    }
+}
+
+/// Writes the files the options ask for; returns 2 when one cannot be written.
+fn write_outputs(a: &BenchArgs, report: &BenchReport) -> i32 {
+    let mut status = 0;
+    if let Some(path) = &a.save_baseline {
+        match Baseline::of(report).save(path) {
+            Ok(()) => eprintln!("lab bench: baseline written to {}", path.display()),
+            Err(e) => {
+                eprintln!("lab bench: cannot write the baseline: {e}");
+                status = 2;
+            }
+        }
+    }
+    if let Some(path) = &a.plot {
+        match bench::plot::draw(report, path) {
+            Ok(()) => eprintln!("lab bench: plot written to {}", path.display()),
+            Err(e) => {
+                eprintln!("lab bench: cannot draw the plot: {e}");
+                status = 2;
+            }
+        }
+    }
+    status
+}
+
+/// The OpenSSL timing child (`native::CHILD_ENV` set by the parent `lab bench`): prints its
+/// JSON rows and exits.
+fn openssl_child(runs: usize) -> i32 {
+    match bench::native::child_main(runs) {
+        Ok(json) => {
+            println!("{json}");
+            0
+        }
+        Err(e) => {
+            eprintln!("lab bench (OpenSSL child): {e}");
+            1
+        }
+    }
+}
+
 pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
+    if let Some(runs) = bench::native::child_request() {
+        return openssl_child(runs);
+    }
     let variants = match a.select.variants_or_usage_error("bench") {
         Ok(v) => v,
         Err(status) => return status,
+    };
+    // Read the baseline first: a bad file is a usage error before minutes of measuring.
+    let base = match a.baseline.as_deref().map(Baseline::load).transpose() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lab bench: --baseline {e}");
+            return 2;
+        }
     };
     let cfg = BenchConfig {
         variants,
@@ -42,10 +126,16 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
         native: !a.no_native,
         throughput: !a.no_throughput,
         seed: a.seed,
+        predict: !a.no_predict,
+        cpus: a.cpu.iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect(),
     };
-    let report = bench::bench(&cfg);
+    let mut report = bench::bench(&cfg);
+    if let (Some(base), Some(path)) = (&base, &a.baseline) {
+        let now = Baseline::of(&report);
+        report.gate = Some(baseline::compare(base, &path.display().to_string(), &now, a.max_regression));
+    }
     let text = if a.json { report.to_json() + "\n" } else { report.to_human() };
     // A closed pipe (`lab bench | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
-    report.exit_code()
+    report.exit_code().max(write_outputs(a, &report))
 }

@@ -1,0 +1,333 @@
+//! The performance gate: a saved baseline (instructions per block per variant × kernel × input
+//! placement, predicted cycles per block per model) compared with a new report. Instruction
+//! counts are exact on Unicorn and predictions deterministic for one llvm-mca build, so every
+//! difference is real: each one is listed, and one that costs more than `max_regression_pct`
+//! fails the gate (`lab bench --baseline FILE` exits 1, naming kernel, variant and model).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::report::BenchReport;
+
+/// Format version of the baseline file.
+pub const SCHEMA: u32 = 1;
+
+/// Instructions per block of one variant × kernel × input placement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionEntry {
+    /// Variant name.
+    pub variant: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Bytes past a 64-byte boundary where the input starts.
+    pub misalign: usize,
+    /// Instructions per block.
+    pub per_block: f64,
+}
+
+/// Predicted cycles per block of one variant × kernel on one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CycleEntry {
+    /// Variant name.
+    pub variant: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// llvm-mca `-mcpu` model.
+    pub model: String,
+    /// Predicted cycles per block.
+    pub cycles_per_block: f64,
+}
+
+/// A saved baseline (`lab bench --save-baseline FILE`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// The llvm-mca that predicted the cycles (another LLVM may model the same code differently).
+    #[serde(default)]
+    pub llvm_mca: Option<String>,
+    /// Instructions per block.
+    pub instructions: Vec<InstructionEntry>,
+    /// Predicted cycles per block.
+    pub cycles: Vec<CycleEntry>,
+}
+
+/// How one figure compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Costs more than the allowed regression.
+    Regressed,
+    /// Costs more, within the allowed regression.
+    Worse,
+    /// Identical.
+    Same,
+    /// Costs less (update the baseline to keep the gain).
+    Improved,
+    /// In the baseline, not measured now (tool missing, selection narrower).
+    NotMeasured,
+    /// Measured now, not in the baseline.
+    New,
+}
+
+/// One compared figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateRow {
+    /// Kernel name.
+    pub kernel: String,
+    /// Variant name.
+    pub variant: String,
+    /// `instructions/block (input +0)` or `cycles/block on sifive-u74`.
+    pub figure: String,
+    /// Baseline value.
+    pub baseline: Option<f64>,
+    /// Value now.
+    pub now: Option<f64>,
+    /// (now − baseline) / baseline, percent.
+    pub change_pct: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// The gate's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    /// The baseline file.
+    pub baseline: String,
+    /// Largest allowed cost increase, percent.
+    pub max_regression_pct: f64,
+    /// Every compared figure.
+    pub rows: Vec<GateRow>,
+    /// Set when the baseline's cycles came from another llvm-mca than now's.
+    pub tool_changed: Option<(String, String)>,
+}
+
+impl Baseline {
+    /// The figures of `report`.
+    pub fn of(report: &BenchReport) -> Baseline {
+        Baseline {
+            schema: SCHEMA,
+            llvm_mca: report.llvm_mca.clone(),
+            instructions: report
+                .counts
+                .iter()
+                .map(|r| InstructionEntry {
+                    variant: r.variant.into(),
+                    kernel: r.kernel.into(),
+                    misalign: r.misalign,
+                    per_block: r.per_block,
+                })
+                .collect(),
+            cycles: report
+                .predictions
+                .iter()
+                .map(|p| CycleEntry {
+                    variant: p.variant.clone(),
+                    kernel: p.kernel.clone(),
+                    model: p.model.clone(),
+                    cycles_per_block: p.cycles_per_block,
+                })
+                .collect(),
+        }
+    }
+
+    /// Reads a baseline file.
+    ///
+    /// # Errors
+    /// A sentence naming the file and, for bad content, the entry and what is wrong.
+    pub fn load(path: &Path) -> Result<Baseline, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let b: Baseline =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a baseline: {e}", path.display()))?;
+        if b.schema != SCHEMA {
+            return Err(format!("{}: schema {} (this lab reads {SCHEMA})", path.display(), b.schema));
+        }
+        let bad = |what: String| Err(format!("{}: {what}", path.display()));
+        for (i, e) in b.instructions.iter().enumerate() {
+            if !(e.per_block.is_finite() && e.per_block > 0.0) {
+                return bad(format!("instructions[{i}] ({} {}): per_block must be > 0", e.variant, e.kernel));
+            }
+        }
+        for (i, e) in b.cycles.iter().enumerate() {
+            if !(e.cycles_per_block.is_finite() && e.cycles_per_block > 0.0) {
+                return bad(format!(
+                    "cycles[{i}] ({} {} {}): cycles_per_block must be > 0",
+                    e.variant, e.kernel, e.model
+                ));
+            }
+        }
+        Ok(b)
+    }
+
+    /// Writes the baseline as pretty JSON.
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+fn judge(base: Option<f64>, now: Option<f64>, max_pct: f64) -> (Option<f64>, Verdict) {
+    match (base, now) {
+        (Some(b), Some(n)) => {
+            let pct = (n - b) / b * 100.0;
+            let v = if (n - b).abs() < 1e-9 {
+                Verdict::Same
+            } else if n < b {
+                Verdict::Improved
+            } else if pct > max_pct {
+                Verdict::Regressed
+            } else {
+                Verdict::Worse
+            };
+            (Some(pct), v)
+        }
+        (Some(_), None) => (None, Verdict::NotMeasured),
+        _ => (None, Verdict::New),
+    }
+}
+
+/// Compares `now` with `base`; figures beyond `max_pct` percent more cost are regressions.
+pub fn compare(base: &Baseline, base_name: &str, now: &Baseline, max_pct: f64) -> Gate {
+    let mut rows = Vec::new();
+    let mut keys: Vec<(String, String, usize)> = Vec::new();
+    for e in base.instructions.iter().chain(&now.instructions) {
+        let k = (e.variant.clone(), e.kernel.clone(), e.misalign);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (variant, kernel, misalign) in keys {
+        let find = |b: &Baseline| {
+            b.instructions
+                .iter()
+                .find(|e| e.variant == variant && e.kernel == kernel && e.misalign == misalign)
+                .map(|e| e.per_block)
+        };
+        let (b, n) = (find(base), find(now));
+        let (change_pct, verdict) = judge(b, n, max_pct);
+        let figure = format!("instructions/block (input +{misalign})");
+        rows.push(GateRow { kernel, variant, figure, baseline: b, now: n, change_pct, verdict });
+    }
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for e in base.cycles.iter().chain(&now.cycles) {
+        let k = (e.variant.clone(), e.kernel.clone(), e.model.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (variant, kernel, model) in keys {
+        let find = |b: &Baseline| {
+            b.cycles
+                .iter()
+                .find(|e| e.variant == variant && e.kernel == kernel && e.model == model)
+                .map(|e| e.cycles_per_block)
+        };
+        let (b, n) = (find(base), find(now));
+        let (change_pct, verdict) = judge(b, n, max_pct);
+        let figure = format!("cycles/block on {model}");
+        rows.push(GateRow { kernel, variant, figure, baseline: b, now: n, change_pct, verdict });
+    }
+    let tool_changed = match (&base.llvm_mca, &now.llvm_mca) {
+        (Some(b), Some(n)) if b != n => Some((b.clone(), n.clone())),
+        _ => None,
+    };
+    Gate { baseline: base_name.into(), max_regression_pct: max_pct, rows, tool_changed }
+}
+
+impl Gate {
+    /// The figures that regressed beyond the threshold.
+    pub fn regressions(&self) -> impl Iterator<Item = &GateRow> {
+        self.rows.iter().filter(|r| r.verdict == Verdict::Regressed)
+    }
+
+    /// The gate as text: every figure that differs, then the verdict.
+    pub fn to_human(&self) -> String {
+        let mut s =
+            format!("\nBaseline gate against {} (fails above +{}% cost)\n", self.baseline, self.max_regression_pct);
+        let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let changed: Vec<&GateRow> = self.rows.iter().filter(|r| r.verdict != Verdict::Same).collect();
+        for r in &changed {
+            let _ = writeln!(
+                s,
+                "  {:<10} {:<9} {:<12} {:<32} {:>9} -> {:>9} {:>8}",
+                format!("{:?}", r.verdict).to_uppercase(),
+                r.kernel,
+                r.variant,
+                r.figure,
+                fmt(r.baseline),
+                fmt(r.now),
+                r.change_pct.map_or(String::new(), |p| format!("{p:+.2}%"))
+            );
+        }
+        if let Some((b, n)) = &self.tool_changed {
+            let _ = writeln!(s, "  note: the baseline's cycles came from {b}, these from {n}");
+        }
+        let same = self.rows.len() - changed.len();
+        let n = self.regressions().count();
+        let _ = writeln!(
+            s,
+            "  {same} of {} figures identical; {}",
+            self.rows.len(),
+            if n == 0 { "no regression".to_string() } else { format!("{n} REGRESSED") }
+        );
+        if changed.iter().any(|r| r.verdict == Verdict::Improved) {
+            let _ = writeln!(s, "  (improvements: keep them with --save-baseline {})", self.baseline);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn baseline(insns: f64, cycles: f64) -> Baseline {
+        Baseline {
+            schema: SCHEMA,
+            llvm_mca: None,
+            instructions: vec![InstructionEntry {
+                variant: "riscv64".into(),
+                kernel: "md5".into(),
+                misalign: 0,
+                per_block: insns,
+            }],
+            cycles: vec![CycleEntry {
+                variant: "riscv64".into(),
+                kernel: "md5".into(),
+                model: "sifive-u74".into(),
+                cycles_per_block: cycles,
+            }],
+        }
+    }
+
+    #[test]
+    fn regressions_beyond_the_threshold_fail_and_are_named() {
+        let base = baseline(721.0, 500.0);
+        let g = compare(&base, "b.json", &baseline(785.0, 505.0), 2.0);
+        let v: Vec<(Verdict, &str)> = g.rows.iter().map(|r| (r.verdict, r.figure.as_str())).collect();
+        assert_eq!(
+            v,
+            vec![(Verdict::Regressed, "instructions/block (input +0)"), (Verdict::Worse, "cycles/block on sifive-u74")]
+        );
+        assert!(g.to_human().contains("REGRESSED  md5       riscv64"), "{}", g.to_human());
+        let same = compare(&base, "b.json", &base, 2.0);
+        assert_eq!(same.regressions().count(), 0);
+        assert!(same.rows.iter().all(|r| r.verdict == Verdict::Same));
+        let better = compare(&base, "b.json", &baseline(700.0, 400.0), 2.0);
+        assert!(better.rows.iter().all(|r| r.verdict == Verdict::Improved));
+    }
+
+    #[test]
+    fn missing_and_new_figures_are_listed_not_failed() {
+        let mut now = baseline(721.0, 500.0);
+        now.cycles[0].model = "spacemit-x60".into();
+        let g = compare(&baseline(721.0, 500.0), "b.json", &now, 2.0);
+        let v: Vec<Verdict> = g.rows.iter().map(|r| r.verdict).collect();
+        assert_eq!(v, vec![Verdict::Same, Verdict::NotMeasured, Verdict::New]);
+    }
+}

@@ -1,0 +1,191 @@
+//! The steady-state block loop of a kernel's multi-block stub, taken from the built image: the
+//! stub's symbol gives the code range, its disassembly ([`Image::listing`]) the branches, and a
+//! back-edge (a branch to an address at or below itself inside the stub) closes a candidate loop
+//! `[target, branch]`. Among the candidates the one whose length is a whole multiple of the
+//! measured instructions per block (Unicorn, aligned input) is the steady state: the loop a long
+//! call spends its time in. No offsets are kept by hand, so an edited kernel is followed.
+//!
+//! [`SteadyLoop::mca_source`] turns the loop into assembly text for `llvm-mca` (branch targets
+//! become labels; x86 keeps the listing's Intel syntax).
+
+use crate::bench::mix::{classify, InsnClass};
+use crate::disasm::Insn;
+use crate::image::Image;
+use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
+
+/// Most blocks one loop iteration may process (an unrolled loop).
+const MAX_BLOCKS_PER_ITERATION: u32 = 8;
+
+/// The multi-block stub of `kernel`, whose loop is the steady state of a long call.
+pub fn multi_block_stub(kernel: Kernel) -> &'static str {
+    match kernel {
+        Kernel::Md5 => MD5_IMPL_COMPRESS_MB,
+        Kernel::Poly1305 => POLY1305_PROCESS_BLOCKS,
+    }
+}
+
+/// One loop of a stub, in address order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SteadyLoop {
+    /// The stub holding it.
+    pub symbol: &'static str,
+    /// Architecture of the code (syntax of [`Insn::text`]).
+    pub arch: Arch,
+    /// Offset of the back-edge target (the loop head) from the symbol.
+    pub head: u64,
+    /// Offset of the back-edge branch from the symbol.
+    pub back_edge: u64,
+    /// Blocks one iteration processes.
+    pub blocks_per_iteration: u32,
+    /// The instructions from the head to the back-edge, both included.
+    pub insns: Vec<Insn>,
+}
+
+/// The direct target of a branch's text (`bge a3, a2, 0x1128a <sym+0x14>` -> 0x1128a).
+fn branch_target(text: &str) -> Option<u64> {
+    let operands = text.split('<').next()?.trim_end();
+    let last = operands.rsplit([' ', ',']).next()?;
+    u64::from_str_radix(last.strip_prefix("0x")?, 16).ok()
+}
+
+fn is_branch(arch: Arch, text: &str) -> bool {
+    let (mnemonic, operands) = text.split_once(' ').unwrap_or((text, ""));
+    classify(arch, mnemonic, operands) == InsnClass::Branch
+}
+
+/// Every back-edge of the stub: (branch address, target), in address order.
+fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
+    insns
+        .iter()
+        .filter(|i| is_branch(arch, &i.text))
+        .filter_map(|i| Some((i.addr, branch_target(&i.text)?)))
+        .filter(|&(at, target)| target >= start && target <= at)
+        .collect()
+}
+
+/// Finds the steady-state loop of `kernel` in `image`, given the measured instructions per
+/// block on aligned input.
+///
+/// # Errors
+/// The stub is missing or has no size, the disassembly is unavailable, or no back-edge closes
+/// a loop of a whole multiple of `per_block` instructions (the steady state is then not one
+/// straight run of code, and a prediction from it would be wrong).
+pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop, String> {
+    let symbol = multi_block_stub(kernel);
+    let sym = image.symbol(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
+    if sym.size == 0 {
+        return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
+    }
+    let listing = image.listing().map_err(|e| e.to_string())?;
+    let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= sym.addr && i.addr < sym.addr + sym.size).collect();
+    if let Some(bad) = insns.iter().find(|i| i.unknown()) {
+        return Err(format!("{} does not decode", image.symbolize(bad.addr)));
+    }
+    let edges = back_edges(image.arch, &insns, sym.addr);
+    for &(at, target) in &edges {
+        let body: Vec<Insn> = insns.iter().filter(|i| i.addr >= target && i.addr <= at).map(|&i| i.clone()).collect();
+        let ratio = body.len() as f64 / per_block;
+        let k = ratio.round();
+        if per_block > 0.0 && (ratio - k).abs() < 1e-9 && (1.0..=f64::from(MAX_BLOCKS_PER_ITERATION)).contains(&k) {
+            return Ok(SteadyLoop {
+                symbol,
+                arch: image.arch,
+                head: target - sym.addr,
+                back_edge: at - sym.addr,
+                blocks_per_iteration: k as u32,
+                insns: body,
+            });
+        }
+    }
+    let seen: Vec<String> = edges
+        .iter()
+        .map(|&(at, t)| {
+            let n = insns.iter().filter(|i| i.addr >= t && i.addr <= at).count();
+            format!("{}..{} ({n} instructions)", image.symbolize(t), image.symbolize(at))
+        })
+        .collect();
+    Err(format!(
+        "no loop in {symbol} is a whole multiple of the measured {per_block} instructions per block \
+         (back-edges: {})",
+        if seen.is_empty() { "none".to_string() } else { seen.join(", ") }
+    ))
+}
+
+impl SteadyLoop {
+    /// `md5_implCompressMB+0x2e..+0x726`.
+    pub fn span(&self) -> String {
+        format!("{}+{:#x}..+{:#x}", self.symbol, self.head, self.back_edge)
+    }
+
+    /// Assembly text for `llvm-mca`: one instruction per line, `<symbol+off>` comments dropped,
+    /// every direct branch target replaced by a label (`.Lat_<addr>` inside the loop,
+    /// `.Lexit` outside it), Intel syntax declared on x86.
+    pub fn mca_source(&self) -> String {
+        let first = self.insns.first().map_or(0, |i| i.addr);
+        let last = self.insns.last().map_or(0, |i| i.addr);
+        let targets: Vec<u64> = self
+            .insns
+            .iter()
+            .filter(|i| is_branch(self.arch, &i.text))
+            .filter_map(|i| branch_target(&i.text))
+            .filter(|t| (first..=last).contains(t))
+            .collect();
+        let mut s = String::new();
+        if self.arch == Arch::X86_64 {
+            s.push_str(".intel_syntax noprefix\n");
+        }
+        for i in &self.insns {
+            if targets.contains(&i.addr) {
+                s.push_str(&format!(".Lat_{:x}:\n", i.addr));
+            }
+            let text = i.text.split('<').next().unwrap_or_default().trim_end();
+            match branch_target(text).filter(|_| is_branch(self.arch, text)) {
+                Some(t) => {
+                    let label = if (first..=last).contains(&t) { format!(".Lat_{t:x}") } else { ".Lexit".to_string() };
+                    let cut = text.rfind("0x").unwrap_or(text.len());
+                    s.push_str(&format!("{}{label}\n", &text[..cut]));
+                }
+                None => s.push_str(&format!("{text}\n")),
+            }
+        }
+        s.push_str(".Lexit:\n");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_targets_are_read_from_each_syntax() {
+        assert_eq!(branch_target("bge a3, a2, 0x1128a <.Lpcrel_hi0+0x14>"), Some(0x1128a));
+        assert_eq!(branch_target("b.le 0x210290 <md5_implCompressMB+0x18>"), Some(0x210290));
+        assert_eq!(branch_target("tbnz x0, #63, 0x210dfc <write_all+0x40>"), Some(0x210dfc));
+        assert_eq!(branch_target("jle 0x201180 <md5_implCompressMB+0x10>"), Some(0x201180));
+        assert_eq!(branch_target("ret"), None);
+        assert_eq!(branch_target("lw t0, 4(t2)"), None);
+    }
+
+    #[test]
+    fn mca_source_labels_the_loop_head_and_exits() {
+        let insn = |addr, text: &str| Insn { addr, bytes: vec![0; 4], text: text.into() };
+        let l = SteadyLoop {
+            symbol: "md5_implCompressMB",
+            arch: Arch::Riscv64,
+            head: 0x2e,
+            back_edge: 0x3a,
+            blocks_per_iteration: 1,
+            insns: vec![
+                insn(0x10, "andi t0, a0, 3"),
+                insn(0x14, "bnez t0, 0x400 <x+0x3f0>"),
+                insn(0x18, "addi a0, a0, 64"),
+                insn(0x1c, "bge a3, a2, 0x10 <x>"),
+            ],
+        };
+        assert_eq!(
+            l.mca_source(),
+            ".Lat_10:\nandi t0, a0, 3\nbnez t0, .Lexit\naddi a0, a0, 64\nbge a3, a2, .Lat_10\n.Lexit:\n"
+        );
+    }
+}
