@@ -87,6 +87,8 @@ pub(crate) struct CallCheck {
     call: usize,
     label: String,
     expects: Vec<Expect>,
+    /// Arguments that are C `int`s: (argument index, parameter name).
+    ints: Vec<(usize, &'static str)>,
 }
 
 /// The last thing a case checks, after all its calls.
@@ -125,6 +127,77 @@ impl CasePlan {
     }
 }
 
+/// One `int` argument of a planned call: where it is and what it is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntArg {
+    /// Call index in the batch.
+    pub call: usize,
+    /// Argument index (0-based: 2 is the third argument register).
+    pub arg: usize,
+    /// The C parameter name (`ofs`, `limit`).
+    pub name: &'static str,
+    /// The call's label in findings.
+    pub label: String,
+}
+
+impl CasePlan {
+    /// Every `int` argument of this case's calls (the MD5 `ofs` and `limit`).
+    pub fn int_args(&self) -> Vec<IntArg> {
+        self.calls
+            .iter()
+            .flat_map(|c| c.ints.iter().map(|&(arg, name)| IntArg { call: c.call, arg, name, label: c.label.clone() }))
+            .collect()
+    }
+
+    /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: per call
+    /// whether it faulted (any fault alike: a hang on one backend and a fault past the arena on
+    /// another are the same runaway), else the buffers and the `int` return value its checks
+    /// read; 0 (no result) when a call did not run. Saved registers and flags are left out (flag bits the ISA leaves undefined
+    /// may differ between CPUs and emulators). Equal digests on two backends mean equal
+    /// results; the lab keeps only this per case and backend to compare backends.
+    pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        for c in &self.calls {
+            let rec = batch.record(&run.resp, c.call);
+            if run.fault_of(c.call).is_some() {
+                h.add(&[1]);
+                continue;
+            }
+            if !rec.completed {
+                // Not run (the batch was given up): no result to compare.
+                return 0;
+            }
+            h.add(&[0]);
+            for e in &c.expects {
+                match e {
+                    Expect::Md5State(buf, _)
+                    | Expect::Md5StateFile(buf, _)
+                    | Expect::Acc(buf, _)
+                    | Expect::AccFile(buf, _)
+                    | Expect::AccUntouched { acc: buf, .. } => {
+                        h.add(batch.buffer(&run.resp, *buf));
+                    }
+                    Expect::RetI32(_) | Expect::RetI32File(_) => h.add(&(rec.ret as u32).to_le_bytes()),
+                    // A call the lab could not plan is not run: nothing to compare.
+                    Expect::Unplanned(_) => return 0,
+                }
+            }
+        }
+        h.0
+    }
+}
+
+/// FNV-1a, 64-bit.
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
 /// What kind of problem a finding reports (JUnit failure types and report grouping use it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Class {
@@ -147,6 +220,11 @@ pub enum Class {
     Hang,
     /// The call never ran (an earlier failure abandoned the batch) or the backend failed.
     NotRun,
+    /// The image lacks a contract symbol of a selected kernel (a misspelt or missing stub).
+    MissingSymbol,
+    /// Backends returned different results for the same case: an emulator fault is likely,
+    /// not a kernel bug (counted apart from kernel failures).
+    Disagreement,
 }
 
 impl Class {
@@ -162,6 +240,8 @@ impl Class {
             Class::Fault => "fault",
             Class::Hang => "hang",
             Class::NotRun => "not-run",
+            Class::MissingSymbol => "missing-symbol",
+            Class::Disagreement => "backends-disagree",
         }
     }
 }
@@ -299,7 +379,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     fn call(&mut self, func: u64, args: [Arg; 4], prev: BufId, out: BufId, label: String, expects: Vec<Expect>) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
         let label = format!("{}{label}", self.label_prefix);
-        self.calls.push(CallCheck { call, label, expects });
+        self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
 
     /// One MD5 stub call on `state` (the reference's state, advanced); returns the buffer
@@ -338,6 +418,11 @@ impl<'a, R: Rng> Planner<'a, R> {
         expects.extend(file.ofs.map(Expect::RetI32File));
         let func = func.unwrap_or_default(); // Entry::missing keeps kernels without symbols out
         self.call(func, args, prev, out, label, expects);
+        if c.stub == Md5Stub::CompressMb {
+            if let Some(last) = self.calls.last_mut() {
+                last.ints = vec![(2, "ofs"), (3, "limit")];
+            }
+        }
         out
     }
 
@@ -542,7 +627,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     for c in &plan.calls {
         let rec = batch.record(&run.resp, c.call);
         if let Some(f) = run.fault_of(c.call) {
-            findings.push(describe_fault(&c.label, f, image, batch));
+            let plain = describe_fault(&c.label, f, image, batch);
+            findings.push(crate::diagnose::explain(&c.label, f, plain, image, batch, abi, rec.seed));
             continue;
         }
         if !rec.completed {
