@@ -7,6 +7,7 @@ mod bench;
 mod checks;
 mod cli;
 mod common;
+mod confine;
 mod doctor;
 mod fuzz;
 mod gating;

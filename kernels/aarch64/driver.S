@@ -71,6 +71,7 @@
 // -> pc at 176 + 8 + 31*8 + 8 = 440 (arch/arm64/include/uapi/asm/{ucontext,sigcontext}.h).
 // Verified under qemu-aarch64 7.2: the reported pc equals the faulting instruction.
 #define UC_PC         440
+#define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
 // Load the absolute address of a symbol (static image: adrp + :lo12:, +-4 GiB PC-relative).
@@ -437,7 +438,10 @@ lab_fault_handler:
     stp     x9, x10, [x19]                      // tag = 1, len
     mov     w9, w0                              // signo is an int
     ldr     x10, [x1, #SI_ADDR]
-    stp     x9, x10, [x19, #16]                 // signo, si_addr
+    cmp     w9, #SIGSYS                         // SIGSYS (qemu-user forwards a refused host call):
+    b.ne    1f
+    ldr     x10, [x2, #UC_X8]                   // the guest's system-call number instead
+1:  stp     x9, x10, [x19, #16]                 // signo, si_addr
     ldr     x9, [x2, #UC_PC]
     ldr     x10, [x21, #HDR_CURRENT]
     stp     x9, x10, [x19, #32]                 // pc, current

@@ -76,6 +76,7 @@
 #define SA_SIGINFO	0x00000004
 #define SA_ONSTACK	0x08000000
 #define UC_PC		176	/* offsetof(ucontext, uc_mcontext.sc_regs.pc), see above */
+#define UC_A7		(UC_PC + 17 * 8)	/* sc_regs.a7 (x17): the system-call number */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
 /* lab_batch frame: ra, s0-s11, gp, tp, fs0-fs11 = 27 words, padded to 16 bytes */
@@ -529,7 +530,10 @@ lab_fault:
 	sd	t1, 8(sp)		/* len */
 	sd	a0, 16(sp)		/* signo */
 	ld	t1, SI_ADDR(a1)
-	sd	t1, 24(sp)		/* si_addr */
+	li	t2, 31			/* SIGSYS (qemu-user forwards a refused host call): */
+	bne	a0, t2, 2f
+	ld	t1, UC_A7(a2)		/* the guest's system-call number instead */
+2:	sd	t1, 24(sp)		/* si_addr */
 	ld	t1, UC_PC(a2)
 	sd	t1, 32(sp)		/* pc */
 	ld	t1, H_CURRENT(t0)

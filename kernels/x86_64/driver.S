@@ -68,7 +68,12 @@
 #define SYS_rt_sigreturn 15
 #define SYS_sigaltstack 131
 #define SYS_exit_group  231
+#define SYS_close       3
+#define SYS_seccomp     317
+#define PR_SET_NO_NEW_PRIVS 38
+#define SECCOMP_SET_MODE_FILTER 1
 #define EINTR           4
+#define EBADF           9
 #define SA_SIGINFO      0x00000004
 #define SA_ONSTACK      0x08000000
 #define SA_RESTORER     0x04000000      /* x86_64 kernels (and qemu-user) refuse to deliver
@@ -81,8 +86,10 @@
 #define SIGSEGV         11
 #define SIGSYS          31
 
-/* siginfo_t.si_addr (after si_signo, si_errno, si_code and padding) */
+/* siginfo_t.si_addr (after si_signo, si_errno, si_code and padding); for SIGSYS the same
+ * place holds si_call_addr, followed by the int si_syscall */
 #define SI_ADDR         16
+#define SI_SYSCALL      24
 /* ucontext_t: uc_mcontext at 40 (after uc_flags, uc_link, uc_stack), gregs[REG_RIP = 16]
  * at 40 + 16*8 = 168.  Verified under qemu-x86_64 and natively. */
 #define UC_RIP          168
@@ -94,6 +101,12 @@
 #define EXIT_TOO_LONG   4       /* a batch longer than lab_arena */
 #define EXIT_IO         5       /* read/write failed */
 #define EXIT_MPROTECT   6       /* applying the protection table failed */
+#define EXIT_SECCOMP    7       /* the host's seccomp allow-list could not be installed */
+
+/* The native guest's seccomp allow-list arrives on this fd (lab/src/backend/confine.rs,
+ * SECCOMP_FD) as struct sock_filter[], at most BPF_MAXINSNS (4096) instructions. */
+#define LAB_SECCOMP_FD  9
+#define BPF_MAX_BYTES   (4096 * 8)
 
         .text
 
@@ -282,6 +295,8 @@ _start:
         mov     eax, SYS_prctl
         syscall
 
+        call    lab_seccomp_install             /* last set-up step: the allow-list */
+
 .Lio_loop:
         lea     rsi, [rip + lab_io_hdr]
         mov     edx, 8
@@ -331,6 +346,9 @@ _start:
         jmp     .Lexit
 .Lexit_mprotect:
         mov     edi, EXIT_MPROTECT
+        jmp     .Lexit
+.Lexit_seccomp:
+        mov     edi, EXIT_SECCOMP
 .Lexit:
         mov     eax, SYS_exit_group
         syscall
@@ -421,6 +439,63 @@ _start:
         test    rax, rax
         jnz     .Lexit_mprotect
         ret
+
+/* lab_seccomp_install: reads a BPF program from LAB_SECCOMP_FD to EOF and installs it with
+ * prctl(PR_SET_NO_NEW_PRIVS) + seccomp(SECCOMP_SET_MODE_FILTER).  No such fd (qemu-user) or an
+ * empty program: no filter.  A filter that was given but cannot be installed exits
+ * EXIT_SECCOMP: the guest never runs unconfined by mistake.  Clobbers rax, rcx, rdx, rsi, rdi,
+ * r8, r10, r11. */
+lab_seccomp_install:
+        xor     r8d, r8d                        /* bytes read so far */
+.Lbpf_more:
+        mov     edx, BPF_MAX_BYTES
+        sub     rdx, r8
+        jz      .Lexit_seccomp                  /* longer than BPF_MAXINSNS */
+        mov     edi, LAB_SECCOMP_FD
+        lea     rsi, [rip + lab_bpf]
+        add     rsi, r8
+        mov     eax, SYS_read
+        syscall
+        cmp     rax, -EINTR
+        je      .Lbpf_more
+        cmp     rax, -EBADF
+        je      .Lbpf_ret                       /* no allow-list for this guest */
+        test    rax, rax
+        js      .Lexit_seccomp
+        jz      .Lbpf_eof
+        add     r8, rax
+        jmp     .Lbpf_more
+.Lbpf_eof:
+        mov     edi, LAB_SECCOMP_FD
+        mov     eax, SYS_close
+        syscall
+        test    r8, r8
+        jz      .Lbpf_ret
+        test    r8, 7
+        jnz     .Lexit_seccomp                  /* not whole instructions */
+        lea     rdx, [rip + lab_fprog]          /* struct sock_fprog { u16 len; filter * } */
+        shr     r8, 3
+        mov     word ptr [rdx], r8w
+        lea     rax, [rip + lab_bpf]
+        mov     [rdx + 8], rax
+        mov     edi, PR_SET_NO_NEW_PRIVS
+        mov     esi, 1
+        xor     edx, edx
+        xor     r10d, r10d
+        xor     r8d, r8d
+        mov     eax, SYS_prctl
+        syscall
+        test    rax, rax
+        jnz     .Lexit_seccomp
+        mov     edi, SECCOMP_SET_MODE_FILTER
+        xor     esi, esi
+        lea     rdx, [rip + lab_fprog]
+        mov     eax, SYS_seccomp
+        syscall
+        test    rax, rax
+        jnz     .Lexit_seccomp
+.Lbpf_ret:
+        ret
         .size   _start, . - _start
 
 /* ------------------------------------------------------------------------------------------
@@ -451,7 +526,10 @@ lab_fault_handler:
         movsxd  rax, edi
         mov     [r12 + 16], rax                 /* signo */
         mov     rax, [rsi + SI_ADDR]
-        mov     [r12 + 24], rax                 /* si_addr */
+        cmp     edi, SIGSYS
+        jne     1f
+        movsxd  rax, dword ptr [rsi + SI_SYSCALL]       /* SIGSYS: the call's number instead */
+1:      mov     [r12 + 24], rax                 /* si_addr */
         mov     rax, [rdx + UC_RIP]
         mov     [r12 + 32], rax                 /* pc of the faulting instruction */
         mov     rax, [rip + lab_arena + H_CURRENT]
@@ -497,6 +575,8 @@ lab_io_hdr:             .zero 16        /* framing words of _start */
 lab_fault_msg:          .zero 48        /* tag, len, signo, si_addr, pc, current */
 lab_ss:                 .zero 24        /* stack_t */
 lab_sigact:             .zero 32        /* struct kernel_sigaction */
+lab_fprog:              .zero 16        /* struct sock_fprog for lab_seccomp_install */
+lab_bpf:                .zero BPF_MAX_BYTES
 
         .p2align 4
 lab_altstack:           .zero ALTSTACK_SIZE

@@ -208,6 +208,8 @@ pub enum Status {
     /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
     /// at all (every case skipped).
     SetupError,
+    /// SIGINT or SIGTERM stopped the run (the signal number): the report is incomplete.
+    Interrupted(i32),
 }
 
 /// Everything a run found.
@@ -225,6 +227,11 @@ pub struct Report {
     pub seed: u64,
     /// Wall time of the whole run.
     pub elapsed: Duration,
+    /// What the run could not guarantee (e.g. guests ran without seccomp or Landlock because
+    /// the kernel lacks them); informational, the verdict does not change.
+    pub warnings: Vec<String>,
+    /// The signal (SIGINT, SIGTERM) that stopped the run early, if one did (lab/src/interrupt.rs).
+    pub interrupted: Option<i32>,
 }
 
 impl Report {
@@ -236,7 +243,9 @@ impl Report {
     /// The verdict.
     pub fn status(&self) -> Status {
         let (passed, failed, _) = self.totals();
-        if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + failed == 0 {
+        if let Some(sig) = self.interrupted {
+            Status::Interrupted(sig)
+        } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + failed == 0 {
             Status::SetupError
         } else if self.rows.iter().any(|r| !r.failed.is_empty()) || !self.image_findings.is_empty() {
             Status::Failed
@@ -309,6 +318,17 @@ impl Report {
         }
         for e in &self.setup_errors {
             let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "set-up error"));
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "\n{}: {w}", paint.apply(SKIP, "warning"));
+        }
+        if let Some(sig) = self.interrupted {
+            let head = format!("INTERRUPTED by {}", crate::interrupt::name(sig));
+            let _ = writeln!(
+                s,
+                "\n{}: the run stopped early; cases it did not finish are skipped",
+                paint.apply(FAIL, &head)
+            );
         }
         let (p, f, k) = self.totals();
         if p + f == 0 {

@@ -53,6 +53,10 @@ pub fn run(cfg: &RunConfig) -> Report {
 pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
+    if cfg.backends.iter().any(|&b| b != BackendKind::Unicorn) {
+        let gaps = backend::confine::Support::probe().gaps();
+        report.warnings.extend(gaps.into_iter().map(|g| format!("qemu and native guests: {g}")));
+    }
     let sets = load_sets(cfg, &mut report);
     let images = build_images(cfg, &mut report, progress);
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
@@ -62,7 +66,14 @@ pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)
     }
     progress(Progress::Finish);
     report.elapsed = started.elapsed();
+    report.interrupted = crate::interrupt::interrupted();
     report
+}
+
+/// Why work is not started or not judged after SIGINT/SIGTERM (lab/src/interrupt.rs).
+fn interrupted_reason() -> Option<String> {
+    crate::interrupt::interrupted()
+        .map(|s| format!("not finished: the run was interrupted by {}", crate::interrupt::name(s)))
 }
 
 /// Builds (or takes from the cache) and loads the image of every variant; a variant that fails
@@ -135,6 +146,10 @@ fn run_variant(
             skip_all(report, reason);
             continue;
         }
+        if let Some(reason) = interrupted_reason() {
+            skip_all(report, reason);
+            continue;
+        }
         if let (BackendKind::Unicorn, Some(reason)) = (kind, &unicorn_refusal) {
             skip_all(report, reason.clone());
             continue;
@@ -147,7 +162,7 @@ fn run_variant(
             }
         };
         for set in sets {
-            if let Some(reason) = entry.missing(set.kernel) {
+            if let Some(reason) = entry.missing(set.kernel).or_else(interrupted_reason) {
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
@@ -250,6 +265,9 @@ fn flush(
     let started = Instant::now();
     let b = std::mem::replace(builder, BatchBuilder::new(abi));
     let taken: Vec<CasePlan> = std::mem::take(plans);
+    if let Some(why) = interrupted_reason() {
+        return skip_interrupted(&taken, why, row);
+    }
     let outcome = b
         .layout(arena)
         .map_err(|e| e.to_string())
@@ -258,9 +276,27 @@ fn flush(
         Ok((batch, run)) => taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect(),
         Err(e) => taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect(),
     };
+    // A batch the interruption killed proves nothing about its cases either way.
+    if let Some(why) = interrupted_reason() {
+        return skip_interrupted(&taken, why, row);
+    }
     let share = started.elapsed() / taken.len() as u32;
     for (p, f) in taken.iter().zip(findings) {
         row.record_timed(p, f, share);
+    }
+    taken.len()
+}
+
+/// Records every case of `taken` as skipped for `why`; returns how many.
+fn skip_interrupted(taken: &[CasePlan], why: String, row: &mut Row) -> usize {
+    for p in taken {
+        let verdict = crate::report::Verdict::Skipped(why.clone());
+        row.push(crate::report::CaseOutcome {
+            name: p.name.clone(),
+            msg_len: p.msg_len,
+            time: Default::default(),
+            verdict,
+        });
     }
     taken.len()
 }
@@ -270,11 +306,13 @@ fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
-/// The status the CLI exits with: 0 all passed, 1 something failed, 2 set-up or input errors.
+/// The status the CLI exits with: 0 all passed, 1 something failed, 2 set-up or input errors,
+/// 128 + the signal number when SIGINT (130) or SIGTERM (143) interrupted the run.
 pub fn exit_code(report: &Report) -> i32 {
     match report.status() {
         Status::Passed => 0,
         Status::Failed => 1,
         Status::SetupError => 2,
+        Status::Interrupted(sig) => 128 + sig,
     }
 }

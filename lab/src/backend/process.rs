@@ -14,12 +14,20 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
+use super::confine::{self, Guest as Confined, Support};
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::image::Image;
 use crate::toolchain;
 
 /// How long a poked guest has to send its fault frame before it is killed.
 pub const POKE_GRACE: Duration = Duration::from_secs(2);
+
+/// How [`ProcessBackend::reap`] describes a guest the kernel killed with SIGSYS (ExitStatus's
+/// Display). Only the lab's seccomp filter does that: a trapped call made while the guest had
+/// every signal blocked (qemu-user blocks them around its `fork`).
+const SIGSYS_DEATH: &str = "signal: 31 (SIGSYS)";
+const REFUSED_BLOCKED: &str = "refused by the lab's seccomp filter while the guest blocked every signal (qemu-user \
+     does around fork), so the guest could not report the call: it was killed by SIGSYS";
 
 /// Frame tags written by the guest's `_start`.
 const TAG_RESULT: u64 = 0;
@@ -49,6 +57,13 @@ pub struct ProcessBackend {
     guest: Option<Guest>,
     /// Bytes of the architecture's system-call instruction (`ecall`, `svc #0`: 4; `syscall`: 2).
     syscall_len: u64,
+    /// The guest's architecture (names the system calls it attempts).
+    arch: crate::variant::Arch,
+    /// The image, and `lab_arena` (address, size) for the native allow-list.
+    image: PathBuf,
+    arena: (u64, u64),
+    /// Confinement the kernel offers (backend/confine.rs).
+    support: Support,
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
@@ -104,34 +119,52 @@ impl ProcessBackend {
     pub fn qemu(image: &Image, cpu: &str, limits: Limits) -> Result<Self, BackendError> {
         let program = toolchain::find(toolchain::qemu_tool(image.arch))?;
         let args = vec!["-cpu".into(), cpu.into(), image.path.display().to_string()];
+        Self::new(BackendKind::Qemu, program, args, image, limits)
+    }
+
+    fn new(
+        kind: BackendKind,
+        program: PathBuf,
+        args: Vec<String>,
+        image: &Image,
+        limits: Limits,
+    ) -> Result<Self, BackendError> {
+        let arena = image.arena()?;
         Ok(ProcessBackend {
-            kind: BackendKind::Qemu,
+            kind,
             program,
             args,
             limits,
             guest: None,
             syscall_len: syscall_len(image.arch),
+            arch: image.arch,
+            image: image.path.clone(),
+            arena: (arena.addr, arena.size),
+            support: Support::probe(),
         })
     }
 
     /// The image executed directly (x86_64 host, x86_64 image).
     ///
     /// # Errors
-    /// None today; the signature matches the other constructors.
+    /// An image without `lab_arena`.
     pub fn native(image: &Image, limits: Limits) -> Result<Self, BackendError> {
-        let program = image.path.clone();
-        let syscall_len = syscall_len(image.arch);
-        Ok(ProcessBackend { kind: BackendKind::Native, program, args: Vec::new(), limits, guest: None, syscall_len })
+        Self::new(BackendKind::Native, image.path.clone(), Vec::new(), image, limits)
     }
 
     fn spawn(&self) -> Result<Guest, BackendError> {
-        let mut child = Command::new(&self.program)
-            .args(&self.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| self.error(format!("cannot start: {e}")))?;
+        if let Some(sig) = crate::interrupt::interrupted() {
+            return Err(self.error(format!("not started: the lab was interrupted by {}", crate::interrupt::name(sig))));
+        }
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let guest = match self.kind {
+            BackendKind::Native => Confined::Native { image: &self.image, arena: self.arena },
+            _ => Confined::Qemu { qemu: &self.program, image: &self.image },
+        };
+        confine::confine(&mut cmd, &guest, self.support).map_err(|e| self.error(format!("cannot confine: {e}")))?;
+        let mut child = cmd.spawn().map_err(|e| self.error(format!("cannot start: {e}")))?;
+        crate::interrupt::register(child.id());
         let stdin = child.stdin.take().expect("piped stdin");
         let mut stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
@@ -166,8 +199,10 @@ impl ProcessBackend {
     fn reap(&mut self) -> String {
         let Some(mut g) = self.guest.take() else { return String::new() };
         drop(g.stdin);
-        let _ = g.child.kill();
+        // The whole group: anything the guest started goes with it.
+        confine::kill_group(g.child.id());
         let status = g.child.wait().map(|s| s.to_string()).unwrap_or_default();
+        crate::interrupt::unregister(g.child.id());
         let stderr = g.stderr.recv_timeout(std::time::Duration::from_secs(1)).unwrap_or_default();
         let stderr = stderr.trim();
         if stderr.is_empty() {
@@ -222,17 +257,29 @@ impl Backend for ProcessBackend {
                     FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
                     k => k,
                 };
-                let pc = match kind {
-                    // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
-                    FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
-                    _ => pc,
+                let (kind, pc) = match kind {
+                    // SIGSYS (syscall user dispatch or seccomp): the PC is past the system-call
+                    // instruction, and the driver reports the call's number in place of si_addr.
+                    FaultKind::SystemCall { .. } => (
+                        FaultKind::SystemCall { nr: Some(addr), name: confine::syscall_name(self.arch, addr) },
+                        pc.wrapping_sub(self.syscall_len),
+                    ),
+                    k => (k, pc),
                 };
                 let fault = Fault { kind, pc: Some(pc), call: usize::try_from(current).ok(), detail };
                 Ok(RawRun { resp, fault: Some(fault) })
             }
             Frame::Closed(why) => {
                 let how = self.reap();
-                let fault = Fault { kind: FaultKind::Crash(how), pc: None, call: None, detail: why };
+                let fault = match how.starts_with(SIGSYS_DEATH) {
+                    true => Fault {
+                        kind: FaultKind::SystemCall { nr: None, name: None },
+                        pc: None,
+                        call: None,
+                        detail: format!("{REFUSED_BLOCKED} ({how})"),
+                    },
+                    false => Fault { kind: FaultKind::Crash(how), pc: None, call: None, detail: why },
+                };
                 Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) })
             }
         }

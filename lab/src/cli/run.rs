@@ -75,6 +75,9 @@ pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
             return 2;
         }
     };
+    if let Err(status) = args.out.start("run") {
+        return status;
+    }
     let mut bars = Bars::default();
     let report = run::run_with_progress(&cfg, &mut |e| bars.handle(e));
     args.out.emit(&report, "run")

@@ -73,13 +73,38 @@ pub fn render(report: &Report, format: Format, command: &str) -> Result<String, 
     })
 }
 
-/// Renders `report` into the file at `path` (created or replaced).
+/// Renders `report` into the file at `path`, atomically: a temporary file in the same folder,
+/// renamed over `path` once complete, so a reader never sees half a report and an interrupted
+/// write leaves no file that looks finished.
 ///
 /// # Errors
 /// A serializer failure, or the file's I/O error naming the file.
 pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Result<(), ReportError> {
+    use std::io::Write as _;
     let text = render(report, format, command)?;
-    std::fs::write(path, text).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })
+    let io = |source| ReportError::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".lab-report-").tempfile_in(dir).map_err(io)?;
+    tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Removes a report left at `path` by an earlier run, so that a run that dies before writing
+/// its own leaves no stale verdict behind. A missing file is fine.
+///
+/// # Errors
+/// The file exists and cannot be removed.
+pub fn remove_stale(path: &Path) -> Result<(), ReportError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(ReportError::Io { path: path.to_path_buf(), source: e })
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
