@@ -114,6 +114,13 @@ fn an_aarch64_word_holding_svc_cannot_create_a_file_under_qemu() {
 }
 
 #[test]
+fn execve_of_a_shell_under_qemu_is_refused_and_named() {
+    let (rows, _) = run_hostile("aarch64", "execve.S", &[BackendKind::Qemu]);
+    // qemu-user passes the guest's execve to the host's (x86_64: 59), which seccomp traps.
+    assert_refused("execve.S", BackendKind::Qemu, &rows[0].1, "system call 221 (execve) attempted and refused");
+}
+
+#[test]
 fn kill_of_the_parent_under_qemu_is_a_finding_and_the_lab_lives() {
     let (rows, _) = run_hostile("riscv64", "kill_parent.S", &[BackendKind::Qemu]);
     assert_refused("kill_parent.S", BackendKind::Qemu, &rows[0].1, "system call 129 (kill) attempted and refused");
@@ -166,6 +173,18 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         .expect("start lab");
     let needle = dir.path().join("target").display().to_string();
     let hanging = wait_for(Duration::from_secs(60), || !processes_mentioning(&needle).is_empty());
+    // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges.
+    let mut checked = 0;
+    for (pid, cmd) in processes_mentioning(&needle) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        if cmd.contains("qemu-x86_64") && !status.is_empty() {
+            for line in ["Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1"] {
+                assert!(status.contains(line), "{line:?} not in the status of {cmd}:\n{status}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no qemu guest to inspect");
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
     let status = lab.wait().expect("lab exits");

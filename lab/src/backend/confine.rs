@@ -366,3 +366,31 @@ pub fn kill_group(pid: u32) {
         libc::kill(pid, libc::SIGKILL);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::Arch;
+
+    #[test]
+    fn refused_calls_are_named_per_architecture() {
+        assert_eq!(syscall_name(Arch::X86_64, 85), Some("creat"));
+        assert_eq!(syscall_name(Arch::Aarch64, 56), Some("openat"));
+        assert_eq!(syscall_name(Arch::Riscv64, 129), Some("kill"));
+        assert_eq!(syscall_name(Arch::X86_64, 100_000), None);
+    }
+
+    /// The four signal calls compare their pid with the sentinel the child patches; nothing else
+    /// may carry the sentinel's value, or the patch would change it too.
+    #[test]
+    fn the_refusal_filter_carries_the_pid_sentinel_once_per_signal_call() {
+        let prog = refusal_filter(0x1234_5678).unwrap();
+        assert_eq!(prog.iter().filter(|i| i.k == PID_SENTINEL).count(), 4);
+    }
+
+    #[test]
+    fn the_native_allow_list_fits_the_driver_buffer() {
+        let prog = native_allow_list(0x40_0000, 32 << 20).unwrap();
+        assert!(!prog.is_empty() && prog.len() <= 4096, "{} instructions", prog.len());
+    }
+}
