@@ -172,7 +172,9 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         .spawn()
         .expect("start lab");
     let needle = dir.path().join("target").display().to_string();
-    let hanging = wait_for(Duration::from_secs(60), || !processes_mentioning(&needle).is_empty());
+    // Building the image (clang) also mentions the folder: wait for the qemu guest itself.
+    let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(_, cmd)| cmd.contains("qemu-x86_64"));
+    let hanging = wait_for(Duration::from_secs(120), qemu_guest);
     // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges.
     let mut checked = 0;
     for (pid, cmd) in processes_mentioning(&needle) {

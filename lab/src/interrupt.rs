@@ -2,7 +2,9 @@
 //! `signal-hook`) starts a thread that, on the first signal, records it and kills the process
 //! group of every live guest ([`register`]); the run loops see [`interrupted`], stop starting
 //! work, and the command writes its report marked interrupted and exits with 128 + the signal
-//! number (130 for SIGINT, 143 for SIGTERM).
+//! number (130 for SIGINT, 143 for SIGTERM). A second signal exits at once, without a report.
+//! Unicorn batches run in-process and are not cut short: the run stops after the batch in
+//! flight (its cases are skipped).
 //!
 //! A library user that never calls [`install`] keeps the default signal behaviour and
 //! [`interrupted`] stays `None`.
@@ -27,9 +29,13 @@ pub fn install() -> std::io::Result<()> {
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     std::thread::Builder::new().name("lab-signals".into()).spawn(move || {
         for sig in signals.forever() {
-            // The first signal counts; a second one only repeats the kill.
-            let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+            let first = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst).is_ok();
             kill_all();
+            // A second signal while the run winds down (say, a long Unicorn batch): leave now,
+            // without a report (the stale --output was removed at the start).
+            if !first {
+                std::process::exit(128 + sig);
+            }
         }
     })?;
     Ok(())

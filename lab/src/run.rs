@@ -86,6 +86,9 @@ fn build_images(
     progress(Progress::Start { task: "building kernels", total: cfg.variants.len() as u64, unit: "images" });
     let mut images = Vec::new();
     for &variant in &cfg.variants {
+        if crate::interrupt::interrupted().is_some() {
+            break;
+        }
         let image = toolchain::build_image(&cfg.build, variant)
             .map_err(|e| e.to_string())
             .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));

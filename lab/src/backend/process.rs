@@ -201,8 +201,9 @@ impl ProcessBackend {
         drop(g.stdin);
         // The whole group: anything the guest started goes with it.
         confine::kill_group(g.child.id());
-        let status = g.child.wait().map(|s| s.to_string()).unwrap_or_default();
+        // Forget the pid before it is reaped and free for reuse.
         crate::interrupt::unregister(g.child.id());
+        let status = g.child.wait().map(|s| s.to_string()).unwrap_or_default();
         let stderr = g.stderr.recv_timeout(std::time::Duration::from_secs(1)).unwrap_or_default();
         let stderr = stderr.trim();
         if stderr.is_empty() {

@@ -167,6 +167,37 @@ mod tests {
         assert_eq!(doc["rows"][0]["cases"][5]["skip_reason"], "campaign ended");
     }
 
+    /// An interrupted report says so in every format, exits 128 + signal and never looks green.
+    #[test]
+    fn an_interrupted_report_says_so_in_every_format() {
+        let report = Report { interrupted: Some(15), ..count_only_report() };
+        assert_eq!(crate::run::exit_code(&report), 143);
+        let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Json, "run").unwrap()).unwrap();
+        assert_eq!((doc["status"].as_str(), doc["interrupted"].as_str()), (Some("interrupted"), Some("SIGTERM")));
+        assert_eq!(doc["exit_code"], 143);
+        let xml = render(&report, Format::Junit, "run").unwrap();
+        let junit = roxmltree::Document::parse(&xml).unwrap();
+        let error = junit.descendants().find(|n| n.has_tag_name("error")).expect("an <error>");
+        assert_eq!(error.attribute("type"), Some("interrupted"));
+        assert_eq!(error.parent().unwrap().attribute("name"), Some("interrupted"));
+        assert!(report.to_human().contains("INTERRUPTED by SIGTERM"), "{}", report.to_human());
+    }
+
+    /// `write` replaces an existing file whole and leaves no temporary file behind.
+    #[test]
+    fn write_replaces_the_file_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, "stale").unwrap();
+        write(&count_only_report(), Format::Json, "run", &path).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(doc["schema_version"], SCHEMA_VERSION);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        remove_stale(&path).unwrap();
+        assert!(!path.exists());
+        remove_stale(&path).unwrap();
+    }
+
     #[test]
     fn write_names_the_file_it_cannot_write() {
         let e = write(&count_only_report(), Format::Json, "run", Path::new("/nonexistent/dir/r.json")).unwrap_err();
