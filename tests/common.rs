@@ -46,6 +46,7 @@ pub fn config_with(
         seed: SEED,
         limits: Limits::default(),
         flush: Placement::End,
+        cost_limits: Default::default(),
     }
 }
 

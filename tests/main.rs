@@ -15,4 +15,5 @@ mod image;
 mod layout;
 mod matrix;
 mod reports;
+mod vector_files;
 mod zbb;

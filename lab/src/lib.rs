@@ -22,6 +22,7 @@ pub mod image;
 pub mod interrupt;
 pub mod isa;
 pub mod paths;
+pub mod procedure;
 pub mod progress;
 pub mod reference;
 pub mod report;

@@ -21,6 +21,9 @@
 //! its own on the guest's behalf, so there the refusal filter above is the limit.
 //!
 //! Unicorn runs the image in-process and never executes a guest system call (it is a hook).
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the guest ends: spawn guests from a
+//! thread that outlives them (the `lab` commands spawn from the main thread).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

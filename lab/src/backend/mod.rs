@@ -245,6 +245,14 @@ pub trait Backend {
     /// # Errors
     /// Only for failures of the backend itself; guest faults come back in [`RawRun::fault`].
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError>;
+
+    /// Sets the instruction budget of each call in the next batches to the configured
+    /// [`Limits::call_instructions`] plus `need` (what the batch's longest call may need: its
+    /// blocks times a generous count per block), so a long input is not taken for a hang.
+    /// Backends that time whole batches instead (qemu-user, native) ignore it.
+    fn set_call_instructions(&mut self, need: u64) {
+        let _ = need;
+    }
 }
 
 /// After this many faults in one batch the rest is abandoned (each fault costs a restart).

@@ -57,6 +57,8 @@ struct HookState {
     /// The page whose fill the TLB hook refused, if any.
     refused: Option<u64>,
     executed: u64,
+    /// Instructions one call may execute (see [`Backend::set_call_instructions`]).
+    budget: u64,
     /// Blocks run in this `emu_start`, driver included.
     batch_blocks: u64,
     blocks: BlockIcounts,
@@ -265,17 +267,19 @@ impl UnicornBackend {
         })
         .map_err(uc_err("TLB fill hook"))?;
         let s = Rc::clone(state);
-        let budget = limits.call_instructions;
-        // A whole batch may run this many blocks (driver included), so that even a kernel that
-        // scribbles over the call table cannot keep the engine running forever without the
-        // wall-clock timer (which costs Unicorn a thread waking every 2 us, uc.c `_timeout_fn`).
-        let batch_blocks = budget.saturating_mul(64);
+        state.borrow_mut().budget = limits.call_instructions;
         // `u64::MAX` means no budget at all: no block hook, so timed runs (`lab bench`) see the
         // engine's own speed.
-        let hook = budget != u64::MAX;
+        let hook = limits.call_instructions != u64::MAX;
         hook.then(|| {
             uc.add_block_hook(1, 0, move |uc, addr, size| {
                 let mut st = s.borrow_mut();
+                let budget = st.budget;
+                // A whole batch may run this many blocks (driver included), so that even a kernel
+                // that scribbles over the call table cannot keep the engine running forever
+                // without the wall-clock timer (which costs Unicorn a thread waking every 2 us,
+                // uc.c `_timeout_fn`).
+                let batch_blocks = budget.saturating_mul(64);
                 st.batch_blocks += 1;
                 if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
                     st.seen.budget = Some(addr);
@@ -399,7 +403,8 @@ impl UnicornBackend {
             return Some((FaultKind::SystemCall { nr: None, name: None }, at, String::new()));
         }
         if let Some(at) = seen.budget {
-            return Some((FaultKind::InstructionBudget(self.limits.call_instructions), at, String::new()));
+            let budget = self.state.borrow().budget;
+            return Some((FaultKind::InstructionBudget(budget), at, String::new()));
         }
         if let Some((access, addr)) = seen.mem {
             return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, pc, String::new()));
@@ -467,6 +472,10 @@ impl UnicornBackend {
 impl Backend for UnicornBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Unicorn
+    }
+
+    fn set_call_instructions(&mut self, need: u64) {
+        self.state.borrow_mut().budget = self.limits.call_instructions.saturating_add(need);
     }
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {

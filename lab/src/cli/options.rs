@@ -63,12 +63,14 @@ impl OutputArgs {
         }
     }
 
+    /// Vector file errors are not repeated in the human table: the command prints them on
+    /// stderr first.
     pub fn emit(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         let mut stdout = anstream::stdout();
         match &self.output {
             Some(path) => {
-                let _ = write!(stdout, "{}", report.to_human_styled(true));
+                let _ = write!(stdout, "{}", report.to_human_styled_errors_elsewhere(true));
                 if let Err(e) = reporters::write(report, format, command, path) {
                     eprintln!("lab {command}: cannot write the report: {e}");
                     return 2;
@@ -76,7 +78,7 @@ impl OutputArgs {
                 eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
             }
             None if format == Format::Human => {
-                let _ = write!(stdout, "{}", report.to_human_styled(true));
+                let _ = write!(stdout, "{}", report.to_human_styled_errors_elsewhere(true));
             }
             None => match reporters::render(report, format, command) {
                 Ok(text) => {

@@ -8,7 +8,7 @@ use kernel_lab::backend::Limits;
 use kernel_lab::batch::Placement;
 use kernel_lab::paths;
 use kernel_lab::run::{self, RunConfig};
-use kernel_lab::vectors;
+use kernel_lab::vectors::{self, CostLimits};
 
 use super::options::{OutputArgs, Select};
 use crate::bars::Bars;
@@ -17,8 +17,9 @@ use crate::bars::Bars;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     select: Select,
-    /// Extra vector files to run (JSON, see vectors/README.md).
-    #[arg(long = "vectors", value_name = "FILE")]
+    /// Extra vector files to run (JSON, see vectors/README.md), or folders: every *.json file
+    /// under a folder, at any depth.
+    #[arg(long = "vectors", value_name = "FILE|DIR")]
     vectors: Vec<PathBuf>,
     /// Run only the --vectors files, not the bundled ones.
     #[arg(long)]
@@ -34,9 +35,17 @@ pub(crate) struct RunArgs {
     /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
     #[arg(long, value_parser = ["end", "start"], default_value = "end")]
     flush: String,
-    /// Guest instructions one call may execute on Unicorn before it fails as a hang.
-    #[arg(long, default_value_t = Limits::default().call_instructions)]
+    /// Guest instructions one call may execute on Unicorn before it fails as a hang; a call over
+    /// a long input gets 4096 more per MD5 block and 512 more per Poly1305 block.
+    #[arg(long, default_value_t = Limits::default().call_instructions, value_parser = clap::value_parser!(u64).range(1..))]
     call_instructions: u64,
+    /// Most bytes one vector entry may cost: input bytes its calls read over all its cases, plus
+    /// 4096 per call (vectors/README.md, "Limits"). An entry over it is refused (exit 2).
+    #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_entry_bytes, value_parser = clap::value_parser!(u64).range(1..))]
+    max_entry_bytes: u64,
+    /// Most bytes all vector entries of the run may cost together; entries past it are refused.
+    #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_run_bytes, value_parser = clap::value_parser!(u64).range(1..))]
+    max_run_bytes: u64,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -47,7 +56,17 @@ impl RunArgs {
         let kernels = self.select.kernels();
         let mut vector_files =
             if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
-        vector_files.extend(self.vectors.iter().cloned());
+        for v in &self.vectors {
+            if v.is_dir() {
+                let files = vectors::json_files_under(v).map_err(|e| format!("--vectors {}: {e}", v.display()))?;
+                if files.is_empty() {
+                    return Err(format!("--vectors {}: no *.json file under this folder", v.display()));
+                }
+                vector_files.extend(files);
+            } else {
+                vector_files.push(v.clone());
+            }
+        }
         if vector_files.is_empty() {
             return Err("no vector files to run (drop --no-bundled or add --vectors FILE)".into());
         }
@@ -63,6 +82,7 @@ impl RunArgs {
                 call_instructions: self.call_instructions,
             },
             flush: if self.flush == "start" { Placement::Start } else { Placement::End },
+            cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
         })
     }
 }
@@ -78,7 +98,12 @@ pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
     if let Err(status) = args.out.start("run") {
         return status;
     }
+    // Vector file errors first, on stderr, before anything runs.
+    let loaded = run::load_sets(&cfg);
+    for e in &loaded.errors {
+        eprintln!("vector file error: {e}");
+    }
     let mut bars = Bars::default();
-    let report = run::run_with_progress(&cfg, &mut |e| bars.handle(e));
+    let report = run::run_loaded(&cfg, loaded, &mut |e| bars.handle(e));
     args.out.emit(&report, "run")
 }
