@@ -223,12 +223,17 @@ fn landlock_ruleset(guest: &Guest<'_>) -> Result<RulesetCreated, landlock::Rules
 }
 
 /// The `PT_INTERP` of a dynamically linked program (the kernel opens it for execution too).
+/// Reads only the file's first 64 KiB, where the ELF header, program headers and the
+/// interpreter's path live (the whole of qemu-aarch64 is 4.7 MB, read again at every restart).
 fn interpreter_of(program: &Path) -> Option<PathBuf> {
-    use object::read::elf::{ElfFile64, ProgramHeader as _};
-    let data = std::fs::read(program).ok()?;
-    let elf = ElfFile64::<object::Endianness>::parse(&*data).ok()?;
-    let endian = elf.endian();
-    let interp = elf.elf_program_headers().iter().find_map(|ph| ph.interpreter(endian, &*data).ok().flatten())?;
+    use object::read::elf::{FileHeader as _, ProgramHeader as _};
+    use std::io::Read as _;
+    let mut data = Vec::with_capacity(64 << 10);
+    std::fs::File::open(program).ok()?.take(64 << 10).read_to_end(&mut data).ok()?;
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*data).ok()?;
+    let endian = header.endian().ok()?;
+    let headers = header.program_headers(endian, &*data).ok()?;
+    let interp = headers.iter().find_map(|ph| ph.interpreter(endian, &*data).ok().flatten())?;
     Some(PathBuf::from(std::str::from_utf8(interp).ok()?.trim_end_matches('\0')))
 }
 
@@ -389,6 +394,17 @@ mod tests {
     fn the_refusal_filter_carries_the_pid_sentinel_once_per_signal_call() {
         let prog = refusal_filter(0x1234_5678).unwrap();
         assert_eq!(prog.iter().filter(|i| i.k == PID_SENTINEL).count(), 4);
+    }
+
+    #[test]
+    fn the_interpreter_of_a_dynamic_program_is_found_and_a_script_has_none() {
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let interp = interpreter_of(&sh).expect("/bin/sh is dynamically linked");
+        assert!(interp.to_string_lossy().contains("ld-linux"), "{}", interp.display());
+        assert!(interp.exists());
+        let script = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(script.path(), b"#!/bin/sh\n").unwrap();
+        assert_eq!(interpreter_of(script.path()), None);
     }
 
     #[test]
