@@ -211,3 +211,36 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         .collect();
     assert!(leftovers.is_empty(), "temporary report files left: {leftovers:?}");
 }
+
+#[test]
+fn sigterm_during_lab_fuzz_stops_it_with_an_interrupted_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("fuzz.json");
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--arch", "x86_64", "--backend", "native", "--kernel", "md5", "--time", "120s", "--seed", "3"])
+        .args(["--format", "json", "--out"])
+        .arg(dir.path().join("failures"))
+        .arg("--output")
+        .arg(&out)
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start lab");
+    let needle = dir.path().join("target").display().to_string();
+    let guest =
+        || processes_mentioning(&needle).into_iter().any(|(_, cmd)| cmd.contains("lab.elf") && !cmd.contains("ld.lld"));
+    let running = wait_for(Duration::from_secs(120), guest);
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
+    let status = lab.wait().expect("lab exits");
+    assert!(running, "the guest never started");
+    assert_eq!(status.code(), Some(143));
+    assert!(
+        wait_for(Duration::from_secs(2), || processes_mentioning(&needle).is_empty()),
+        "processes outlived lab fuzz"
+    );
+    let doc = read_json(&out);
+    assert_eq!((doc["command"].as_str(), doc["status"].as_str()), (Some("fuzz"), Some("interrupted")), "{doc}");
+    assert_eq!(doc["totals"]["failed"], 0, "{doc}");
+}
