@@ -65,6 +65,18 @@ pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::Temp
     (dir, build)
 }
 
+/// Like [`fixture_kernels`], with the fixture's text given (a generated fixture).
+pub fn generated_fixture_kernels(arch: &str, file: &str, source: &str) -> (tempfile::TempDir, BuildConfig) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&paths::kernels_dir(), dir.path());
+    let target = dir.path().join(arch).join(file);
+    let stem = file.strip_suffix(".S").expect("a .S file");
+    std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
+    std::fs::write(&target, source).expect("write the fixture");
+    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    (dir, build)
+}
+
 /// A copy of `kernels/` in a temporary folder with `from` replaced by `to` (exactly once) in
 /// `<arch>/<file>`, and a build configuration that builds from it into its own cache.
 pub fn mutated_kernels(arch: &str, file: &str, from: &str, to: &str) -> (tempfile::TempDir, BuildConfig) {

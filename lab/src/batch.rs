@@ -15,41 +15,16 @@
 use crate::abi::Abi;
 use crate::image::Arena;
 
-/// Words in the arena header.
-pub const HEADER_WORDS: usize = 8;
-/// Fixed words at the start of every call entry, before `saved[]`.
-pub const ENTRY_FIXED_WORDS: usize = 16;
-/// Header word indices.
-mod hdr {
-    pub const NCALLS: usize = 0;
-    pub const START: usize = 1;
-    pub const TABLE: usize = 2;
-    pub const RESP_LEN: usize = 3;
-    pub const CURRENT: usize = 4;
-    pub const DONE: usize = 5;
-    pub const PROT_TABLE: usize = 6;
-    pub const PROT_COUNT: usize = 7;
-}
-/// Call-entry word indices.
-mod ent {
-    pub const FN: usize = 0;
-    pub const ARGS: usize = 1;
-    pub const COPY_SRC: usize = 5;
-    pub const COPY_DST: usize = 6;
-    pub const COPY_LEN: usize = 7;
-    pub const SEED: usize = 8;
-    pub const RET: usize = 9;
-    pub const SP_BEFORE: usize = 10;
-    pub const SP_AFTER: usize = 11;
-    pub const FLAGS: usize = 12;
-    pub const STATUS: usize = 13;
-    pub const STACK: usize = 14;
-}
+pub use crate::protocol::PROT_ENTRY_WORDS;
+use crate::protocol::{entry as ent, header as hdr};
+
+/// Words in the arena header ([`crate::protocol::header`]).
+pub const HEADER_WORDS: usize = hdr::WORDS;
+/// Fixed words at the start of every call entry, before `saved[]` ([`crate::protocol::entry`]).
+pub const ENTRY_FIXED_WORDS: usize = ent::FIXED_WORDS;
 
 /// Guest page size the guards are laid out in (4 KiB on every Linux target the lab runs).
 pub const PAGE: u64 = 4096;
-/// Words per protection-table entry: `addr, len, prot`.
-pub const PROT_ENTRY_WORDS: usize = 3;
 /// `prot` bits of a protection-table entry (Linux `PROT_READ`, `PROT_WRITE`); 0 = guard page.
 pub const PROT_READ: u64 = 1;
 /// See [`PROT_READ`].
@@ -97,8 +72,8 @@ pub fn protections(payload: &[u8], arena_addr: u64) -> Vec<Protection> {
     if payload.len() < HEADER_WORDS * 8 {
         return Vec::new();
     }
-    let table = get(payload, hdr::PROT_TABLE * 8);
-    let count = get(payload, hdr::PROT_COUNT * 8) as usize;
+    let table = get(payload, hdr::PROT_TABLE.offset());
+    let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
     let Some(off) = table.checked_sub(arena_addr).map(|o| o as usize) else { return Vec::new() };
     let mut out: Vec<Protection> = (0..count)
         .map(|i| off + i * PROT_ENTRY_WORDS * 8)
@@ -317,29 +292,29 @@ impl BatchBuilder {
             put(&mut payload, at + 16, p.prot);
         }
         let addr = |id: BufId, off: usize| arena.addr + placed[id.0].offset + off as u64;
-        let words = [self.calls.len() as u64, 0, arena.addr + table_off, resp_len];
-        for (i, w) in words.iter().enumerate() {
-            put(&mut payload, i * 8, *w);
-        }
-        put(&mut payload, hdr::PROT_TABLE * 8, arena.addr + prot_off);
-        put(&mut payload, hdr::PROT_COUNT * 8, prots.len() as u64);
+        put(&mut payload, hdr::NCALLS.offset(), self.calls.len() as u64);
+        put(&mut payload, hdr::START.offset(), 0);
+        put(&mut payload, hdr::TABLE.offset(), arena.addr + table_off);
+        put(&mut payload, hdr::RESP_LEN.offset(), resp_len);
+        put(&mut payload, hdr::PROT_TABLE.offset(), arena.addr + prot_off);
+        put(&mut payload, hdr::PROT_COUNT.offset(), prots.len() as u64);
         for (n, c) in self.calls.iter().enumerate() {
             let base = (table_off + entry * n as u64) as usize;
-            put(&mut payload, base + ent::FN * 8, c.func);
+            put(&mut payload, base + ent::FN.offset(), c.func);
             for (k, a) in c.args.iter().enumerate() {
                 let v = match *a {
                     Arg::Imm(v) => v,
                     Arg::Ptr(id, off) => addr(id, off),
                 };
-                put(&mut payload, base + (ent::ARGS + k) * 8, v);
+                put(&mut payload, base + ent::ARG0.offset() + k * 8, v);
             }
             if let Some((from, to)) = c.copy {
-                put(&mut payload, base + ent::COPY_SRC * 8, addr(from, 0));
-                put(&mut payload, base + ent::COPY_DST * 8, addr(to, 0));
-                put(&mut payload, base + ent::COPY_LEN * 8, placed[to.0].len as u64);
+                put(&mut payload, base + ent::COPY_SRC.offset(), addr(from, 0));
+                put(&mut payload, base + ent::COPY_DST.offset(), addr(to, 0));
+                put(&mut payload, base + ent::COPY_LEN.offset(), placed[to.0].len as u64);
             }
-            put(&mut payload, base + ent::SEED * 8, c.seed);
-            put(&mut payload, base + ent::STACK * 8, stack.top);
+            put(&mut payload, base + ent::SEED.offset(), c.seed);
+            put(&mut payload, base + ent::STACK.offset(), stack.top);
         }
         Ok(Batch {
             payload,
@@ -446,6 +421,12 @@ impl Batch {
         self.table_off + self.entry_words * self.ncalls() * 8
     }
 
+    /// Offset and length in bytes of the call table in the payload: the result words the
+    /// qemu/native guest checksums after a batch ([`crate::protocol::checksum`]).
+    pub fn table_range(&self) -> std::ops::Range<usize> {
+        self.table_off..self.table_end()
+    }
+
     /// The protection table this batch asks the guest to apply, sorted by address.
     pub fn protections(&self) -> Vec<Protection> {
         protections(&self.payload, self.arena.addr)
@@ -515,19 +496,19 @@ impl Batch {
         let prot = HEADER_WORDS * 8..self.table_off;
         p[prot.clone()].copy_from_slice(&self.payload[prot]);
         for w in [hdr::PROT_TABLE, hdr::PROT_COUNT] {
-            put(&mut p, w * 8, get(&self.payload, w * 8));
+            put(&mut p, w.offset(), get(&self.payload, w.offset()));
         }
-        put(&mut p, hdr::START * 8, start as u64);
-        put(&mut p, hdr::NCALLS * 8, self.ncalls() as u64);
-        put(&mut p, hdr::TABLE * 8, get(&self.payload, hdr::TABLE * 8));
-        put(&mut p, hdr::RESP_LEN * 8, self.resp_len as u64);
+        put(&mut p, hdr::START.offset(), start as u64);
+        put(&mut p, hdr::NCALLS.offset(), self.ncalls() as u64);
+        put(&mut p, hdr::TABLE.offset(), get(&self.payload, hdr::TABLE.offset()));
+        put(&mut p, hdr::RESP_LEN.offset(), self.resp_len as u64);
         p
     }
 
     /// Decodes one call entry from a response.
     pub fn record(&self, resp: &[u8], call: usize) -> CallRecord {
         let base = self.table_off + self.entry_words * call * 8;
-        let w = |i: usize| get(resp, base + i * 8);
+        let w = |f: crate::protocol::Word| get(resp, base + f.offset());
         CallRecord {
             completed: w(ent::STATUS) == 1,
             ret: w(ent::RET),
@@ -535,7 +516,7 @@ impl Batch {
             sp_after: w(ent::SP_AFTER),
             flags: w(ent::FLAGS),
             seed: self.seeds[call],
-            saved: (0..self.nsaved).map(|i| w(ENTRY_FIXED_WORDS + i)).collect(),
+            saved: (0..self.nsaved).map(|i| get(resp, base + (ENTRY_FIXED_WORDS + i) * 8)).collect(),
         }
     }
 
@@ -548,12 +529,12 @@ impl Batch {
 
     /// `current` from a response header: the call in flight when the driver stopped.
     pub fn current(resp: &[u8]) -> u64 {
-        get(resp, hdr::CURRENT * 8)
+        get(resp, hdr::CURRENT.offset())
     }
 
     /// `done` from a response header: calls completed.
     pub fn done(resp: &[u8]) -> u64 {
-        get(resp, hdr::DONE * 8)
+        get(resp, hdr::DONE.offset())
     }
 }
 

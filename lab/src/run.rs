@@ -270,7 +270,7 @@ pub fn run_set_with_progress(
     };
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new() };
+    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0 };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
         let (n, carried) = flush(batch, backend, image, abi, arena, row);
         progress(Progress::Advance { by: n as u64, note: &note });
@@ -281,10 +281,13 @@ pub fn run_set_with_progress(
         for (layout, name) in checks::layouts(v, guard_at).zip(checks::case_names(v)) {
             let mut case = CaseRun::new(v, &set.set, &name, layout);
             loop {
-                // Flush when the next segment might not fit in the arena.
-                if !batch.plans.is_empty() && batch.builder.payload_size() + case.estimate() > arena.size {
+                // Flush when the next segment might not fit in the arena (a sum of upper bounds,
+                // not `payload_size`, which walks every buffer of the batch).
+                let next = case.estimate();
+                if !batch.plans.is_empty() && BATCH_OVERHEAD + batch.estimate + next > arena.size {
                     run_pending(&mut batch, &mut row);
                 }
+                batch.estimate += next;
                 let plan = case.plan_next(&mut batch.builder, entry, &mut case_rng);
                 let more = plan.more;
                 batch.plans.push(plan);
@@ -304,10 +307,16 @@ pub fn run_set_with_progress(
     row
 }
 
-/// The batch being filled: its builder and the case segments laid into it.
+/// Payload bytes of a batch besides its segments: header, kernel stack and its guard pages,
+/// table alignment (an upper bound).
+pub const BATCH_OVERHEAD: u64 = 64 * 1024;
+
+/// The batch being filled: its builder, the case segments laid into it, and the sum of their
+/// [`CaseRun::estimate`]s.
 struct Pending {
     builder: BatchBuilder,
     plans: Vec<CasePlan>,
+    estimate: u64,
 }
 
 /// Runs the planned segments as one batch and records every case that ends in it in `row`,
@@ -327,6 +336,7 @@ fn flush(
     }
     let started = Instant::now();
     let b = std::mem::replace(&mut pending.builder, BatchBuilder::new(abi));
+    pending.estimate = 0;
     let taken: Vec<CasePlan> = std::mem::take(&mut pending.plans);
     // Long calls get a budget scaled to their blocks (instructions per block x blocks).
     let need = taken.iter().map(|p| p.call_instructions).max().unwrap_or(0);

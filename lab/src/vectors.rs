@@ -636,6 +636,8 @@ mod tests {
         let poly = r#"{"kernel":"poly1305","vectors":[{"name":"a","source":"x","acc":[0,0,0,0,0],"r_hex":"00000000000000000000000000000000","msg":{"pattern":"counter","len":64},"lengths":[9223372036854775792,9223372036854775792,48]}]}"#;
         let (_, e) = errors_of(poly);
         assert!(e[0].contains("field `lengths[0]`") && e[0].contains("more than one call may take"), "{e:?}");
+        let (_, e) = errors_of(&poly.replace("9223372036854775792,9223372036854775792,48", ""));
+        assert!(e[0].contains("field `lengths`: empty"), "{e:?}");
         let (_, e) = errors_of(
             r#"{"kernel":"md5","vectors":[{"name":"a","source":"x","msg":{"pattern":"counter","len":4294967296},"digest_hex":"00000000000000000000000000000000"}]}"#,
         );

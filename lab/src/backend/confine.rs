@@ -15,7 +15,7 @@
 //!   becomes a finding naming the call (see `FaultKind::SystemCall`).
 //!
 //! Native guests get one more layer: the x86_64 driver's `_start` installs the allow-list of
-//! [`native_allow_list`] (read the batch fd, write the result fd, `mprotect` inside
+//! [`native_allow_list`] (read the request fd, write the reply fd, `mprotect` inside
 //! `lab_arena`, `rt_sigreturn`, `exit_group`) after its own set-up, from a BPF program the lab
 //! hands it on fd [`SECCOMP_FD`]. qemu-user cannot take such a filter: it makes system calls of
 //! its own on the guest's behalf, so there the refusal filter above is the limit.
@@ -43,7 +43,7 @@ use seccompiler::{
 
 /// The file descriptor on which a native guest finds its seccomp allow-list (raw
 /// `struct sock_filter` array, read to EOF by the x86_64 driver's `lab_seccomp_install`).
-pub const SECCOMP_FD: i32 = 9;
+pub const SECCOMP_FD: i32 = crate::protocol::fd::SECCOMP as i32;
 
 /// Stands for the guest's own pid in the compiled refusal filter; patched in the child, where
 /// the pid is known, without allocating.
@@ -311,7 +311,7 @@ fn clone3_filter() -> Result<BpfProgram, seccompiler::Error> {
 }
 
 /// The native guest's allow-list, installed by the x86_64 driver after its set-up: `read` from
-/// fd 0 (batches), `write` to fd 1 (results, fault reports), `mprotect` of ranges starting in
+/// the request fd, `write` to the reply fd (protocol::fd), `mprotect` of ranges starting in
 /// `lab_arena` (`arena` .. `arena + size`, at most `size` bytes, no `PROT_EXEC`), `rt_sigreturn`
 /// (the handler's restorer) and `exit_group`. Anything else traps (SIGSYS), and the driver's
 /// handler reports it with the call's number.
@@ -321,8 +321,8 @@ fn clone3_filter() -> Result<BpfProgram, seccompiler::Error> {
 pub fn native_allow_list(arena: u64, size: u64) -> Result<BpfProgram, seccompiler::Error> {
     use libc::*;
     let rules = BTreeMap::from([
-        (SYS_read, vec![rule(vec![cond(0, Op::Eq, 0)?])?]),
-        (SYS_write, vec![rule(vec![cond(0, Op::Eq, 1)?])?]),
+        (SYS_read, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REQUEST)?])?]),
+        (SYS_write, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REPLY)?])?]),
         (
             SYS_mprotect,
             vec![rule(vec![
@@ -351,7 +351,15 @@ fn program_pipe(prog: &BpfProgram) -> std::io::Result<OwnedFd> {
     // A pipe holds 64 KiB; the program is a few hundred bytes.
     writer.write_all(&bytes)?;
     drop(writer);
-    Ok(reader.into())
+    // Above the fds the protocol hands over (3-5), so that their dup2 cannot overwrite it.
+    let reader = OwnedFd::from(reader);
+    // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd or -1.
+    let high = unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if high < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `high` is a fresh descriptor nobody else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) })
 }
 
 /// The Linux name of system call `nr` on `arch` (crate `syscalls`), if it has one.

@@ -1,5 +1,5 @@
 //! Backends: what executes a batch. Unicorn runs the image in-process; qemu-user and native run
-//! it as a child process speaking the `_start` framing on stdin/stdout. A run does not care
+//! it as a child process sharing the arena and speaking the `_start` token protocol. A run does not care
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
@@ -141,6 +141,9 @@ pub enum FaultKind {
     InstructionBudget(u64),
     /// The process ended without reporting (killed, or exited with a status).
     Crash(String),
+    /// The guest broke the qemu/native token protocol (wrong magic, sequence number or
+    /// checksum, a short token, bytes on its stdout): the results of the entry are discarded.
+    Protocol(String),
 }
 
 /// A fault: what, where, and which call of the batch was in flight.
@@ -184,6 +187,7 @@ impl fmt::Display for FaultKind {
             FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
             FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
             FaultKind::Crash(s) => write!(f, "guest process died: {s}"),
+            FaultKind::Protocol(s) => write!(f, "protocol error, results discarded: {s}"),
         }
     }
 }

@@ -27,6 +27,7 @@ use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
+use crate::protocol;
 use crate::variant::Arch;
 
 const PAGE: u64 = 4096;
@@ -335,10 +336,11 @@ impl UnicornBackend {
     /// re-copies the call's inputs), with that page let through and a memory hook on it alone:
     /// the first access to it is the fault. Returns the pc of that access.
     fn pin_down(&mut self, page: u64) -> Result<Option<u64>, BackendError> {
-        let mut header = [0u8; 48];
+        let mut header = [0u8; protocol::header::WORDS * 8];
         self.uc.mem_read(self.arena.addr, &mut header).map_err(uc_err("read header"))?;
         let current = Batch::current(&header);
-        self.uc.mem_write(self.arena.addr + 8, &current.to_le_bytes()).map_err(uc_err("write start"))?;
+        let start = self.arena.addr + protocol::header::START.offset() as u64;
+        self.uc.mem_write(start, &current.to_le_bytes()).map_err(uc_err("write start"))?;
         let s = Rc::clone(&self.state);
         let hook = self
             .uc

@@ -458,6 +458,12 @@ fn poly1305_call(e: Poly1305CallEntry, off: usize) -> Result<Parts, FieldError> 
         Some(l) => l,
         None => vec![i64::try_from(input.len()).map_err(|_| bad("msg", "too long"))?],
     };
+    if lengths.is_empty() {
+        return Err(bad(
+            "lengths",
+            "empty: the entry would make no call (leave `lengths` out for one call over the message)",
+        ));
+    }
     let mut total: u64 = 0;
     for (i, &l) in lengths.iter().enumerate() {
         let bytes = super::whole_blocks(l) as u64 * 16;
