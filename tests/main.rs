@@ -4,6 +4,7 @@
 
 mod agreement;
 mod bench;
+mod bounds;
 mod checks;
 mod cli;
 mod clobber;

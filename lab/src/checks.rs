@@ -219,7 +219,9 @@ pub(crate) struct Md5Args<'i> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// Every buffer on pages of its own, flush against a guard page: inputs at `End` (catches
-    /// over-reads) or `Start` (under-reads), outputs at `End`; inputs read-only.
+    /// over-reads) or `Start` (under-reads), or their misaligned twins `Misaligned(m)` /
+    /// `Offset(m)`; outputs at `End`; inputs read-only. Unicorn checks the bytes on the first
+    /// and last page of each buffer exactly, qemu and native the guard pages.
     Guarded(Placement),
     /// Packed without guards, the inputs this many bytes past a 64-byte boundary: the cheap
     /// misaligned twin of the guarded case, for sweeps.
@@ -479,23 +481,37 @@ pub(crate) fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
     c
 }
 
-/// The cases of a vector, in order: one with every buffer flush against a guard page, then one
-/// packed case per offset of the vector (Poly1305 tags: split over several calls).
-pub fn layouts(v: &Vector, flush: Placement) -> impl Iterator<Item = Layout> + '_ {
-    std::iter::once(Layout::Guarded(flush)).chain(v.offsets.iter().map(|&o| Layout::Offset(o)))
+/// The cases of a vector, in order: one with every buffer flush against a guard page, one with
+/// the inputs guarded but `misalign` bytes (1..64) past a 64-byte boundary, then one packed case
+/// per offset of the vector (Poly1305 tags: split over several calls).
+pub fn layouts(v: &Vector, flush: Placement, misalign: usize) -> impl Iterator<Item = Layout> + '_ {
+    // The misaligned twin keeps the flush side: the end less than 64 bytes below the guard, or
+    // the start `misalign` bytes above it.
+    let twin = match flush {
+        Placement::Start => Placement::Offset(misalign),
+        _ => Placement::Misaligned(misalign),
+    };
+    [Layout::Guarded(flush), Layout::Guarded(twin)].into_iter().chain(v.offsets.iter().map(|&o| Layout::Offset(o)))
 }
 
-/// How many cases a vector makes: the guarded case and one per offset.
+/// How many cases a vector makes: the guarded case, its misaligned twin and one per offset.
 pub fn cases_of(v: &Vector) -> usize {
-    1 + v.offsets.len()
+    2 + v.offsets.len()
 }
 
-/// The case names of `v`, in planning order: the vector's name for the guarded case, then
+/// Suffix of the misaligned guarded case's name ([`case_names`]).
+pub const MISALIGNED_GUARD: &str = " [guarded, misaligned]";
+
+/// The case names of `v`, in planning order: the vector's name for the guarded case, the name
+/// and [`MISALIGNED_GUARD`] for its misaligned twin (its misalignment comes from the seed), then
 /// `@+N` per offset (` [split]` added for a Poly1305 tag's split-call cases). Stable across
 /// seeds, so CI history can follow a case.
 pub fn case_names(v: &Vector) -> Vec<String> {
     let split = if matches!(v.body, Body::Poly1305Tag { .. }) { " [split]" } else { "" };
-    std::iter::once(v.name.clone()).chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name))).collect()
+    [v.name.clone(), format!("{}{MISALIGNED_GUARD}", v.name)]
+        .into_iter()
+        .chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name)))
+        .collect()
 }
 
 /// Plans every case of `v` into `b` (see [`cases_of`] and [`case_names`]); `flush` says which
@@ -511,7 +527,8 @@ pub fn plan_vector(
     flush: Placement,
 ) -> Vec<CasePlan> {
     let names = case_names(v);
-    layouts(v, flush)
+    let misalign = rng.gen_range(1..64);
+    layouts(v, flush, misalign)
         .zip(names)
         .map(|(layout, name)| crate::procedure::CaseRun::new(v, set, &name, layout).plan_next(b, e, rng))
         .collect()
@@ -566,7 +583,12 @@ pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> F
         FaultKind::Memory { addr: Some(a), .. } | FaultKind::Bus { addr: Some(a) } => Some(a),
         _ => None,
     };
-    let whereabouts = addr.and_then(|a| batch.locate(a)).map(|w| format!(", {w}")).unwrap_or_default();
+    let whereabouts = addr
+        .and_then(|a| {
+            batch.locate(a).or_else(|| image.locate_data(a).map(|w| format!("in the kernel image's {w} ({a:#x})")))
+        })
+        .map(|w| format!(", {w}"))
+        .unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
     let class = match f.kind {
         FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,

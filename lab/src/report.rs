@@ -320,6 +320,7 @@ impl Report {
                 );
             }
         }
+        self.write_bounds_legend(&mut s);
         // Findings about a whole image first: they usually explain the failures below them.
         for f in &self.image_findings {
             let head = format!("FAILED {} image ({})", f.variant, f.finding.class.name());
@@ -386,6 +387,21 @@ impl Report {
                 let more = r.failed.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more failed cases in this set (--format json lists them all)");
             }
+        }
+    }
+
+    /// One line per bounds granularity among the backends that ran (see [`BackendKind::bounds`]).
+    fn write_bounds_legend(&self, s: &mut String) {
+        let ran = |k: &BackendKind| self.rows.iter().any(|r| r.backend == *k && (r.passed > 0 || !r.failed.is_empty()));
+        let mut kinds: Vec<BackendKind> = BackendKind::ALL.into_iter().filter(ran).collect();
+        kinds.sort_by_key(|k| k.bounds());
+        for group in kinds.chunk_by(|a, b| a.bounds() == b.bounds()) {
+            let names: Vec<&str> = group.iter().map(|k| k.name()).collect();
+            let how = match group[0].bounds() {
+                "bytes" => "every byte around each buffer (its first and last page, exactly)",
+                _ => "guard pages (past a misaligned buffer, an access shows once it reaches the next page)",
+            };
+            let _ = writeln!(s, "bounds checked by {}: {how}", names.join(", "));
         }
     }
 

@@ -278,7 +278,8 @@ pub fn run_set_with_progress(
     };
     for v in &set.vectors {
         let mut case_rng = ChaCha8Rng::seed_from_u64(rng.gen());
-        for (layout, name) in checks::layouts(v, guard_at).zip(checks::case_names(v)) {
+        let misalign = case_rng.gen_range(1..64);
+        for (layout, name) in checks::layouts(v, guard_at, misalign).zip(checks::case_names(v)) {
             let mut case = CaseRun::new(v, &set.set, &name, layout);
             loop {
                 // Flush when the next segment might not fit in the arena (a sum of upper bounds,

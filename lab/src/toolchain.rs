@@ -102,6 +102,7 @@ fn build_key(variant: &Variant, header: &str, files: &[PathBuf]) -> Result<Strin
     h.update(variant.march.as_bytes());
     h.update((header.len() as u64).to_le_bytes());
     h.update(header.as_bytes());
+    h.update(KERNEL_DATA_MARK.as_bytes());
     for f in files {
         let data = std::fs::read(f).map_err(|source| ToolchainError::Io { path: f.clone(), source })?;
         h.update(f.file_name().unwrap_or_default().as_encoded_bytes());
@@ -125,6 +126,11 @@ fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     Err(ToolchainError::Failed { variant: variant.name, command, stderr })
 }
+
+/// Linked between the kernels and `driver.o`: an empty, page-aligned `.bss` section whose
+/// symbol ([`crate::image::KERNEL_DATA_END`]) starts the driver's data on a page of its own, so
+/// the kernels' writable data can be mapped read-only during calls without the driver's.
+const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_end\nlab_kernel_data_end:\n";
 
 /// Assembles and links `kernels/<arch>/*.S` for `variant`, or returns the cached image.
 ///
@@ -178,8 +184,13 @@ pub fn build_image_with(
     let include = tmp_dir.join("include");
     std::fs::create_dir_all(&include).map_err(io(&include))?;
     std::fs::write(include.join(PROTOCOL_HEADER), &header).map_err(io(&include))?;
+    let mark = tmp_dir.join("lab_kernel_data_end.S");
+    std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
+    let mut sources = files.clone();
+    let driver_at = sources.iter().position(|p| p.file_name().is_some_and(|n| n == "driver.S"));
+    sources.insert(driver_at.unwrap_or(sources.len()), mark);
     let mut objects = Vec::new();
-    for src in &files {
+    for src in &sources {
         let obj = tmp_dir.join(src.file_stem().unwrap_or_default()).with_extension("o");
         run(
             variant,

@@ -49,6 +49,16 @@ impl BackendKind {
         BackendKind::ALL.into_iter().find(|b| b.name() == name)
     }
 
+    /// How finely this backend checks buffer bounds, for reports: `bytes` (Unicorn checks every
+    /// byte on the first and last page of each buffer) or `pages` (qemu and native see an access
+    /// outside a buffer only once it reaches a guard page).
+    pub fn bounds(self) -> &'static str {
+        match self {
+            BackendKind::Unicorn => "bytes",
+            BackendKind::Qemu | BackendKind::Native => "pages",
+        }
+    }
+
     /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip.
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         match self {

@@ -625,7 +625,7 @@ mod tests {
 
     #[test]
     fn the_checksum_range_stays_inside_the_payload() {
-        let arena = Arena { addr: 0x10000, size: 1 << 20 };
+        let arena = Arena { addr: 0x10000, size: 1 << 20, kernel_data: None };
         let mut p = vec![0u8; 4096];
         p[header::TABLE.offset()..][..8].copy_from_slice(&(0x10000u64 + 256).to_le_bytes());
         p[header::NCALLS.offset()..][..8].copy_from_slice(&3u64.to_le_bytes());
