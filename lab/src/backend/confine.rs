@@ -16,7 +16,7 @@
 //!
 //! Native guests get one more layer: the x86_64 driver's `_start` installs the allow-list of
 //! [`native_allow_list`] (read the request fd, write the reply fd, `mprotect` inside
-//! `lab_arena`, `rt_sigreturn`, `exit_group`) after its own set-up, from a BPF program the lab
+//! `lab_arena` and the kernels' data, `rt_sigreturn`, `exit_group`) after its own set-up, from a BPF program the lab
 //! hands it on fd [`SECCOMP_FD`]. qemu-user cannot take such a filter: it makes system calls of
 //! its own on the guest's behalf, so there the refusal filter above is the limit.
 //!
@@ -105,8 +105,9 @@ fn seccomp_filter_mode_available() -> bool {
 pub enum Guest<'a> {
     /// `qemu-<arch>` running `image`.
     Qemu { qemu: &'a Path, image: &'a Path },
-    /// `image` executed directly; `arena` = (address, size) of `lab_arena`.
-    Native { image: &'a Path, arena: (u64, u64) },
+    /// `image` executed directly; `protectable` = the `[start, end)` ranges the driver may
+    /// `mprotect`: `lab_arena` and the kernels' writable data (read-only during calls).
+    Native { image: &'a Path, protectable: &'a [(u64, u64)] },
 }
 
 /// Sets `cmd` up to start a confined guest in its own process group. Layers the kernel lacks
@@ -126,8 +127,8 @@ pub fn confine(cmd: &mut Command, guest: &Guest<'_>, support: Support) -> Result
         let exec_path = cmd.get_program().as_encoded_bytes().as_ptr() as u64;
         refusal = Some(refusal_filter(exec_path).map_err(|e| format!("seccomp: {e}"))?);
         clone3 = Some(clone3_filter().map_err(|e| format!("seccomp: {e}"))?);
-        if let Guest::Native { arena, .. } = guest {
-            let prog = native_allow_list(arena.0, arena.1).map_err(|e| format!("seccomp: {e}"))?;
+        if let Guest::Native { protectable, .. } = guest {
+            let prog = native_allow_list(protectable).map_err(|e| format!("seccomp: {e}"))?;
             allow_fd = Some(program_pipe(&prog).map_err(|e| format!("seccomp allow-list pipe: {e}"))?);
         }
     }
@@ -311,27 +312,26 @@ fn clone3_filter() -> Result<BpfProgram, seccompiler::Error> {
 }
 
 /// The native guest's allow-list, installed by the x86_64 driver after its set-up: `read` from
-/// the request fd, `write` to the reply fd (protocol::fd), `mprotect` of ranges starting in
-/// `lab_arena` (`arena` .. `arena + size`, at most `size` bytes, no `PROT_EXEC`), `rt_sigreturn`
-/// (the handler's restorer) and `exit_group`. Anything else traps (SIGSYS), and the driver's
-/// handler reports it with the call's number.
+/// the request fd, `write` to the reply fd (protocol::fd), `mprotect` of ranges starting in one
+/// of `protectable` (`[start, end)`: `lab_arena`, the kernels' data), at most that range's
+/// length, no `PROT_EXEC`; `rt_sigreturn` (the handler's restorer) and `exit_group`. Anything
+/// else traps (SIGSYS), and the driver's handler reports it with the call's number.
 ///
 /// # Errors
 /// Only a seccompiler error.
-pub fn native_allow_list(arena: u64, size: u64) -> Result<BpfProgram, seccompiler::Error> {
+pub fn native_allow_list(protectable: &[(u64, u64)]) -> Result<BpfProgram, seccompiler::Error> {
     use libc::*;
+    let no_exec = || cond(2, Op::MaskedEq(!((PROT_READ | PROT_WRITE) as u64)), 0);
+    let mprotect = protectable
+        .iter()
+        .map(|&(start, end)| {
+            rule(vec![cond(0, Op::Ge, start)?, cond(0, Op::Lt, end)?, cond(1, Op::Le, end - start)?, no_exec()?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let rules = BTreeMap::from([
         (SYS_read, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REQUEST)?])?]),
         (SYS_write, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REPLY)?])?]),
-        (
-            SYS_mprotect,
-            vec![rule(vec![
-                cond(0, Op::Ge, arena)?,
-                cond(0, Op::Lt, arena + size)?,
-                cond(1, Op::Le, size)?,
-                cond(2, Op::MaskedEq(!((PROT_READ | PROT_WRITE) as u64)), 0)?,
-            ])?],
-        ),
+        (SYS_mprotect, mprotect),
         (SYS_rt_sigreturn, vec![]),
         (SYS_exit_group, vec![]),
     ]);
@@ -417,7 +417,7 @@ mod tests {
 
     #[test]
     fn the_native_allow_list_fits_the_driver_buffer() {
-        let prog = native_allow_list(0x40_0000, 32 << 20).unwrap();
+        let prog = native_allow_list(&[(0x40_0000, 0x40_0000 + (32 << 20)), (0x20_0000, 0x20_1000)]).unwrap();
         assert!(!prog.is_empty() && prog.len() <= 4096, "{} instructions", prog.len());
     }
 }

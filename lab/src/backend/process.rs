@@ -293,8 +293,10 @@ impl ProcessBackend {
     fn command(&self, handed: [RawFd; 3]) -> Result<Command, BackendError> {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let arena = (self.arena.addr, self.arena.addr + self.arena.size);
+        let protectable: Vec<(u64, u64)> = std::iter::once(arena).chain(self.arena.kernel_data).collect();
         let guest = match self.kind {
-            BackendKind::Native => Confined::Native { image: &self.image, arena: (self.arena.addr, self.arena.size) },
+            BackendKind::Native => Confined::Native { image: &self.image, protectable: &protectable },
             _ => Confined::Qemu { qemu: &self.program, image: &self.image },
         };
         confine::confine(&mut cmd, &guest, self.support).map_err(|e| self.error(format!("cannot confine: {e}")))?;
