@@ -308,9 +308,10 @@ pub fn run_set_with_progress(
     row
 }
 
-/// Payload bytes of a batch besides its segments: header, kernel stack and its guard pages,
-/// table alignment (an upper bound).
-pub const BATCH_OVERHEAD: u64 = 64 * 1024;
+/// Payload bytes of a batch besides its segments (an upper bound): header, table alignment,
+/// the kernel stack and its guard pages (64 KiB), plus the unmapped region of at least
+/// [`crate::batch::STACK_GUARD`] bytes below the stack budget.
+pub const BATCH_OVERHEAD: u64 = 64 * 1024 + crate::batch::STACK_GUARD;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
