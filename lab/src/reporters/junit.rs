@@ -89,7 +89,7 @@ fn replay(command: &str, seed: u64, row: &Row) -> String {
 fn status(verdict: &Verdict, replay: &str) -> TestCaseStatus {
     match verdict {
         Verdict::Passed => TestCaseStatus::success(),
-        Verdict::Failed(findings) => failure(findings, replay),
+        Verdict::Failed(findings) | Verdict::Disagreed(findings) => failure(findings, replay),
         Verdict::Skipped(reason) => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(reason.as_str());
