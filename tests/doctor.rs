@@ -30,6 +30,8 @@ fn doctor_with_everything_installed_exits_0() {
     assert!(out.contains(native), "{out}");
     // Unicorn runs the Zbb build through its Zbb emulation.
     assert!(out.contains("ok       riscv64+zbb on unicorn"), "{out}");
+    // This machine's kernel has seccomp and Landlock ABI >= 6 (ci/setup.sh's runners too).
+    assert!(out.contains("ok       guest confinement"), "{out}");
     assert!(out.contains("lab doctor: all well"), "{out}");
 }
 

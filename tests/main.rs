@@ -9,6 +9,7 @@ mod checks;
 mod cli;
 mod clobber;
 mod common;
+mod confine;
 mod diagnoses;
 mod disagreement;
 mod doctor;

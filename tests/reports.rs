@@ -177,7 +177,8 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
     let (code, stdout, stderr) = broken_run(dir.path(), &["--format", "json"]);
     assert_eq!(code, 1, "{stderr}");
     let doc: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["interrupted"], serde_json::Value::Null);
     assert_eq!(doc["seed"], "7");
     assert_eq!(
         (doc["command"].as_str(), doc["status"].as_str(), doc["exit_code"].as_i64()),

@@ -40,6 +40,7 @@
 // -> pc at 176 + 8 + 31*8 + 8 = 440 (arch/arm64/include/uapi/asm/{ucontext,sigcontext}.h).
 // Verified under qemu-aarch64 7.2: the reported pc equals the faulting instruction.
 #define UC_PC         440
+#define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
 // lab_batch's frame: x29, x30, then the saved registers in ABI order, padded to 16 bytes.
@@ -437,7 +438,10 @@ lab_fault_handler:
     stp     x9, x0, [x19, #LAB_RP_KIND]         // kind, sum
     sxtw    x9, w22                             // signo is an int
     ldr     x10, [x23, #SI_ADDR]
-    stp     x9, x10, [x19, #LAB_RP_SIGNO]       // signo, si_addr
+    cmp     w9, #31                             // SIGSYS (qemu-user forwards a refused host call):
+    b.ne    1f
+    ldr     x10, [x24, #UC_X8]                  // the guest's system-call number instead
+1:  stp     x9, x10, [x19, #LAB_RP_SIGNO]       // signo, si_addr
     ldr     x9, [x24, #UC_PC]
     LOADADDR x21, lab_arena
     ldr     x10, [x21, #LAB_H_CURRENT]

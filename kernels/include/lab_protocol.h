@@ -43,6 +43,7 @@
 #define LAB_FD_ARENA       3
 #define LAB_FD_REQUEST     4
 #define LAB_FD_REPLY       5
+#define LAB_FD_SECCOMP     9
 #define LAB_REQUEST_MAGIC  0x313051455242414c  /* "LABREQ01" */
 #define LAB_REPLY_MAGIC    0x313050455242414c  /* "LABREP01" */
 #define LAB_REQUEST_SIZE   32
@@ -72,6 +73,7 @@
 #define LAB_EXIT_IO         5  /* reading or writing a token failed (EINTR is retried) */
 #define LAB_EXIT_MPROTECT   6  /* `mprotect` failed */
 #define LAB_EXIT_MMAP       7  /* mapping the shared arena (fd 3) over `lab_arena` failed */
+#define LAB_EXIT_SECCOMP    8  /* the seccomp allow-list (fd 9) could not be read or installed */
 
 /* signals handled by _start (one fault reply each); use with .irp */
 #define LAB_SIGNALS        4, 5, 7, 8, 10, 11, 31  /* SIGILL SIGTRAP SIGBUS SIGFPE SIGUSR1 SIGSEGV SIGSYS */

@@ -49,6 +49,7 @@
 #define SA_SIGINFO	0x00000004
 #define SA_ONSTACK	0x08000000
 #define UC_PC		176	/* offsetof(ucontext, uc_mcontext.sc_regs.pc), see above */
+#define UC_A7		(UC_PC + 17 * 8)	/* sc_regs.a7 (x17): the system-call number */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
 /* lab_batch frame: ra, then the saved registers in ABI order, padded to 16 bytes */
@@ -474,7 +475,10 @@ lab_fault:
 	sext.w	t1, s1			/* signo is an int */
 	sd	t1, LAB_RP_SIGNO(s4)
 	ld	t1, SI_ADDR(s2)
-	sd	t1, LAB_RP_SI_ADDR(s4)
+	li	t2, 31			/* SIGSYS (qemu-user forwards a refused host call): */
+	bne	s1, t2, 2f
+	ld	t1, UC_A7(s3)		/* the guest's system-call number instead */
+2:	sd	t1, LAB_RP_SI_ADDR(s4)
 	ld	t1, UC_PC(s3)
 	sd	t1, LAB_RP_PC(s4)
 	lla	t0, lab_arena

@@ -29,6 +29,12 @@
 #define SYS_sigaltstack 131
 #define SYS_prctl       157
 #define SYS_exit_group  231
+#define SYS_close       3
+#define SYS_seccomp     317
+#define PR_SET_NO_NEW_PRIVS 38
+#define SECCOMP_SET_MODE_FILTER 1
+#define EBADF           9
+#define BPF_MAXINSNS    4096            /* the kernel's limit on a filter's length */
 #define PROT_RW         3
 #define MAP_SHARED      0x01
 #define MAP_FIXED       0x10
@@ -42,6 +48,7 @@
 
 /* siginfo_t.si_addr (after si_signo, si_errno, si_code and padding) */
 #define SI_ADDR         16
+#define SI_SYSCALL      24              /* SIGSYS: the int si_syscall after si_call_addr */
 /* ucontext_t: uc_mcontext at 40 (after uc_flags, uc_link, uc_stack), gregs[REG_RIP = 16]
  * at 40 + 16*8 = 168.  Verified under qemu-x86_64 and natively. */
 #define UC_RIP          168
@@ -234,6 +241,8 @@ _start:
         mov     eax, SYS_prctl
         syscall
 
+        call    lab_seccomp_install             /* last set-up step: the allow-list */
+
 .Lio_loop:
         lea     rsi, [rip + lab_io_req]
         mov     edx, LAB_REQUEST_SIZE
@@ -290,6 +299,9 @@ _start:
         jmp     .Lexit
 .Lexit_mprotect:
         mov     edi, LAB_EXIT_MPROTECT
+        jmp     .Lexit
+.Lexit_seccomp:
+        mov     edi, LAB_EXIT_SECCOMP
         jmp     .Lexit
 .Lexit_mmap:
         mov     edi, LAB_EXIT_MMAP
@@ -407,6 +419,63 @@ _start:
         test    rax, rax
         jnz     .Lexit_mprotect
         ret
+
+/* lab_seccomp_install: reads a BPF program (struct sock_filter[], lab/src/backend/confine.rs)
+ * from LAB_FD_SECCOMP to EOF and installs it with prctl(PR_SET_NO_NEW_PRIVS) +
+ * seccomp(SECCOMP_SET_MODE_FILTER).  No such fd (qemu-user) or an empty program: no filter.
+ * A filter that was given but cannot be installed exits LAB_EXIT_SECCOMP: the guest never
+ * runs unconfined by mistake.  Clobbers rax, rcx, rdx, rsi, rdi, r8, r10, r11. */
+lab_seccomp_install:
+        xor     r8d, r8d                        /* bytes read so far */
+.Lbpf_more:
+        mov     edx, BPF_MAXINSNS * 8
+        sub     rdx, r8
+        jz      .Lexit_seccomp                  /* longer than BPF_MAXINSNS */
+        mov     edi, LAB_FD_SECCOMP
+        lea     rsi, [rip + lab_bpf]
+        add     rsi, r8
+        mov     eax, SYS_read
+        syscall
+        cmp     rax, -EINTR
+        je      .Lbpf_more
+        cmp     rax, -EBADF
+        je      .Lbpf_ret                       /* no allow-list for this guest */
+        test    rax, rax
+        js      .Lexit_seccomp
+        jz      .Lbpf_eof
+        add     r8, rax
+        jmp     .Lbpf_more
+.Lbpf_eof:
+        mov     edi, LAB_FD_SECCOMP
+        mov     eax, SYS_close
+        syscall
+        test    r8, r8
+        jz      .Lbpf_ret
+        test    r8, 7
+        jnz     .Lexit_seccomp                  /* not whole instructions */
+        lea     rdx, [rip + lab_fprog]          /* struct sock_fprog { u16 len; filter * } */
+        shr     r8, 3
+        mov     word ptr [rdx], r8w
+        lea     rax, [rip + lab_bpf]
+        mov     [rdx + 8], rax
+        mov     edi, PR_SET_NO_NEW_PRIVS
+        mov     esi, 1
+        xor     edx, edx
+        xor     r10d, r10d
+        xor     r8d, r8d
+        mov     eax, SYS_prctl
+        syscall
+        test    rax, rax
+        jnz     .Lexit_seccomp
+        mov     edi, SECCOMP_SET_MODE_FILTER
+        xor     esi, esi
+        lea     rdx, [rip + lab_fprog]
+        mov     eax, SYS_seccomp
+        syscall
+        test    rax, rax
+        jnz     .Lexit_seccomp
+.Lbpf_ret:
+        ret
         .size   _start, . - _start
 
 /* ------------------------------------------------------------------------------------------
@@ -431,7 +500,10 @@ lab_fault_handler:
         movsxd  rax, r13d
         mov     [r12 + LAB_RP_SIGNO], rax
         mov     rax, [r14 + SI_ADDR]
-        mov     [r12 + LAB_RP_SI_ADDR], rax
+        cmp     r13d, 31                        /* SIGSYS: the call's number instead */
+        jne     1f
+        movsxd  rax, dword ptr [r14 + SI_SYSCALL]
+1:      mov     [r12 + LAB_RP_SI_ADDR], rax
         mov     rax, [r15 + UC_RIP]
         mov     [r12 + LAB_RP_PC], rax          /* pc of the faulting instruction */
         mov     rax, [rip + lab_arena + LAB_H_CURRENT]
@@ -471,6 +543,8 @@ lab_io_req:             .zero LAB_REQUEST_SIZE
 lab_io_rep:             .zero LAB_REPLY_SIZE
 lab_ss:                 .zero 24        /* stack_t */
 lab_sigact:             .zero 32        /* struct kernel_sigaction */
+lab_fprog:              .zero 16        /* struct sock_fprog for lab_seccomp_install */
+lab_bpf:                .zero BPF_MAXINSNS * 8
 
         .p2align 4
 lab_altstack:           .zero LAB_ALTSTACK_SIZE

@@ -638,7 +638,13 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
                 (None, Some(reason)) => reason.clone(),
                 (None, None) => "the batch stopped before it".into(),
             };
-            findings.push(Finding::new(Class::NotRun, format!("{} did not run: {why}", c.label)));
+            // A refused system call that killed the guest before it could say which call made
+            // it (backend/process.rs) is still the kernel's doing, not a lab failure.
+            let class = match run.batch_fault() {
+                Some(Fault { kind: FaultKind::SystemCall { .. }, .. }) => Class::Syscall,
+                _ => Class::NotRun,
+            };
+            findings.push(Finding::new(class, format!("{} did not run: {why}", c.label)));
             continue;
         }
         findings.extend(abi_findings(&c.label, &rec, abi));
@@ -676,7 +682,7 @@ pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> F
     let class = match f.kind {
         FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
         FaultKind::Memory { .. } => Class::Memory,
-        FaultKind::SystemCall => Class::Syscall,
+        FaultKind::SystemCall { .. } => Class::Syscall,
         _ => Class::Fault,
     };
     Finding::new(class, format!("{label}: {}{whereabouts}{place}{detail}", f.kind))

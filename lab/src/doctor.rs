@@ -33,6 +33,8 @@ pub enum State {
     WrongAnswer(String),
     /// This backend cannot run this variant by design (the reason `lab run` skips it with).
     NotApplicable(String),
+    /// Works, with less protection than the lab can give (guests run partly unconfined).
+    Warning(String),
 }
 
 /// One line of the diagnosis.
@@ -88,6 +90,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let tools = [CLANG, LLD].into_iter().chain(Arch::ALL.map(toolchain::qemu_tool));
     d.checks.extend(tools.map(|t| Check { what: t.program.into(), state: tool_state(t) }));
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
+    d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
     d.checks.push(folder_check("vectors", vectors_dir));
     let cache = match tempfile::Builder::new().prefix("lab-doctor-").tempdir() {
@@ -128,6 +131,18 @@ fn unicorn_state() -> State {
     let packed = unsafe { unicorn_engine::uc_version(&mut major, &mut minor) };
     let patch = (packed >> 8) & 0xff;
     State::Ok(format!("in-process, linked into lab (its C core reports API {major}.{minor}.{patch})"))
+}
+
+/// seccomp and Landlock for the qemu and native guests (lab/src/backend/confine.rs); a missing
+/// layer is a warning: runs still work, with less confinement.
+fn confinement_state() -> State {
+    let s = crate::backend::confine::Support::probe();
+    let gaps = s.gaps();
+    if gaps.is_empty() {
+        State::Ok(format!("seccomp filters and Landlock ABI {} (qemu and native guests are confined)", s.landlock_abi))
+    } else {
+        State::Warning(gaps.join("; "))
+    }
 }
 
 fn folder_check(what: &str, dir: &Path) -> Check {

@@ -525,8 +525,8 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     }
                 };
                 let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
-                if let Some(why) = kind.supports(variant).err().or(refused).or_else(|| Entry::of(image).missing(kernel))
-                {
+                let why = kind.supports(variant).err().or(refused).or_else(|| Entry::of(image).missing(kernel));
+                if let Some(why) = why.or_else(interrupted_reason) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
                 }
@@ -624,6 +624,9 @@ fn fuzz_target(
             Budget::Cases(_) => cases >= total.unwrap_or(0),
             Budget::Time(d) => started.elapsed() >= d,
         };
+        if let Some(why) = interrupted_reason() {
+            break Outcome::Skipped(why);
+        }
         if done {
             break Outcome::Clean;
         }
@@ -637,7 +640,12 @@ fn fuzz_target(
             index += 1;
         }
         let batch: Vec<Case> = trees.iter().map(|(_, tree)| tree.current()).collect();
-        let findings = match run_cases(t, &batch) {
+        let findings = run_cases(t, &batch);
+        // A batch the interruption killed proves nothing about its cases.
+        if let Some(why) = interrupted_reason() {
+            break Outcome::Skipped(why);
+        }
+        let findings = match findings {
             Ok(f) => f,
             Err(e) => break Outcome::Error(e.to_string()),
         };
@@ -663,6 +671,11 @@ fn fuzz_target(
         outcome,
         image_findings: Vec::new(),
     }
+}
+
+/// Why a target stops after SIGINT/SIGTERM (lab/src/interrupt.rs).
+fn interrupted_reason() -> Option<String> {
+    crate::interrupt::interrupted().map(|s| format!("interrupted by {}", crate::interrupt::name(s)))
 }
 
 /// ` --kernels-dir DIR` when the campaign did not use the repository's kernels, so that a
@@ -768,5 +781,6 @@ pub fn to_report(
             }
         }
     }
-    Report { rows, seed, elapsed, image_findings, ..Report::default() }
+    let interrupted = crate::interrupt::interrupted();
+    Report { rows, seed, elapsed, image_findings, interrupted, ..Report::default() }
 }

@@ -20,6 +20,7 @@ pub mod disasm;
 pub mod doctor;
 pub mod fuzz;
 pub mod image;
+pub mod interrupt;
 pub mod isa;
 pub mod paths;
 pub mod procedure;

@@ -156,6 +156,9 @@ pub mod fd {
     pub const REQUEST: u64 = 4;
     /// Reply tokens, guest to host.
     pub const REPLY: u64 = 5;
+    /// Native guests only: the seccomp allow-list (`struct sock_filter[]`, read to EOF) the
+    /// x86_64 driver installs after its set-up (lab/src/backend/confine.rs).
+    pub const SECCOMP: u64 = 9;
 }
 
 /// The framed tokens of the qemu/native I/O loop: fixed-size groups of u64 little-endian words.
@@ -241,8 +244,11 @@ pub mod exit {
     /// Mapping the shared arena (fd 3) over `lab_arena` failed.
     pub const MMAP: Exit =
         Exit { name: "MMAP", code: 7, doc: "mapping the shared arena (fd 3) over `lab_arena` failed" };
+    /// The host's seccomp allow-list (fd 9) could not be read or installed.
+    pub const SECCOMP: Exit =
+        Exit { name: "SECCOMP", code: 8, doc: "the seccomp allow-list (fd 9) could not be read or installed" };
     /// Every status, in order.
-    pub const ALL: [Exit; 7] = [OK, TRUNCATED, FAULT, PROTOCOL, IO, MPROTECT, MMAP];
+    pub const ALL: [Exit; 8] = [OK, TRUNCATED, FAULT, PROTOCOL, IO, MPROTECT, MMAP, SECCOMP];
 
     /// The meaning of status `code`, if it is one of `_start`'s.
     pub fn describe(code: i32) -> Option<&'static str> {
@@ -329,6 +335,7 @@ pub fn c_header(spec: &Spec) -> String {
     line(format!("#define LAB_FD_ARENA       {}", fd::ARENA));
     line(format!("#define LAB_FD_REQUEST     {}", fd::REQUEST));
     line(format!("#define LAB_FD_REPLY       {}", fd::REPLY));
+    line(format!("#define LAB_FD_SECCOMP     {}", fd::SECCOMP));
     line(format!("#define LAB_REQUEST_MAGIC  {:#018x}  /* \"LABREQ01\" */", token::REQUEST_MAGIC));
     line(format!("#define LAB_REPLY_MAGIC    {:#018x}  /* \"LABREP01\" */", token::REPLY_MAGIC));
     line(format!("#define LAB_REQUEST_SIZE   {}", token::REQUEST_WORDS * 8));

@@ -242,6 +242,8 @@ pub enum Status {
     /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
     /// at all (every case skipped) and no image finding explains why.
     SetupError,
+    /// SIGINT or SIGTERM stopped the run (the signal number): the report is incomplete.
+    Interrupted(i32),
 }
 
 /// Everything a run found.
@@ -261,6 +263,11 @@ pub struct Report {
     pub seed: u64,
     /// Wall time of the whole run.
     pub elapsed: Duration,
+    /// What the run could not guarantee (e.g. guests ran without seccomp or Landlock because
+    /// the kernel lacks them); informational, the verdict does not change.
+    pub warnings: Vec<String>,
+    /// The signal (SIGINT, SIGTERM) that stopped the run early, if one did (lab/src/interrupt.rs).
+    pub interrupted: Option<i32>,
 }
 
 impl Report {
@@ -280,7 +287,9 @@ impl Report {
     /// problem); those win over a pass, and so does a run where nothing ran.
     pub fn status(&self) -> Status {
         let (passed, failed, _) = self.totals();
-        if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
+        if let Some(sig) = self.interrupted {
+            Status::Interrupted(sig)
+        } else if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
             Status::Failed
         } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed == 0 {
             Status::SetupError
@@ -376,6 +385,17 @@ impl Report {
         }
         for e in &self.setup_errors {
             let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "set-up error"));
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "\n{}: {w}", paint.apply(SKIP, "warning"));
+        }
+        if let Some(sig) = self.interrupted {
+            let head = format!("INTERRUPTED by {}", crate::interrupt::name(sig));
+            let _ = writeln!(
+                s,
+                "\n{}: the run stopped early; cases it did not finish are skipped",
+                paint.apply(FAIL, &head)
+            );
         }
         let (p, f, k) = self.totals();
         for n in &self.notes {

@@ -101,6 +101,10 @@ pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)
 pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
+    if cfg.backends.iter().any(|&b| b != BackendKind::Unicorn) {
+        let gaps = backend::confine::Support::probe().gaps();
+        report.warnings.extend(gaps.into_iter().map(|g| format!("qemu and native guests: {g}")));
+    }
     report.vector_errors = loaded.errors;
     report.notes = loaded.notes;
     let sets = loaded.sets;
@@ -112,7 +116,14 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     }
     progress(Progress::Finish);
     report.elapsed = started.elapsed();
+    report.interrupted = crate::interrupt::interrupted();
     report
+}
+
+/// Why work is not started or not judged after SIGINT/SIGTERM (lab/src/interrupt.rs).
+fn interrupted_reason() -> Option<String> {
+    crate::interrupt::interrupted()
+        .map(|s| format!("not finished: the run was interrupted by {}", crate::interrupt::name(s)))
 }
 
 /// Builds (or takes from the cache) and loads the image of every variant; a variant that fails
@@ -125,6 +136,9 @@ fn build_images(
     progress(Progress::Start { task: "building kernels", total: cfg.variants.len() as u64, unit: "images" });
     let mut images = Vec::new();
     for &variant in &cfg.variants {
+        if crate::interrupt::interrupted().is_some() {
+            break;
+        }
         let image = toolchain::build_image(&cfg.build, variant)
             .map_err(|e| e.to_string())
             .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
@@ -178,6 +192,10 @@ fn run_variant(
             skip_all(report, reason);
             continue;
         }
+        if let Some(reason) = interrupted_reason() {
+            skip_all(report, reason);
+            continue;
+        }
         if let (BackendKind::Unicorn, Some(reason)) = (kind, &unicorn_refusal) {
             skip_all(report, reason.clone());
             continue;
@@ -190,7 +208,7 @@ fn run_variant(
             }
         };
         for set in sets {
-            if let Some(reason) = entry.missing(set.kernel) {
+            if let Some(reason) = entry.missing(set.kernel).or_else(interrupted_reason) {
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
@@ -455,6 +473,9 @@ fn flush(
     // Long calls get a budget scaled to their blocks (instructions per block x blocks).
     let need = taken.iter().map(|p| p.call_instructions).max().unwrap_or(0);
     backend.set_call_instructions(need);
+    if let Some(why) = interrupted_reason() {
+        return (skip_interrupted(&taken, why, row), None);
+    }
     let outcome = b
         .layout(arena)
         .map_err(|e| e.to_string())
@@ -477,6 +498,10 @@ fn flush(
             taken.iter().map(|_| 0).collect(),
         ),
     };
+    // A batch the interruption killed proves nothing about its cases either way.
+    if let Some(why) = interrupted_reason() {
+        return (skip_interrupted(&taken, why, row), None);
+    }
     let share = started.elapsed() / taken.len() as u32;
     let mut recorded = 0;
     let mut carry_out = None;
@@ -502,6 +527,20 @@ fn flush(
     (recorded, carry_out)
 }
 
+/// Records every case of `taken` as skipped for `why`; returns how many.
+fn skip_interrupted(taken: &[CasePlan], why: String, row: &mut Row) -> usize {
+    for p in taken {
+        let verdict = crate::report::Verdict::Skipped(why.clone());
+        row.push(crate::report::CaseOutcome {
+            name: p.name.clone(),
+            msg_len: p.msg_len,
+            time: Default::default(),
+            verdict,
+        });
+    }
+    taken.len()
+}
+
 /// A small stable hash for seeding per (variant, set) streams.
 fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
@@ -509,11 +548,13 @@ fn fxhash(s: &str) -> u64 {
 
 /// The status the CLI exits with: 1 when a case or an image failed (even if some vector files
 /// were bad: a kernel failure is never reported as an input error), else 2 for input or set-up
-/// errors or when nothing ran, else 0.
+/// errors or when nothing ran, else 0; 128 + the signal number when SIGINT (130) or SIGTERM
+/// (143) interrupted the run.
 pub fn exit_code(report: &Report) -> i32 {
     match report.status() {
         Status::Passed => 0,
         Status::Failed => 1,
         Status::SetupError => 2,
+        Status::Interrupted(sig) => 128 + sig,
     }
 }

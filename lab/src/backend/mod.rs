@@ -3,6 +3,7 @@
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
+pub mod confine;
 pub mod icount;
 mod process;
 mod unicorn;
@@ -138,8 +139,10 @@ pub enum FaultKind {
     Trap,
     /// An arithmetic exception (SIGFPE).
     Arithmetic,
-    /// A system call from the kernel (`ecall`, `svc`, `syscall`), which kernels may not make.
-    SystemCall,
+    /// A system call from the kernel (`ecall`, `svc`, `syscall`), which kernels may not make, or
+    /// one the guest's seccomp filter refused (backend/confine.rs). `nr` and `name` when the
+    /// backend knows the call (the guest's SIGSYS report carries its number).
+    SystemCall { nr: Option<u64>, name: Option<&'static str> },
     /// Another CPU exception, by the emulator's interrupt number.
     Exception(u32),
     /// The batch ran past its time budget.
@@ -186,7 +189,10 @@ impl fmt::Display for FaultKind {
             FaultKind::Bus { addr: None } => write!(f, "bus error (misaligned or bad access)"),
             FaultKind::Trap => write!(f, "trap (breakpoint)"),
             FaultKind::Arithmetic => write!(f, "arithmetic exception"),
-            FaultKind::SystemCall => write!(f, "system call from a kernel"),
+            FaultKind::SystemCall { nr: None, .. } => write!(f, "system call from a kernel"),
+            FaultKind::SystemCall { nr: Some(n), name } => {
+                write!(f, "system call {n} ({}) attempted and refused", name.unwrap_or("unknown"))
+            }
             FaultKind::Exception(n) => write!(f, "CPU exception {n}"),
             FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
             FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
@@ -205,7 +211,7 @@ impl FaultKind {
             7 => FaultKind::Bus { addr: Some(addr) },
             5 => FaultKind::Trap,
             8 => FaultKind::Arithmetic,
-            31 => FaultKind::SystemCall,
+            31 => FaultKind::SystemCall { nr: None, name: None },
             // SIGUSR1: the host's poke after the time budget; the caller fills in the budget.
             10 => FaultKind::Hang(Duration::ZERO),
             n => FaultKind::Crash(format!("signal {n}")),

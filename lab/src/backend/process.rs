@@ -29,6 +29,7 @@ use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::confine::{self, Guest as Confined, Support};
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::abi::Abi;
 use crate::image::{Arena, Image};
@@ -40,6 +41,13 @@ pub const POKE_GRACE: Duration = Duration::from_secs(2);
 
 /// Why no reply came when the guest closed its end (it died).
 const CLOSED: &str = "the reply stream closed";
+
+/// How [`ProcessBackend::reap`] describes a guest the kernel killed with SIGSYS (ExitStatus's
+/// Display). Only the lab's seccomp filter does that: a trapped call made while the guest had
+/// every signal blocked (qemu-user blocks them around its `fork`).
+const SIGSYS_DEATH: &str = "signal: 31 (SIGSYS)";
+const REFUSED_BLOCKED: &str = "refused by the lab's seccomp filter while the guest blocked every signal (qemu-user \
+     does around fork), so the guest could not report the call: it was killed by SIGSYS";
 
 /// A reply token, or why none came.
 type Reply = Result<[u64; token::REPLY_WORDS], String>;
@@ -167,6 +175,12 @@ pub struct ProcessBackend {
     entry_bytes: usize,
     /// Bytes of the architecture's system-call instruction (`ecall`, `svc #0`: 4; `syscall`: 2).
     syscall_len: u64,
+    /// The guest's architecture (names the system calls it attempts).
+    arch: crate::variant::Arch,
+    /// The image (Landlock rules).
+    image: PathBuf,
+    /// Confinement the kernel offers (backend/confine.rs).
+    support: Support,
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
@@ -314,14 +328,27 @@ impl ProcessBackend {
             shared: None,
             entry_bytes: (protocol::entry::FIXED_WORDS + abi.saved.len()) * 8,
             syscall_len: syscall_len(image.arch),
+            arch: image.arch,
+            image: image.path.clone(),
+            support: Support::probe(),
         })
     }
 
     /// The guest's command: stdin empty, stdout and stderr piped, and the protocol's fds in
     /// place (`pre_exec`). Kept apart from the I/O set-up so confinement can extend it alone.
-    fn command(&self, handed: [RawFd; 3]) -> Command {
+    ///
+    /// Confinement (backend/confine.rs) goes first: its `pre_exec` runs before the dup2 below,
+    /// while its own descriptors (the Landlock ruleset) may still sit on fds 3-5.
+    fn command(&self, handed: [RawFd; 3]) -> Result<Command, BackendError> {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let arena = (self.arena.addr, self.arena.addr + self.arena.size);
+        let protectable: Vec<(u64, u64)> = std::iter::once(arena).chain(self.arena.kernel_data).collect();
+        let guest = match self.kind {
+            BackendKind::Native => Confined::Native { image: &self.image, protectable: &protectable },
+            _ => Confined::Qemu { qemu: &self.program, image: &self.image },
+        };
+        confine::confine(&mut cmd, &guest, self.support).map_err(|e| self.error(format!("cannot confine: {e}")))?;
         let targets = [protocol::fd::ARENA, protocol::fd::REQUEST, protocol::fd::REPLY];
         // SAFETY: only dup2 (async-signal-safe) between fork and exec. The sources are >= 10,
         // the targets 3-5, so no source is overwritten; dup2 clears close-on-exec on targets.
@@ -335,17 +362,21 @@ impl ProcessBackend {
                 Ok(())
             });
         }
-        cmd
+        Ok(cmd)
     }
 
     fn spawn(&mut self) -> Result<Guest, BackendError> {
+        if let Some(sig) = crate::interrupt::interrupted() {
+            return Err(self.error(format!("not started: the lab was interrupted by {}", crate::interrupt::name(sig))));
+        }
         let arena_fd = self.shared.as_ref().map(|s| s.fd.as_raw_fd()).expect("arena created");
         let (req_r, req_w) = pipe().map_err(|e| self.error(e))?;
         let (rep_r, rep_w) = pipe().map_err(|e| self.error(e))?;
         let mut child = self
-            .command([arena_fd, req_r.as_raw_fd(), rep_w.as_raw_fd()])
+            .command([arena_fd, req_r.as_raw_fd(), rep_w.as_raw_fd()])?
             .spawn()
             .map_err(|e| self.error(format!("cannot start: {e}")))?;
+        crate::interrupt::register(child.id());
         drop((req_r, rep_w)); // the child's ends
         let stdout = child.stdout.take().expect("piped stdout");
         // SAFETY: O_NONBLOCK on our own read end: stray output is polled, never waited for.
@@ -376,7 +407,10 @@ impl ProcessBackend {
     fn reap(&mut self) -> String {
         let Some(mut g) = self.guest.take() else { return String::new() };
         drop(g.requests);
-        let _ = g.child.kill();
+        // The whole group: anything the guest started goes with it. Forget the pid before it
+        // is reaped and free for reuse.
+        confine::kill_group(g.child.id());
+        crate::interrupt::unregister(g.child.id());
         let status = match g.child.wait() {
             Ok(s) => match s.code().and_then(protocol::exit::describe) {
                 Some(meaning) => format!("{s} ({meaning})"),
@@ -478,6 +512,10 @@ impl ProcessBackend {
     /// The guest died without a reply: how it ended (exit status and its meaning, or signal).
     fn crash(&mut self) -> Entry {
         let how = self.reap();
+        if how.starts_with(SIGSYS_DEATH) {
+            let kind = FaultKind::SystemCall { nr: None, name: None };
+            return Entry::Surprise { kind, detail: format!("{REFUSED_BLOCKED} ({how})") };
+        }
         Entry::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
     }
 
@@ -490,10 +528,14 @@ impl ProcessBackend {
             FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
             k => k,
         };
-        let pc = match kind {
-            // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
-            FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
-            _ => pc,
+        let (kind, pc) = match kind {
+            // SIGSYS (syscall user dispatch or seccomp): the PC is past the system-call
+            // instruction, and the driver reports the call's number in place of si_addr.
+            FaultKind::SystemCall { .. } => (
+                FaultKind::SystemCall { nr: Some(addr), name: confine::syscall_name(self.arch, addr) },
+                pc.wrapping_sub(self.syscall_len),
+            ),
+            k => (k, pc),
         };
         Fault { kind, pc: Some(pc), call: usize::try_from(reply[token::CURRENT]).ok(), detail }
     }

@@ -590,7 +590,7 @@ impl UnicornBackend {
         let seen = self.state.borrow().seen.clone();
         if let Some(at) = seen.syscall {
             // The hook sees the pc of the `syscall`/`sysenter` itself (measured).
-            return Some((FaultKind::SystemCall, at, String::new()));
+            return Some((FaultKind::SystemCall { nr: None, name: None }, at, String::new()));
         }
         if let Some(at) = seen.budget {
             let budget = self.state.borrow().budget;
@@ -632,7 +632,7 @@ impl UnicornBackend {
         let epc = || self.uc.reg_read(RegisterRISCV::MEPC).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(4));
         match (self.arch, intno) {
             (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, epc(), detail),
-            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall, epc(), detail),
+            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall { nr: None, name: None }, epc(), detail),
             (Arch::Riscv64, 3) => (FaultKind::Trap, epc(), detail),
             // Load (4) and store/AMO (6) address misaligned.
             (Arch::Riscv64, 4 | 6) => (
@@ -643,7 +643,7 @@ impl UnicornBackend {
             // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_DATA_ABORT = 4 (here an alignment fault:
             // unmapped memory reaches the memory hook first; FAR_EL1 may hold the address), EXCP_BKPT = 7.
             (Arch::Aarch64, 1) => (FaultKind::IllegalInstruction, pc, detail),
-            (Arch::Aarch64, 2) => (FaultKind::SystemCall, pc.wrapping_sub(4), detail),
+            (Arch::Aarch64, 2) => (FaultKind::SystemCall { nr: None, name: None }, pc.wrapping_sub(4), detail),
             (Arch::Aarch64, 4) => {
                 (FaultKind::Bus { addr: self.uc.reg_read(RegisterARM64::FAR_EL1).ok().filter(|&a| a != 0) }, pc, detail)
             }
@@ -653,7 +653,7 @@ impl UnicornBackend {
             (Arch::X86_64, 3) => (FaultKind::Trap, pc, detail),
             (Arch::X86_64, 0) => (FaultKind::Arithmetic, pc, detail),
             // `int 0x80`: the pc is past the 2-byte instruction.
-            (Arch::X86_64, 0x80) => (FaultKind::SystemCall, pc.wrapping_sub(2), detail),
+            (Arch::X86_64, 0x80) => (FaultKind::SystemCall { nr: None, name: None }, pc.wrapping_sub(2), detail),
             _ => (FaultKind::Exception(intno), pc, detail),
         }
     }

@@ -22,6 +22,7 @@ pub(crate) fn doctor_cmd() -> i32 {
             State::Failed(s) => (bad, "BROKEN", s.clone()),
             State::WrongAnswer(s) => (bad, "WRONG", s.clone()),
             State::NotApplicable(s) => (na, "n/a", s.clone()),
+            State::Warning(s) => (anstyle::AnsiColor::Yellow.on_default(), "WARN", s.clone()),
         };
         let _ = writeln!(out, "{style}{tag:<8}{style:#} {:<24} {detail}", c.what);
     }

@@ -60,6 +60,9 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
         Ok(v) => v,
         Err(status) => return status,
     };
+    if let Err(status) = args.report.start("fuzz") {
+        return status;
+    }
     let seed = args.seed.unwrap_or_else(rand::random);
     let budget = match args.time {
         Some(t) => fuzz::Budget::Time(t.into()),
@@ -98,7 +101,11 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
     let (text, status) = fuzz_text(&results, seed, &fuzz::kernels_option(&cfg));
     human(&text);
     let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
-    status.max(args.report.emit_structured(&report, "fuzz"))
+    let written = args.report.emit_structured(&report, "fuzz");
+    match report.interrupted {
+        Some(sig) => 128 + sig,
+        None => status.max(written),
+    }
 }
 
 /// Each target's line and every failure, and the exit status.

@@ -24,6 +24,18 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
+    /// Before a run: removes a report an earlier run left at `--output` (a run that dies
+    /// leaves no stale verdict) and handles SIGINT/SIGTERM from now on (lab/src/interrupt.rs).
+    /// Err carries the exit status (2) after printing why.
+    pub(crate) fn start(&self, command: &str) -> Result<(), i32> {
+        let removed = self.output.as_deref().map_or(Ok(()), reporters::remove_stale);
+        let installed = kernel_lab::interrupt::install().map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"));
+        removed.map_err(|e| e.to_string()).and(installed).map_err(|e| {
+            eprintln!("lab {command}: {e}");
+            2
+        })
+    }
+
     /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
     /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
     /// Whether the structured report goes to stdout (so human text must go to stderr).

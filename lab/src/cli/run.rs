@@ -95,6 +95,9 @@ pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
             return 2;
         }
     };
+    if let Err(status) = args.out.start("run") {
+        return status;
+    }
     // Vector file errors first, on stderr, before anything runs.
     let loaded = run::load_sets(&cfg);
     for e in &loaded.errors {

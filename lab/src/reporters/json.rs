@@ -7,7 +7,7 @@ use crate::report::{Report, Row, Verdict};
 use crate::run::exit_code;
 
 /// Version of the JSON schema; bumped when a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
@@ -26,6 +26,11 @@ struct JsonReport<'a> {
     /// Findings about a whole image (the static ISA and system-call scan); added in version 1
     /// with an empty default.
     image_findings: Vec<JsonImageFinding<'a>>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`), null for a finished run; added in
+    /// version 2 with `status` "interrupted".
+    interrupted: Option<String>,
+    /// What the run could not guarantee (unconfined guests); added in version 2.
+    warnings: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -108,6 +113,7 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
             crate::report::Status::Passed => "passed",
             crate::report::Status::Failed => "failed",
             crate::report::Status::SetupError => "setup-error",
+            crate::report::Status::Interrupted(_) => "interrupted",
         },
         exit_code: exit_code(report),
         totals: Totals { passed, failed, skipped, disagreed: report.disagreed() },
@@ -130,6 +136,8 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
             .iter()
             .map(|f| JsonImageFinding { variant: f.variant, class: f.finding.class.name(), text: &f.finding.text })
             .collect(),
+        interrupted: report.interrupted.map(crate::interrupt::name),
+        warnings: &report.warnings,
     };
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');

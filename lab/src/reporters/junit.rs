@@ -48,6 +48,9 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, quick_jun
     if let Some(s) = setup_suite(report) {
         junit.add_test_suite(s);
     }
+    if let Some(s) = interrupted_suite(report) {
+        junit.add_test_suite(s);
+    }
     Ok(drop_root_skipped(&junit.to_string()?))
 }
 
@@ -125,6 +128,20 @@ fn image_suite(report: &Report) -> Option<TestSuite> {
         case.set_classname(format!("{}.image", f.variant));
         suite.add_test_case(case);
     }
+    Some(suite)
+}
+
+/// A run stopped by SIGINT/SIGTERM: one `<error>` case `interrupted` in a suite of that name,
+/// so an incomplete report never shows green; `None` for a finished run.
+fn interrupted_suite(report: &Report) -> Option<TestSuite> {
+    let sig = crate::interrupt::name(report.interrupted?);
+    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+    s.set_message(format!("the run was interrupted by {sig}; cases it did not finish are skipped"))
+        .set_type("interrupted");
+    let mut case = TestCase::new("interrupted", s);
+    case.set_classname("interrupted");
+    let mut suite = TestSuite::new("interrupted");
+    suite.add_test_case(case);
     Some(suite)
 }
 

@@ -73,13 +73,38 @@ pub fn render(report: &Report, format: Format, command: &str) -> Result<String, 
     })
 }
 
-/// Renders `report` into the file at `path` (created or replaced).
+/// Renders `report` into the file at `path`, atomically: a temporary file in the same folder,
+/// renamed over `path` once complete, so a reader never sees half a report and an interrupted
+/// write leaves no file that looks finished.
 ///
 /// # Errors
 /// A serializer failure, or the file's I/O error naming the file.
 pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Result<(), ReportError> {
+    use std::io::Write as _;
     let text = render(report, format, command)?;
-    std::fs::write(path, text).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })
+    let io = |source| ReportError::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".lab-report-").tempfile_in(dir).map_err(io)?;
+    tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Removes a report left at `path` by an earlier run, so that a run that dies before writing
+/// its own leaves no stale verdict behind. A missing file is fine.
+///
+/// # Errors
+/// The file exists and cannot be removed.
+pub fn remove_stale(path: &Path) -> Result<(), ReportError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(ReportError::Io { path: path.to_path_buf(), source: e })
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +166,37 @@ mod tests {
             doc["rows"][0]["cases"].as_array().unwrap().iter().map(|c| c["outcome"].as_str().unwrap()).collect();
         assert_eq!(outcomes, ["passed", "passed", "failed", "skipped", "skipped", "skipped"]);
         assert_eq!(doc["rows"][0]["cases"][5]["skip_reason"], "campaign ended");
+    }
+
+    /// An interrupted report says so in every format, exits 128 + signal and never looks green.
+    #[test]
+    fn an_interrupted_report_says_so_in_every_format() {
+        let report = Report { interrupted: Some(15), ..count_only_report() };
+        assert_eq!(crate::run::exit_code(&report), 143);
+        let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Json, "run").unwrap()).unwrap();
+        assert_eq!((doc["status"].as_str(), doc["interrupted"].as_str()), (Some("interrupted"), Some("SIGTERM")));
+        assert_eq!(doc["exit_code"], 143);
+        let xml = render(&report, Format::Junit, "run").unwrap();
+        let junit = roxmltree::Document::parse(&xml).unwrap();
+        let error = junit.descendants().find(|n| n.has_tag_name("error")).expect("an <error>");
+        assert_eq!(error.attribute("type"), Some("interrupted"));
+        assert_eq!(error.parent().unwrap().attribute("name"), Some("interrupted"));
+        assert!(report.to_human().contains("INTERRUPTED by SIGTERM"), "{}", report.to_human());
+    }
+
+    /// `write` replaces an existing file whole and leaves no temporary file behind.
+    #[test]
+    fn write_replaces_the_file_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, "stale").unwrap();
+        write(&count_only_report(), Format::Json, "run", &path).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(doc["schema_version"], SCHEMA_VERSION);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        remove_stale(&path).unwrap();
+        assert!(!path.exists());
+        remove_stale(&path).unwrap();
     }
 
     #[test]

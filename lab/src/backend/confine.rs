@@ -1,0 +1,423 @@
+//! Confinement of guest processes (qemu-user and native): what a kernel under test may do to
+//! the host. The kernel is untrusted code; it must reach neither the machine nor the verdict.
+//!
+//! Every guest child, before `execve` ([`Command::pre_exec`]):
+//! - leaves the lab's process group (`setpgid(0, 0)`), so the lab can kill the guest and
+//!   anything it started with one `kill(-pgid)`, and asks for `SIGKILL` when the lab dies
+//!   (`PR_SET_PDEATHSIG`): no guest outlives the lab;
+//! - restricts itself with Landlock (crate `landlock`): no file-system writes anywhere, execute
+//!   only the program being started (and its ELF interpreter), reads only what qemu-user needs,
+//!   no TCP, no signals and no abstract UNIX sockets outside its own domain (Landlock ABI 6);
+//! - installs a seccomp filter (crate `seccompiler`, [`refusal_filter`]) that traps a second
+//!   `execve`, `fork`/`vfork`/`clone` without `CLONE_THREAD`, signals to other processes,
+//!   sockets, `ptrace`, opens for writing, `setsid`/`setpgid` and clearing the death signal.
+//!   A trapped call raises SIGSYS; the guest's fault handler reports it like any fault, so it
+//!   becomes a finding naming the call (see `FaultKind::SystemCall`).
+//!
+//! Native guests get one more layer: the x86_64 driver's `_start` installs the allow-list of
+//! [`native_allow_list`] (read the request fd, write the reply fd, `mprotect` inside
+//! `lab_arena` and the kernels' data, `rt_sigreturn`, `exit_group`) after its own set-up, from a BPF program the lab
+//! hands it on fd [`SECCOMP_FD`]. qemu-user cannot take such a filter: it makes system calls of
+//! its own on the guest's behalf, so there the refusal filter above is the limit.
+//!
+//! Unicorn runs the image in-process and never executes a guest system call (it is a hook).
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the guest ends: spawn guests from a
+//! thread that outlives them (the `lab` commands spawn from the main thread).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use landlock::{
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// The file descriptor on which a native guest finds its seccomp allow-list (raw
+/// `struct sock_filter` array, read to EOF by the x86_64 driver's `lab_seccomp_install`).
+pub const SECCOMP_FD: i32 = crate::protocol::fd::SECCOMP as i32;
+
+/// Stands for the guest's own pid in the compiled refusal filter; patched in the child, where
+/// the pid is known, without allocating.
+const PID_SENTINEL: u32 = 0x7e5e_1d5e;
+
+/// Landlock ABI the rules are written for (6 adds signal and abstract-socket scoping).
+const LANDLOCK_ABI: ABI = ABI::V6;
+
+/// What the running kernel offers for confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Support {
+    /// seccomp filter mode (`CONFIG_SECCOMP_FILTER`).
+    pub seccomp: bool,
+    /// Landlock ABI version, 0 when Landlock is missing or disabled.
+    pub landlock_abi: i32,
+}
+
+impl Support {
+    /// Asks the kernel (`prctl(PR_GET_SECCOMP)`, `landlock_create_ruleset(.., VERSION)`).
+    pub fn probe() -> Support {
+        // SAFETY: PR_GET_SECCOMP reads the calling thread's mode; no memory is passed.
+        let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } >= 0 && seccomp_filter_mode_available();
+        // SAFETY: LANDLOCK_CREATE_RULESET_VERSION (1) with a null attribute returns the ABI.
+        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+        Support { seccomp, landlock_abi: i32::try_from(abi.max(0)).unwrap_or(0) }
+    }
+
+    /// One line per missing layer, empty when the guest is fully confined.
+    pub fn gaps(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.seccomp {
+            out.push(
+                "the kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER): guest system calls are not filtered"
+                    .into(),
+            );
+        }
+        if self.landlock_abi == 0 {
+            out.push(
+                "the kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock): guests may write files".into(),
+            );
+        } else if self.landlock_abi < 6 {
+            out.push(format!(
+                "Landlock ABI {} (< 6): guest signals and abstract sockets are not scoped; seccomp still refuses them",
+                self.landlock_abi
+            ));
+        }
+        out
+    }
+}
+
+/// `seccomp(SECCOMP_GET_ACTION_AVAIL, SECCOMP_RET_TRAP)`: filter mode with the trap action.
+fn seccomp_filter_mode_available() -> bool {
+    let action: u32 = 0x0003_0000; // SECCOMP_RET_TRAP
+                                   // SAFETY: the kernel reads one u32 from `action`.
+    unsafe { libc::syscall(libc::SYS_seccomp, 2u32, 0u32, &action as *const u32) == 0 }
+}
+
+/// Which kind of guest is being started.
+pub enum Guest<'a> {
+    /// `qemu-<arch>` running `image`.
+    Qemu { qemu: &'a Path, image: &'a Path },
+    /// `image` executed directly; `protectable` = the `[start, end)` ranges the driver may
+    /// `mprotect`: `lab_arena` and the kernels' writable data (read-only during calls).
+    Native { image: &'a Path, protectable: &'a [(u64, u64)] },
+}
+
+/// Sets `cmd` up to start a confined guest in its own process group. Layers the kernel lacks
+/// are left out (see [`Support::gaps`]); a layer the kernel has but refuses is an error.
+///
+/// # Errors
+/// A Landlock rule or seccomp filter that cannot be built (names the layer).
+pub fn confine(cmd: &mut Command, guest: &Guest<'_>, support: Support) -> Result<(), String> {
+    let ruleset = match support.landlock_abi {
+        0 => None,
+        _ => Some(landlock_ruleset(guest).map_err(|e| format!("Landlock: {e}"))?),
+    };
+    let mut refusal = None;
+    let mut clone3 = None;
+    let mut allow_fd = None;
+    if support.seccomp {
+        let exec_path = cmd.get_program().as_encoded_bytes().as_ptr() as u64;
+        refusal = Some(refusal_filter(exec_path).map_err(|e| format!("seccomp: {e}"))?);
+        clone3 = Some(clone3_filter().map_err(|e| format!("seccomp: {e}"))?);
+        if let Guest::Native { protectable, .. } = guest {
+            let prog = native_allow_list(protectable).map_err(|e| format!("seccomp: {e}"))?;
+            allow_fd = Some(program_pipe(&prog).map_err(|e| format!("seccomp allow-list pipe: {e}"))?);
+        }
+    }
+    let parent = std::process::id();
+    let mut ruleset = ruleset;
+    // SAFETY: the closure runs in the forked child before exec. It only makes system calls and
+    // patches a buffer it owns: no allocation, no locks (Landlock's restrict_self and
+    // seccompiler's apply_filter are plain prctl/syscall wrappers on data built above).
+    unsafe {
+        cmd.pre_exec(move || in_child(parent, &mut ruleset, refusal.as_mut(), clone3.as_deref(), allow_fd.as_ref()));
+    }
+    Ok(())
+}
+
+/// The child's half of [`confine`]: process group, death signal, Landlock, seccomp.
+fn in_child(
+    parent: u32,
+    ruleset: &mut Option<RulesetCreated>,
+    refusal: Option<&mut BpfProgram>,
+    clone3: Option<&[seccompiler::sock_filter]>,
+    allow_fd: Option<&OwnedFd>,
+) -> std::io::Result<()> {
+    let os = std::io::Error::last_os_error;
+    // SAFETY: plain system calls on the calling process.
+    unsafe {
+        if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(os());
+        }
+        // The lab may have died between fork and prctl: then nobody would send the signal.
+        if u32::try_from(libc::getppid()).ok() != Some(parent) {
+            libc::_exit(1);
+        }
+        match allow_fd {
+            Some(fd) if libc::dup2(fd.as_raw_fd(), SECCOMP_FD) < 0 => return Err(os()),
+            Some(_) => {}
+            // Never let an inherited descriptor pose as the allow-list (the driver would block
+            // reading it).
+            None => {
+                libc::close(SECCOMP_FD);
+            }
+        }
+    }
+    if let Some(r) = ruleset.take() {
+        r.restrict_self().map_err(std::io::Error::other)?;
+    }
+    if let Some(prog) = refusal {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u32;
+        for insn in prog.iter_mut().filter(|i| i.k == PID_SENTINEL) {
+            insn.k = pid;
+        }
+        seccompiler::apply_filter(prog).map_err(std::io::Error::other)?;
+    }
+    if let Some(prog) = clone3 {
+        seccompiler::apply_filter(prog).map_err(std::io::Error::other)?;
+    }
+    Ok(())
+}
+
+/// Landlock for `guest`: reads under the system's library and configuration folders (qemu-user
+/// is dynamically linked and reads `/proc` and `/sys`) and of the image, execute only the
+/// program and its ELF interpreter, no writes, no TCP, signals only inside the domain.
+fn landlock_ruleset(guest: &Guest<'_>) -> Result<RulesetCreated, landlock::RulesetError> {
+    let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let (program, reads): (&Path, Vec<PathBuf>) = match guest {
+        Guest::Qemu { qemu, image } => {
+            let mut reads: Vec<PathBuf> =
+                ["/usr", "/lib", "/lib64", "/etc", "/proc", "/sys"].iter().map(PathBuf::from).collect();
+            reads.push(image.to_path_buf());
+            (qemu, reads)
+        }
+        Guest::Native { image, .. } => (image, Vec::new()),
+    };
+    let mut exec: Vec<PathBuf> = vec![program.to_path_buf()];
+    exec.extend(interpreter_of(program));
+    let mut created = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
+        .create()?;
+    for p in &reads {
+        if let Ok(fd) = PathFd::new(p) {
+            created = created.add_rule(PathBeneath::new(fd, read))?;
+        }
+    }
+    for p in &exec {
+        if let Ok(fd) = PathFd::new(p) {
+            created = created.add_rule(PathBeneath::new(fd, AccessFs::Execute | AccessFs::ReadFile))?;
+        }
+    }
+    Ok(created)
+}
+
+/// The `PT_INTERP` of a dynamically linked program (the kernel opens it for execution too).
+/// Reads only the file's first 64 KiB, where the ELF header, program headers and the
+/// interpreter's path live (the whole of qemu-aarch64 is 4.7 MB, read again at every restart).
+fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    use object::read::elf::{FileHeader as _, ProgramHeader as _};
+    use std::io::Read as _;
+    let mut data = Vec::with_capacity(64 << 10);
+    std::fs::File::open(program).ok()?.take(64 << 10).read_to_end(&mut data).ok()?;
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*data).ok()?;
+    let endian = header.endian().ok()?;
+    let headers = header.program_headers(endian, &*data).ok()?;
+    let interp = headers.iter().find_map(|ph| ph.interpreter(endian, &*data).ok().flatten())?;
+    Some(PathBuf::from(std::str::from_utf8(interp).ok()?.trim_end_matches('\0')))
+}
+
+/// The host's architecture as seccompiler names it.
+fn host_arch() -> Result<TargetArch, seccompiler::BackendError> {
+    TargetArch::try_from(std::env::consts::ARCH)
+}
+
+fn cond(arg: u8, op: Op, value: u64) -> Result<Cond, seccompiler::BackendError> {
+    Cond::new(arg, Len::Qword, op, value)
+}
+
+fn rule(conds: Vec<Cond>) -> Result<SeccompRule, seccompiler::BackendError> {
+    SeccompRule::new(conds)
+}
+
+/// Host system calls a guest process may not make (trapped: SIGSYS). `exec_path` is the address
+/// of the program path the child passes to its one `execve` (the `Command`'s own string), so
+/// only that `execve` passes; the guest's pid is [`PID_SENTINEL`] until the child patches it.
+///
+/// # Errors
+/// Only a seccompiler error (an unsupported host architecture).
+pub fn refusal_filter(exec_path: u64) -> Result<BpfProgram, seccompiler::Error> {
+    use libc::*;
+    let pid = u64::from(PID_SENTINEL);
+    let always = || Ok::<_, seccompiler::BackendError>(vec![]);
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let flags_write = |arg: u8| -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+        [O_WRONLY, O_RDWR, O_CREAT, O_TRUNC]
+            .iter()
+            .map(|&bit| rule(vec![cond(arg, Op::MaskedEq(bit as u64), bit as u64)?]))
+            .collect()
+    };
+    for nr in [
+        SYS_vfork,
+        SYS_fork,
+        SYS_execveat,
+        SYS_tkill,
+        SYS_pidfd_open,
+        SYS_pidfd_send_signal,
+        SYS_pidfd_getfd,
+        SYS_socket,
+        SYS_socketpair,
+        SYS_ptrace,
+        SYS_process_vm_readv,
+        SYS_process_vm_writev,
+        SYS_setsid,
+        SYS_setpgid,
+        SYS_creat,
+        SYS_openat2,
+        SYS_open_by_handle_at,
+        SYS_io_uring_setup,
+    ] {
+        rules.insert(nr, always()?);
+    }
+    rules.insert(SYS_clone, vec![rule(vec![cond(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?]);
+    rules.insert(SYS_execve, vec![rule(vec![cond(0, Op::Ne, exec_path)?])?]);
+    for nr in [SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo] {
+        rules.insert(nr, vec![rule(vec![Cond::new(0, Len::Dword, Op::Ne, pid)?])?]);
+    }
+    rules.insert(SYS_prctl, vec![rule(vec![cond(0, Op::Eq, PR_SET_PDEATHSIG as u64)?])?]);
+    rules.insert(SYS_open, flags_write(1)?);
+    rules.insert(SYS_openat, flags_write(2)?);
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trap, host_arch()?)?;
+    filter.try_into().map_err(seccompiler::Error::Backend)
+}
+
+/// `clone3` fails with ENOSYS: its flags live in memory a filter cannot read, and glibc then
+/// falls back to `clone`, whose flags [`refusal_filter`] checks.
+fn clone3_filter() -> Result<BpfProgram, seccompiler::Error> {
+    let rules = BTreeMap::from([(libc::SYS_clone3, vec![])]);
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), host_arch()?)?;
+    filter.try_into().map_err(seccompiler::Error::Backend)
+}
+
+/// The native guest's allow-list, installed by the x86_64 driver after its set-up: `read` from
+/// the request fd, `write` to the reply fd (protocol::fd), `mprotect` of ranges starting in one
+/// of `protectable` (`[start, end)`: `lab_arena`, the kernels' data), at most that range's
+/// length, no `PROT_EXEC`; `rt_sigreturn` (the handler's restorer) and `exit_group`. Anything
+/// else traps (SIGSYS), and the driver's handler reports it with the call's number.
+///
+/// # Errors
+/// Only a seccompiler error.
+pub fn native_allow_list(protectable: &[(u64, u64)]) -> Result<BpfProgram, seccompiler::Error> {
+    use libc::*;
+    let no_exec = || cond(2, Op::MaskedEq(!((PROT_READ | PROT_WRITE) as u64)), 0);
+    let mprotect = protectable
+        .iter()
+        .map(|&(start, end)| {
+            rule(vec![cond(0, Op::Ge, start)?, cond(0, Op::Lt, end)?, cond(1, Op::Le, end - start)?, no_exec()?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rules = BTreeMap::from([
+        (SYS_read, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REQUEST)?])?]),
+        (SYS_write, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REPLY)?])?]),
+        (SYS_mprotect, mprotect),
+        (SYS_rt_sigreturn, vec![]),
+        (SYS_exit_group, vec![]),
+    ]);
+    let filter = SeccompFilter::new(rules, SeccompAction::Trap, SeccompAction::Allow, TargetArch::x86_64)?;
+    filter.try_into().map_err(seccompiler::Error::Backend)
+}
+
+/// A pipe whose read end holds `prog` as raw `struct sock_filter`s followed by EOF.
+fn program_pipe(prog: &BpfProgram) -> std::io::Result<OwnedFd> {
+    let (reader, mut writer) = std::io::pipe()?;
+    let mut bytes = Vec::with_capacity(prog.len() * 8);
+    for i in prog {
+        bytes.extend_from_slice(&i.code.to_ne_bytes());
+        bytes.extend_from_slice(&[i.jt, i.jf]);
+        bytes.extend_from_slice(&i.k.to_ne_bytes());
+    }
+    // A pipe holds 64 KiB; the program is a few hundred bytes.
+    writer.write_all(&bytes)?;
+    drop(writer);
+    // Above the fds the protocol hands over (3-5), so that their dup2 cannot overwrite it.
+    let reader = OwnedFd::from(reader);
+    // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd or -1.
+    let high = unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if high < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `high` is a fresh descriptor nobody else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) })
+}
+
+/// The Linux name of system call `nr` on `arch` (crate `syscalls`), if it has one.
+pub fn syscall_name(arch: crate::variant::Arch, nr: u64) -> Option<&'static str> {
+    use crate::variant::Arch;
+    let nr = usize::try_from(nr).ok()?;
+    match arch {
+        Arch::X86_64 => syscalls::x86_64::Sysno::new(nr).map(|s| s.name()),
+        Arch::Aarch64 => syscalls::aarch64::Sysno::new(nr).map(|s| s.name()),
+        Arch::Riscv64 => syscalls::riscv64::Sysno::new(nr).map(|s| s.name()),
+    }
+}
+
+/// Kills a guest's whole process group and the guest itself (`SIGKILL`).
+pub fn kill_group(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+    // SAFETY: signals to our own child and its group; no memory is involved.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::Arch;
+
+    #[test]
+    fn refused_calls_are_named_per_architecture() {
+        assert_eq!(syscall_name(Arch::X86_64, 85), Some("creat"));
+        assert_eq!(syscall_name(Arch::Aarch64, 56), Some("openat"));
+        assert_eq!(syscall_name(Arch::Riscv64, 129), Some("kill"));
+        assert_eq!(syscall_name(Arch::X86_64, 100_000), None);
+    }
+
+    /// The four signal calls compare their pid with the sentinel the child patches; nothing else
+    /// may carry the sentinel's value, or the patch would change it too.
+    #[test]
+    fn the_refusal_filter_carries_the_pid_sentinel_once_per_signal_call() {
+        let prog = refusal_filter(0x1234_5678).unwrap();
+        assert_eq!(prog.iter().filter(|i| i.k == PID_SENTINEL).count(), 4);
+    }
+
+    #[test]
+    fn the_interpreter_of_a_dynamic_program_is_found_and_a_script_has_none() {
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let interp = interpreter_of(&sh).expect("/bin/sh is dynamically linked");
+        assert!(interp.to_string_lossy().contains("ld-linux"), "{}", interp.display());
+        assert!(interp.exists());
+        let script = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(script.path(), b"#!/bin/sh\n").unwrap();
+        assert_eq!(interpreter_of(script.path()), None);
+    }
+
+    #[test]
+    fn the_native_allow_list_fits_the_driver_buffer() {
+        let prog = native_allow_list(&[(0x40_0000, 0x40_0000 + (32 << 20)), (0x20_0000, 0x20_1000)]).unwrap();
+        assert!(!prog.is_empty() && prog.len() <= 4096, "{} instructions", prog.len());
+    }
+}

@@ -1,0 +1,246 @@
+//! Hostile kernels cannot act on the host (issue 11, reproductions 2 and 3): each fixture tries
+//! to create a file, fork, or signal the lab; every attempt must end as a finding naming the
+//! system call, with no file created, no process left behind, and a report for the run. And
+//! SIGTERM to `lab run` during a hang leaves no process and an `interrupted` report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kernel_lab::backend::{BackendKind, Limits};
+use kernel_lab::batch::Placement;
+use kernel_lab::checks::Class;
+use kernel_lab::image::Image;
+use kernel_lab::paths;
+use kernel_lab::report::Row;
+use kernel_lab::run;
+use kernel_lab::toolchain;
+use kernel_lab::vectors::{self, VectorSet};
+
+use crate::common::{fixture_kernels, variant, SEED};
+
+const LIMITS: Limits = Limits { batch_time: Duration::from_secs(5), call_instructions: 1_000_000 };
+
+/// One Poly1305 vector of one block.
+fn one_block_set() -> VectorSet {
+    let (set, errors) = vectors::load_file(&paths::vectors_dir().join("poly1305/rfc8439.json"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut set = set.expect("rfc8439");
+    let v = set.vectors.iter().find(|v| (16..32).contains(&v.msg_len())).expect("a one-block vector").clone();
+    set.vectors = vec![v];
+    set
+}
+
+/// Pids (other than this process) whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if pid != me && cmd.contains(needle) {
+            out.push((pid, cmd));
+        }
+    }
+    out
+}
+
+/// Runs `fixture` (replacing poly1305.S of `variant_name`, with `@ESCAPE_PATH@` set to a file in
+/// a fresh folder) on `backends`; returns the rows and the folder's path and the escape path.
+fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (Vec<(BackendKind, Row)>, PathBuf) {
+    let v = variant(variant_name);
+    let (dir, cfg) = fixture_kernels(v.arch.name(), "poly1305.S", fixture);
+    let escape = dir.path().join(format!("escaped-{}", std::process::id()));
+    let src = dir.path().join(v.arch.name()).join("poly1305.S");
+    let text = std::fs::read_to_string(&src).expect("fixture").replace("@ESCAPE_PATH@", &escape.display().to_string());
+    std::fs::write(&src, text).expect("fixture");
+    let path = toolchain::build_image(&cfg, v).unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    let image = Image::load(&path, v.arch).expect("image");
+    let set = one_block_set();
+    let mut rows = Vec::new();
+    for &kind in backends {
+        let mut backend = kind.open(v, &image, LIMITS).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let row = run::run_set_with_progress(
+            backend.as_mut(),
+            v,
+            &image,
+            &set,
+            SEED,
+            Placement::End,
+            &mut kernel_lab::progress::ignore,
+        );
+        drop(backend);
+        rows.push((kind, row));
+    }
+    let dir_name = dir.path().display().to_string();
+    assert!(!escape.exists(), "{fixture}: {} was created", escape.display());
+    let left = processes_mentioning(&dir_name);
+    assert!(left.is_empty(), "{fixture}: processes outlived the run: {left:?}");
+    (rows, escape)
+}
+
+/// Every case of `row` failed, and the first finding is a `syscall` finding containing `text`.
+fn assert_refused(fixture: &str, kind: BackendKind, row: &Row, text: &str) {
+    assert_eq!(row.passed, 0, "{fixture} on {kind}: a case passed");
+    assert!(!row.failed.is_empty(), "{fixture} on {kind}: nothing failed");
+    let f = &row.failed[0].findings[0];
+    assert_eq!(f.class, Class::Syscall, "{fixture} on {kind}: {f}");
+    assert!(f.text.contains(text), "{fixture} on {kind}: {text:?} not in {f}");
+}
+
+#[test]
+fn jumping_into_the_drivers_syscall_to_creat_is_refused_and_named() {
+    let (rows, _) = run_hostile("x86_64", "escape.S", &[BackendKind::Native, BackendKind::Qemu]);
+    for (kind, row) in &rows {
+        assert_refused("escape.S", *kind, row, "system call 85 (creat) attempted and refused");
+    }
+}
+
+#[test]
+fn a_syscall_entered_one_byte_in_cannot_fork() {
+    let (rows, _) = run_hostile("x86_64", "hidden_syscall.S", &[BackendKind::Native, BackendKind::Qemu]);
+    // Natively syscall user dispatch stops the guest's own fork (57) and the handler names it.
+    assert_refused("hidden_syscall.S", rows[0].0, &rows[0].1, "system call 57 (fork) attempted and refused");
+    // qemu-user forks with the host's clone, every signal blocked: the trap kills it with SIGSYS
+    // before anyone can name the call; the lab still files it as the kernel's system call.
+    assert_refused("hidden_syscall.S", rows[1].0, &rows[1].1, "refused by the lab's seccomp filter");
+}
+
+#[test]
+fn an_aarch64_word_holding_svc_cannot_create_a_file_under_qemu() {
+    let (rows, _) = run_hostile("aarch64", "svc_word.S", &[BackendKind::Qemu]);
+    assert_refused("svc_word.S", BackendKind::Qemu, &rows[0].1, "system call 56 (openat) attempted and refused");
+}
+
+#[test]
+fn execve_of_a_shell_under_qemu_is_refused_and_named() {
+    let (rows, _) = run_hostile("aarch64", "execve.S", &[BackendKind::Qemu]);
+    // qemu-user passes the guest's execve to the host's (x86_64: 59), which seccomp traps.
+    assert_refused("execve.S", BackendKind::Qemu, &rows[0].1, "system call 221 (execve) attempted and refused");
+}
+
+#[test]
+fn kill_of_the_parent_under_qemu_is_a_finding_and_the_lab_lives() {
+    let (rows, _) = run_hostile("riscv64", "kill_parent.S", &[BackendKind::Qemu]);
+    assert_refused("kill_parent.S", BackendKind::Qemu, &rows[0].1, "system call 129 (kill) attempted and refused");
+}
+
+/// Polls `f` every 50 ms for up to `limit`.
+fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
+    let v = variant("x86_64");
+    let (dir, cfg) = fixture_kernels(v.arch.name(), "poly1305.S", "loop.S");
+    let vectors = dir.path().join("one.json");
+    let set = one_block_set();
+    let entry = &set.vectors[0];
+    std::fs::write(
+        &vectors,
+        serde_json::json!({"kernel": "poly1305", "set": "one", "vectors": [vectors::entry_json(entry)]}).to_string(),
+    )
+    .expect("vector file");
+    let out = dir.path().join("report.json");
+    std::fs::write(&out, r#"{"status": "passed", "stale": true}"#).expect("stale report");
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["run", "--arch", "x86_64", "--backend", "qemu", "--backend", "native", "--kernel", "poly1305"])
+        .args(["--no-bundled", "--seed", "7", "--format", "json"])
+        .arg("--vectors")
+        .arg(&vectors)
+        .arg("--kernels-dir")
+        .arg(&cfg.kernels_dir)
+        .arg("--output")
+        .arg(&out)
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start lab");
+    let needle = dir.path().join("target").display().to_string();
+    // Building the image (clang) also mentions the folder: wait for the qemu guest itself.
+    let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(_, cmd)| cmd.contains("qemu-x86_64"));
+    let hanging = wait_for(Duration::from_secs(120), qemu_guest);
+    // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges.
+    let mut checked = 0;
+    for (pid, cmd) in processes_mentioning(&needle) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        if cmd.contains("qemu-x86_64") && !status.is_empty() {
+            for line in ["Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1"] {
+                assert!(status.contains(line), "{line:?} not in the status of {cmd}:\n{status}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no qemu guest to inspect");
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
+    let status = lab.wait().expect("lab exits");
+    assert!(hanging, "the guest never started");
+    assert_eq!(status.code(), Some(143), "exit status after SIGTERM");
+    assert!(
+        wait_for(Duration::from_secs(2), || processes_mentioning(&needle).is_empty()),
+        "processes outlived the lab: {:?}",
+        processes_mentioning(&needle)
+    );
+    let doc = read_json(&out);
+    assert_eq!(doc["status"], "interrupted", "{doc}");
+    assert_eq!(doc["interrupted"], "SIGTERM");
+    assert_eq!(doc["exit_code"], 143);
+    assert!(doc.get("stale").is_none(), "the stale report survived");
+    assert_eq!(doc["totals"]["passed"], 0, "{doc}");
+    assert_eq!(doc["totals"]["failed"], 0, "a killed batch must not fail its cases: {doc}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".lab-report-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary report files left: {leftovers:?}");
+}
+
+#[test]
+fn sigterm_during_lab_fuzz_stops_it_with_an_interrupted_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("fuzz.json");
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--arch", "x86_64", "--backend", "native", "--kernel", "md5", "--time", "120s", "--seed", "3"])
+        .args(["--format", "json", "--out"])
+        .arg(dir.path().join("failures"))
+        .arg("--output")
+        .arg(&out)
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start lab");
+    let needle = dir.path().join("target").display().to_string();
+    let guest =
+        || processes_mentioning(&needle).into_iter().any(|(_, cmd)| cmd.contains("lab.elf") && !cmd.contains("ld.lld"));
+    let running = wait_for(Duration::from_secs(120), guest);
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
+    let status = lab.wait().expect("lab exits");
+    assert!(running, "the guest never started");
+    assert_eq!(status.code(), Some(143));
+    assert!(
+        wait_for(Duration::from_secs(2), || processes_mentioning(&needle).is_empty()),
+        "processes outlived lab fuzz"
+    );
+    let doc = read_json(&out);
+    assert_eq!((doc["command"].as_str(), doc["status"].as_str()), (Some("fuzz"), Some("interrupted")), "{doc}");
+    assert_eq!(doc["totals"]["failed"], 0, "{doc}");
+}
