@@ -14,4 +14,5 @@ mod image;
 mod layout;
 mod matrix;
 mod reports;
+mod workflow;
 mod zbb;

@@ -20,12 +20,23 @@ pub(crate) struct BenchArgs {
     /// Skip the lab throughput section and the timed `lab run`.
     #[arg(long)]
     no_throughput: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
+    /// Report format: the human tables or JSON (the same `--format` as `lab run` and `lab fuzz`;
+    /// a bench report has no JUnit form).
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    format: String,
+    /// Old spelling of `--format json`.
+    #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
     /// Seed for operands.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+}
+
+impl BenchArgs {
+    /// `--check-args`: the selection names at least one variant.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.select.variants().map(drop)
+    }
 }
 
 pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
@@ -44,8 +55,7 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
         seed: a.seed,
     };
     let report = bench::bench(&cfg);
-    let text = if a.json { report.to_json() + "\n" } else { report.to_human() };
-    // A closed pipe (`lab bench | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    let text = if a.json || a.format == "json" { report.to_json() + "\n" } else { report.to_human() };
+    super::out::print(&text);
     report.exit_code()
 }

@@ -55,6 +55,13 @@ pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((i, n))
 }
 
+impl FuzzArgs {
+    /// `--check-args`: the selection names at least one variant.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.select.variants().map(drop)
+    }
+}
+
 pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
     let variants = match args.select.variants_or_usage_error("fuzz") {
         Ok(v) => v,
@@ -80,9 +87,9 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
     // With JSON or JUnit on stdout, the human lines go to stderr.
     let human = |text: &str| {
         if args.report.structured_on_stdout() {
-            eprint!("{text}");
+            super::out::eprint(text);
         } else {
-            print!("{text}");
+            super::out::print(text);
         }
     };
     human(&format!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}\n", cfg.shard.0, cfg.shard.1));

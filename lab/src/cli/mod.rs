@@ -6,6 +6,7 @@ mod doctor;
 mod fuzz;
 mod list;
 mod options;
+mod out;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +25,11 @@ use run::{run_cmd, RunArgs};
     after_help = "Examples:\n  lab doctor                  # is everything installed?\n  lab run                     # every kernel on every variant and backend\n  lab run --format junit --output lab.xml\n\nExit status: 0 nothing failed, 1 a case failed, 2 usage, input or set-up error."
 )]
 struct Cli {
+    /// Parse and resolve the arguments (variants, vector files, shard...) without running
+    /// anything: exit 0 when the command line is valid, 2 with clap's message otherwise.
+    /// tests/workflow.rs runs every `lab` command of the CI workflow with it.
+    #[arg(long, global = true, hide = true)]
+    check_args: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,7 +49,7 @@ enum Command {
     /// Count instructions per block, compare native speed with OpenSSL and RustCrypto, and time
     /// the lab itself.
     #[command(
-        after_help = "Examples:\n  lab bench\n  lab bench --json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
+        after_help = "Examples:\n  lab bench\n  lab bench --format json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
     )]
     Bench(BenchArgs),
     /// List variants and backends, and which backend can run which variant.
@@ -60,9 +66,6 @@ enum Command {
     Doctor,
 }
 
-/// Report format and destination, shared by every command that produces a [`Report`]
-/// (`#[command(flatten)]` it into the command's arguments).
-
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -71,11 +74,31 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if cli.check_args {
+        return check_args(&cli.command);
+    }
     match &cli.command {
         Command::Run(a) => run_cmd(a),
         Command::Fuzz(a) => fuzz_cmd(a),
         Command::Bench(a) => bench_cmd(a),
         Command::List => list_cmd(),
         Command::Doctor => doctor_cmd(),
+    }
+}
+
+/// `--check-args`: resolves the command's options as the command itself would, runs nothing.
+fn check_args(command: &Command) -> i32 {
+    let resolved = match command {
+        Command::Run(a) => a.check(),
+        Command::Fuzz(a) => a.check(),
+        Command::Bench(a) => a.check(),
+        Command::List | Command::Doctor => Ok(()),
+    };
+    match resolved {
+        Ok(()) => 0,
+        Err(e) => {
+            out::eprintln(&format!("lab: {e}"));
+            2
+        }
     }
 }

@@ -1,6 +1,5 @@
 //! Options shared by several commands: the variant/kernel/backend selection and the report output.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -37,15 +36,15 @@ impl OutputArgs {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         let result = match &self.output {
             Some(path) => reporters::write(report, format, command, path).map(|()| {
-                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+                super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }),
             None if format == Format::Human => Ok(()),
-            None => reporters::render(report, format, command).map(|text| print!("{text}")),
+            None => reporters::render(report, format, command).map(|text| super::out::print(&text)),
         };
         match result {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("lab {command}: cannot write the report: {e}");
+                super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                 2
             }
         }
@@ -53,25 +52,22 @@ impl OutputArgs {
 
     pub fn emit(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
-        let mut stdout = anstream::stdout();
         match &self.output {
             Some(path) => {
-                let _ = write!(stdout, "{}", report.to_human_styled(true));
+                super::out::print(&report.to_human_styled(true));
                 if let Err(e) = reporters::write(report, format, command, path) {
-                    eprintln!("lab {command}: cannot write the report: {e}");
+                    super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                     return 2;
                 }
-                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+                super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }
             None if format == Format::Human => {
-                let _ = write!(stdout, "{}", report.to_human_styled(true));
+                super::out::print(&report.to_human_styled(true));
             }
             None => match reporters::render(report, format, command) {
-                Ok(text) => {
-                    let _ = write!(stdout, "{text}");
-                }
+                Ok(text) => super::out::print(&text),
                 Err(e) => {
-                    eprintln!("lab {command}: {e}");
+                    super::out::eprintln(&format!("lab {command}: {e}"));
                     return 2;
                 }
             },
@@ -83,8 +79,8 @@ impl OutputArgs {
 /// Which variants, kernels and backends a command covers.
 #[derive(Args)]
 pub(crate) struct Select {
-    /// Architectures to run (default: all).
-    #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
+    /// Architectures to run: repeat the option or give a comma list (default: all).
+    #[arg(long = "arch", value_delimiter = ',', value_parser = ["riscv64", "aarch64", "x86_64"])]
     pub(crate) arch: Vec<String>,
     /// Only variants built with Zbb (riscv64+zbb).
     #[arg(long, conflicts_with = "no_zbb")]
@@ -92,11 +88,12 @@ pub(crate) struct Select {
     /// Only variants built without Zbb.
     #[arg(long)]
     pub(crate) no_zbb: bool,
-    /// Kernels to check (default: all).
-    #[arg(long = "kernel", value_parser = ["md5", "poly1305"])]
+    /// Kernels to check: repeat the option or give a comma list (default: all).
+    #[arg(long = "kernel", value_delimiter = ',', value_parser = ["md5", "poly1305"])]
     pub(crate) kernel: Vec<String>,
-    /// Backends to use (default: every backend that can run a variant).
-    #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
+    /// Backends to use: repeat the option or give a comma list (default: every backend that can
+    /// run a variant).
+    #[arg(long = "backend", value_delimiter = ',', value_parser = ["unicorn", "qemu", "native"])]
     pub(crate) backend: Vec<String>,
     /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
     #[arg(long, value_name = "DIR")]
@@ -124,7 +121,7 @@ impl Select {
     /// [`variants`](Self::variants) for command `cmd`, printing the error (exit status 2).
     pub(crate) fn variants_or_usage_error(&self, cmd: &str) -> Result<Vec<&'static Variant>, i32> {
         self.variants().map_err(|e| {
-            eprintln!("lab {cmd}: {e}");
+            super::out::eprintln(&format!("lab {cmd}: {e}"));
             2
         })
     }

@@ -67,11 +67,18 @@ impl RunArgs {
     }
 }
 
+impl RunArgs {
+    /// `--check-args`: the options resolve into a run configuration.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.resolve().map(drop)
+    }
+}
+
 pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
     let cfg = match args.resolve() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("lab run: {e}");
+            super::out::eprintln(&format!("lab run: {e}"));
             return 2;
         }
     };
