@@ -381,12 +381,14 @@ pub fn cases_of(v: &Vector) -> usize {
     1 + v.offsets.len()
 }
 
-/// The case names of `v`, in planning order: the vector's name for the guarded case, then
-/// `@+N` per offset (` [split]` added for a Poly1305 tag's split-call cases). Stable across
-/// seeds, so CI history can follow a case.
+/// The case names of `v`, in planning order: `NAME [guarded]` for the guarded case (every
+/// buffer flush against a guard page), then `NAME @+N` per offset (` [split]` added for a
+/// Poly1305 tag's split-call cases). Stable across seeds, so CI history can follow a case.
 pub fn case_names(v: &Vector) -> Vec<String> {
     let split = if matches!(v.body, Body::Poly1305Tag { .. }) { " [split]" } else { "" };
-    std::iter::once(v.name.clone()).chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name))).collect()
+    std::iter::once(format!("{} [guarded]", v.name))
+        .chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name)))
+        .collect()
 }
 
 /// Plans every case of `v` into `b` (see [`cases_of`] and [`case_names`]); `flush` says which

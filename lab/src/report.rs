@@ -225,6 +225,8 @@ pub struct Report {
     pub seed: u64,
     /// Wall time of the whole run.
     pub elapsed: Duration,
+    /// The run's replay options ([`crate::replay`]); `None`: the seed alone replays it.
+    pub replay: Option<crate::replay::Replay>,
 }
 
 impl Report {
@@ -325,6 +327,10 @@ impl Report {
         for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
             let head = format!("FAILED {} on {}, {} / {}:", r.variant, r.backend, r.kernel, r.set);
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
+            if let Some(replay) = &self.replay {
+                let _ =
+                    writeln!(s, "  replay: {}", replay.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), None));
+            }
             for c in r.failed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in c.findings.iter().take(FINDINGS_SHOWN) {

@@ -141,6 +141,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
         seed: cfg.seed,
         limits: Default::default(),
         flush: crate::batch::Placement::End,
+        filter: crate::run::Filter::default(),
     };
     let t = Instant::now();
     let r = run::run(&run_cfg);

@@ -63,8 +63,15 @@ pub struct NativeReport {
 /// assemble the kernels in), or `None` when it can.
 pub fn unavailable() -> Option<&'static str> {
     let why = env!("KERNEL_LAB_NATIVE_SKIP");
-    (!why.is_empty()).then_some(why)
+    if !why.is_empty() {
+        return Some(why);
+    }
+    (!cfg!(feature = "openssl")).then_some(NO_OPENSSL)
 }
+
+/// Why the comparison is left out of a build without the `openssl` feature.
+const NO_OPENSSL: &str = "this lab was built without the cargo feature `openssl` (on by default; \
+     `--no-default-features` turns it off), so there is no OpenSSL to compare with";
 
 /// Runs the comparison with `runs` samples per figure.
 ///
@@ -109,14 +116,14 @@ fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut d
     samples.iter_mut().map(|s| median(s)).collect()
 }
 
-#[cfg(not(all(target_arch = "x86_64", native_kernels)))]
+#[cfg(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")))]
 mod imp {
     pub fn bench(_runs: usize) -> Result<super::NativeReport, String> {
-        Err(env!("KERNEL_LAB_NATIVE_SKIP").to_string())
+        Err(super::unavailable().unwrap_or(super::NO_OPENSSL).to_string())
     }
 }
 
-#[cfg(all(target_arch = "x86_64", native_kernels))]
+#[cfg(all(target_arch = "x86_64", native_kernels, feature = "openssl"))]
 mod imp {
     use std::hint::black_box;
 

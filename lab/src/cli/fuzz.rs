@@ -102,14 +102,14 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
         bar.tick();
     });
     bar.finish_and_clear();
-    let (text, status) = fuzz_text(&results, seed, &fuzz::kernels_option(&cfg));
+    let (text, status) = fuzz_text(&results, seed);
     human(&text);
     let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
     status.max(args.report.emit_structured(&report, "fuzz"))
 }
 
 /// Each target's line and every failure, and the exit status.
-pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64, kernels_option: &str) -> (String, i32) {
+pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i32) {
     use std::fmt::Write as _;
     let mut status = 0;
     let mut out = String::new();
@@ -140,20 +140,7 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64, kernels_optio
                 for finding in &f.findings {
                     let _ = writeln!(out, "  - {finding}");
                 }
-                let variant = kernel_lab::variant::Variant::by_name(r.variant).expect("a known variant");
-                let zbb = match (variant.arch, variant.zbb) {
-                    (kernel_lab::variant::Arch::Riscv64, true) => " --zbb",
-                    (kernel_lab::variant::Arch::Riscv64, false) => " --no-zbb",
-                    _ => "",
-                };
-                let _ = writeln!(
-                    out,
-                    "  written to {}\n  replay: lab run --no-bundled --vectors {} --arch {}{zbb} --backend {}{kernels_option}",
-                    f.file.display(),
-                    f.file.display(),
-                    variant.arch,
-                    r.backend
-                );
+                let _ = writeln!(out, "  written to {}\n  replay: {}", f.file.display(), f.replay);
             }
         }
     }

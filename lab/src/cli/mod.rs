@@ -30,6 +30,10 @@ struct Cli {
     /// tests/workflow.rs runs every `lab` command of the CI workflow with it.
     #[arg(long, global = true, hide = true)]
     check_args: bool,
+    /// Cache folder for built images and the bundled kernels and vectors (default:
+    /// $KERNEL_LAB_CACHE, else $XDG_CACHE_HOME/kernel-lab, else ~/.cache/kernel-lab).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -74,6 +78,10 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if let Some(dir) = &cli.cache_dir {
+        // Read by kernel_lab::paths::cache_dir; set before any other thread starts.
+        std::env::set_var("KERNEL_LAB_CACHE", dir);
+    }
     if cli.check_args {
         return check_args(&cli.command);
     }

@@ -7,7 +7,7 @@ use clap::Args;
 use kernel_lab::backend::BackendKind;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
-use kernel_lab::reporters::{self, Format};
+use kernel_lab::reporters::{self, Format, JunitCases};
 use kernel_lab::run;
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
@@ -20,9 +20,17 @@ pub struct OutputArgs {
     /// Write the report to FILE (the human table still goes to stdout).
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+    /// JUnit test cases: `rows` = one per variant × backend × kernel × vector set, failures
+    /// listed inside (a full run: ~150 cases, kilobytes); `all` = one per case (~160,000).
+    #[arg(long, default_value = "rows", value_parser = ["rows", "all"])]
+    pub(crate) junit_cases: String,
 }
 
 impl OutputArgs {
+    fn junit_cases(&self) -> JunitCases {
+        JunitCases::from_name(&self.junit_cases).unwrap_or_default()
+    }
+
     /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
     /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
     /// Whether the structured report goes to stdout (so human text must go to stderr).
@@ -35,11 +43,13 @@ impl OutputArgs {
     pub fn emit_structured(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         let result = match &self.output {
-            Some(path) => reporters::write(report, format, command, path).map(|()| {
+            Some(path) => reporters::write_with(report, format, command, self.junit_cases(), path).map(|()| {
                 super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }),
             None if format == Format::Human => Ok(()),
-            None => reporters::render(report, format, command).map(|text| super::out::print(&text)),
+            None => {
+                reporters::render_with(report, format, command, self.junit_cases()).map(|text| super::out::print(&text))
+            }
         };
         match result {
             Ok(()) => 0,
@@ -55,7 +65,7 @@ impl OutputArgs {
         match &self.output {
             Some(path) => {
                 super::out::print(&report.to_human_styled(true));
-                if let Err(e) = reporters::write(report, format, command, path) {
+                if let Err(e) = reporters::write_with(report, format, command, self.junit_cases(), path) {
                     super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                     return 2;
                 }
@@ -64,7 +74,7 @@ impl OutputArgs {
             None if format == Format::Human => {
                 super::out::print(&report.to_human_styled(true));
             }
-            None => match reporters::render(report, format, command) {
+            None => match reporters::render_with(report, format, command, self.junit_cases()) {
                 Ok(text) => super::out::print(&text),
                 Err(e) => {
                     super::out::eprintln(&format!("lab {command}: {e}"));
