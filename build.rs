@@ -48,8 +48,12 @@ fn embed(dirs: &[&str]) {
     let mut code = String::from("/// Every bundled file: (path relative to the repository, contents).\n");
     code.push_str("pub static FILES: &[(&str, &[u8])] = &[\n");
     for rel in &files {
-        let abs = root.join(rel);
-        code.push_str(&format!("    ({:?}, include_bytes!({:?})),\n", rel.to_string_lossy(), abs.to_string_lossy()));
+        // Resolved against the crate's folder when the lab compiles, not now: a target/ that
+        // outlives its checkout (moved, or shared) never points at another folder's files.
+        let rel = rel.to_string_lossy();
+        code.push_str(&format!(
+            "    ({rel:?}, include_bytes!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/\", {rel:?}))),\n"
+        ));
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("bundled.rs");

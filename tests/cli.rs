@@ -137,3 +137,14 @@ fn selections_take_comma_lists_and_repeated_options_alike() {
     assert_eq!(comma, ["aarch64 qemu", "aarch64 unicorn", "x86_64 qemu", "x86_64 unicorn"]);
     assert_eq!(rows(&["--arch", "aarch64", "--arch", "x86_64", "--backend", "unicorn", "--backend", "qemu"]), comma);
 }
+
+#[test]
+fn list_speaks_json_with_the_same_format_option() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(["list", "--format", "json"]).output().expect("run lab");
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names: Vec<&str> = doc["variants"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["riscv64", "riscv64+zbb", "aarch64", "x86_64"]);
+    let aarch64_native = &doc["variants"][2]["backends"][2];
+    assert_eq!((aarch64_native["backend"].as_str(), aarch64_native["runs"].as_bool()), (Some("native"), Some(false)));
+}

@@ -401,6 +401,12 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
     out
 }
 
+/// How many of a campaign's first `n` case indices shard `shard` of `shards` owns (index k
+/// belongs to shard k mod `shards`); over shards 0..`shards` they add up to `n`.
+pub fn shard_cases(n: u64, shard: u64, shards: u64) -> u64 {
+    (n + shards - 1 - shard) / shards
+}
+
 /// Fuzzes one target. Cases come from a runner seeded by (campaign seed, variant, kernel), so
 /// every backend of a variant sees the same cases and a shard sees the same cases every time.
 fn fuzz_target(
@@ -416,7 +422,7 @@ fn fuzz_target(
     let strategy = strategy(kernel);
     let (shard, shards) = cfg.shard;
     let total = match budget {
-        Budget::Cases(n) => Some((n + shards - 1 - shard) / shards),
+        Budget::Cases(n) => Some(shard_cases(n, shard, shards)),
         Budget::Time(_) => None,
     };
     let mut index = 0u64;
@@ -565,4 +571,22 @@ pub fn to_report(
         })
         .collect();
     Report { rows, seed, elapsed, ..Report::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shard_cases;
+
+    #[test]
+    fn shards_0_to_n_minus_1_own_every_case_index_exactly_once() {
+        for n in [0u64, 1, 3, 4, 5, 2000, 2001] {
+            for shards in 1..=5u64 {
+                // The indices shard i takes: i, i + N, i + 2N, ... below n.
+                let owned: Vec<u64> = (0..shards).map(|i| (0..n).filter(|k| k % shards == i).count() as u64).collect();
+                let counted: Vec<u64> = (0..shards).map(|i| shard_cases(n, i, shards)).collect();
+                assert_eq!(counted, owned, "n {n}, {shards} shards");
+                assert_eq!(counted.iter().sum::<u64>(), n);
+            }
+        }
+    }
 }

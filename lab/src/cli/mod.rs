@@ -12,9 +12,9 @@ mod run;
 use clap::{Parser, Subcommand};
 
 use bench::{bench_cmd, BenchArgs};
-use doctor::doctor_cmd;
+use doctor::{doctor_cmd, DoctorArgs};
 use fuzz::{fuzz_cmd, FuzzArgs};
-use list::list_cmd;
+use list::{list_cmd, ListArgs};
 use run::{run_cmd, RunArgs};
 
 #[derive(Parser)]
@@ -57,17 +57,17 @@ enum Command {
     )]
     Bench(BenchArgs),
     /// List variants and backends, and which backend can run which variant.
-    #[command(after_help = "Example:\n  lab list")]
-    List,
+    #[command(after_help = "Examples:\n  lab list\n  lab list --format json")]
+    List(ListArgs),
     /// Check the set-up: tools, the Unicorn engine, every variant on every backend.
     ///
     /// Checks clang, ld.lld and each qemu-user binary, the Unicorn engine linked into the lab,
     /// and that every variant builds from scratch and runs a tiny batch on every backend that
     /// can run it. Exit 0 only if all is well.
     #[command(
-        after_help = "Example:\n  lab doctor\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
+        after_help = "Examples:\n  lab doctor\n  lab doctor --format json\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
     )]
-    Doctor,
+    Doctor(DoctorArgs),
 }
 
 pub fn main() -> i32 {
@@ -89,8 +89,8 @@ pub fn main() -> i32 {
         Command::Run(a) => run_cmd(a),
         Command::Fuzz(a) => fuzz_cmd(a),
         Command::Bench(a) => bench_cmd(a),
-        Command::List => list_cmd(),
-        Command::Doctor => doctor_cmd(),
+        Command::List(a) => list_cmd(a),
+        Command::Doctor(a) => doctor_cmd(a),
     }
 }
 
@@ -100,7 +100,7 @@ fn check_args(command: &Command) -> i32 {
         Command::Run(a) => a.check(),
         Command::Fuzz(a) => a.check(),
         Command::Bench(a) => a.check(),
-        Command::List | Command::Doctor => Ok(()),
+        Command::List(_) | Command::Doctor(_) => Ok(()),
     };
     match resolved {
         Ok(()) => 0,
