@@ -81,11 +81,13 @@ pub fn bench(runs: usize) -> Result<NativeReport, String> {
     imp::bench(runs.max(1))
 }
 
+#[cfg_attr(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")), allow(dead_code))]
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
+#[cfg_attr(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")), allow(dead_code))]
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -99,6 +101,7 @@ fn cpu_model() -> String {
 }
 
 /// Times `impls` (name, one call) interleaved; returns the median ns per call of each.
+#[cfg_attr(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")), allow(dead_code))]
 fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut dyn FnMut())]) -> Vec<f64> {
     let mut samples = vec![Vec::with_capacity(runs); impls.len()];
     for (_, f) in impls.iter_mut() {
