@@ -47,7 +47,7 @@ pub(super) fn render(report: &Report, command: &str, cases: JunitCases) -> Resul
             }
             (JunitCases::Rows, None) => {
                 for r in group {
-                    suite.add_test_case(row_case(r, replay));
+                    suite.add_test_case(row_case(r, replay, command != "fuzz"));
                 }
             }
             (JunitCases::All, _) => {
@@ -88,9 +88,10 @@ fn skipped_cell(group: &[Row], reason: &str) -> TestCase {
 }
 
 /// One test case for a row (variant × backend × kernel × set): classname
-/// `variant.backend.kernel`, name the set, time the row's wall time; a failure lists the first
+/// `variant.backend.kernel`, name the set, time the row's wall time, the counts in
+/// `<system-out>` when `counts`; a failure lists the first
 /// [`FAILURES_LISTED`] failed cases with their findings and replay lines, then how many more.
-fn row_case(r: &Row, replay: Option<&Replay>) -> TestCase {
+fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
     let status = if !r.failed.is_empty() {
         row_failure(r, replay)
     } else if r.passed > 0 {
@@ -102,11 +103,14 @@ fn row_case(r: &Row, replay: Option<&Replay>) -> TestCase {
     };
     let mut case = TestCase::new(r.set.clone(), status);
     case.set_classname(format!("{}.{}.{}", r.variant, r.backend, r.kernel)).set_time(r.elapsed);
-    let mut out = format!("{} passed, {} failed, {} skipped\n", r.passed, r.failed.len(), r.skipped);
-    if let (Some(reason), true) = (&r.skip_reason, r.skipped > 0) {
-        out.push_str(&format!("skipped: {reason}\n"));
+    // A fuzz row holds one case, the campaign: its count would say nothing.
+    if counts {
+        let mut out = format!("{} passed, {} failed, {} skipped\n", r.passed, r.failed.len(), r.skipped);
+        if let (Some(reason), true) = (&r.skip_reason, r.skipped > 0) {
+            out.push_str(&format!("skipped: {reason}\n"));
+        }
+        case.set_system_out(out);
     }
-    case.set_system_out(out);
     case
 }
 
