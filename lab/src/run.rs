@@ -127,7 +127,9 @@ fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
 /// nothing is a set-up error naming what exists, so a mistyped name never passes as "0 failed".
 fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> Vec<VectorSet> {
     for name in filter.sets.iter().filter(|n| !sets.iter().any(|s| &&s.set == n)) {
-        let known: Vec<&str> = sets.iter().map(|s| s.set.as_str()).collect();
+        let mut known: Vec<&str> = sets.iter().map(|s| s.set.as_str()).collect();
+        known.sort_unstable();
+        known.dedup();
         report.setup_errors.push(format!("--set {name}: no such vector set (sets here: {})", known.join(", ")));
     }
     let mut sets: Vec<VectorSet> =
