@@ -47,6 +47,7 @@ pub fn config_with(
         limits: Limits::default(),
         flush: Placement::End,
         filter: kernel_lab::run::Filter::default(),
+        cost_limits: Default::default(),
     }
 }
 
@@ -61,6 +62,18 @@ pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::Temp
     std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(arch).join(fixture);
     std::fs::copy(&src, &target).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    (dir, build)
+}
+
+/// Like [`fixture_kernels`], with the fixture's text given (a generated fixture).
+pub fn generated_fixture_kernels(arch: &str, file: &str, source: &str) -> (tempfile::TempDir, BuildConfig) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&paths::kernels_dir(), dir.path());
+    let target = dir.path().join(arch).join(file);
+    let stem = file.strip_suffix(".S").expect("a .S file");
+    std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
+    std::fs::write(&target, source).expect("write the fixture");
     let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
     (dir, build)
 }

@@ -4,8 +4,10 @@
 
 mod agreement;
 mod bench;
+mod bounds;
 mod checks;
 mod cli;
+mod clobber;
 mod common;
 mod doctor;
 mod fuzz;
@@ -13,6 +15,8 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod protocol;
 mod reports;
+mod vector_files;
 mod workflow;
 mod zbb;

@@ -7,6 +7,12 @@ independently of the lab's Rust reference:
   vectors/poly1305/layout.json    every length 0..1024, a 1 MiB tag (Python big-int Poly1305),
                                   a message split over many calls
   vectors/poly1305/limb-edges.json  accumulators and r at the contract's edges
+  vectors/md5/intermediate.json   MD5 states after given blocks (a from-RFC 1321 compression
+                                  function here, checked against hashlib), expected ofs
+  vectors/md5/chains.json         MD5 iterated 100 times on its own digest (hashlib)
+  vectors/poly1305/intermediate.json  accumulators after given blocks (RFC 8439 §2.5.2 prints them)
+  vectors/poly1305/chains.json    the MAC-of-MACs self-test of poly1305-donna (BoringSSL, OpenSSL,
+                                  Linux carry it), recomputed here with Python integers
 
 Message patterns match lab/src/vectors.rs::generate: counter (i mod 256), repeat, and random =
 SHA-256(seed u64 LE || counter u64 LE) blocks. Re-running rewrites the same files.
@@ -162,6 +168,143 @@ def poly_edges():
     write("poly1305", "limb-edges", "Poly1305 processBlocks at the limb-contract edges: accumulators at the bounds and around p, extreme r, all-0xff blocks", v)
 
 
+# MD5 compression function, straight from RFC 1321 §3.4, to pin intermediate states (hashlib
+# gives only final digests); checked against hashlib in md5_intermediate().
+MD5_IV = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476]
+MD5_S = [[7, 12, 17, 22], [5, 9, 14, 20], [4, 11, 16, 23], [6, 10, 15, 21]]
+
+
+def md5_compress(state, block):
+    import math
+    t = [int(abs(math.sin(i + 1)) * 2**32) & 0xFFFFFFFF for i in range(64)]
+    x = [int.from_bytes(block[4 * i:4 * i + 4], "little") for i in range(16)]
+    a, b, c, d = state
+    for i in range(64):
+        rnd = i // 16
+        if rnd == 0:
+            f, k = (b & c) | (~b & d), i
+        elif rnd == 1:
+            f, k = (b & d) | (c & ~d), (5 * i + 1) % 16
+        elif rnd == 2:
+            f, k = b ^ c ^ d, (3 * i + 5) % 16
+        else:
+            f, k = c ^ (b | (~d & 0xFFFFFFFF)), (7 * i) % 16
+        v = (a + (f & 0xFFFFFFFF) + x[k] + t[i]) & 0xFFFFFFFF
+        s = MD5_S[rnd][i % 4]
+        a, d, c = d, c, b
+        b = (b + ((v << s | v >> (32 - s)) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    return [(p + q) & 0xFFFFFFFF for p, q in zip(state, [a, b, c, d])]
+
+
+def md5_pad(msg):
+    n = len(msg)
+    return msg + b"\x80" + b"\x00" * ((55 - n) % 64) + (8 * n).to_bytes(8, "little")
+
+
+def state_hex(state):
+    return b"".join(w.to_bytes(4, "little") for w in state).hex()
+
+
+def md5_intermediate():
+    for n in [0, 1, 55, 56, 63, 64, 65, 200]:
+        padded, st = md5_pad(counter(n)), MD5_IV
+        for i in range(0, len(padded), 64):
+            st = md5_compress(st, padded[i:i + 64])
+        assert state_hex(st) == hashlib.md5(counter(n)).hexdigest(), n
+    rfc7 = b"1234567890" * 8
+    padded = md5_pad(rfc7)
+    after1 = md5_compress(MD5_IV, padded[:64])
+    after2 = md5_compress(after1, padded[64:])
+    assert state_hex(after2) == "57edf4a22be3c955ac49da2e2107b67a"  # RFC 1321 A.5, last line
+    src = "RFC 1321 A.5 #7 message; state from a from-RFC compression function in ci/tools/gen_vectors.py (checked against hashlib)"
+    v = [{"name": "RFC 1321 A.5 #7: state after the first block", "source": src,
+          "stub": "md5_implCompress", "state_hex": state_hex(MD5_IV), "msg_hex": padded[:64].hex(),
+          "expect_state_hex": state_hex(after1)},
+         {"name": "RFC 1321 A.5 #7: the padding block from that state gives the published digest",
+          "source": "RFC 1321 A.5 #7: MD5 = 57edf4a22be3c955ac49da2e2107b67a (the final state is the digest)",
+          "stub": "md5_implCompress", "state_hex": state_hex(after1), "msg_hex": padded[64:].hex(),
+          "expect_state_hex": "57edf4a22be3c955ac49da2e2107b67a"}]
+    a128 = b"a" * 128
+    st = md5_compress(md5_compress(MD5_IV, a128[:64]), a128[64:])
+    v.append({"name": "implCompressMB over two blocks of 'a' from the IV: state and returned ofs",
+              "source": "state from the compression function in ci/tools/gen_vectors.py; ofs + 2 x 64 per the do-while contract",
+              "stub": "md5_implCompressMB", "state_hex": state_hex(MD5_IV), "ofs": 1000, "limit": 1064,
+              "msg": {"pattern": "repeat", "byte_hex": "61", "len": 128},
+              "expect_state_hex": state_hex(st), "expect_ofs": 1128})
+    write("md5", "intermediate", "MD5 states after given blocks and returned ofs, checked against the file", v)
+
+
+def md5_chains():
+    x = b""
+    for _ in range(100):
+        x = hashlib.md5(x).digest()
+    v = [{"name": "MD5 iterated 100 times from the empty message",
+          "source": "x0 = empty, x(i+1) = MD5(x(i)) (NIST CAVP Monte Carlo style iteration); x100 from Python hashlib",
+          "chain": "md5_iterate", "msg_hex": "", "steps": 100, "digest_hex": x.hex()}]
+    x = b"abc"
+    for _ in range(3):
+        x = hashlib.md5(x).digest()
+    v.append({"name": "MD5 iterated 3 times from \"abc\"", "source": "x3 from Python hashlib",
+              "chain": "md5_iterate", "msg_hex": b"abc".hex(), "steps": 3, "digest_hex": x.hex()})
+    pieces = [64] * 600 + [37]
+    n = sum(pieces)
+    v.append({"name": "601 updates (more calls than one batch segment holds)",
+              "source": "600 one-block engineUpdate calls and a tail: the digest runs over two batches, the state carried; Python hashlib",
+              "msg": {"pattern": "random", "seed": 400, "len": n}, "updates": pieces,
+              "digest_hex": hashlib.md5(rand_bytes(400, n)).hexdigest()})
+    write("md5", "chains", "Chained procedures: MD5 iterated on its own digest; a digest longer than one batch", v)
+
+
+def poly_acc_hex(key, msg):
+    r = int.from_bytes(key[:16], "little") & CLAMP
+    acc = 0
+    for i in range(0, len(msg) // 16 * 16, 16):
+        acc = (acc + int.from_bytes(msg[i:i + 16] + b"\x01", "little")) * r % P
+    return acc
+
+
+def poly_intermediate():
+    key = bytes.fromhex("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b")
+    msg = b"Cryptographic Forum Research Group"
+    r = int.from_bytes(key[:16], "little") & CLAMP
+    published = ["2c88c77849d64ae9147ddeb88e69c83fc", "2d8adaf23b0337fa7cccfb4ea344b30de"]
+    v = []
+    for blocks, want in zip([1, 2], published):
+        assert format(poly_acc_hex(key, msg[:16 * blocks]), "x") == want
+        v.append({"name": f"RFC 8439 §2.5.2: Acc after block {blocks}",
+                  "source": f"RFC 8439 §2.5.2 prints Acc = {want} after block #{blocks}; Python integers agree",
+                  "acc": [0, 0, 0, 0, 0], "r_hex": r.to_bytes(16, "little").hex(), "msg_hex": msg[:16 * blocks].hex(),
+                  "lengths": [16] * blocks, "expect_acc": want})
+    rng = random.Random(13)
+    lengths = [16] * 600
+    n = 16 * 600
+    data = rand_bytes(500, n)
+    rr = rng.getrandbits(128) & CLAMP
+    acc = 0
+    for i in range(0, n, 16):
+        acc = (acc + int.from_bytes(data[i:i + 16] + b"\x01", "little")) * rr % P
+    v.append({"name": "600 one-block calls (more calls than one batch segment holds)",
+              "source": "the chain runs over two batches, the accumulator carried; expect_acc from Python integers",
+              "acc": [0, 0, 0, 0, 0], "r_hex": rr.to_bytes(16, "little").hex(), "msg": {"pattern": "random", "seed": 500, "len": n},
+              "lengths": lengths, "expect_acc": format(acc, "x")})
+    write("poly1305", "intermediate", "Poly1305 accumulators after given blocks, checked against the file", v)
+
+
+def poly_chains():
+    total_key = bytes([1, 2, 3, 4, 5, 6, 7, 0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa, 0xf9] + [0xff] * 14 + [0] * 4)
+    tags = b"".join(poly1305_tag(bytes([i]) * 32, bytes([i]) * i) for i in range(256))
+    total = poly1305_tag(total_key, tags).hex()
+    assert total == "64afe2e8d6ad7bbdd287f97c44623d39", total  # poly1305-donna total_mac
+    v = [{"name": "MAC of MACs: tag of the tags of keys and messages of bytes i, i = 0..255",
+          "source": "poly1305-donna poly1305_power_on_self_test (total_key, total_mac = 64afe2e8d6ad7bbdd287f97c44623d39), as in BoringSSL/OpenSSL/Linux self-tests; recomputed with Python integers",
+          "chain": "poly1305_mac_of_macs", "count": 256, "key_hex": total_key.hex(), "tag_hex": total}]
+    tags = b"".join(poly1305_tag(bytes([i]) * 32, bytes([i]) * i) for i in range(20))
+    v.append({"name": "MAC of MACs over i = 0..19", "source": "the same procedure, 20 inner tags; Python integers",
+              "chain": "poly1305_mac_of_macs", "count": 20, "key_hex": total_key.hex(),
+              "tag_hex": poly1305_tag(total_key, tags).hex()})
+    write("poly1305", "chains", "Chained procedures: the MAC-of-MACs self-test", v)
+
+
 if __name__ == "__main__":
     assert poly1305_tag(bytes.fromhex("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b"),
                         b"Cryptographic Forum Research Group").hex() == "a8061dc1305136c6c22b8baf0c0127a9"
@@ -169,3 +312,7 @@ if __name__ == "__main__":
     md5_mb()
     poly_layout()
     poly_edges()
+    md5_intermediate()
+    md5_chains()
+    poly_intermediate()
+    poly_chains()

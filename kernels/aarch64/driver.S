@@ -3,13 +3,18 @@
 // One freestanding static image serves every backend (see ../README.md):
 //   * Unicorn maps the image, writes a batch into lab_arena and runs lab_batch with
 //     x30 = lab_unicorn_halt; lab_batch makes no system call.
-//   * qemu-user runs _start, which reads batches from stdin and writes results to stdout.
+//   * qemu-user runs _start, which maps the host's shared arena over lab_arena, then answers
+//     request tokens (fd 4) with reply tokens (fd 5).
+//
+// Every protocol value (offsets, sizes, fds, tokens, exit codes, the poison step, the saved
+// registers) comes from lab_protocol.h, generated from lab/src/protocol.rs.
 //
 // Only _start, the I/O helpers it calls and the fault handler make system calls, all between
 // lab_syscalls_begin and lab_syscalls_end; on a Linux host _start asks for SIGSYS on any system
 // call from outside that range (syscall user dispatch; qemu-user says EINVAL, ignored).
 // Linux aarch64 syscall numbers (include/uapi/asm-generic/unistd.h): x8 = number,
 // x0..x5 = arguments, svc #0, result in x0.
+#include "lab_protocol.h"
 
 #define SYS_read          63
 #define SYS_write         64
@@ -17,53 +22,17 @@
 #define SYS_sigaltstack   132
 #define SYS_rt_sigaction  134
 #define SYS_prctl         167
+#define SYS_mmap          222
 #define SYS_mprotect      226
 #define PROT_RW           3
+#define MAP_SHARED        0x01
+#define MAP_FIXED         0x10
+#define EINTR             4
 #define PR_SET_SYSCALL_USER_DISPATCH 59
 #define PR_SYS_DISPATCH_ON 1
 
-#define SIGILL   4
-#define SIGTRAP  5
-#define SIGBUS   7
-#define SIGFPE   8
-#define SIGUSR1  10                         // the host's poke when a batch runs past its budget
-#define SIGSEGV  11
-#define SIGSYS   31
-
 #define SA_SIGINFO  0x00000004
 #define SA_ONSTACK  0x08000000
-
-// lab_arena header (u64 words; README "lab_arena header").
-#define HDR_NCALLS    0x00
-#define HDR_START     0x08
-#define HDR_TABLE     0x10
-#define HDR_RESP_LEN  0x18
-#define HDR_CURRENT   0x20
-#define HDR_DONE      0x28
-#define HDR_PROT_TABLE 0x30                 // address of (addr, len, prot) triples (mprotect)
-#define HDR_PROT_COUNT 0x38
-
-// Call entry (README "Call entry"): 16 fixed words + NSAVED saved registers.
-#define NSAVED        19                    // x19-x29, d8-d15 (AAPCS64 §6.1.1, §6.1.2)
-#define ENTRY_SIZE    ((16 + NSAVED) * 8)   // 280 bytes
-#define E_FN          (0 * 8)
-#define E_ARG0        (1 * 8)
-#define E_ARG2        (3 * 8)
-#define E_COPY_SRC    (5 * 8)
-#define E_COPY_DST    (6 * 8)
-#define E_COPY_LEN    (7 * 8)
-#define E_SEED        (8 * 8)
-#define E_RET         (9 * 8)
-#define E_SP_BEFORE   (10 * 8)
-#define E_SP_AFTER    (11 * 8)
-#define E_FLAGS       (12 * 8)
-#define E_STATUS      (13 * 8)
-#define E_STACK       (14 * 8)              // sp for the call: top of the guarded kernel stack
-#define E_SAVED       (16 * 8)
-
-#define ARENA_SIZE    (32 * 1024 * 1024)
-#define STACK_SIZE    (1024 * 1024)
-#define ALTSTACK_SIZE (64 * 1024)           // > SIGSTKSZ (16 KiB on arm64)
 
 // Offset of the saved PC in the ucontext_t the kernel hands to an SA_SIGINFO handler:
 // uc_flags(8) uc_link(8) uc_stack(24) uc_sigmask(8 + 120 pad) -> uc_mcontext at 176,
@@ -73,10 +42,22 @@
 #define UC_PC         440
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
+// lab_batch's frame: x29, x30, then the saved registers in ABI order, padded to 16 bytes.
+#define F_SAVED       16
+#define FRAME         ((F_SAVED + 8 * LAB_NSAVED + 15) & ~15)
+
 // Load the absolute address of a symbol (static image: adrp + :lo12:, +-4 GiB PC-relative).
 .macro LOADADDR reg, sym
     adrp    \reg, \sym
     add     \reg, \reg, :lo12:\sym
+.endm
+
+// Load a 64-bit constant (no literal pool: the static scan disassembles all of .text).
+.macro MOV64 reg, val
+    movz    \reg, #((\val) & 0xffff)
+    movk    \reg, #(((\val) >> 16) & 0xffff), lsl #16
+    movk    \reg, #(((\val) >> 32) & 0xffff), lsl #32
+    movk    \reg, #(((\val) >> 48) & 0xffff), lsl #48
 .endm
 
     .text
@@ -92,42 +73,42 @@
     .type   lab_batch, %function
     .balign 4
 lab_batch:
-    stp     x29, x30, [sp, #-160]!
+    stp     x29, x30, [sp, #-FRAME]!
     mov     x29, sp
-    stp     x19, x20, [sp, #16]
-    stp     x21, x22, [sp, #32]
-    stp     x23, x24, [sp, #48]
-    stp     x25, x26, [sp, #64]
-    stp     x27, x28, [sp, #80]
-    stp     d8,  d9,  [sp, #96]
-    stp     d10, d11, [sp, #112]
-    stp     d12, d13, [sp, #128]
-    stp     d14, d15, [sp, #144]
+    .set    lab_k, 0
+    .irp    reg, LAB_SAVED_GPRS, LAB_SAVED_FPRS
+    str     \reg, [sp, #(F_SAVED + 8 * lab_k)]
+    .set    lab_k, lab_k + 1
+    .endr
 
     LOADADDR x9, lab_arena
-    ldr     x10, [x9, #HDR_START]               // x10 = index of the next call
-    str     x10, [x9, #HDR_DONE]                // calls before `start` ran in an earlier run
+    ldr     x10, [x9, #LAB_H_START]             // x10 = index of the next call
+    str     x10, [x9, #LAB_H_DONE]              // calls before `start` ran in an earlier run
 
 .Lcall_loop:
     // x9 = lab_arena, x10 = index
-    ldr     x11, [x9, #HDR_NCALLS]
+    ldr     x11, [x9, #LAB_H_NCALLS]
     cmp     x10, x11
     b.hs    .Lbatch_done
-    str     x10, [x9, #HDR_CURRENT]             // the fault handler reports this
-    ldr     x12, [x9, #HDR_TABLE]
-    mov     x13, #ENTRY_SIZE
+    str     x10, [x9, #LAB_H_CURRENT]           // the fault handler reports this
+    ldr     x12, [x9, #LAB_H_TABLE]
+    mov     x13, #LAB_ENTRY_SIZE
     madd    x12, x10, x13, x12                  // x12 = &table[index]
-    str     xzr, [x12, #E_STATUS]
+    str     xzr, [x12, #LAB_E_STATUS]
 
     LOADADDR x14, lab_drv_state
     mov     x15, sp
     stp     x12, x15, [x14]                     // entry pointer, our sp
     str     x10, [x14, #16]                     // index
 
-    // Optional snapshot copy (forward, 8 bytes at a time, then bytes).
-    ldp     x13, x14, [x12, #E_COPY_SRC]
-    ldr     x15, [x12, #E_COPY_LEN]
-1:  cmp     x15, #8
+    // Optional snapshot copy, memmove semantics.
+    ldr     x13, [x12, #LAB_E_COPY_SRC]
+    ldr     x14, [x12, #LAB_E_COPY_DST]
+    ldr     x15, [x12, #LAB_E_COPY_LEN]
+    sub     x16, x14, x13
+    cmp     x16, x15
+    b.lo    4f                                  // dst - src < len (unsigned): copy backwards
+1:  cmp     x15, #8                             // forward, 8 bytes at a time, then bytes
     b.lo    2f
     ldr     x16, [x13], #8
     str     x16, [x14], #8
@@ -138,87 +119,65 @@ lab_batch:
     strb    w16, [x14], #1
     sub     x15, x15, #1
     b       2b
+4:  add     x13, x13, x15                       // backward, last byte first
+    add     x14, x14, x15
+5:  cbz     x15, 3f
+    ldrb    w16, [x13, #-1]!
+    strb    w16, [x14, #-1]!
+    sub     x15, x15, #1
+    b       5b
 3:
     // Arguments as full 64-bit words, kernel address, poison seed.
-    ldp     x0, x1, [x12, #E_ARG0]
-    ldp     x2, x3, [x12, #E_ARG2]
-    ldr     x16, [x12, #E_FN]                   // x16 = IP0, free to use (AAPCS64 §6.1.1)
-    ldr     x9,  [x12, #E_SEED]
-    movz    x17, #0x7c15                        // poison step 0x9E3779B97F4A7C15
-    movk    x17, #0x7f4a, lsl #16
-    movk    x17, #0x79b9, lsl #32
-    movk    x17, #0x9e37, lsl #48
+    ldr     x0, [x12, #LAB_E_ARG0]
+    ldr     x1, [x12, #LAB_E_ARG1]
+    ldr     x2, [x12, #LAB_E_ARG2]
+    ldr     x3, [x12, #LAB_E_ARG3]
+    ldr     x16, [x12, #LAB_E_FN]               // x16 = IP0, free to use (AAPCS64 §6.1.1)
+    ldr     x9,  [x12, #LAB_E_SEED]
+    MOV64   x17, LAB_POISON_STEP
     // Poison register i (ABI order) with seed + (i+1)*step.
-    add     x19, x9,  x17
-    add     x20, x19, x17
-    add     x21, x20, x17
-    add     x22, x21, x17
-    add     x23, x22, x17
-    add     x24, x23, x17
-    add     x25, x24, x17
-    add     x26, x25, x17
-    add     x27, x26, x17
-    add     x28, x27, x17
-    add     x29, x28, x17
-    add     x9,  x29, x17
-    fmov    d8,  x9
-    add     x9,  x9,  x17
-    fmov    d9,  x9
-    add     x9,  x9,  x17
-    fmov    d10, x9
-    add     x9,  x9,  x17
-    fmov    d11, x9
-    add     x9,  x9,  x17
-    fmov    d12, x9
-    add     x9,  x9,  x17
-    fmov    d13, x9
-    add     x9,  x9,  x17
-    fmov    d14, x9
-    add     x9,  x9,  x17
-    fmov    d15, x9
-    ldr     x9, [x12, #E_STACK]                 // the kernel runs on the guarded stack
+    .irp    reg, LAB_SAVED_GPRS
+    add     x9, x9, x17
+    mov     \reg, x9
+    .endr
+    .irp    reg, LAB_SAVED_FPRS
+    add     x9, x9, x17
+    fmov    \reg, x9
+    .endr
+    ldr     x9, [x12, #LAB_E_STACK]             // the kernel runs on the guarded stack
     mov     sp, x9                              // (16-byte aligned)
-    str     x9, [x12, #E_SP_BEFORE]
+    str     x9, [x12, #LAB_E_SP_BEFORE]
     blr     x16
 
     // Back from the kernel: record before touching any callee-saved register.
     mov     x9, sp
     LOADADDR x10, lab_drv_state
     ldr     x11, [x10]                          // entry pointer
-    str     x0,  [x11, #E_RET]
-    str     x9,  [x11, #E_SP_AFTER]
-    stp     x19, x20, [x11, #E_SAVED + 0*8]
-    stp     x21, x22, [x11, #E_SAVED + 2*8]
-    stp     x23, x24, [x11, #E_SAVED + 4*8]
-    stp     x25, x26, [x11, #E_SAVED + 6*8]
-    stp     x27, x28, [x11, #E_SAVED + 8*8]
-    str     x29,      [x11, #E_SAVED + 10*8]
-    stp     d8,  d9,  [x11, #E_SAVED + 11*8]
-    stp     d10, d11, [x11, #E_SAVED + 13*8]
-    stp     d12, d13, [x11, #E_SAVED + 15*8]
-    stp     d14, d15, [x11, #E_SAVED + 17*8]
-    str     xzr, [x11, #E_FLAGS]                // no flags word on aarch64
+    str     x0,  [x11, #LAB_E_RET]
+    str     x9,  [x11, #LAB_E_SP_AFTER]
+    .set    lab_k, 0
+    .irp    reg, LAB_SAVED_GPRS, LAB_SAVED_FPRS
+    str     \reg, [x11, #(LAB_E_SAVED + 8 * lab_k)]
+    .set    lab_k, lab_k + 1
+    .endr
+    str     xzr, [x11, #LAB_E_FLAGS]            // no flags word on aarch64
     mov     x12, #1
-    str     x12, [x11, #E_STATUS]
+    str     x12, [x11, #LAB_E_STATUS]
     ldr     x12, [x10, #8]
     mov     sp, x12                             // our own sp, whatever the kernel did
     ldr     x10, [x10, #16]
     add     x10, x10, #1
     LOADADDR x9, lab_arena
-    str     x10, [x9, #HDR_DONE]
+    str     x10, [x9, #LAB_H_DONE]
     b       .Lcall_loop
 
 .Lbatch_done:
-    ldp     x19, x20, [sp, #16]
-    ldp     x21, x22, [sp, #32]
-    ldp     x23, x24, [sp, #48]
-    ldp     x25, x26, [sp, #64]
-    ldp     x27, x28, [sp, #80]
-    ldp     d8,  d9,  [sp, #96]
-    ldp     d10, d11, [sp, #112]
-    ldp     d12, d13, [sp, #128]
-    ldp     d14, d15, [sp, #144]
-    ldp     x29, x30, [sp], #160
+    .set    lab_k, 0
+    .irp    reg, LAB_SAVED_GPRS, LAB_SAVED_FPRS
+    ldr     \reg, [sp, #(F_SAVED + 8 * lab_k)]
+    .set    lab_k, lab_k + 1
+    .endr
+    ldp     x29, x30, [sp], #FRAME
     ret
     .size   lab_batch, . - lab_batch
 
@@ -231,8 +190,8 @@ lab_unicorn_halt:
 
     .globl  lab_syscalls_begin
 lab_syscalls_begin:
-// x0 = read_all(x1 = buf, x2 = count): reads until count bytes or EOF; returns bytes read.
-// A read error other than EINTR ends the process with exit code 2.
+// x0 = read_all(x1 = buf, x2 = count): reads from LAB_FD_REQUEST until count bytes or EOF;
+// returns bytes read. Retries on EINTR; any other error exits with LAB_EXIT_IO.
     .type   read_all, %function
 read_all:
     mov     x3, x1
@@ -240,14 +199,14 @@ read_all:
     mov     x5, #0                              // bytes so far
 1:  cmp     x5, x4
     b.hs    2f
-    mov     x0, #0                              // stdin
+    mov     x0, #LAB_FD_REQUEST
     add     x1, x3, x5
     sub     x2, x4, x5
     mov     x8, #SYS_read
     svc     #0
-    cmn     x0, #4                              // -EINTR: retry
+    cmn     x0, #EINTR                          // -EINTR: retry
     b.eq    1b
-    tbnz    x0, #63, .Lio_error
+    tbnz    x0, #63, .Lexit_io
     cbz     x0, 2f                              // EOF
     add     x5, x5, x0
     b       1b
@@ -255,48 +214,69 @@ read_all:
     ret
     .size   read_all, . - read_all
 
-// write_all(x1 = buf, x2 = count): writes all bytes to stdout or exits with code 2.
-    .type   write_all, %function
-write_all:
-    mov     x3, x1
-    mov     x4, x2
+// send_reply: fills magic and seq of lab_io_rep (kind, sum and the fault words are the
+// caller's) and writes it to LAB_FD_REPLY, retrying on EINTR, or exits with LAB_EXIT_IO.
+// Uses x0-x5, x8.
+    .type   send_reply, %function
+send_reply:
+    LOADADDR x3, lab_io_rep
+    MOV64   x0, LAB_REPLY_MAGIC
+    LOADADDR x1, lab_io_seq
+    ldr     x1, [x1]
+    stp     x0, x1, [x3, #LAB_RP_MAGIC]
+    mov     x4, #LAB_REPLY_SIZE
 1:  cbz     x4, 2f
-    mov     x0, #1                              // stdout
+    mov     x0, #LAB_FD_REPLY
     mov     x1, x3
     mov     x2, x4
     mov     x8, #SYS_write
     svc     #0
-    cmn     x0, #4
+    cmn     x0, #EINTR
     b.eq    1b
     cmp     x0, #0
-    b.le    .Lio_error
+    b.le    .Lexit_io
     add     x3, x3, x0
     sub     x4, x4, x0
     b       1b
 2:  ret
-    .size   write_all, . - write_all
+    .size   send_reply, . - send_reply
 
-.Lio_error:
-    mov     x0, #2
-    mov     x8, #SYS_exit_group
-    svc     #0
+// x0 = checksum(): FNV-1a over the u64 words of lab_arena[sum_off, sum_off + sum_len).
+// Uses x0-x5.
+    .type   checksum, %function
+checksum:
+    LOADADDR x1, lab_io_sum
+    ldp     x2, x3, [x1]                        // sum_off, sum_len
+    LOADADDR x1, lab_arena
+    add     x1, x1, x2
+    lsr     x3, x3, #3
+    MOV64   x0, LAB_FNV_OFFSET
+    MOV64   x4, LAB_FNV_PRIME
+1:  cbz     x3, 2f
+    ldr     x5, [x1], #8
+    eor     x0, x0, x5
+    mul     x0, x0, x4
+    sub     x3, x3, #1
+    b       1b
+2:  ret
+    .size   checksum, . - checksum
 
-// protect: apply the batch's protection table (header words 6, 7) with mprotect.
-// unprotect: make all of lab_arena readable and writable again (before the next read and
-// before lab_arena is written to stdout). Both exit with code 6 if mprotect fails.
+// protect: apply the batch's protection table with mprotect.
+// unprotect: make all of lab_arena readable and writable again (after lab_batch and in the
+// fault handler). Both exit with LAB_EXIT_MPROTECT if mprotect fails.
 // Leaf helpers; they use x0-x2, x8-x11.
     .type   protect, %function
 protect:
     LOADADDR x9, lab_arena
-    ldr     x10, [x9, #HDR_PROT_TABLE]
-    ldr     x11, [x9, #HDR_PROT_COUNT]
+    ldr     x10, [x9, #LAB_H_PROT_TABLE]
+    ldr     x11, [x9, #LAB_H_PROT_COUNT]
 1:  cbz     x11, 2f
     ldp     x0, x1, [x10]
     ldr     x2, [x10, #16]
     mov     x8, #SYS_mprotect
     svc     #0
-    cbnz    x0, .Lprotect_error
-    add     x10, x10, #24
+    cbnz    x0, .Lexit_mprotect
+    add     x10, x10, #LAB_PROT_ENTRY_SIZE
     sub     x11, x11, #1
     b       1b
 2:  ret
@@ -305,18 +285,13 @@ protect:
     .type   unprotect, %function
 unprotect:
     LOADADDR x0, lab_arena
-    mov     x1, #ARENA_SIZE
+    mov     x1, #LAB_ARENA_SIZE
     mov     x2, #PROT_RW
     mov     x8, #SYS_mprotect
     svc     #0
-    cbnz    x0, .Lprotect_error
+    cbnz    x0, .Lexit_mprotect
     ret
     .size   unprotect, . - unprotect
-
-.Lprotect_error:
-    mov     x0, #6
-    mov     x8, #SYS_exit_group
-    svc     #0
 
 // The qemu/native entry (README "_start I/O loop"). Never returns.
     .globl  _start
@@ -325,10 +300,10 @@ _start:
     LOADADDR x0, lab_stack_top
     mov     sp, x0
 
-    // sigaltstack(&(stack_t){ altstack, 0, ALTSTACK_SIZE }, NULL)
+    // sigaltstack(&(stack_t){ altstack, 0, LAB_ALTSTACK_SIZE }, NULL)
     sub     sp, sp, #32
     LOADADDR x1, lab_altstack
-    mov     x2, #ALTSTACK_SIZE
+    mov     x2, #LAB_ALTSTACK_SIZE
     str     x1, [sp]                            // ss_sp
     str     xzr, [sp, #8]                       // ss_flags (+ pad)
     str     x2, [sp, #16]                       // ss_size
@@ -336,26 +311,36 @@ _start:
     mov     x1, #0
     mov     x8, #SYS_sigaltstack
     svc     #0
-    cbnz    x0, .Lsetup_error
 
     // struct sigaction (arm64 kernel layout): handler, flags, restorer, mask (one u64).
     LOADADDR x1, lab_fault_handler
     movz    x2, #(SA_SIGINFO & 0xffff)
     movk    x2, #(SA_ONSTACK >> 16), lsl #16
     stp     x1, x2, [sp]
-    stp     xzr, xzr, [sp, #16]                 // no restorer (never returns), empty mask
-    LOADADDR x19, lab_fault_signals
-    mov     x20, #7
-1:  ldrb    w0, [x19], #1
+    mov     x3, #-1                             // block every other signal in the handler
+    stp     xzr, x3, [sp, #16]                  // no restorer (never returns), mask
+    .irp    sig, LAB_SIGNALS
+    mov     x0, #\sig
     mov     x1, sp
     mov     x2, #0
     mov     x3, #8                              // sizeof(kernel sigset_t)
     mov     x8, #SYS_rt_sigaction
     svc     #0
-    cbnz    x0, .Lsetup_error
-    subs    x20, x20, #1
-    b.ne    1b
+    .endr
     add     sp, sp, #32
+
+    // mmap(lab_arena, size, RW, MAP_SHARED | MAP_FIXED, LAB_FD_ARENA, 0): the host's view
+    LOADADDR x0, lab_arena
+    mov     x1, #LAB_ARENA_SIZE
+    mov     x2, #PROT_RW
+    mov     x3, #(MAP_SHARED | MAP_FIXED)
+    mov     x4, #LAB_FD_ARENA
+    mov     x5, #0
+    mov     x8, #SYS_mmap
+    svc     #0
+    LOADADDR x1, lab_arena
+    cmp     x0, x1
+    b.ne    .Lexit_mmap
 
     // prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a system call from
     // anywhere but this I/O code. EINVAL under qemu-user: ignored.
@@ -368,95 +353,102 @@ _start:
     mov     x8, #SYS_prctl
     svc     #0
 
-    LOADADDR x19, lab_io                        // framing words
-    LOADADDR x21, lab_arena
+    LOADADDR x19, lab_io_req
 .Lio_loop:
     mov     x1, x19
-    mov     x2, #8
+    mov     x2, #LAB_REQUEST_SIZE
     bl      read_all
-    cbz     x0, .Lexit_ok                       // EOF between batches
-    cmp     x0, #8
-    b.ne    .Lio_error
-    ldr     x20, [x19]                          // len
-    mov     x0, #ARENA_SIZE
-    cmp     x20, x0
-    b.hi    .Lio_error
-    mov     x1, x21
-    mov     x2, x20
-    bl      read_all
-    cmp     x0, x20
-    b.ne    .Lio_error
+    cbz     x0, .Lexit_ok                       // EOF between tokens
+    cmp     x0, #LAB_REQUEST_SIZE
+    b.ne    .Lexit_truncated
+    ldr     x0, [x19, #LAB_RQ_MAGIC]
+    MOV64   x1, LAB_REQUEST_MAGIC
+    cmp     x0, x1
+    b.ne    .Lexit_protocol
+    ldr     x0, [x19, #LAB_RQ_SEQ]
+    LOADADDR x1, lab_io_seq
+    ldr     x1, [x1]
+    cmp     x0, x1
+    b.ne    .Lexit_protocol
+    ldr     x0, [x19, #LAB_RQ_SUM_OFF]          // the checksum range must lie in the arena
+    ldr     x1, [x19, #LAB_RQ_SUM_LEN]
+    orr     x2, x0, x1
+    tst     x2, #7
+    b.ne    .Lexit_protocol
+    mov     x2, #LAB_ARENA_SIZE
+    cmp     x0, x2
+    b.hi    .Lexit_protocol
+    sub     x2, x2, x0
+    cmp     x1, x2
+    b.hi    .Lexit_protocol
+    LOADADDR x2, lab_io_sum
+    stp     x0, x1, [x2]
 
     bl      protect
     bl      lab_batch
     bl      unprotect
 
-    ldr     x20, [x21, #HDR_RESP_LEN]
-    mov     x0, #ARENA_SIZE                     // never send more than the arena
-    cmp     x20, x0
-    csel    x20, x20, x0, ls
-    stp     xzr, x20, [x19]                     // tag = 0, resp_len
-    mov     x1, x19
-    mov     x2, #16
-    bl      write_all
-    mov     x1, x21
-    mov     x2, x20
-    bl      write_all
+    bl      checksum
+    LOADADDR x1, lab_io_rep
+    mov     x2, #LAB_KIND_DONE
+    stp     x2, x0, [x1, #LAB_RP_KIND]          // kind, sum
+    bl      send_reply
+    LOADADDR x1, lab_io_seq
+    ldr     x0, [x1]
+    add     x0, x0, #1
+    str     x0, [x1]
     b       .Lio_loop
 
 .Lexit_ok:
-    mov     x0, #0
-    mov     x8, #SYS_exit_group
-    svc     #0
-.Lsetup_error:
-    mov     x0, #4
+    mov     x0, #LAB_EXIT_OK
+    b       .Lexit
+.Lexit_truncated:
+    mov     x0, #LAB_EXIT_TRUNCATED
+    b       .Lexit
+.Lexit_protocol:
+    mov     x0, #LAB_EXIT_PROTOCOL
+    b       .Lexit
+.Lexit_io:
+    mov     x0, #LAB_EXIT_IO
+    b       .Lexit
+.Lexit_mprotect:
+    mov     x0, #LAB_EXIT_MPROTECT
+    b       .Lexit
+.Lexit_mmap:
+    mov     x0, #LAB_EXIT_MMAP
+.Lexit:
     mov     x8, #SYS_exit_group
     svc     #0
     .size   _start, . - _start
 
-// void lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), on lab_altstack.
-// Sends tag = 1, len = 32 + resp_len, signo, si_addr, pc, current, lab_arena[0..resp_len],
-// then exit_group(3). The host restarts the process and resumes at current + 1.
+// void lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), on lab_altstack, every
+// other signal blocked. Sends the reply (magic, seq, kind = fault, checksum, signo, si_addr,
+// pc, current), then exit_group(LAB_EXIT_FAULT). The host restarts the process and resumes
+// at current + 1.
     .type   lab_fault_handler, %function
 lab_fault_handler:
     mov     x22, x0
     mov     x23, x1
     mov     x24, x2
-    bl      unprotect                           // guard pages must not stop the write below
-    mov     x0, x22
-    mov     x1, x23
-    mov     x2, x24
-    LOADADDR x19, lab_io
+    bl      unprotect                           // guard pages must not stop the reads below
+    bl      checksum
+    LOADADDR x19, lab_io_rep
+    mov     x9, #LAB_KIND_FAULT
+    stp     x9, x0, [x19, #LAB_RP_KIND]         // kind, sum
+    sxtw    x9, w22                             // signo is an int
+    ldr     x10, [x23, #SI_ADDR]
+    stp     x9, x10, [x19, #LAB_RP_SIGNO]       // signo, si_addr
+    ldr     x9, [x24, #UC_PC]
     LOADADDR x21, lab_arena
-    ldr     x20, [x21, #HDR_RESP_LEN]
-    mov     x9, #ARENA_SIZE
-    cmp     x20, x9
-    csel    x20, x20, x9, ls
-    mov     x9, #1
-    add     x10, x20, #32
-    stp     x9, x10, [x19]                      // tag = 1, len
-    mov     w9, w0                              // signo is an int
-    ldr     x10, [x1, #SI_ADDR]
-    stp     x9, x10, [x19, #16]                 // signo, si_addr
-    ldr     x9, [x2, #UC_PC]
-    ldr     x10, [x21, #HDR_CURRENT]
-    stp     x9, x10, [x19, #32]                 // pc, current
-    mov     x1, x19
-    mov     x2, #48
-    bl      write_all
-    mov     x1, x21
-    mov     x2, x20
-    bl      write_all
-    mov     x0, #3
+    ldr     x10, [x21, #LAB_H_CURRENT]
+    stp     x9, x10, [x19, #LAB_RP_PC]          // pc, current
+    bl      send_reply
+    mov     x0, #LAB_EXIT_FAULT
     mov     x8, #SYS_exit_group
     svc     #0
     .size   lab_fault_handler, . - lab_fault_handler
     .globl  lab_syscalls_end
 lab_syscalls_end:
-
-    .section .rodata
-lab_fault_signals:
-    .byte   SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGTRAP, SIGSYS, SIGUSR1
 
 // lab_arena must be the last object of the image (its end = end of the last mapped page):
 // driver.o is linked last and lab_arena is the last thing in its .bss.
@@ -464,14 +456,21 @@ lab_fault_signals:
     .balign 16
 lab_drv_state:                                  // entry pointer, lab_batch's sp, index
     .zero   32
-lab_io:                                         // framing words for write/read
-    .zero   48
+lab_io_seq:                                     // sequence number of the next request
+    .zero   8
+    .balign 16
+lab_io_sum:                                     // checksum range of the current request
+    .zero   16
+lab_io_req:
+    .zero   LAB_REQUEST_SIZE
+lab_io_rep:
+    .zero   LAB_REPLY_SIZE
     .balign 16
 lab_altstack:
-    .zero   ALTSTACK_SIZE
+    .zero   LAB_ALTSTACK_SIZE
     .balign 16
 lab_stack:
-    .zero   STACK_SIZE
+    .zero   LAB_STACK_SIZE
     .globl  lab_stack_top
     .type   lab_stack_top, %object
 lab_stack_top:
@@ -479,5 +478,5 @@ lab_stack_top:
     .globl  lab_arena
     .type   lab_arena, %object
 lab_arena:
-    .zero   ARENA_SIZE
-    .size   lab_arena, ARENA_SIZE
+    .zero   LAB_ARENA_SIZE
+    .size   lab_arena, LAB_ARENA_SIZE

@@ -3,83 +3,42 @@
  *
  * One image serves three backends (kernels/README.md):
  *   - Unicorn enters lab_batch directly with lab_unicorn_halt pushed as the return address;
- *   - qemu-x86_64 and native execution enter _start, which reads batches from stdin, runs
- *     lab_batch, and writes the results to stdout; a fault ends the process through
- *     lab_fault_handler, which reports it on stdout.
+ *   - qemu-x86_64 and native execution enter _start, which maps the host's shared arena over
+ *     lab_arena, then answers request tokens (fd 4) with reply tokens (fd 5); a fault ends the
+ *     process through lab_fault_handler, which sends a fault reply.
+ *
+ * Every protocol value (offsets, sizes, fds, tokens, exit codes, the poison step, the saved
+ * registers) comes from lab_protocol.h, generated from lab/src/protocol.rs.
  *
  * System calls appear only in _start's I/O code and in the fault handler (and its
  * SA_RESTORER stub), all between lab_syscalls_begin and lab_syscalls_end; lab_batch runs under
  * Unicorn, where a syscall is an error.  On a Linux host _start asks for SIGSYS on any system
  * call from outside that range (syscall user dispatch, Linux 5.11; qemu-user says EINVAL).
  */
+#include "lab_protocol.h"
+
         .intel_syntax noprefix
 
-/* ---- protocol constants (kernels/README.md, "Driver protocol") ---- */
-
-/* lab_arena header, u64 words */
-#define H_NCALLS        0x00
-#define H_START         0x08
-#define H_TABLE         0x10
-#define H_RESP_LEN      0x18
-#define H_CURRENT       0x20
-#define H_DONE          0x28
-#define H_PROT_TABLE    0x30    /* address of (addr, len, prot) triples, applied with mprotect */
-#define H_PROT_COUNT    0x38
-
-/* Callee-saved registers of the SysV x86-64 psABI (§3.2.1, Figure 3.4), in ABI order:
- * rbx, rbp, r12, r13, r14, r15. */
-#define NSAVED          6
-#define ENTRY_SIZE      ((16 + NSAVED) * 8)
-
-/* call entry, u64 words */
-#define E_FN            (0 * 8)
-#define E_ARG0          (1 * 8)
-#define E_ARG1          (2 * 8)
-#define E_ARG2          (3 * 8)
-#define E_ARG3          (4 * 8)
-#define E_COPY_SRC      (5 * 8)
-#define E_COPY_DST      (6 * 8)
-#define E_COPY_LEN      (7 * 8)
-#define E_SEED          (8 * 8)
-#define E_RET           (9 * 8)
-#define E_SP_BEFORE     (10 * 8)
-#define E_SP_AFTER      (11 * 8)
-#define E_FLAGS         (12 * 8)
-#define E_STATUS        (13 * 8)
-#define E_STACK         (14 * 8)        /* rsp for the call: the top of the guarded kernel stack */
-#define E_SAVED         (16 * 8)
-
-/* poison increment: t = seed; for each reg { t += K; reg = t } */
-#define POISON_K        0x9E3779B97F4A7C15
-
-#define ARENA_SIZE      (32 * 1024 * 1024)
-#define STACK_SIZE      (1024 * 1024)
-#define ALTSTACK_SIZE   (64 * 1024)
-
-/* Linux x86_64 system call numbers and constants */
+/* Linux x86_64 system call numbers and constants (arch/x86/entry/syscalls/syscall_64.tbl) */
 #define SYS_read        0
 #define SYS_write       1
+#define SYS_mmap        9
 #define SYS_mprotect    10
-#define SYS_prctl       157
-#define PROT_RW         3
-#define PR_SET_SYSCALL_USER_DISPATCH 59
-#define PR_SYS_DISPATCH_ON 1
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigreturn 15
 #define SYS_sigaltstack 131
+#define SYS_prctl       157
 #define SYS_exit_group  231
+#define PROT_RW         3
+#define MAP_SHARED      0x01
+#define MAP_FIXED       0x10
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_ON 1
 #define EINTR           4
 #define SA_SIGINFO      0x00000004
 #define SA_ONSTACK      0x08000000
 #define SA_RESTORER     0x04000000      /* x86_64 kernels (and qemu-user) refuse to deliver
                                            a signal without a restorer */
-#define SIGILL          4
-#define SIGTRAP         5
-#define SIGBUS          7
-#define SIGFPE          8
-#define SIGUSR1         10      /* the host's poke when a batch runs past its time budget */
-#define SIGSEGV         11
-#define SIGSYS          31
 
 /* siginfo_t.si_addr (after si_signo, si_errno, si_code and padding) */
 #define SI_ADDR         16
@@ -87,13 +46,9 @@
  * at 40 + 16*8 = 168.  Verified under qemu-x86_64 and natively. */
 #define UC_RIP          168
 
-/* exit codes of _start */
-#define EXIT_OK         0
-#define EXIT_TRUNCATED  2       /* EOF inside a frame */
-#define EXIT_FAULT      3       /* the fault handler reported a fault */
-#define EXIT_TOO_LONG   4       /* a batch longer than lab_arena */
-#define EXIT_IO         5       /* read/write failed */
-#define EXIT_MPROTECT   6       /* applying the protection table failed */
+/* lab_batch's frame: the integer callee-saved registers, padded so rsp is 16-aligned
+ * (entry rsp = 8 mod 16). */
+#define FRAME           (8 * (LAB_NSAVED_GPRS | 1))
 
         .text
 
@@ -109,34 +64,33 @@
         .type   lab_batch, @function
         .p2align 4
 lab_batch:
-        push    rbx
-        push    rbp
-        push    r12
-        push    r13
-        push    r14
-        push    r15
-        sub     rsp, 8                  /* entry rsp = 8 mod 16; 6 pushes + 8 -> 16-aligned */
+        sub     rsp, FRAME
+        .set    lab_k, 0
+        .irp    reg, LAB_SAVED_GPRS
+        mov     [rsp + 8 * lab_k], \reg
+        .set    lab_k, lab_k + 1
+        .endr
         cld
 
         lea     r12, [rip + lab_arena]
-        mov     r13, [r12 + H_START]
-        mov     [r12 + H_DONE], r13     /* nothing run yet in this entry */
+        mov     r13, [r12 + LAB_H_START]
+        mov     [r12 + LAB_H_DONE], r13 /* nothing run yet in this entry */
 
 .Lbatch_next:                           /* r12 = lab_arena, r13 = index of the next call */
-        cmp     r13, [r12 + H_NCALLS]
+        cmp     r13, [r12 + LAB_H_NCALLS]
         jae     .Lbatch_end
-        mov     [r12 + H_CURRENT], r13
-        imul    r14, r13, ENTRY_SIZE
-        add     r14, [r12 + H_TABLE]    /* r14 = &entry[index] */
+        mov     [r12 + LAB_H_CURRENT], r13
+        imul    r14, r13, LAB_ENTRY_SIZE
+        add     r14, [r12 + LAB_H_TABLE]        /* r14 = &entry[index] */
         mov     [rip + lab_drv_index], r13
         mov     [rip + lab_drv_entry], r14
 
         /* copy_len bytes from copy_src to copy_dst (memmove semantics) */
-        mov     rcx, [r14 + E_COPY_LEN]
+        mov     rcx, [r14 + LAB_E_COPY_LEN]
         test    rcx, rcx
         jz      .Lbatch_nocopy
-        mov     rsi, [r14 + E_COPY_SRC]
-        mov     rdi, [r14 + E_COPY_DST]
+        mov     rsi, [r14 + LAB_E_COPY_SRC]
+        mov     rdi, [r14 + LAB_E_COPY_DST]
         mov     rax, rdi
         sub     rax, rsi
         cmp     rax, rcx                /* dst - src < len (unsigned): dst overlaps src's tail */
@@ -150,31 +104,23 @@ lab_batch:
 .Lbatch_fwd:
         rep     movsb
 .Lbatch_nocopy:
-        mov     qword ptr [r14 + E_STATUS], 0
+        mov     qword ptr [r14 + LAB_E_STATUS], 0
         mov     [rip + lab_drv_sp], rsp         /* lab_batch's frame, reloaded after the call */
-        mov     rsp, [r14 + E_STACK]            /* the kernel runs on the guarded stack */
-        mov     [r14 + E_SP_BEFORE], rsp        /* rsp before `call` pushes */
+        mov     rsp, [r14 + LAB_E_STACK]        /* the kernel runs on the guarded stack */
+        mov     [r14 + LAB_E_SP_BEFORE], rsp    /* rsp before `call` pushes */
 
         mov     r11, r14
-        mov     rax, [r11 + E_FN]
-        mov     rdi, [r11 + E_ARG0]             /* SysV integer argument registers, in order */
-        mov     rsi, [r11 + E_ARG1]
-        mov     rdx, [r11 + E_ARG2]
-        mov     rcx, [r11 + E_ARG3]
-        mov     r10, [r11 + E_SEED]
-        movabs  r9, POISON_K
-        add     r10, r9                         /* poison, in ABI order */
-        mov     rbx, r10
+        mov     rax, [r11 + LAB_E_FN]
+        mov     rdi, [r11 + LAB_E_ARG0]         /* SysV integer argument registers, in order */
+        mov     rsi, [r11 + LAB_E_ARG1]
+        mov     rdx, [r11 + LAB_E_ARG2]
+        mov     rcx, [r11 + LAB_E_ARG3]
+        mov     r10, [r11 + LAB_E_SEED]
+        movabs  r9, LAB_POISON_STEP
+        .irp    reg, LAB_SAVED_GPRS             /* poison, in ABI order */
         add     r10, r9
-        mov     rbp, r10
-        add     r10, r9
-        mov     r12, r10
-        add     r10, r9
-        mov     r13, r10
-        add     r10, r9
-        mov     r14, r10
-        add     r10, r9
-        mov     r15, r10
+        mov     \reg, r10
+        .endr
         call    rax                             /* rsp is 16-aligned here, DF clear */
 
         /* Only rsp, rax, the callee-saved registers and RFLAGS matter now; nothing below
@@ -186,33 +132,31 @@ lab_batch:
         pop     rax
         cld
         mov     rdx, [rip + lab_drv_entry]
-        mov     [rdx + E_FLAGS], rax
-        mov     [rdx + E_SAVED + 0 * 8], rbx
-        mov     [rdx + E_SAVED + 1 * 8], rbp
-        mov     [rdx + E_SAVED + 2 * 8], r12
-        mov     [rdx + E_SAVED + 3 * 8], r13
-        mov     [rdx + E_SAVED + 4 * 8], r14
-        mov     [rdx + E_SAVED + 5 * 8], r15
+        mov     [rdx + LAB_E_FLAGS], rax
+        .set    lab_k, 0
+        .irp    reg, LAB_SAVED_GPRS
+        mov     [rdx + LAB_E_SAVED + 8 * lab_k], \reg
+        .set    lab_k, lab_k + 1
+        .endr
         mov     rax, [rip + lab_drv_ret]
-        mov     [rdx + E_RET], rax
+        mov     [rdx + LAB_E_RET], rax
         mov     rax, [rip + lab_drv_sp_after]
-        mov     [rdx + E_SP_AFTER], rax
-        mov     qword ptr [rdx + E_STATUS], 1
+        mov     [rdx + LAB_E_SP_AFTER], rax
+        mov     qword ptr [rdx + LAB_E_STATUS], 1
 
         lea     r12, [rip + lab_arena]
         mov     r13, [rip + lab_drv_index]
         add     r13, 1
-        mov     [r12 + H_DONE], r13
+        mov     [r12 + LAB_H_DONE], r13
         jmp     .Lbatch_next
 
 .Lbatch_end:
-        add     rsp, 8
-        pop     r15
-        pop     r14
-        pop     r13
-        pop     r12
-        pop     rbp
-        pop     rbx
+        .set    lab_k, 0
+        .irp    reg, LAB_SAVED_GPRS
+        mov     \reg, [rsp + 8 * lab_k]
+        .set    lab_k, lab_k + 1
+        .endr
+        add     rsp, FRAME
         ret
         .size   lab_batch, . - lab_batch
 
@@ -227,9 +171,10 @@ lab_unicorn_halt:
         .globl  lab_syscalls_begin
 lab_syscalls_begin:
 /* ------------------------------------------------------------------------------------------
- * _start: the qemu-user / native entry.  Frames (u64 little-endian):
- *   in:  len, then len bytes copied to lab_arena
- *   out: tag = 0, resp_len, lab_arena[0..resp_len]
+ * _start: the qemu-user / native entry (kernels/README.md, "_start I/O loop").
+ *   map the shared arena (fd LAB_FD_ARENA) over lab_arena; then for each request token
+ *   (magic, seq, sum_off, sum_len) on fd LAB_FD_REQUEST: protect, lab_batch, unprotect, and
+ *   send the reply token (magic, seq, kind = done, checksum, 0, 0, 0, 0) on fd LAB_FD_REPLY.
  * ---------------------------------------------------------------------------------------- */
         .globl  _start
         .type   _start, @function
@@ -243,7 +188,7 @@ _start:
         lea     rax, [rip + lab_altstack]
         mov     [rdi], rax                      /* ss_sp */
         mov     dword ptr [rdi + 8], 0          /* ss_flags */
-        mov     qword ptr [rdi + 16], ALTSTACK_SIZE  /* ss_size */
+        mov     qword ptr [rdi + 16], LAB_ALTSTACK_SIZE  /* ss_size */
         xor     esi, esi
         mov     eax, SYS_sigaltstack
         syscall
@@ -256,20 +201,27 @@ _start:
         lea     rax, [rip + lab_sigreturn]
         mov     [rdi + 16], rax
         mov     qword ptr [rdi + 24], -1        /* block every other signal in the handler */
-
-        lea     rbx, [rip + lab_signals]
-.Lsig_loop:
-        movzx   edi, byte ptr [rbx]
-        test    edi, edi
-        jz      .Lsig_done
+        .irp    sig, LAB_SIGNALS
+        mov     edi, \sig
         lea     rsi, [rip + lab_sigact]
         xor     edx, edx
         mov     r10d, 8                         /* sizeof(kernel sigset_t) */
         mov     eax, SYS_rt_sigaction
         syscall
-        add     rbx, 1
-        jmp     .Lsig_loop
-.Lsig_done:
+        .endr
+
+        /* mmap(lab_arena, size, RW, MAP_SHARED | MAP_FIXED, LAB_FD_ARENA, 0): the host's view */
+        lea     rdi, [rip + lab_arena]
+        mov     esi, LAB_ARENA_SIZE
+        mov     edx, PROT_RW
+        mov     r10d, MAP_SHARED | MAP_FIXED
+        mov     r8d, LAB_FD_ARENA
+        xor     r9d, r9d
+        mov     eax, SYS_mmap
+        syscall
+        lea     rdi, [rip + lab_arena]
+        cmp     rax, rdi
+        jne     .Lexit_mmap
 
         /* prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a system call
          * from anywhere but this I/O code.  EINVAL under qemu-user: ignored. */
@@ -283,61 +235,71 @@ _start:
         syscall
 
 .Lio_loop:
-        lea     rsi, [rip + lab_io_hdr]
-        mov     edx, 8
+        lea     rsi, [rip + lab_io_req]
+        mov     edx, LAB_REQUEST_SIZE
         call    .Lread_full
         test    rax, rax
-        jz      .Lexit_ok                       /* EOF between frames: done */
-        cmp     rax, 8
+        jz      .Lexit_ok                       /* EOF between tokens: done */
+        cmp     rax, LAB_REQUEST_SIZE
         jne     .Lexit_truncated
-        mov     rdx, [rip + lab_io_hdr]
-        cmp     rdx, ARENA_SIZE
-        ja      .Lexit_too_long
-        mov     rbx, rdx
-        lea     rsi, [rip + lab_arena]
-        call    .Lread_full
-        cmp     rax, rbx
-        jne     .Lexit_truncated
+        lea     rsi, [rip + lab_io_req]
+        movabs  rax, LAB_REQUEST_MAGIC
+        cmp     rax, [rsi + LAB_RQ_MAGIC]
+        jne     .Lexit_protocol
+        mov     rax, [rip + lab_io_seq]
+        cmp     rax, [rsi + LAB_RQ_SEQ]
+        jne     .Lexit_protocol
+        mov     rax, [rsi + LAB_RQ_SUM_OFF]     /* the checksum range must lie in the arena */
+        mov     rcx, [rsi + LAB_RQ_SUM_LEN]
+        mov     rdx, rax
+        or      rdx, rcx
+        test    edx, 7
+        jnz     .Lexit_protocol
+        mov     edx, LAB_ARENA_SIZE
+        cmp     rax, rdx
+        ja      .Lexit_protocol
+        sub     rdx, rax
+        cmp     rcx, rdx
+        ja      .Lexit_protocol
+        mov     [rip + lab_io_sum_off], rax
+        mov     [rip + lab_io_sum_len], rcx
 
         call    .Lprotect
         call    lab_batch                       /* rsp 16-aligned at the call */
         call    .Lunprotect
 
-        lea     rsi, [rip + lab_io_hdr]
-        mov     rbx, [rip + lab_arena + H_RESP_LEN]
-        mov     eax, ARENA_SIZE
-        cmp     rbx, rax
-        cmova   rbx, rax                        /* never send past the arena */
-        mov     qword ptr [rsi], 0              /* tag = 0: batch done */
-        mov     [rsi + 8], rbx
-        mov     edx, 16
-        call    .Lwrite_full
-        lea     rsi, [rip + lab_arena]
-        mov     rdx, rbx
-        call    .Lwrite_full
+        call    .Lchecksum
+        lea     rsi, [rip + lab_io_rep]
+        mov     [rsi + LAB_RP_SUM], rax
+        mov     qword ptr [rsi + LAB_RP_KIND], LAB_KIND_DONE
+        call    .Lsend_reply
+        add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
 
 .Lexit_ok:
-        mov     edi, EXIT_OK
+        mov     edi, LAB_EXIT_OK
         jmp     .Lexit
 .Lexit_truncated:
-        mov     edi, EXIT_TRUNCATED
+        mov     edi, LAB_EXIT_TRUNCATED
         jmp     .Lexit
-.Lexit_too_long:
-        mov     edi, EXIT_TOO_LONG
+.Lexit_protocol:
+        mov     edi, LAB_EXIT_PROTOCOL
         jmp     .Lexit
 .Lexit_io:
-        mov     edi, EXIT_IO
+        mov     edi, LAB_EXIT_IO
         jmp     .Lexit
 .Lexit_mprotect:
-        mov     edi, EXIT_MPROTECT
+        mov     edi, LAB_EXIT_MPROTECT
+        jmp     .Lexit
+.Lexit_mmap:
+        mov     edi, LAB_EXIT_MMAP
 .Lexit:
         mov     eax, SYS_exit_group
         syscall
         ud2
 
-/* .Lread_full(rsi = buf, rdx = count) -> rax = bytes read (< count only at EOF).
- * Retries on EINTR; any other error exits.  Clobbers rcx, r8, r9, r11, rdi. */
+/* .Lread_full(rsi = buf, rdx = count) -> rax = bytes read from LAB_FD_REQUEST (< count only
+ * at EOF).  Retries on EINTR; any other error exits.  Clobbers rcx, rdi, r8, r9, r11. */
 .Lread_full:
         mov     r8, rsi
         mov     r9, rdx
@@ -346,7 +308,7 @@ _start:
         cmp     rcx, r9
         jae     .Lread_ret
         push    rcx
-        xor     edi, edi                        /* fd 0 */
+        mov     edi, LAB_FD_REQUEST
         lea     rsi, [r8 + rcx]
         mov     rdx, r9
         sub     rdx, rcx
@@ -364,17 +326,22 @@ _start:
         mov     rax, rcx
         ret
 
-/* .Lwrite_full(rsi = buf, rdx = count): writes all of it to fd 1 or exits.  Shared with the
- * fault handler.  Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r11. */
-.Lwrite_full:
-        mov     r8, rsi
-        mov     r9, rdx
+/* .Lsend_reply: fills magic and seq of lab_io_rep (kind, sum and the fault words are the
+ * caller's) and writes all of it to LAB_FD_REPLY, retrying on EINTR, or exits.  Shared with
+ * the fault handler.  Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r11. */
+.Lsend_reply:
+        lea     r8, [rip + lab_io_rep]
+        movabs  rax, LAB_REPLY_MAGIC
+        mov     [r8 + LAB_RP_MAGIC], rax
+        mov     rax, [rip + lab_io_seq]
+        mov     [r8 + LAB_RP_SEQ], rax
+        mov     r9d, LAB_REPLY_SIZE
         xor     ecx, ecx
 .Lwrite_more:
         cmp     rcx, r9
         jae     .Lwrite_ret
         push    rcx
-        mov     edi, 1                          /* fd 1 */
+        mov     edi, LAB_FD_REPLY
         lea     rsi, [r8 + rcx]
         mov     rdx, r9
         sub     rdx, rcx
@@ -390,13 +357,32 @@ _start:
 .Lwrite_ret:
         ret
 
-/* .Lprotect: apply the batch's protection table (header words 6, 7) with mprotect.
- * .Lunprotect: make all of lab_arena readable and writable again (before the next read and
- * before lab_arena is written to stdout).  Exit on failure.  Clobber rax, rcx, rdx, rsi, rdi,
- * r8, r9, r11. */
+/* .Lchecksum -> rax = FNV-1a over the u64 words of lab_arena[sum_off, sum_off + sum_len)
+ * (lab_protocol.h: h = (h ^ w) * prime).  Clobbers rcx, rsi, r8. */
+.Lchecksum:
+        lea     rsi, [rip + lab_arena]
+        add     rsi, [rip + lab_io_sum_off]
+        mov     rcx, [rip + lab_io_sum_len]
+        shr     rcx, 3
+        movabs  rax, LAB_FNV_OFFSET
+        movabs  r8, LAB_FNV_PRIME
+.Lchecksum_word:
+        test    rcx, rcx
+        jz      .Lchecksum_ret
+        xor     rax, [rsi]
+        imul    rax, r8
+        add     rsi, 8
+        sub     rcx, 1
+        jmp     .Lchecksum_word
+.Lchecksum_ret:
+        ret
+
+/* .Lprotect: apply the batch's protection table with mprotect.
+ * .Lunprotect: make all of lab_arena readable and writable again (after lab_batch and in the
+ * fault handler).  Exit on failure.  Clobber rax, rcx, rdx, rsi, rdi, r8, r9, r11. */
 .Lprotect:
-        mov     r8, [rip + lab_arena + H_PROT_TABLE]
-        mov     r9, [rip + lab_arena + H_PROT_COUNT]
+        mov     r8, [rip + lab_arena + LAB_H_PROT_TABLE]
+        mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
 .Lprotect_next:
         test    r9, r9
         jz      .Lprotect_ret
@@ -407,14 +393,14 @@ _start:
         syscall
         test    rax, rax
         jnz     .Lexit_mprotect
-        add     r8, 24
+        add     r8, LAB_PROT_ENTRY_SIZE
         sub     r9, 1
         jmp     .Lprotect_next
 .Lprotect_ret:
         ret
 .Lunprotect:
         lea     rdi, [rip + lab_arena]
-        mov     esi, ARENA_SIZE
+        mov     esi, LAB_ARENA_SIZE
         mov     edx, PROT_RW
         mov     eax, SYS_mprotect
         syscall
@@ -424,9 +410,10 @@ _start:
         .size   _start, . - _start
 
 /* ------------------------------------------------------------------------------------------
- * lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), SA_SIGINFO, on the altstack.
- * Writes: tag = 1, len = 32 + resp_len, signo, si_addr, pc, current, lab_arena[0..resp_len];
- * then exit_group(3).  It never returns, so it may use any register.
+ * lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), SA_SIGINFO, on the altstack,
+ * every other signal blocked.  Sends the reply (magic, seq, kind = fault, checksum, signo,
+ * si_addr, pc, current), then exit_group(LAB_EXIT_FAULT).  It never returns, so it may use
+ * any register.
  * ---------------------------------------------------------------------------------------- */
         .type   lab_fault_handler, @function
         .p2align 4
@@ -436,33 +423,21 @@ lab_fault_handler:
         mov     r13, rdi
         mov     r14, rsi
         mov     r15, rdx
-        call    .Lunprotect                     /* guard pages must not stop the write below */
-        mov     rdi, r13
-        mov     rsi, r14
-        mov     rdx, r15
-        lea     r12, [rip + lab_fault_msg]
-        mov     rbx, [rip + lab_arena + H_RESP_LEN]
-        mov     eax, ARENA_SIZE
-        cmp     rbx, rax
-        cmova   rbx, rax
-        mov     qword ptr [r12], 1              /* tag = 1: fault */
-        lea     rax, [rbx + 32]
-        mov     [r12 + 8], rax
-        movsxd  rax, edi
-        mov     [r12 + 16], rax                 /* signo */
-        mov     rax, [rsi + SI_ADDR]
-        mov     [r12 + 24], rax                 /* si_addr */
-        mov     rax, [rdx + UC_RIP]
-        mov     [r12 + 32], rax                 /* pc of the faulting instruction */
-        mov     rax, [rip + lab_arena + H_CURRENT]
-        mov     [r12 + 40], rax                 /* current */
-        mov     rsi, r12
-        mov     edx, 48
-        call    .Lwrite_full
-        lea     rsi, [rip + lab_arena]
-        mov     rdx, rbx
-        call    .Lwrite_full
-        mov     edi, EXIT_FAULT
+        call    .Lunprotect                     /* guard pages must not stop the reads below */
+        call    .Lchecksum
+        lea     r12, [rip + lab_io_rep]
+        mov     [r12 + LAB_RP_SUM], rax
+        mov     qword ptr [r12 + LAB_RP_KIND], LAB_KIND_FAULT
+        movsxd  rax, r13d
+        mov     [r12 + LAB_RP_SIGNO], rax
+        mov     rax, [r14 + SI_ADDR]
+        mov     [r12 + LAB_RP_SI_ADDR], rax
+        mov     rax, [r15 + UC_RIP]
+        mov     [r12 + LAB_RP_PC], rax          /* pc of the faulting instruction */
+        mov     rax, [rip + lab_arena + LAB_H_CURRENT]
+        mov     [r12 + LAB_RP_CURRENT], rax
+        call    .Lsend_reply
+        mov     edi, LAB_EXIT_FAULT
         mov     eax, SYS_exit_group
         syscall
         ud2
@@ -479,10 +454,6 @@ lab_sigreturn:
         .globl  lab_syscalls_end
 lab_syscalls_end:
 
-        .section .rodata
-lab_signals:
-        .byte   SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGTRAP, SIGSYS, SIGUSR1, 0
-
 /* ------------------------------------------------------------------------------------------
  * .bss: private words, stacks, and lab_arena LAST (its end is the end of the image).
  * ---------------------------------------------------------------------------------------- */
@@ -493,22 +464,25 @@ lab_drv_index:          .zero 8         /* index of the call in flight */
 lab_drv_entry:          .zero 8         /* its entry address */
 lab_drv_ret:            .zero 8         /* rax after the return */
 lab_drv_sp_after:       .zero 8         /* rsp after the return */
-lab_io_hdr:             .zero 16        /* framing words of _start */
-lab_fault_msg:          .zero 48        /* tag, len, signo, si_addr, pc, current */
+lab_io_seq:             .zero 8         /* sequence number of the next request */
+lab_io_sum_off:         .zero 8         /* checksum range of the current request */
+lab_io_sum_len:         .zero 8
+lab_io_req:             .zero LAB_REQUEST_SIZE
+lab_io_rep:             .zero LAB_REPLY_SIZE
 lab_ss:                 .zero 24        /* stack_t */
 lab_sigact:             .zero 32        /* struct kernel_sigaction */
 
         .p2align 4
-lab_altstack:           .zero ALTSTACK_SIZE
+lab_altstack:           .zero LAB_ALTSTACK_SIZE
 
         .p2align 4
         .globl  lab_stack_bottom
-lab_stack_bottom:       .zero STACK_SIZE
+lab_stack_bottom:       .zero LAB_STACK_SIZE
         .globl  lab_stack_top
 lab_stack_top:                          /* 16-aligned: the stack's size is a multiple of 16 */
 
         .p2align 12
         .globl  lab_arena
         .type   lab_arena, @object
-lab_arena:              .zero ARENA_SIZE
-        .size   lab_arena, ARENA_SIZE
+lab_arena:              .zero LAB_ARENA_SIZE
+        .size   lab_arena, LAB_ARENA_SIZE

@@ -24,6 +24,9 @@ pub struct Abi {
     /// Callee-saved registers in driver order: the driver writes poison `i` into `saved[i]` and
     /// stores the value after the call into word `16 + i` of the call entry.
     pub saved: &'static [&'static str],
+    /// How many of `saved` are integer registers; the rest are FP registers (the driver moves
+    /// their raw 64-bit patterns through an integer register).
+    pub saved_gprs: usize,
     /// Where the rules come from.
     pub source: &'static str,
     /// How `int` arguments (`ofs`, `limit`) are passed.
@@ -49,6 +52,7 @@ pub const RISCV64: Abi = Abi {
         "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "gp", "tp", "fs0", "fs1", "fs2",
         "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11",
     ],
+    saved_gprs: 14,
     source: "RISC-V ELF psABI, Register Convention (LP64D)",
     int32_args: Int32Args::SignExtended,
     sp: "sp",
@@ -63,6 +67,7 @@ pub const AARCH64: Abi = Abi {
         "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "d8", "d9", "d10", "d11", "d12",
         "d13", "d14", "d15",
     ],
+    saved_gprs: 11,
     source: "AAPCS64 §6.1.1, §6.1.2",
     int32_args: Int32Args::UpperGarbage,
     sp: "sp",
@@ -74,6 +79,7 @@ pub const AARCH64: Abi = Abi {
 pub const X86_64: Abi = Abi {
     arch: Arch::X86_64,
     saved: &["rbx", "rbp", "r12", "r13", "r14", "r15"],
+    saved_gprs: 6,
     source: "System V AMD64 psABI §3.2.1 (Figure 3.4)",
     int32_args: Int32Args::UpperGarbage,
     sp: "rsp",
@@ -84,9 +90,7 @@ pub const X86_64: Abi = Abi {
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).
 pub const X86_RFLAGS_DF: u64 = 1 << 10;
 
-/// Step between poison values: `saved[i]` gets `seed + (i + 1) * POISON_STEP` (wrapping).
-/// The 64-bit golden-ratio constant, odd, so the values are distinct for every register.
-pub const POISON_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+pub use crate::protocol::POISON_STEP;
 
 impl Abi {
     /// The table for `arch`.

@@ -2,54 +2,39 @@
 //! the buffers in `lab_arena` (kernels/README.md, "Driver protocol"), a backend runs the whole
 //! table in one entry, and the host decodes the entries and the writable buffers it gets back.
 //!
-//! Layout of the payload, from the start of `lab_arena` (pages of [`PAGE`] bytes, G = a guard
+//! Layout of the arena, from the start of `lab_arena` (pages of [`PAGE`] bytes, G = a guard
 //! page with no access):
-//! `header (8 words) | protection table | call table | G | kernel stack | G | writable buffers,
-//! each followed by G | read-only buffers, each followed by G`. Every buffer has pages of its own,
-//! flush against a guard page at one end ([`Placement`]); read-only buffers are protected against
-//! writes. The protection table (header words 6 and 7) tells the guest which pages to protect;
-//! `_start` applies it with `mprotect`, the Unicorn backend checks every arena access against it.
-//! Only the part up to the last writable buffer (`resp_len` bytes) travels back, so read-only
-//! inputs are sent once and never returned.
+//! `header (8 words) | protection table | exact ranges | call table | G | writable buffers,
+//! each followed by G | read-only buffers, each followed by G | stack guard (no access, the rest
+//! of the arena, at least [`STACK_GUARD`] bytes) | kernel stack | G` (the arena's last page). Every buffer has pages of its own, flush against a
+//! guard page at one end ([`Placement`]); read-only buffers are protected against writes. The
+//! protection table (header words 6 and 7) tells the guest which pages to protect; `_start`
+//! applies it with `mprotect`, the Unicorn backend checks every access against it, and checks
+//! the bytes of the first and last page of every paged buffer exactly (the exact ranges after
+//! the table, which the drivers never read). The kernels' own writable data
+//! ([`Arena::kernel_data`]) is read-only during calls. The kernel stack comes last, so nothing
+//! below it for at least [`STACK_GUARD`] bytes is accessible and no other call's record is
+//! within reach of a stack probe. Only the part up to the last writable buffer (`resp_len` bytes) travels
+//! back, and only the part up to the last read-only buffer is sent.
 
 use crate::abi::Abi;
 use crate::image::Arena;
 
-/// Words in the arena header.
-pub const HEADER_WORDS: usize = 8;
-/// Fixed words at the start of every call entry, before `saved[]`.
-pub const ENTRY_FIXED_WORDS: usize = 16;
-/// Header word indices.
-mod hdr {
-    pub const NCALLS: usize = 0;
-    pub const START: usize = 1;
-    pub const TABLE: usize = 2;
-    pub const RESP_LEN: usize = 3;
-    pub const CURRENT: usize = 4;
-    pub const DONE: usize = 5;
-    pub const PROT_TABLE: usize = 6;
-    pub const PROT_COUNT: usize = 7;
-}
-/// Call-entry word indices.
-mod ent {
-    pub const FN: usize = 0;
-    pub const ARGS: usize = 1;
-    pub const COPY_SRC: usize = 5;
-    pub const COPY_DST: usize = 6;
-    pub const COPY_LEN: usize = 7;
-    pub const SEED: usize = 8;
-    pub const RET: usize = 9;
-    pub const SP_BEFORE: usize = 10;
-    pub const SP_AFTER: usize = 11;
-    pub const FLAGS: usize = 12;
-    pub const STATUS: usize = 13;
-    pub const STACK: usize = 14;
-}
+pub use crate::protocol::PROT_ENTRY_WORDS;
+use crate::protocol::{entry as ent, header as hdr};
+
+/// Words in the arena header ([`crate::protocol::header`]).
+pub const HEADER_WORDS: usize = hdr::WORDS;
+/// Fixed words at the start of every call entry, before `saved[]` ([`crate::protocol::entry`]).
+pub const ENTRY_FIXED_WORDS: usize = ent::FIXED_WORDS;
 
 /// Guest page size the guards are laid out in (4 KiB on every Linux target the lab runs).
 pub const PAGE: u64 = 4096;
-/// Words per protection-table entry: `addr, len, prot`.
-pub const PROT_ENTRY_WORDS: usize = 3;
+/// Bytes with no access at least right below the kernel's stack budget: a stack probe or a frame
+/// this far below the budget faults instead of landing in other memory (1 MiB, as issue 12
+/// asks). The stack sits at the end of the arena, so the guard is in fact everything between the
+/// last buffer and the stack budget.
+pub const STACK_GUARD: u64 = 1 << 20;
 /// `prot` bits of a protection-table entry (Linux `PROT_READ`, `PROT_WRITE`); 0 = guard page.
 pub const PROT_READ: u64 = 1;
 /// See [`PROT_READ`].
@@ -64,8 +49,14 @@ pub enum Placement {
     /// the start faults.
     Start,
     /// The first byte sits this many bytes (0..64) past a page boundary, to test unaligned
-    /// inputs; an over-read is caught only once it reaches the next page.
+    /// inputs; an under-read faults at once, an over-read on page-guard backends only once it
+    /// reaches the next page (Unicorn checks the bytes after the end exactly).
     Offset(usize),
+    /// The first byte sits this many bytes (0..64) past a 64-byte boundary and the last byte
+    /// less than 64 bytes below a guard page: the misaligned twin of [`End`](Self::End). Unicorn
+    /// checks the bytes between the end and the guard exactly; qemu and native see an over-read
+    /// only once it reaches the guard page.
+    Misaligned(usize),
     /// No pages of its own and no guard: packed after the previous buffer, starting this many
     /// bytes (0..4096) past a 64-byte boundary. For sweeps of many small cases whose guard-page
     /// twins run separately; accesses past it are not caught.
@@ -97,8 +88,8 @@ pub fn protections(payload: &[u8], arena_addr: u64) -> Vec<Protection> {
     if payload.len() < HEADER_WORDS * 8 {
         return Vec::new();
     }
-    let table = get(payload, hdr::PROT_TABLE * 8);
-    let count = get(payload, hdr::PROT_COUNT * 8) as usize;
+    let table = get(payload, hdr::PROT_TABLE.offset());
+    let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
     let Some(off) = table.checked_sub(arena_addr).map(|o| o as usize) else { return Vec::new() };
     let mut out: Vec<Protection> = (0..count)
         .map(|i| off + i * PROT_ENTRY_WORDS * 8)
@@ -107,6 +98,28 @@ pub fn protections(payload: &[u8], arena_addr: u64) -> Vec<Protection> {
         .collect();
     out.sort_by_key(|p| p.addr);
     out
+}
+
+/// Decodes the exact ranges of a payload: `[start, end)` of every paged buffer, whose first and
+/// last pages a byte-exact backend (Unicorn) checks byte by byte. They follow the protection
+/// table's entries (a count word, then `start, end` pairs), where the drivers never look.
+pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
+    if payload.len() < HEADER_WORDS * 8 {
+        return Vec::new();
+    }
+    let table = get(payload, hdr::PROT_TABLE.offset());
+    let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
+    let Some(off) = table.checked_sub(arena_addr).map(|o| o as usize) else { return Vec::new() };
+    let at = off.saturating_add(count.saturating_mul(PROT_ENTRY_WORDS * 8));
+    if at + 8 > payload.len() {
+        return Vec::new();
+    }
+    let n = get(payload, at) as usize;
+    (0..n)
+        .map(|i| at + 8 + i * 16)
+        .take_while(|&e| e + 16 <= payload.len())
+        .map(|e| (get(payload, e), get(payload, e + 8)))
+        .collect()
 }
 
 /// Handle of a buffer added to a [`BatchBuilder`].
@@ -152,6 +165,7 @@ pub struct BatchBuilder {
     abi: &'static Abi,
     bufs: Vec<BufSpec>,
     calls: Vec<CallSpec>,
+    exact: bool,
 }
 
 fn align_up(x: u64, a: u64) -> u64 {
@@ -161,7 +175,13 @@ fn align_up(x: u64, a: u64) -> u64 {
 impl BatchBuilder {
     /// An empty batch for the driver of `abi.arch`.
     pub fn new(abi: &'static Abi) -> Self {
-        BatchBuilder { abi, bufs: Vec::new(), calls: Vec::new() }
+        BatchBuilder { abi, bufs: Vec::new(), calls: Vec::new(), exact: true }
+    }
+
+    /// Lists no exact ranges: every backend checks guard pages only. For timed and counted runs
+    /// (`lab bench`), where Unicorn's byte checks would cost time and re-runs.
+    pub fn page_bounds_only(&mut self) {
+        self.exact = false;
     }
 
     /// The ABI the batch is built for.
@@ -195,6 +215,7 @@ impl BatchBuilder {
     pub fn buffer(&mut self, name: &str, bytes: &[u8], writable: bool, placement: Placement) -> BufId {
         let placement = match placement {
             Placement::Offset(m) => Placement::Offset(m % 64),
+            Placement::Misaligned(m) => Placement::Misaligned(m % 64),
             Placement::Packed(m) => Placement::Packed(m % PAGE as usize),
             p => p,
         };
@@ -225,10 +246,20 @@ impl BatchBuilder {
         ((ENTRY_FIXED_WORDS + self.abi.saved.len()) * 8) as u64
     }
 
-    /// Bytes of the header, protection table and call table.
+    /// Bytes of the protection table: a guard after and an entry for each buffer, a guard
+    /// below the first buffer, the stack guard, the guard above the stack, the kernels' data.
+    fn prot_size(&self) -> u64 {
+        (PROT_ENTRY_WORDS * 8) as u64 * (2 * self.bufs.len() as u64 + 4)
+    }
+
+    /// Bytes of the exact ranges: a count and a `start, end` pair per buffer.
+    fn exact_size(&self) -> u64 {
+        8 + 16 * self.bufs.len() as u64
+    }
+
+    /// Bytes of the header, protection table, exact ranges and call table.
     fn tables_size(&self) -> u64 {
-        let prot = (PROT_ENTRY_WORDS * 8) as u64 * (2 * self.bufs.len() as u64 + 2);
-        (HEADER_WORDS * 8) as u64 + prot + self.entry_bytes() * self.calls.len() as u64
+        (HEADER_WORDS * 8) as u64 + self.prot_size() + self.exact_size() + self.entry_bytes() * self.calls.len() as u64
     }
 
     /// Pages of the kernel stack: the ABI's budget plus red zone, rounded up.
@@ -236,7 +267,7 @@ impl BatchBuilder {
         (self.abi.stack_budget + self.abi.red_zone).div_ceil(PAGE)
     }
 
-    /// Bytes the laid-out payload will take.
+    /// Bytes of the arena the batch needs: the payload, the minimum stack guard and the stack.
     pub fn payload_size(&self) -> u64 {
         let bufs: u64 = self
             .bufs
@@ -246,7 +277,7 @@ impl BatchBuilder {
                 _ => run_pages(b) * PAGE + 2 * PAGE,
             })
             .sum();
-        align_up(self.tables_size(), PAGE) + PAGE + self.stack_pages() * PAGE + PAGE + bufs
+        align_up(self.tables_size(), PAGE) + PAGE + bufs + PAGE + STACK_GUARD + self.stack_pages() * PAGE + PAGE
     }
 
     /// Places everything in `arena` and encodes the payload.
@@ -256,20 +287,18 @@ impl BatchBuilder {
     pub fn layout(self, arena: Arena) -> Result<Batch, BatchError> {
         let entry = self.entry_bytes();
         let prot_off = (HEADER_WORDS * 8) as u64;
+        let exact_off = prot_off + self.prot_size();
+        let table_off = exact_off + self.exact_size();
         let mut prots: Vec<Protection> = Vec::new();
-        let table_off = prot_off + (PROT_ENTRY_WORDS * 8) as u64 * (2 * self.bufs.len() as u64 + 2);
-        let mut cursor = align_up(self.tables_size(), PAGE);
         let guard = |at: u64, prots: &mut Vec<Protection>| {
             prots.push(Protection { addr: arena.addr + at, len: PAGE, prot: 0 });
             at + PAGE
         };
-        // The kernel stack: its lowest allowed byte just above a guard page.
-        cursor = guard(cursor, &mut prots);
-        let budget = self.abi.stack_budget + self.abi.red_zone;
-        let stack = StackWindow { bottom: arena.addr + cursor, top: arena.addr + cursor + budget };
-        cursor = guard(cursor + self.stack_pages() * PAGE, &mut prots);
+        // A guard below the first buffer, for under-reads of a buffer flush at its start.
+        let mut cursor = guard(align_up(self.tables_size(), PAGE), &mut prots);
         let mut last_guard_end = cursor;
         let mut placed = vec![Placed::default(); self.bufs.len()];
+        let mut exact: Vec<(u64, u64)> = Vec::new();
         // Writable buffers first: they are inside the response.
         let mut resp_len = table_off + entry * self.calls.len() as u64;
         for pass_writable in [true, false] {
@@ -288,11 +317,13 @@ impl BatchBuilder {
                 let len = b.data.len() as u64;
                 let off = match b.placement {
                     Placement::End => cursor + pages * PAGE - len,
-                    Placement::Start => cursor,
-                    Placement::Offset(m) => cursor + m as u64,
-                    Placement::Packed(_) => unreachable!("packed buffers are placed above"),
+                    Placement::Misaligned(_) if len == 0 => cursor + pages * PAGE,
+                    _ => cursor + lead(b),
                 };
                 placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
+                if len > 0 && self.exact {
+                    exact.push((arena.addr + off, arena.addr + off + len));
+                }
                 if !b.writable {
                     prots.push(Protection { addr: arena.addr + cursor, len: pages * PAGE, prot: PROT_READ });
                 }
@@ -303,10 +334,28 @@ impl BatchBuilder {
                 resp_len = resp_len.max(cursor);
             }
         }
-        if cursor > arena.size {
-            return Err(BatchError::TooLarge { needed: cursor, available: arena.size });
+        let payload_len = cursor;
+        // The kernel stack at the very end of the arena, below one guard page: everything between
+        // the last buffer and the stack budget (at least STACK_GUARD bytes) has no access.
+        let top_guard = arena.size / PAGE * PAGE - PAGE;
+        let bottom = top_guard.saturating_sub(self.stack_pages() * PAGE);
+        let guard_bottom = align_up(cursor, PAGE);
+        if bottom < guard_bottom + STACK_GUARD {
+            let needed = guard_bottom + STACK_GUARD + (self.stack_pages() + 1) * PAGE;
+            return Err(BatchError::TooLarge { needed, available: arena.size });
         }
-        let mut payload = vec![0u8; cursor as usize];
+        prots.push(Protection { addr: arena.addr + guard_bottom, len: bottom - guard_bottom, prot: 0 });
+        let budget = self.abi.stack_budget + self.abi.red_zone;
+        let stack = StackWindow {
+            guard: arena.addr + guard_bottom,
+            bottom: arena.addr + bottom,
+            top: arena.addr + bottom + budget,
+        };
+        guard(top_guard, &mut prots);
+        if let Some((lo, hi)) = arena.kernel_data {
+            prots.push(Protection { addr: lo, len: hi - lo, prot: PROT_READ });
+        }
+        let mut payload = vec![0u8; payload_len as usize];
         for (b, p) in self.bufs.iter().zip(&placed) {
             payload[p.offset as usize..p.offset as usize + p.len].copy_from_slice(&b.data);
         }
@@ -316,30 +365,37 @@ impl BatchBuilder {
             put(&mut payload, at + 8, p.len);
             put(&mut payload, at + 16, p.prot);
         }
-        let addr = |id: BufId, off: usize| arena.addr + placed[id.0].offset + off as u64;
-        let words = [self.calls.len() as u64, 0, arena.addr + table_off, resp_len];
-        for (i, w) in words.iter().enumerate() {
-            put(&mut payload, i * 8, *w);
+        // The exact ranges follow the entries actually used.
+        let at = prot_off as usize + prots.len() * PROT_ENTRY_WORDS * 8;
+        put(&mut payload, at, exact.len() as u64);
+        for (n, (lo, hi)) in exact.iter().enumerate() {
+            put(&mut payload, at + 8 + 16 * n, *lo);
+            put(&mut payload, at + 16 + 16 * n, *hi);
         }
-        put(&mut payload, hdr::PROT_TABLE * 8, arena.addr + prot_off);
-        put(&mut payload, hdr::PROT_COUNT * 8, prots.len() as u64);
+        let addr = |id: BufId, off: usize| arena.addr + placed[id.0].offset + off as u64;
+        put(&mut payload, hdr::NCALLS.offset(), self.calls.len() as u64);
+        put(&mut payload, hdr::START.offset(), 0);
+        put(&mut payload, hdr::TABLE.offset(), arena.addr + table_off);
+        put(&mut payload, hdr::RESP_LEN.offset(), resp_len);
+        put(&mut payload, hdr::PROT_TABLE.offset(), arena.addr + prot_off);
+        put(&mut payload, hdr::PROT_COUNT.offset(), prots.len() as u64);
         for (n, c) in self.calls.iter().enumerate() {
             let base = (table_off + entry * n as u64) as usize;
-            put(&mut payload, base + ent::FN * 8, c.func);
+            put(&mut payload, base + ent::FN.offset(), c.func);
             for (k, a) in c.args.iter().enumerate() {
                 let v = match *a {
                     Arg::Imm(v) => v,
                     Arg::Ptr(id, off) => addr(id, off),
                 };
-                put(&mut payload, base + (ent::ARGS + k) * 8, v);
+                put(&mut payload, base + ent::ARG0.offset() + k * 8, v);
             }
             if let Some((from, to)) = c.copy {
-                put(&mut payload, base + ent::COPY_SRC * 8, addr(from, 0));
-                put(&mut payload, base + ent::COPY_DST * 8, addr(to, 0));
-                put(&mut payload, base + ent::COPY_LEN * 8, placed[to.0].len as u64);
+                put(&mut payload, base + ent::COPY_SRC.offset(), addr(from, 0));
+                put(&mut payload, base + ent::COPY_DST.offset(), addr(to, 0));
+                put(&mut payload, base + ent::COPY_LEN.offset(), placed[to.0].len as u64);
             }
-            put(&mut payload, base + ent::SEED * 8, c.seed);
-            put(&mut payload, base + ent::STACK * 8, stack.top);
+            put(&mut payload, base + ent::SEED.offset(), c.seed);
+            put(&mut payload, base + ent::STACK.offset(), stack.top);
         }
         Ok(Batch {
             payload,
@@ -356,19 +412,35 @@ impl BatchBuilder {
     }
 }
 
+/// Where a paged buffer's first byte sits in its first page ([`Placement::End`]: flush against
+/// the guard after it; [`Placement::Misaligned`]: the latest start at the asked misalignment
+/// that ends before the guard).
+fn lead(b: &BufSpec) -> u64 {
+    let len = b.data.len() as u64;
+    let flush = (PAGE - len % PAGE) % PAGE;
+    match b.placement {
+        Placement::Offset(m) => m as u64,
+        Placement::End => flush,
+        Placement::Misaligned(_) if len == 0 => flush,
+        Placement::Misaligned(m) => {
+            let m = m as u64 % 64;
+            (flush + PAGE - (flush + 64 - m) % 64) % PAGE
+        }
+        Placement::Start | Placement::Packed(_) => 0,
+    }
+}
+
 /// Pages a buffer occupies (at least one, so an empty buffer still has an address of its own).
 fn run_pages(b: &BufSpec) -> u64 {
-    let lead = match b.placement {
-        Placement::Offset(m) => m as u64,
-        _ => 0,
-    };
-    (lead + b.data.len() as u64).div_ceil(PAGE).max(1)
+    (lead(b) + b.data.len() as u64).div_ceil(PAGE).max(1)
 }
 
 /// The stack the kernel runs on: `sp` at the call is `top`; it may use `[bottom, top)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StackWindow {
-    /// Lowest byte the kernel may touch (just above a guard page).
+    /// Lowest byte of the [`STACK_GUARD`] below the budget.
+    pub guard: u64,
+    /// Lowest byte the kernel may touch (just above the stack guard).
     pub bottom: u64,
     /// Stack pointer at the call (16-byte aligned).
     pub top: u64,
@@ -446,6 +518,12 @@ impl Batch {
         self.table_off + self.entry_words * self.ncalls() * 8
     }
 
+    /// Offset and length in bytes of the call table in the payload: the result words the
+    /// qemu/native guest checksums after a batch ([`crate::protocol::checksum`]).
+    pub fn table_range(&self) -> std::ops::Range<usize> {
+        self.table_off..self.table_end()
+    }
+
     /// The protection table this batch asks the guest to apply, sorted by address.
     pub fn protections(&self) -> Vec<Protection> {
         protections(&self.payload, self.arena.addr)
@@ -462,6 +540,17 @@ impl Batch {
         let s = self.stack;
         if (s.bottom..s.top).contains(&addr) {
             return Some(format!("{} bytes below sp at the call, inside the stack budget", s.top - addr));
+        }
+        let below_budget = |n: u64| {
+            format!(
+                "{n} byte{} below the stack budget ({} bytes below sp {:#x} at the call)",
+                plural(n),
+                s.top - s.bottom,
+                s.top
+            )
+        };
+        if (s.guard..s.bottom).contains(&addr) {
+            return Some(below_budget(s.bottom - addr));
         }
         let mut best: Option<(u64, String)> = None;
         let mut consider = |dist: u64, text: String| {
@@ -485,15 +574,7 @@ impl Batch {
         }
         if addr < s.bottom {
             let n = s.bottom - addr;
-            consider(
-                n,
-                format!(
-                    "{n} byte{} below the stack budget ({} bytes below sp {:#x} at the call)",
-                    plural(n),
-                    s.top - s.bottom,
-                    s.top
-                ),
-            );
+            consider(n, below_budget(n));
         } else {
             let n = addr - s.top + 1;
             consider(n, format!("{n} byte{} above sp at the call (the caller's frame)", plural(n)));
@@ -515,19 +596,19 @@ impl Batch {
         let prot = HEADER_WORDS * 8..self.table_off;
         p[prot.clone()].copy_from_slice(&self.payload[prot]);
         for w in [hdr::PROT_TABLE, hdr::PROT_COUNT] {
-            put(&mut p, w * 8, get(&self.payload, w * 8));
+            put(&mut p, w.offset(), get(&self.payload, w.offset()));
         }
-        put(&mut p, hdr::START * 8, start as u64);
-        put(&mut p, hdr::NCALLS * 8, self.ncalls() as u64);
-        put(&mut p, hdr::TABLE * 8, get(&self.payload, hdr::TABLE * 8));
-        put(&mut p, hdr::RESP_LEN * 8, self.resp_len as u64);
+        put(&mut p, hdr::START.offset(), start as u64);
+        put(&mut p, hdr::NCALLS.offset(), self.ncalls() as u64);
+        put(&mut p, hdr::TABLE.offset(), get(&self.payload, hdr::TABLE.offset()));
+        put(&mut p, hdr::RESP_LEN.offset(), self.resp_len as u64);
         p
     }
 
     /// Decodes one call entry from a response.
     pub fn record(&self, resp: &[u8], call: usize) -> CallRecord {
         let base = self.table_off + self.entry_words * call * 8;
-        let w = |i: usize| get(resp, base + i * 8);
+        let w = |f: crate::protocol::Word| get(resp, base + f.offset());
         CallRecord {
             completed: w(ent::STATUS) == 1,
             ret: w(ent::RET),
@@ -535,7 +616,7 @@ impl Batch {
             sp_after: w(ent::SP_AFTER),
             flags: w(ent::FLAGS),
             seed: self.seeds[call],
-            saved: (0..self.nsaved).map(|i| w(ENTRY_FIXED_WORDS + i)).collect(),
+            saved: (0..self.nsaved).map(|i| get(resp, base + (ENTRY_FIXED_WORDS + i) * 8)).collect(),
         }
     }
 
@@ -548,12 +629,12 @@ impl Batch {
 
     /// `current` from a response header: the call in flight when the driver stopped.
     pub fn current(resp: &[u8]) -> u64 {
-        get(resp, hdr::CURRENT * 8)
+        get(resp, hdr::CURRENT.offset())
     }
 
     /// `done` from a response header: calls completed.
     pub fn done(resp: &[u8]) -> u64 {
-        get(resp, hdr::DONE * 8)
+        get(resp, hdr::DONE.offset())
     }
 }
 
@@ -562,7 +643,7 @@ mod tests {
     use super::*;
     use crate::abi::{RISCV64, X86_64};
 
-    const ARENA: Arena = Arena { addr: 0x10_0000, size: 32 << 20 };
+    const ARENA: Arena = Arena { addr: 0x10_0000, size: 32 << 20, kernel_data: None };
 
     #[test]
     fn flush_placements_touch_a_guard_page_and_inputs_are_read_only() {
@@ -599,5 +680,59 @@ mod tests {
         let below = batch.locate(batch.stack.bottom - 8).unwrap();
         assert!(below.starts_with("8 bytes below the stack budget (4224 bytes below sp"), "{below}");
         assert_eq!(batch.locate(ARENA.addr - 1), None);
+    }
+
+    #[test]
+    fn misaligned_inputs_start_at_their_offset_and_end_less_than_64_bytes_below_a_guard() {
+        for len in [0usize, 1, 63, 64, 100, 4096, 5000] {
+            for m in [0usize, 1, 4, 5, 63] {
+                let mut b = BatchBuilder::new(&RISCV64);
+                let input = b.buffer("input", &vec![7; len], false, Placement::Misaligned(m));
+                let batch = b.layout(ARENA).unwrap();
+                let prots = batch.protections();
+                let start = batch.addr_of(input, 0);
+                let end = batch.addr_of(input, len);
+                let guard = end.next_multiple_of(PAGE);
+                let guarded = prots.iter().any(|p| p.prot == 0 && p.contains(guard));
+                assert!(guarded && guard - end < 64, "len {len} m {m}: end {end:#x}");
+                if len > 0 {
+                    assert_eq!(start % 64, m as u64, "len {len} m {m}");
+                    assert_eq!(exact_ranges(&batch.payload, ARENA.addr), vec![(start, end)]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stack_comes_last_above_a_megabyte_guard_and_the_kernels_data_is_read_only() {
+        let data = (0x1000, 0x3000);
+        let mut b = BatchBuilder::new(&RISCV64);
+        let state = b.output(&[0; 16]);
+        b.call(0x1234, [Arg::Ptr(state, 0), Arg::Imm(0), Arg::Imm(0), Arg::Imm(0)], 1);
+        let batch = b.layout(Arena { kernel_data: Some(data), ..ARENA }).unwrap();
+        let prots = batch.protections();
+        let s = batch.stack;
+        assert!(s.bottom - s.guard >= STACK_GUARD);
+        let guard = prots.iter().find(|p| p.contains(s.guard)).unwrap();
+        assert_eq!((guard.addr, guard.len, guard.prot), (s.guard, s.bottom - s.guard, 0));
+        assert_eq!(s.bottom + PAGE, ARENA.addr + ARENA.size - PAGE, "the stack ends a page below the arena's end");
+        assert!(prots.iter().any(|p| p.prot == 0 && p.contains(ARENA.addr + ARENA.size - 1)));
+        // Nothing the call writes or the driver records lies within reach below the stack.
+        assert!(batch.addr_of(state, 16) <= s.guard && ARENA.addr + batch.table_end() as u64 <= s.guard);
+        assert!(batch.payload.len() as u64 <= s.guard - ARENA.addr, "the guard and stack are never sent");
+        let image = prots.iter().find(|p| p.addr == data.0).unwrap();
+        assert_eq!((image.len, image.prot), (data.1 - data.0, PROT_READ));
+        let far = batch.locate(s.guard).unwrap();
+        assert!(far.starts_with(&format!("{} bytes below the stack budget", s.bottom - s.guard)), "{far}");
+        assert!(batch.locate(s.bottom - 4104).unwrap().starts_with("4104 bytes below the stack budget"));
+    }
+
+    #[test]
+    fn timed_batches_list_no_exact_ranges() {
+        let mut b = BatchBuilder::new(&X86_64);
+        b.page_bounds_only();
+        b.input(&[1; 64], 3);
+        let batch = b.layout(ARENA).unwrap();
+        assert!(exact_ranges(&batch.payload, ARENA.addr).is_empty());
     }
 }

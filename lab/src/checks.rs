@@ -15,7 +15,7 @@ use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::{self, Limbs26};
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
-use crate::vectors::{self, Body, Md5Call, Md5Stub, Vector};
+use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
 /// Kernel entry points found in an image.
 #[derive(Debug, Clone, Copy)]
@@ -61,21 +61,27 @@ impl Entry {
 
 /// What one call must leave behind.
 #[derive(Debug, Clone)]
-enum Expect {
+pub(crate) enum Expect {
     /// The MD5 state buffer holds these words.
     Md5State(BufId, State),
+    /// The MD5 state buffer holds the words the vector file gives (`expect_state_hex`).
+    Md5StateFile(BufId, State),
     /// The return register holds this `int` (compared as 32 bits: the upper half of the return
     /// register is unspecified for an `int` on x86_64 and aarch64, sign-extended on riscv64).
     RetI32(i32),
+    /// The returned `int` is the one the vector file gives (`expect_ofs`).
+    RetI32File(i32),
     /// The accumulator is congruent to this value mod 2^130-5 and within the limb bounds.
     Acc(BufId, Limbs26),
+    /// The accumulator is congruent mod 2^130-5 to the value the vector file gives (`expect_acc`).
+    AccFile(BufId, num_bigint::BigUint),
     /// The accumulator is bit-for-bit what it was before the call (no whole block): `acc` must
     /// equal the buffer `before` the call was copied from.
     AccUntouched { acc: BufId, before: BufId },
 }
 
 #[derive(Debug, Clone)]
-struct CallCheck {
+pub(crate) struct CallCheck {
     call: usize,
     label: String,
     expects: Vec<Expect>,
@@ -83,12 +89,14 @@ struct CallCheck {
 
 /// The last thing a case checks, after all its calls.
 #[derive(Debug, Clone)]
-enum Final {
-    Md5Digest { state: BufId, digest: [u8; 16] },
-    Poly1305Tag { acc: BufId, r: Limbs26, tail: Vec<u8>, s: [u8; 16], tag: [u8; 16] },
+pub(crate) enum Final {
+    Md5Digest { state: BufId, digest: [u8; 16], what: &'static str },
+    Poly1305Tag { acc: BufId, r: Limbs26, tail: Vec<u8>, s: [u8; 16], tag: [u8; 16], what: String },
 }
 
-/// A case laid into a batch: its calls and expectations.
+/// A case laid into a batch: its calls and expectations. A case too long for one batch (a long
+/// message, a chain) is laid out one segment at a time ([`crate::procedure`]); a segment that
+/// is not the last carries its outputs to the next.
 #[derive(Debug, Clone)]
 pub struct CasePlan {
     /// Vector set name.
@@ -97,8 +105,22 @@ pub struct CasePlan {
     pub name: String,
     /// Message length in bytes, for reports.
     pub msg_len: usize,
-    calls: Vec<CallCheck>,
-    last: Option<Final>,
+    pub(crate) calls: Vec<CallCheck>,
+    pub(crate) last: Vec<Final>,
+    /// More segments of the same case follow this one.
+    pub more: bool,
+    /// Writable buffers whose contents (as the kernel left them) the next segment starts from.
+    pub(crate) carry: Vec<BufId>,
+    /// Guest instructions the longest call of this plan may need (its blocks times a generous
+    /// per-block count); the Unicorn budget is raised to this for the batch.
+    pub call_instructions: u64,
+}
+
+impl CasePlan {
+    /// The carried buffers as the kernel left them, for the next segment.
+    pub fn carried(&self, batch: &Batch, resp: &[u8]) -> Vec<Vec<u8>> {
+        self.carry.iter().map(|&b| batch.buffer(resp, b).to_vec()).collect()
+    }
 }
 
 /// What kind of problem a finding reports (JUnit failure types and report grouping use it).
@@ -168,42 +190,79 @@ fn buf_ptr(b: BufId) -> Arg {
     Arg::Ptr(b, 0)
 }
 
+/// Instructions one MD5 block may take on any variant, with margin: measured 494-792
+/// (`lab bench`, unaligned riscv64 the most), Zbb emulation adds no counted instructions.
+pub const MD5_INSTRUCTIONS_PER_BLOCK: u64 = 4096;
+/// Instructions one Poly1305 block may take, with margin (measured 30-43 per 16-byte block).
+pub const POLY1305_INSTRUCTIONS_PER_BLOCK: u64 = 512;
+
+/// Most input bytes one segment (one batch) of a case holds; a single call of a call entry
+/// ([`crate::vectors::MAX_CALL_INPUT`]) always fits.
+pub const SEGMENT_BYTES: usize = 16 << 20;
+/// Most calls one segment holds (each has a state buffer and a guard page in guarded layouts).
+pub const SEGMENT_CALLS: usize = 512;
+
 /// The arguments of one MD5 stub call as the planner sees them.
-struct Md5Args<'i> {
-    stub: Md5Stub,
+pub(crate) struct Md5Args<'i> {
+    pub stub: Md5Stub,
     /// The `buf` pointer.
-    buf: Arg,
+    pub buf: Arg,
     /// The bytes at `buf` (for the reference).
-    input: &'i [u8],
-    ofs: i32,
-    limit: i32,
+    pub input: &'i [u8],
+    pub ofs: i32,
+    pub limit: i32,
     /// Appended to the `implCompress` label, e.g. `(buffered block 1)`.
-    note: String,
+    pub note: String,
 }
 
 /// Where a case's buffers go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// Every buffer on pages of its own, flush against a guard page: inputs at `End` (catches
-    /// over-reads) or `Start` (under-reads), outputs at `End`; inputs read-only.
+    /// over-reads) or `Start` (under-reads), or their misaligned twins `Misaligned(m)` /
+    /// `Offset(m)`; outputs at `End`; inputs read-only. Unicorn checks the bytes on the first
+    /// and last page of each buffer exactly, qemu and native the guard pages.
     Guarded(Placement),
     /// Packed without guards, the inputs this many bytes past a 64-byte boundary: the cheap
     /// misaligned twin of the guarded case, for sweeps.
     Offset(usize),
 }
 
-/// A planner's view of one case being laid into a batch.
-struct Planner<'a, R> {
-    b: &'a mut BatchBuilder,
-    e: &'a Entry,
-    rng: &'a mut R,
-    layout: Layout,
-    calls: Vec<CallCheck>,
+/// A planner's view of one case (segment) being laid into a batch.
+pub(crate) struct Planner<'a, R> {
+    pub b: &'a mut BatchBuilder,
+    pub e: &'a Entry,
+    pub rng: &'a mut R,
+    pub layout: Layout,
+    pub calls: Vec<CallCheck>,
+    /// Instructions the longest call needs (see [`CasePlan::call_instructions`]).
+    pub instructions: u64,
+    /// Put before every call label (`step 3: `).
+    pub label_prefix: String,
 }
 
-impl<R: Rng> Planner<'_, R> {
+impl<'a, R: Rng> Planner<'a, R> {
+    /// A planner laying one case into `b`.
+    pub fn new(b: &'a mut BatchBuilder, e: &'a Entry, rng: &'a mut R, layout: Layout) -> Self {
+        Planner { b, e, rng, layout, calls: Vec::new(), instructions: 0, label_prefix: String::new() }
+    }
+
+    /// The plan of what was laid out.
+    pub fn finish(self, set: &str, name: &str, msg_len: usize, last: Vec<Final>, carry: Vec<BufId>) -> CasePlan {
+        CasePlan {
+            set: set.into(),
+            name: name.into(),
+            msg_len,
+            calls: self.calls,
+            last,
+            more: false,
+            carry,
+            call_instructions: self.instructions,
+        }
+    }
+
     /// A read-only input; `nth` staggers the offsets of a case's second input.
-    fn input(&mut self, name: &str, bytes: &[u8], nth: usize) -> BufId {
+    pub fn input(&mut self, name: &str, bytes: &[u8], nth: usize) -> BufId {
         let placement = match self.layout {
             Layout::Guarded(p) => p,
             Layout::Offset(o) => Placement::Packed(o + 7 * nth),
@@ -212,7 +271,7 @@ impl<R: Rng> Planner<'_, R> {
     }
 
     /// A read-only input the kernel may assume naturally aligned (`r`, `int64_t[5]`).
-    fn aligned_input(&mut self, name: &str, bytes: &[u8]) -> BufId {
+    pub fn aligned_input(&mut self, name: &str, bytes: &[u8]) -> BufId {
         let placement = match self.layout {
             Layout::Guarded(_) => Placement::End,
             Layout::Offset(_) => Placement::Packed(0),
@@ -221,7 +280,7 @@ impl<R: Rng> Planner<'_, R> {
     }
 
     /// A writable output (state, accumulator).
-    fn output(&mut self, name: &str, init: &[u8]) -> BufId {
+    pub fn output(&mut self, name: &str, init: &[u8]) -> BufId {
         let placement = match self.layout {
             Layout::Guarded(_) => Placement::End,
             Layout::Offset(_) => Placement::Packed(0),
@@ -237,21 +296,34 @@ impl<R: Rng> Planner<'_, R> {
     /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
     fn call(&mut self, func: u64, args: [Arg; 4], prev: BufId, out: BufId, label: String, expects: Vec<Expect>) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
+        let label = format!("{}{label}", self.label_prefix);
         self.calls.push(CallCheck { call, label, expects });
     }
 
-    /// One MD5 stub call on `state`; returns the buffer holding the new state.
-    fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State) -> BufId {
+    /// One MD5 stub call on `state` (the reference's state, advanced); returns the buffer
+    /// holding the kernel's new state. `file` adds the vector file's expectations.
+    pub fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State, file: &Md5Expect) -> BufId {
         let out = self.output("state", &[0u8; 16]);
-        let (func, args, label, expects) = match c.stub {
+        let (func, args, label, mut expects) = match c.stub {
             Md5Stub::CompressMb => {
+                self.instructions =
+                    self.instructions.max(md5::mb_blocks(c.ofs, c.limit) as u64 * MD5_INSTRUCTIONS_PER_BLOCK);
+                // The loader and the planner give the blocks the call takes; a short input
+                // would be a lab bug, reported as a finding rather than a panic.
                 let ret = md5::compress_mb(state, c.input, c.ofs, c.limit);
                 let args = [c.buf, buf_ptr(out), self.int(c.ofs), self.int(c.limit)];
                 let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={}, limit={})", c.ofs, c.limit);
-                (self.e.md5_compress_mb, args, label, vec![Expect::Md5State(out, *state), Expect::RetI32(ret)])
+                let expects = match ret {
+                    Some(ret) => vec![Expect::Md5State(out, *state), Expect::RetI32(ret)],
+                    None => vec![Expect::Md5State(out, *state), Expect::RetI32(i32::MIN)],
+                };
+                (self.e.md5_compress_mb, args, label, expects)
             }
             Md5Stub::Compress => {
-                md5::compress(state, &c.input[..64]);
+                self.instructions = self.instructions.max(MD5_INSTRUCTIONS_PER_BLOCK);
+                if let Some(block) = c.input.get(..64) {
+                    md5::compress(state, block);
+                }
                 let args = [c.buf, buf_ptr(out), Arg::Imm(self.rng.gen()), Arg::Imm(self.rng.gen())];
                 (
                     self.e.md5_compress,
@@ -261,106 +333,145 @@ impl<R: Rng> Planner<'_, R> {
                 )
             }
         };
-        self.call(func.expect("md5 symbols checked"), args, prev, out, label, expects);
+        expects.extend(file.state.map(|s| Expect::Md5StateFile(out, s)));
+        expects.extend(file.ofs.map(Expect::RetI32File));
+        let func = func.unwrap_or_default(); // Entry::missing keeps kernels without symbols out
+        self.call(func, args, prev, out, label, expects);
         out
     }
 
-    /// A DigestBase-driven digest of `msg` fed in `updates`. The message buffer ends with the
-    /// last block an `implCompressMB` call reads (the rest reaches the kernel through
-    /// DigestBase's buffer), so a read past it leaves the buffer.
-    fn md5_digest(&mut self, msg: &[u8], updates: &[usize], digest: [u8; 16]) -> Final {
-        let (steps, host) = md5::digest_plan_updates(msg, updates);
-        let read = steps.iter().filter_map(|s| match *s {
-            Step::Mb { start, ofs, ret, .. } => Some(start + (ret - ofs) as usize),
-            Step::Single { .. } => None,
-        });
-        let input = self.input("input", &msg[..read.max().unwrap_or(0)], 0);
+    /// One segment of a DigestBase-driven digest: takes steps from `steps` while they fit
+    /// ([`SEGMENT_BYTES`], [`SEGMENT_CALLS`]), starting from the kernel state `init` (the
+    /// reference's is `state`). The input buffer holds the message from the first
+    /// `implCompressMB` block of the segment to the last one it reads (the rest reaches the
+    /// kernel through DigestBase's buffer), so a read past it leaves the buffer. Returns the
+    /// buffer holding the kernel's last state.
+    pub fn md5_digest_segment(
+        &mut self,
+        steps: &mut std::iter::Peekable<md5::DigestSteps>,
+        msg: &Message,
+        init: &[u8; 16],
+        state: &mut State,
+    ) -> BufId {
+        let mut taken: Vec<Step> = Vec::new();
+        let mut span: Option<std::ops::Range<usize>> = None;
+        while let Some(next) = steps.peek() {
+            let grown = match (next.mb_range(), &span) {
+                (Some(r), Some(s)) => Some(s.start..r.end),
+                (Some(r), None) => Some(r),
+                (None, s) => s.clone(),
+            };
+            let too_big = grown.as_ref().is_some_and(|g| g.len() > SEGMENT_BYTES);
+            if !taken.is_empty() && (taken.len() >= SEGMENT_CALLS || too_big) {
+                break;
+            }
+            span = grown;
+            taken.extend(steps.next());
+        }
+        let span = span.unwrap_or(0..0);
+        let bytes = msg.read(span.start, span.len());
+        let input = self.input("input", &bytes, 0);
+        let host: Vec<u8> = taken
+            .iter()
+            .filter_map(|s| match s {
+                Step::Single { block, .. } => Some(&block[..]),
+                Step::Mb { .. } => None,
+            })
+            .flatten()
+            .copied()
+            .collect();
         let host_buf = self.input("buffer", &host, 1);
-        let mut state = md5::IV;
-        let mut prev = self.output("state", &md5::state_to_bytes(&state));
-        for step in steps {
+        let mut prev = self.output("state", init);
+        let mut host_at = 0;
+        for step in &taken {
             let args = match step {
                 Step::Mb { start, ofs, limit, .. } => {
-                    let buf = Arg::Ptr(input, start);
-                    Md5Args { stub: Md5Stub::CompressMb, buf, input: &msg[start..], ofs, limit, note: String::new() }
+                    let at = start - span.start;
+                    let (buf, input) = (Arg::Ptr(input, at), &bytes[at..]);
+                    Md5Args { stub: Md5Stub::CompressMb, buf, input, ofs: *ofs, limit: *limit, note: String::new() }
                 }
-                Step::Single { host_offset } => Md5Args {
-                    stub: Md5Stub::Compress,
-                    buf: Arg::Ptr(host_buf, host_offset),
-                    input: &host[host_offset..host_offset + 64],
-                    ofs: 0,
-                    limit: 0,
-                    note: format!("(buffered block {})", host_offset / 64),
-                },
+                Step::Single { index, .. } => {
+                    host_at += 64;
+                    Md5Args {
+                        stub: Md5Stub::Compress,
+                        buf: Arg::Ptr(host_buf, host_at - 64),
+                        input: &host[host_at - 64..host_at],
+                        ofs: 0,
+                        limit: 0,
+                        note: format!("(buffered block {index})"),
+                    }
+                }
             };
-            prev = self.md5_step(args, prev, &mut state);
+            prev = self.md5_step(args, prev, state, &Md5Expect::default());
         }
-        Final::Md5Digest { state: prev, digest }
+        prev
     }
 
     /// One MD5 call entry. The input holds exactly the blocks the call processes, so a read past
     /// the last block leaves the buffer.
-    fn md5_call(&mut self, c: &Md5Call) {
+    pub fn md5_call(&mut self, c: &Md5Call) -> BufId {
         let used = if c.stub == Md5Stub::Compress { 64 } else { md5::mb_blocks(c.ofs, c.limit) * 64 };
-        let input = self.input("input", &c.input[..used], 0);
+        let bytes = c.input.read(0, used);
+        let input = self.input("input", &bytes, 0);
         let prev = self.output("state", &md5::state_to_bytes(&c.state));
         let mut state = c.state;
         let args = Md5Args {
             stub: c.stub,
             buf: buf_ptr(input),
-            input: &c.input,
+            input: &bytes,
             ofs: c.ofs,
             limit: c.limit,
             note: String::new(),
         };
-        self.md5_step(args, prev, &mut state);
+        self.md5_step(args, prev, &mut state, &c.expect)
     }
 
-    /// A chain of `processBlocks` calls with the given `length` arguments, accumulator passed on
-    /// by copies; returns the last accumulator buffer. The input buffer holds only the whole
-    /// blocks the calls take, so a read past the last one leaves it.
-    fn poly1305_chain(&mut self, acc: Limbs26, r: Limbs26, msg: &[u8], lengths: &[i64]) -> BufId {
+    /// A chain of `processBlocks` calls with the given `length` arguments over `msg` from byte
+    /// `at`, the accumulator passed on by copies from the kernel's `init` (the reference's is
+    /// `acc`); `expect` (from the file) is checked after the last call. Returns the last
+    /// accumulator buffer. The input buffer holds only the whole blocks the calls take, so a
+    /// read past the last one leaves it.
+    pub fn poly1305_chain(
+        &mut self,
+        init: &[u8; 40],
+        acc: &mut Limbs26,
+        r: Limbs26,
+        msg: &Message,
+        at: usize,
+        lengths: &[i64],
+        expect: Option<&num_bigint::BigUint>,
+    ) -> BufId {
         let used: usize = lengths.iter().map(|&l| vectors::whole_blocks(l) * 16).sum();
-        let input = self.input("input", &msg[..used], 0);
+        let bytes = msg.read(at, used);
+        let input = self.input("input", &bytes, 0);
         let r_buf = self.aligned_input("r", &r.to_bytes());
-        let mut acc = acc;
-        let mut prev = self.output("acc", &acc.to_bytes());
-        let mut at = 0;
-        for &len in lengths {
+        let mut prev = self.output("acc", init);
+        let mut off = 0;
+        for (i, &len) in lengths.iter().enumerate() {
             let out = self.output("acc", &[0u8; 40]);
-            let args = [Arg::Ptr(input, at), Arg::Imm(len as u64), buf_ptr(out), buf_ptr(r_buf)];
+            let args = [Arg::Ptr(input, off), Arg::Imm(len as u64), buf_ptr(out), buf_ptr(r_buf)];
             let take = vectors::whole_blocks(len) * 16;
-            let expect = if take == 0 {
+            self.instructions = self.instructions.max((take / 16) as u64 * POLY1305_INSTRUCTIONS_PER_BLOCK);
+            let mut expects = vec![if take == 0 {
                 Expect::AccUntouched { acc: out, before: prev }
             } else {
-                acc = poly1305::process_blocks(&acc, &r, &msg[at..at + take]);
-                Expect::Acc(out, acc)
-            };
-            let label = format!("{POLY1305_PROCESS_BLOCKS}(input+{at}, length={len})");
-            self.call(self.e.poly1305.expect("poly1305 symbol checked"), args, prev, out, label, vec![expect]);
+                *acc = poly1305::process_blocks(acc, &r, bytes.get(off..off + take).unwrap_or_default());
+                Expect::Acc(out, *acc)
+            }];
+            if i + 1 == lengths.len() {
+                expects.extend(expect.map(|v| Expect::AccFile(out, v.clone())));
+            }
+            let label = format!("{POLY1305_PROCESS_BLOCKS}(input+{}, length={len})", at + off);
+            self.call(self.e.poly1305.unwrap_or_default(), args, prev, out, label, expects);
             prev = out;
-            at += take;
+            off += take;
         }
         prev
-    }
-
-    /// A tag vector: whole blocks through the kernel (one call, or split at `cuts`), then the
-    /// tail block and `+ s` on the host.
-    fn poly1305_tag(&mut self, key: &[u8; 32], msg: &[u8], tag: [u8; 16], cuts: &[usize]) -> Final {
-        let r = poly1305::clamp_r(key[..16].try_into().expect("16 bytes"));
-        let whole = msg.len() / 16 * 16;
-        let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < whole).collect();
-        bounds.push(whole);
-        let lengths: Vec<i64> =
-            bounds.iter().scan(0, |at, &end| Some((end - std::mem::replace(at, end)) as i64)).collect();
-        let acc = self.poly1305_chain(Limbs26::default(), r, msg, &lengths);
-        let s = key[16..].try_into().expect("16 bytes");
-        Final::Poly1305Tag { acc, r, tail: msg[whole..].to_vec(), s, tag }
     }
 }
 
 /// Random cut points at 16-byte boundaries inside a message of `blocks` whole blocks.
-fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
+pub(crate) fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
     if blocks < 2 {
         return Vec::new();
     }
@@ -370,29 +481,46 @@ fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
     c
 }
 
-/// The cases of a vector, in order: one with every buffer flush against a guard page, then one
-/// packed case per offset of the vector (Poly1305 tags: split over several calls).
-fn layouts(v: &Vector, flush: Placement) -> impl Iterator<Item = Layout> + '_ {
-    std::iter::once(Layout::Guarded(flush)).chain(v.offsets.iter().map(|&o| Layout::Offset(o)))
+/// The cases of a vector, in order: one with every buffer flush against a guard page, one with
+/// the inputs guarded but `misalign` bytes (1..64) past a 64-byte boundary, then one packed case
+/// per offset of the vector (Poly1305 tags: split over several calls).
+pub fn layouts(v: &Vector, flush: Placement, misalign: usize) -> impl Iterator<Item = Layout> + '_ {
+    // The misaligned twin keeps the flush side: the end less than 64 bytes below the guard, or
+    // the start `misalign` bytes above it.
+    let twin = match flush {
+        Placement::Start => Placement::Offset(misalign),
+        _ => Placement::Misaligned(misalign),
+    };
+    [Layout::Guarded(flush), Layout::Guarded(twin)].into_iter().chain(v.offsets.iter().map(|&o| Layout::Offset(o)))
 }
 
-/// How many cases a vector makes: the guarded case and one per offset.
+/// How many cases a vector makes: the guarded case, its misaligned twin and one per offset.
 pub fn cases_of(v: &Vector) -> usize {
-    1 + v.offsets.len()
+    2 + v.offsets.len()
 }
 
-/// The case names of `v`, in planning order: `NAME [guarded]` for the guarded case (every
-/// buffer flush against a guard page), then `NAME @+N` per offset (` [split]` added for a
-/// Poly1305 tag's split-call cases). Stable across seeds, so CI history can follow a case.
+/// Suffix of the guarded case's name ([`case_names`]): every buffer flush against a guard page.
+pub const GUARDED: &str = " [guarded]";
+
+/// Suffix of the misaligned guarded case's name ([`case_names`]).
+pub const MISALIGNED_GUARD: &str = " [guarded, misaligned]";
+
+/// The case names of `v`, in planning order: the vector's name and [`GUARDED`] for the guarded
+/// case, the name and [`MISALIGNED_GUARD`] for its misaligned twin (its misalignment comes from
+/// the seed), then `@+N` per offset (` [split]` added for a Poly1305 tag's split-call cases).
+/// Stable across seeds, so CI history can follow a case.
 pub fn case_names(v: &Vector) -> Vec<String> {
     let split = if matches!(v.body, Body::Poly1305Tag { .. }) { " [split]" } else { "" };
-    std::iter::once(format!("{} [guarded]", v.name))
+    [format!("{}{GUARDED}", v.name), format!("{}{MISALIGNED_GUARD}", v.name)]
+        .into_iter()
         .chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name)))
         .collect()
 }
 
 /// Plans every case of `v` into `b` (see [`cases_of`] and [`case_names`]); `flush` says which
 /// end of its pages the guarded case's inputs touch ([`Placement::End`] or [`Placement::Start`]).
+/// For vectors whose cases fit one batch each (`lab fuzz` cases); a case that needs more
+/// segments ([`crate::procedure`]) gets only its first here, marked [`CasePlan::more`].
 pub fn plan_vector(
     b: &mut BatchBuilder,
     e: &Entry,
@@ -402,28 +530,10 @@ pub fn plan_vector(
     flush: Placement,
 ) -> Vec<CasePlan> {
     let names = case_names(v);
-    layouts(v, flush)
+    let misalign = rng.gen_range(1..64);
+    layouts(v, flush, misalign)
         .zip(names)
-        .map(|(layout, name)| {
-            let mut p = Planner { b: &mut *b, e, rng: &mut *rng, layout, calls: Vec::new() };
-            let last = match &v.body {
-                Body::Md5Digest { msg, digest, updates } => Some(p.md5_digest(msg, updates, *digest)),
-                Body::Md5Call(c) => {
-                    p.md5_call(c);
-                    None
-                }
-                Body::Poly1305Tag { key, msg, tag } => {
-                    let split = matches!(layout, Layout::Offset(_));
-                    let cuts = if split { random_cuts(p.rng, msg.len() / 16) } else { Vec::new() };
-                    Some(p.poly1305_tag(key, msg, *tag, &cuts))
-                }
-                Body::Poly1305Call(c) => {
-                    p.poly1305_chain(c.acc, c.r, &c.input, &c.lengths);
-                    None
-                }
-            };
-            CasePlan { set: set.into(), name, msg_len: v.msg_len(), calls: p.calls, last }
-        })
+        .map(|(layout, name)| crate::procedure::CaseRun::new(v, set, &name, layout).plan_next(b, e, rng))
         .collect()
 }
 
@@ -450,8 +560,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
             findings.extend(expect_finding(&c.label, e, batch, &run.resp, rec.ret));
         }
     }
-    if let (true, Some(last)) = (findings.is_empty(), &plan.last) {
-        findings.extend(final_finding(last, batch, &run.resp));
+    if findings.is_empty() {
+        findings.extend(plan.last.iter().filter_map(|last| final_finding(last, batch, &run.resp)));
     }
     findings
 }
@@ -470,7 +580,12 @@ pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> F
         FaultKind::Memory { addr: Some(a), .. } | FaultKind::Bus { addr: Some(a) } => Some(a),
         _ => None,
     };
-    let whereabouts = addr.and_then(|a| batch.locate(a)).map(|w| format!(", {w}")).unwrap_or_default();
+    let whereabouts = addr
+        .and_then(|a| {
+            batch.locate(a).or_else(|| image.locate_data(a).map(|w| format!("in the kernel image's {w} ({a:#x})")))
+        })
+        .map(|w| format!(", {w}"))
+        .unwrap_or_default();
     let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
     let class = match f.kind {
         FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
@@ -523,9 +638,41 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
                 Finding::new(Class::Value, format!("{label}: state expected {}, got {}", words(want), words(&got)))
             })
         }
+        Expect::Md5StateFile(buf, want) => {
+            let got = md5::state_from_bytes(batch.buffer(resp, *buf));
+            (got != *want).then(|| {
+                let (w, g) = (words(want), words(&got));
+                Finding::new(
+                    Class::Value,
+                    format!("{label}: state expected {w} (expect_state_hex in the file), got {g}"),
+                )
+            })
+        }
         Expect::RetI32(want) => {
             let got = ret as u32 as i32;
             (got != *want).then(|| Finding::new(Class::Value, format!("{label}: returned ofs {got}, expected {want}")))
+        }
+        Expect::RetI32File(want) => {
+            let got = ret as u32 as i32;
+            (got != *want).then(|| {
+                Finding::new(
+                    Class::Value,
+                    format!("{label}: returned ofs {got}, expected {want} (expect_ofs in the file)"),
+                )
+            })
+        }
+        Expect::AccFile(buf, want) => {
+            let got = Limbs26::from_bytes(batch.buffer(resp, *buf));
+            let want = want % poly1305::p();
+            (got.reduced() != want).then(|| {
+                Finding::new(
+                    Class::Value,
+                    format!(
+                        "{label}: acc mod 2^130-5 expected {want:#x} (expect_acc in the file), got {:#x} (limbs {got})",
+                        got.reduced()
+                    ),
+                )
+            })
         }
         Expect::Acc(buf, want) => {
             let got = Limbs26::from_bytes(batch.buffer(resp, *buf));
@@ -559,16 +706,16 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
 
 fn final_finding(last: &Final, batch: &Batch, resp: &[u8]) -> Option<Finding> {
     match last {
-        Final::Md5Digest { state, digest } => {
+        Final::Md5Digest { state, digest, what } => {
             let got = md5::state_to_digest(&md5::state_from_bytes(batch.buffer(resp, *state)));
             (got != *digest).then(|| {
-                Finding::new(Class::Value, format!("digest expected {}, got {}", hex::encode(digest), hex::encode(got)))
+                Finding::new(Class::Value, format!("{what}expected {}, got {}", hex::encode(digest), hex::encode(got)))
             })
         }
-        Final::Poly1305Tag { acc, r, tail, s, tag } => {
+        Final::Poly1305Tag { acc, r, tail, s, tag, what } => {
             let got = poly1305::finish(&Limbs26::from_bytes(batch.buffer(resp, *acc)), r, tail, s);
             (got != *tag).then(|| {
-                Finding::new(Class::Value, format!("tag expected {}, got {}", hex::encode(tag), hex::encode(got)))
+                Finding::new(Class::Value, format!("{what}expected {}, got {}", hex::encode(tag), hex::encode(got)))
             })
         }
     }

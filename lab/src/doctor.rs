@@ -268,7 +268,7 @@ fn tiny_sets() -> [VectorSet; 2] {
             "MD5(\"abc\")",
             "RFC 1321 A.5",
             Body::Md5Digest {
-                msg: b"abc".to_vec(),
+                msg: b"abc".to_vec().into(),
                 digest: h("900150983cd24fb0d6963f7d28e17f72").try_into().expect("16 bytes"),
                 updates: Vec::new(),
             },
@@ -281,7 +281,7 @@ fn tiny_sets() -> [VectorSet; 2] {
                 key: h("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b")
                     .try_into()
                     .expect("32 bytes"),
-                msg: b"Cryptographic Forum Research Group".to_vec(),
+                msg: b"Cryptographic Forum Research Group".to_vec().into(),
                 tag: h("a8061dc1305136c6c22b8baf0c0127a9").try_into().expect("16 bytes"),
             },
         ),

@@ -56,7 +56,11 @@ pub fn md5_call() -> BoxedStrategy<Case> {
             let (stub, n) = if single { (Md5Stub::Compress, 1) } else { (Md5Stub::CompressMb, count) };
             let limit = ofs + (n as i32 - 1) * 64 + extra;
             let input: Vec<u8> = (0..n).flat_map(|i| blocks[i % blocks.len()].iter().copied()).collect();
-            case("md5 call", offset, Body::Md5Call(Md5Call { stub, state, input, ofs, limit }))
+            case(
+                "md5 call",
+                offset,
+                Body::Md5Call(Md5Call { stub, state, input: input.into(), ofs, limit, expect: Default::default() }),
+            )
         })
         .boxed()
 }
@@ -73,7 +77,7 @@ pub fn md5_digest() -> BoxedStrategy<Case> {
         .prop_map(|(msg, cuts, offset)| {
             let updates = pieces(msg.len(), &cuts);
             let digest = md5::digest_updates(&msg, &updates);
-            case("md5 digest", offset, Body::Md5Digest { msg, digest, updates })
+            case("md5 digest", offset, Body::Md5Digest { msg: msg.into(), digest, updates })
         })
         .boxed()
 }
@@ -122,7 +126,11 @@ pub fn poly1305_call() -> BoxedStrategy<Case> {
             let input: Vec<u8> = blocks.iter().flatten().chain(&tail).copied().collect();
             let lengths = chain_lengths(input.len(), &cuts);
             let r = poly1305::clamp_r(&r.to_le_bytes());
-            case("poly1305 call", offset, Body::Poly1305Call(Poly1305Call { acc, r, input, lengths }))
+            case(
+                "poly1305 call",
+                offset,
+                Body::Poly1305Call(Poly1305Call { acc, r, input: input.into(), lengths, expect: Default::default() }),
+            )
         })
         .boxed()
 }
@@ -240,6 +248,8 @@ pub fn blocks_of(c: &Case) -> usize {
         Body::Md5Call(m) => m.input.len() / 64,
         Body::Poly1305Tag { msg, .. } => msg.len().div_ceil(16),
         Body::Poly1305Call(p) => p.input.len().div_ceil(16),
+        Body::Md5Chain(c) => c.seed.len().div_ceil(64) + c.steps,
+        Body::Poly1305MacOfMacs(m) => m.count * (m.count + 16) / 32,
     }
 }
 

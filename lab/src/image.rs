@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use object::elf::{PF_R, PF_W, PF_X, PT_LOAD};
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-use object::{Architecture, Endianness, Object, ObjectSymbol, SymbolKind};
+use object::{Architecture, Endianness, Object, ObjectSection, ObjectSymbol, SectionFlags, SymbolKind};
 
 use std::sync::{Arc, OnceLock};
 
@@ -73,18 +73,31 @@ pub struct Image {
     /// `PT_LOAD` segments in file order.
     pub segments: Vec<Segment>,
     symbols: BTreeMap<String, Symbol>,
+    /// Allocated writable sections (`.data`, `.bss`, ...): name, address, size.
+    data_sections: Vec<(String, u64, u64)>,
     /// The widest disassembly, made on first use ([`Image::listing`]).
     listing: Arc<OnceLock<Listing>>,
 }
 
-/// Address and size of `lab_arena`, the batch area of the driver protocol.
+/// Address and size of `lab_arena`, the batch area of the driver protocol, and the kernels'
+/// own writable data the batch protects during calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arena {
     /// Guest address of the header (`lab_arena`).
     pub addr: u64,
     /// Usable bytes from `addr`.
     pub size: u64,
+    /// Page-aligned `[start, end)` of the kernels' writable data (`.data`, `.bss` of every
+    /// object linked before the driver), when there is any: HotSpot stubs have no writable
+    /// globals, so the batch maps these pages read-only during calls. The driver's own data
+    /// starts at [`KERNEL_DATA_END`], on a page of its own.
+    pub kernel_data: Option<(u64, u64)>,
 }
+
+/// Symbol the lab links between the kernels and the driver (`lab/src/toolchain.rs`): a
+/// page-aligned, empty `.bss` section, so the driver's data starts on a page of its own and
+/// everything writable below it belongs to the kernels.
+pub const KERNEL_DATA_END: &str = "lab_kernel_data_end";
 
 fn arch_of(found: Architecture) -> Option<Arch> {
     match found {
@@ -133,7 +146,12 @@ impl Image {
             .filter_map(|s| Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size() })))
             .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
             .collect();
-        Ok(Image { path: path.into(), arch: expected, segments, symbols, listing: Arc::default() })
+        let data_sections = elf
+            .sections()
+            .filter(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC) == u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC)))
+            .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
+            .collect();
+        Ok(Image { path: path.into(), arch: expected, segments, symbols, data_sections, listing: Arc::default() })
     }
 
     /// The symbol called `name`, if the image defines it.
@@ -162,7 +180,39 @@ impl Image {
             .map(|s| s.vaddr + s.memsz)
             .ok_or(ImageError::MissingSymbol { path: self.path.clone(), symbol: "lab_arena" })?;
         let size = if sym.size > 0 { sym.size.min(seg_end - sym.addr) } else { seg_end - sym.addr };
-        Ok(Arena { addr: sym.addr, size })
+        Ok(Arena { addr: sym.addr, size, kernel_data: self.kernel_data(sym.addr) })
+    }
+
+    /// The pages of the writable segment below [`KERNEL_DATA_END`] (and below `arena`), leaving
+    /// out a first page shared with a non-writable segment; `None` without the mark or data.
+    fn kernel_data(&self, arena: u64) -> Option<(u64, u64)> {
+        const PAGE: u64 = crate::batch::PAGE;
+        let end = self.symbol(KERNEL_DATA_END)?.addr.min(arena) / PAGE * PAGE;
+        let seg = self.segments.iter().find(|s| s.perms.write && s.vaddr < end && end <= s.vaddr + s.memsz)?;
+        let mut start = seg.vaddr / PAGE * PAGE;
+        let shared = |page: u64| {
+            self.segments.iter().any(|o| !o.perms.write && o.vaddr < page + PAGE && page < o.vaddr + o.memsz)
+        };
+        if shared(start) {
+            start += PAGE;
+        }
+        (start < end).then_some((start, end))
+    }
+
+    /// Where a data address lies in the image, for a finding: the writable section and the
+    /// nearest symbol at or below it inside that section, e.g. `.bss at my_global+8`.
+    pub fn locate_data(&self, addr: u64) -> Option<String> {
+        let (section, start, _) = self.data_sections.iter().find(|(_, a, n)| *a <= addr && addr < a + n.max(&1))?;
+        let sym = self
+            .symbols
+            .iter()
+            .filter(|(_, s)| *start <= s.addr && s.addr <= addr && !self.is_code(s.addr))
+            .max_by_key(|(_, s)| s.addr);
+        Some(match sym {
+            Some((name, s)) if s.addr == addr => format!("{section} at {name}"),
+            Some((name, s)) => format!("{section} at {name}+{}", addr - s.addr),
+            None => format!("{section}+{:#x}", addr - start),
+        })
     }
 
     /// The nearest symbol at or below `addr` and the offset into it: `md5_implCompress+0x1c`.

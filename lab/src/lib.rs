@@ -4,7 +4,7 @@
 //! and a portable reference.
 //!
 //! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
-//! (the ELF), [`abi`] (calling conventions as data), [`batch`] (the driver protocol),
+//! (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the driver protocol, defined once), [`batch`] (batch layout),
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
 //! [`checks`] (cases and findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
 //! (differential fuzzing), [`report`] and [`run`] (orchestration), [`progress`] (events for long
@@ -22,7 +22,9 @@ pub mod fuzz;
 pub mod image;
 pub mod isa;
 pub mod paths;
+pub mod procedure;
 pub mod progress;
+pub mod protocol;
 pub mod reference;
 pub mod replay;
 pub mod report;

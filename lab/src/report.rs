@@ -219,6 +219,8 @@ pub struct Report {
     pub vector_errors: Vec<VectorError>,
     /// Builds or backends that could not start.
     pub setup_errors: Vec<String>,
+    /// Why a vector file gave no case although it loaded (left out by `--kernel`, empty).
+    pub notes: Vec<String>,
     /// Findings about whole images (static ISA scan); any of them fails the run.
     pub image_findings: Vec<ImageFinding>,
     /// The run's seed.
@@ -235,13 +237,15 @@ impl Report {
         self.rows.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed, f + r.failed.len(), s + r.skipped))
     }
 
-    /// The verdict.
+    /// The verdict. A failed case or image finding wins over input and set-up errors (a kernel
+    /// failure must not read as a configuration problem); those win over a pass, and so does a
+    /// run where nothing ran.
     pub fn status(&self) -> Status {
         let (passed, failed, _) = self.totals();
-        if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + failed == 0 {
-            Status::SetupError
-        } else if self.rows.iter().any(|r| !r.failed.is_empty()) || !self.image_findings.is_empty() {
+        if failed > 0 || !self.image_findings.is_empty() {
             Status::Failed
+        } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed == 0 {
+            Status::SetupError
         } else {
             Status::Passed
         }
@@ -261,6 +265,16 @@ impl Report {
     /// line green or red). The CLI asks for colour and writes through `anstream`, which strips
     /// it when the output is not a terminal or `NO_COLOR` is set.
     pub fn to_human_styled(&self, color: bool) -> String {
+        self.human(color, true)
+    }
+
+    /// The human report for a CLI that printed the vector file errors on stderr already: they
+    /// are counted, not repeated.
+    pub fn to_human_styled_errors_elsewhere(&self, color: bool) -> String {
+        self.human(color, false)
+    }
+
+    fn human(&self, color: bool, list_vector_errors: bool) -> String {
         let paint = Painter(color);
         let mut s = String::new();
         let _ = writeln!(
@@ -299,6 +313,7 @@ impl Report {
                 );
             }
         }
+        self.write_bounds_legend(&mut s);
         // Findings about a whole image first: they usually explain the failures below them.
         for f in &self.image_findings {
             let head = format!("FAILED {} image ({})", f.variant, f.finding.class.name());
@@ -306,15 +321,29 @@ impl Report {
         }
         self.write_failures(&mut s, paint);
         self.write_skips(&mut s, paint);
-        for e in &self.vector_errors {
-            let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "vector file error"));
+        if list_vector_errors {
+            for e in &self.vector_errors {
+                let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "vector file error"));
+            }
+        } else if !self.vector_errors.is_empty() {
+            let n = self.vector_errors.len();
+            let head = format!("{n} vector file error{}", if n == 1 { "" } else { "s" });
+            let _ = writeln!(s, "\n{} (listed on stderr before this table)", paint.apply(FAIL, &head));
         }
         for e in &self.setup_errors {
             let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "set-up error"));
         }
         let (p, f, k) = self.totals();
+        for n in &self.notes {
+            let _ = writeln!(s, "\nnote: {n}");
+        }
         if p + f == 0 {
-            let _ = writeln!(s, "\nnothing ran: every selected case was skipped or could not be set up");
+            let why = if self.rows.is_empty() {
+                "no vector entry to run (see the notes and errors above)"
+            } else {
+                "every selected case was skipped or could not be set up"
+            };
+            let _ = writeln!(s, "\nnothing ran: {why}");
         }
         let verdict = format!("{p} passed, {f} failed, {k} skipped");
         let style = if self.status() == Status::Passed { PASS } else { FAIL };
@@ -344,6 +373,21 @@ impl Report {
                 let more = r.failed.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more failed cases in this set (--format json lists them all)");
             }
+        }
+    }
+
+    /// One line per bounds granularity among the backends that ran (see [`BackendKind::bounds`]).
+    fn write_bounds_legend(&self, s: &mut String) {
+        let ran = |k: &BackendKind| self.rows.iter().any(|r| r.backend == *k && (r.passed > 0 || !r.failed.is_empty()));
+        let mut kinds: Vec<BackendKind> = BackendKind::ALL.into_iter().filter(ran).collect();
+        kinds.sort_by_key(|k| k.bounds());
+        for group in kinds.chunk_by(|a, b| a.bounds() == b.bounds()) {
+            let names: Vec<&str> = group.iter().map(|k| k.name()).collect();
+            let how = match group[0].bounds() {
+                "bytes" => "every byte around each buffer (its first and last page, exactly)",
+                _ => "guard pages (past a misaligned buffer, an access shows once it reaches the next page)",
+            };
+            let _ = writeln!(s, "bounds checked by {}: {how}", names.join(", "));
         }
     }
 

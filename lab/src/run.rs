@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::abi::Abi;
@@ -13,12 +13,13 @@ use crate::batch::{BatchBuilder, Placement};
 use crate::checks::{self, CasePlan, Class, Entry, Finding};
 use crate::image::Image;
 use crate::isa;
+use crate::procedure::CaseRun;
 use crate::progress::{self, Progress};
 use crate::report::ImageFinding;
 use crate::report::{Report, Row, Status};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
-use crate::vectors::{self, VectorSet};
+use crate::vectors::{self, CostLimits, VectorError, VectorSet};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -42,6 +43,48 @@ pub struct RunConfig {
     pub flush: Placement,
     /// `--set`, `--case`, `--fail-fast`.
     pub filter: Filter,
+    /// Limits on what the vector entries may cost ([`vectors::CostLimits`]).
+    pub cost_limits: CostLimits,
+}
+
+/// The vector sets of a run, loaded and checked before anything runs.
+#[derive(Debug, Default)]
+pub struct LoadedSets {
+    /// The sets of the selected kernels, with their valid entries within the cost limits.
+    pub sets: Vec<VectorSet>,
+    /// What is wrong in the files (each names the file, entry and field).
+    pub errors: Vec<VectorError>,
+    /// Why a file gives no case although it loaded (left out by `--kernel`, no entries).
+    pub notes: Vec<String>,
+}
+
+/// Loads every vector file of `cfg`, refuses entries over the cost limits, and keeps the sets
+/// of the selected kernels.
+pub fn load_sets(cfg: &RunConfig) -> LoadedSets {
+    let mut loaded = LoadedSets::default();
+    for f in &cfg.vector_files {
+        let (set, errors) = vectors::load_file(f);
+        loaded.errors.extend(errors);
+        let Some(set) = set else { continue };
+        if !cfg.kernels.contains(&set.kernel) {
+            let kernels: Vec<&str> = cfg.kernels.iter().map(|k| k.name()).collect();
+            loaded.notes.push(format!(
+                "{}: a {} file, left out because --kernel selects {}",
+                f.display(),
+                set.kernel,
+                kernels.join(", ")
+            ));
+        } else if set.vectors.is_empty() {
+            let why =
+                if loaded.errors.iter().any(|e| e.file == *f) { "no valid entries" } else { "an empty `vectors` list" };
+            loaded.notes.push(format!("{}: {why}, nothing to run", f.display()));
+        } else {
+            loaded.sets.push(set);
+        }
+    }
+    loaded.errors.extend(vectors::enforce_costs(&mut loaded.sets, cfg.cost_limits));
+    loaded.sets.retain(|s| !s.vectors.is_empty());
+    loaded
 }
 
 /// Which sets and cases run, and whether the run stops at the first failure.
@@ -69,9 +112,16 @@ pub fn run(cfg: &RunConfig) -> Report {
 /// [`run`], reporting progress to `progress`: one task "building kernels" (unit: images, one per
 /// variant), then one task "checking" (unit: cases, over every cell that runs).
 pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
+    run_loaded(cfg, load_sets(cfg), progress)
+}
+
+/// [`run_with_progress`] with the vector files loaded already ([`load_sets`]).
+pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
-    let sets = load_sets(cfg, &mut report);
+    report.vector_errors = loaded.errors;
+    report.notes = loaded.notes;
+    let sets = apply_filter(&cfg.filter, loaded.sets, &mut report);
     let images = build_images(cfg, &mut report, progress);
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
@@ -111,16 +161,6 @@ fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[Vec
     let entry = Entry::of(image);
     let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
     backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
-}
-
-fn load_sets(cfg: &RunConfig, report: &mut Report) -> Vec<VectorSet> {
-    let mut sets = Vec::new();
-    for f in &cfg.vector_files {
-        let (set, errors) = vectors::load_file(f);
-        report.vector_errors.extend(errors);
-        sets.extend(set.filter(|s| cfg.kernels.contains(&s.kernel)));
-    }
-    apply_filter(&cfg.filter, sets, report)
 }
 
 /// Keeps the sets and vectors `filter` selects; a `--set` or `--case` name that selects
@@ -262,58 +302,110 @@ pub fn run_set_with_progress(
     };
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut flush = |builder: &mut BatchBuilder, plans: &mut Vec<CasePlan>, row: &mut Row| {
-        let n = flush(builder, plans, backend, image, abi, arena, row);
+    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0 };
+    let mut run_pending = |batch: &mut Pending, row: &mut Row| {
+        let (n, carried) = flush(batch, backend, image, abi, arena, row);
         progress(Progress::Advance { by: n as u64, note: &note });
+        carried
     };
-    let mut builder = BatchBuilder::new(abi);
-    let mut plans: Vec<CasePlan> = Vec::new();
     for v in &set.vectors {
-        // Flush when the next vector's cases might not fit: message and buffers for each case,
-        // plus a page and a guard page for each buffer of the guarded case.
-        let need = checks::cases_of(v) as u64 * (2 * v.msg_len() as u64 + 8192) + 128 * 1024;
-        if !plans.is_empty() && builder.payload_size() + need > arena.size {
-            flush(&mut builder, &mut plans, &mut row);
-        }
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
         let mut case_rng = ChaCha8Rng::seed_from_u64(stream ^ (v.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        plans.extend(checks::plan_vector(&mut builder, entry, &mut case_rng, &set.set, v, guard_at));
+        let misalign = case_rng.gen_range(1..64);
+        for (layout, name) in checks::layouts(v, guard_at, misalign).zip(checks::case_names(v)) {
+            let mut case = CaseRun::new(v, &set.set, &name, layout);
+            loop {
+                // Flush when the next segment might not fit in the arena (a sum of upper bounds,
+                // not `payload_size`, which walks every buffer of the batch).
+                let next = case.estimate();
+                if !batch.plans.is_empty() && BATCH_OVERHEAD + batch.estimate + next > arena.size {
+                    run_pending(&mut batch, &mut row);
+                }
+                batch.estimate += next;
+                let plan = case.plan_next(&mut batch.builder, entry, &mut case_rng);
+                let more = plan.more;
+                batch.plans.push(plan);
+                if !more {
+                    break;
+                }
+                // The next segment starts from what the kernel left: run this one now.
+                match run_pending(&mut batch, &mut row) {
+                    Some(carried) => case.absorb(&carried),
+                    None => break, // the segment failed and was recorded
+                }
+            }
+        }
     }
-    flush(&mut builder, &mut plans, &mut row);
+    run_pending(&mut batch, &mut row);
     row.elapsed = started.elapsed();
     row
 }
 
-/// Runs the planned cases as one batch and records them in `row`, each with an even share of
-/// the batch's wall time; returns how many cases it recorded.
+/// Payload bytes of a batch besides its segments (an upper bound): header, table alignment,
+/// the kernel stack and its guard pages (64 KiB), plus the unmapped region of at least
+/// [`crate::batch::STACK_GUARD`] bytes below the stack budget.
+pub const BATCH_OVERHEAD: u64 = 64 * 1024 + crate::batch::STACK_GUARD;
+
+/// The batch being filled: its builder, the case segments laid into it, and the sum of their
+/// [`CaseRun::estimate`]s.
+struct Pending {
+    builder: BatchBuilder,
+    plans: Vec<CasePlan>,
+    estimate: u64,
+}
+
+/// Runs the planned segments as one batch and records every case that ends in it in `row`,
+/// each with an even share of the batch's wall time. Returns how many cases it recorded, and
+/// for a segment with more to come that passed, the buffers it carries (a segment that failed
+/// ends its case: it is recorded with its findings).
 fn flush(
-    builder: &mut BatchBuilder,
-    plans: &mut Vec<CasePlan>,
+    pending: &mut Pending,
     backend: &mut dyn backend::Backend,
     image: &Image,
     abi: &'static Abi,
     arena: crate::image::Arena,
     row: &mut Row,
-) -> usize {
-    if plans.is_empty() {
-        return 0;
+) -> (usize, Option<Vec<Vec<u8>>>) {
+    if pending.plans.is_empty() {
+        return (0, None);
     }
     let started = Instant::now();
-    let b = std::mem::replace(builder, BatchBuilder::new(abi));
-    let taken: Vec<CasePlan> = std::mem::take(plans);
+    let b = std::mem::replace(&mut pending.builder, BatchBuilder::new(abi));
+    pending.estimate = 0;
+    let taken: Vec<CasePlan> = std::mem::take(&mut pending.plans);
+    // Long calls get a budget scaled to their blocks (instructions per block x blocks).
+    let need = taken.iter().map(|p| p.call_instructions).max().unwrap_or(0);
+    backend.set_call_instructions(need);
     let outcome = b
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    let findings: Vec<Vec<Finding>> = match outcome {
-        Ok((batch, run)) => taken.iter().map(|p| checks::check(p, &batch, &run, abi, image)).collect(),
-        Err(e) => taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect(),
+    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Vec<Vec<u8>>>>) = match &outcome {
+        Ok((batch, run)) => taken
+            .iter()
+            .map(|p| {
+                let f = checks::check(p, batch, run, abi, image);
+                let carry = (p.more && f.is_empty()).then(|| p.carried(batch, &run.resp));
+                (f, carry)
+            })
+            .unzip(),
+        Err(e) => {
+            taken.iter().map(|_| (vec![Finding::new(Class::NotRun, format!("backend error: {e}"))], None)).unzip()
+        }
     };
     let share = started.elapsed() / taken.len() as u32;
-    for (p, f) in taken.iter().zip(findings) {
-        row.record_timed(p, f, share);
+    let mut recorded = 0;
+    let mut carry_out = None;
+    for ((p, f), c) in taken.iter().zip(findings).zip(carried) {
+        match c {
+            Some(c) => carry_out = Some(c),
+            None => {
+                row.record_timed(p, f, share);
+                recorded += 1;
+            }
+        }
     }
-    taken.len()
+    (recorded, carry_out)
 }
 
 /// A small stable hash for seeding per (variant, set) streams.
@@ -321,7 +413,9 @@ fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
-/// The status the CLI exits with: 0 all passed, 1 something failed, 2 set-up or input errors.
+/// The status the CLI exits with: 1 when a case or an image failed (even if some vector files
+/// were bad: a kernel failure is never reported as an input error), else 2 for input or set-up
+/// errors or when nothing ran, else 0.
 pub fn exit_code(report: &Report) -> i32 {
     match report.status() {
         Status::Passed => 0,

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
+use crate::protocol;
 use crate::variant::{Arch, Variant};
 
 /// An external program and the Debian package that brings it.
@@ -90,12 +91,18 @@ fn sources(dir: &Path, arch: Arch) -> Result<Vec<PathBuf>, ToolchainError> {
     Ok(files)
 }
 
-/// Content hash of everything that determines the image: variant flags and every file of the
-/// folder (the `.S` sources and anything they `#include`).
-fn build_key(variant: &Variant, files: &[PathBuf]) -> Result<String, ToolchainError> {
+/// File name of the generated protocol header every `driver.S` includes.
+pub const PROTOCOL_HEADER: &str = "lab_protocol.h";
+
+/// Content hash of everything that determines the image: variant flags, the generated protocol
+/// header and every file of the folder (the `.S` sources and anything they `#include`).
+fn build_key(variant: &Variant, header: &str, files: &[PathBuf]) -> Result<String, ToolchainError> {
     let mut h = Sha256::new();
     h.update(variant.triple.as_bytes());
     h.update(variant.march.as_bytes());
+    h.update((header.len() as u64).to_le_bytes());
+    h.update(header.as_bytes());
+    h.update(KERNEL_DATA_MARK.as_bytes());
     for f in files {
         let data = std::fs::read(f).map_err(|source| ToolchainError::Io { path: f.clone(), source })?;
         h.update(f.file_name().unwrap_or_default().as_encoded_bytes());
@@ -120,14 +127,34 @@ fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
     Err(ToolchainError::Failed { variant: variant.name, command, stderr })
 }
 
+/// Linked between the kernels and `driver.o`: an empty, page-aligned `.bss` section whose
+/// symbol ([`crate::image::KERNEL_DATA_END`]) starts the driver's data on a page of its own, so
+/// the kernels' writable data can be mapped read-only during calls without the driver's.
+const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_end\nlab_kernel_data_end:\n";
+
 /// Assembles and links `kernels/<arch>/*.S` for `variant`, or returns the cached image.
 ///
 /// Returns the path of a static freestanding ELF (`ld.lld -static -nostdlib -e _start`).
+/// Every source is assembled with `-I <build>/include`, where the lab writes
+/// [`PROTOCOL_HEADER`] rendered from [`crate::protocol`].
 ///
 /// # Errors
 /// A missing tool (naming its Debian package), no sources, an I/O error, or the assembler's
 /// or linker's own message.
 pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, ToolchainError> {
+    build_image_with(cfg, variant, &protocol::Spec::current())
+}
+
+/// [`build_image`] with the protocol header rendered from `spec` instead of the current
+/// protocol: lets a test show that a changed definition reaches every driver.
+///
+/// # Errors
+/// As [`build_image`].
+pub fn build_image_with(
+    cfg: &BuildConfig,
+    variant: &Variant,
+    spec: &protocol::Spec,
+) -> Result<PathBuf, ToolchainError> {
     let src_dir = cfg.kernels_dir.join(variant.arch.name());
     let files = sources(&src_dir, variant.arch)?;
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&src_dir)
@@ -136,7 +163,8 @@ pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, Tool
         .filter(|p| p.is_file())
         .collect();
     inputs.sort();
-    let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &inputs)?);
+    let header = protocol::c_header(spec);
+    let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &header, &inputs)?);
     let elf = out_dir.join("lab.elf");
     if elf.is_file() {
         return Ok(elf);
@@ -152,8 +180,17 @@ pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, Tool
     // A private folder per build: tests build the same variant from several threads at once.
     let tmp = tempfile::Builder::new().prefix(".build-").tempdir_in(&parent).map_err(io(&parent))?;
     let tmp_dir = tmp.path().to_path_buf();
+    // The protocol header, generated from lab/src/protocol.rs, found with -I before anything else.
+    let include = tmp_dir.join("include");
+    std::fs::create_dir_all(&include).map_err(io(&include))?;
+    std::fs::write(include.join(PROTOCOL_HEADER), &header).map_err(io(&include))?;
+    let mark = tmp_dir.join("lab_kernel_data_end.S");
+    std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
+    let mut sources = files.clone();
+    let driver_at = sources.iter().position(|p| p.file_name().is_some_and(|n| n == "driver.S"));
+    sources.insert(driver_at.unwrap_or(sources.len()), mark);
     let mut objects = Vec::new();
-    for src in &files {
+    for src in &sources {
         let obj = tmp_dir.join(src.file_stem().unwrap_or_default()).with_extension("o");
         run(
             variant,
@@ -161,6 +198,8 @@ pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, Tool
                 .arg(format!("--target={}", variant.triple))
                 .arg(format!("-march={}", variant.march))
                 .args(arch_flags(variant.arch))
+                .arg("-I")
+                .arg(&include)
                 .arg("-c")
                 .arg("-o")
                 .arg(&obj)

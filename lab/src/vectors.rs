@@ -1,27 +1,45 @@
 //! Vector files: known answers and generated cases as data, each entry with its source
 //! (vectors/README.md documents the format).
 //!
-//! Four kinds of entry, told apart by their fields:
-//! * MD5 digest (`digest_hex`): a message, optionally fed in uneven `updates`, and its digest;
+//! Six kinds of entry, told apart by a tag field (see [`entries`]):
+//! * MD5 digest: a message, optionally fed in uneven `updates`, and its digest;
 //! * MD5 call (`stub`): one `md5_implCompress`/`md5_implCompressMB` call from a given state,
-//!   checked against the portable reference (differential);
-//! * Poly1305 tag (`tag_hex`): key, message and tag;
-//! * Poly1305 call (`acc`): one or more `poly1305_processBlocks` calls from a given accumulator,
-//!   checked against the reference mod 2^130-5 and against the limb bounds.
+//!   checked against the portable reference and, when given, the file's expected state and ofs;
+//! * Poly1305 tag: key, message and tag;
+//! * Poly1305 call (`acc`): `poly1305_processBlocks` calls from a given accumulator, checked
+//!   against the reference mod 2^130-5, the limb bounds and, when given, the file's `expect_acc`;
+//! * chains (`chain`): `md5_iterate` (MD5 of the previous digest, N times) and
+//!   `poly1305_mac_of_macs` (a tag over the tags of 256 keys and messages), each step through
+//!   the kernel, the last value checked against the file.
 //!
-//! Messages are `msg_hex` or a generated `msg` (`counter`, `repeat`, `random` patterns), so long
-//! and swept messages stay small in the file. A malformed file or entry is an error that names
-//! the file, the entry and the field; the file's valid entries still load and run.
+//! Files are read strictly: only regular files up to [`MAX_FILE_BYTES`], unknown fields,
+//! duplicate keys, duplicate names and out-of-range numbers are errors that name the file, the
+//! entry and the field; the file's valid entries still load and run. Messages are literal
+//! (`msg_hex`) or generated (`msg`) and are read a range at a time ([`Message`]).
+
+mod cost;
+mod entries;
+mod message;
+mod strict;
 
 use std::fmt;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use num_bigint::BigUint;
+use serde::Deserialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+
+pub use cost::{enforce as enforce_costs, CostLimits, EntryCost, CALL_BYTES, CHUNK};
+pub use entries::{FieldError, MAX_CALL_INPUT, MAX_CHAIN_SEED, MAX_CHAIN_STEPS, MAX_OFFSET};
+pub use message::{random_bytes, Message, MAX_MSG_LEN};
 
 use crate::reference::md5::State;
-use crate::reference::poly1305::{self, Limbs26};
+use crate::reference::poly1305::Limbs26;
 use crate::variant::Kernel;
+
+/// Largest vector file the lab reads: 64 MiB (the bundled files are under 1 MiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// One entry of a vector file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,25 +64,29 @@ pub enum Body {
     /// (empty: one update of the whole message), driven the way DigestBase drives the stubs.
     Md5Digest {
         /// The message.
-        msg: Vec<u8>,
+        msg: Message,
         /// Expected digest (RFC 1321 §3.5 byte order).
         digest: [u8; 16],
         /// Update piece sizes, summing to `msg.len()`.
         updates: Vec<usize>,
     },
-    /// One MD5 stub call, checked against the reference.
+    /// One MD5 stub call, checked against the reference (and the file's expectations).
     Md5Call(Md5Call),
     /// The Poly1305 tag of `msg` under the one-time `key` (r || s, r unclamped) is `tag`.
     Poly1305Tag {
         /// r || s as published (RFC 8439 §2.5).
         key: [u8; 32],
         /// The message.
-        msg: Vec<u8>,
+        msg: Message,
         /// Expected tag.
         tag: [u8; 16],
     },
     /// `poly1305_processBlocks` calls from a given accumulator, checked against the reference.
     Poly1305Call(Poly1305Call),
+    /// MD5 iterated on its own digest (`chain: md5_iterate`).
+    Md5Chain(Md5Chain),
+    /// A Poly1305 tag over the tags of `count` keys and messages (`chain: poly1305_mac_of_macs`).
+    Poly1305MacOfMacs(Poly1305MacOfMacs),
 }
 
 /// Which MD5 stub a call entry calls.
@@ -76,6 +98,15 @@ pub enum Md5Stub {
     CompressMb,
 }
 
+/// Published results an MD5 call entry must produce, beside the reference's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Md5Expect {
+    /// `expect_state_hex`: the state words after the call.
+    pub state: Option<State>,
+    /// `expect_ofs`: the `int` `implCompressMB` returns.
+    pub ofs: Option<i32>,
+}
+
 /// One MD5 stub call: the state before, the input at `buf`, and (MB) `ofs`/`limit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Md5Call {
@@ -83,12 +114,21 @@ pub struct Md5Call {
     pub stub: Md5Stub,
     /// The state words before the call.
     pub state: State,
-    /// The bytes at `buf`; at least the blocks the call processes.
-    pub input: Vec<u8>,
+    /// The bytes at `buf`; at least the blocks the call processes (at most [`MAX_CALL_INPUT`]).
+    pub input: Message,
     /// `ofs` argument (MB only).
     pub ofs: i32,
     /// `limit` argument (MB only).
     pub limit: i32,
+    /// Expected results from the file, if any.
+    pub expect: Md5Expect,
+}
+
+/// Published results a Poly1305 call entry must produce, beside the reference's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Poly1305Expect {
+    /// `expect_acc`: the accumulator's value after the last call (compared mod 2^130 - 5).
+    pub acc: Option<BigUint>,
 }
 
 /// A chain of `poly1305_processBlocks` calls over one input, the accumulator passed on.
@@ -99,10 +139,37 @@ pub struct Poly1305Call {
     /// r, clamped.
     pub r: Limbs26,
     /// The input bytes.
-    pub input: Vec<u8>,
+    pub input: Message,
     /// The `length` argument of each call, in order; calls start where the previous one's
-    /// whole blocks ended. Their whole blocks fit in `input`.
+    /// whole blocks ended. Their whole blocks fit in `input`, each at most [`MAX_CALL_INPUT`].
     pub lengths: Vec<i64>,
+    /// Expected result from the file, if any.
+    pub expect: Poly1305Expect,
+}
+
+/// `md5_iterate`: x0 = `seed`, x(i+1) = MD5(x(i)) through the kernel (DigestBase-driven), and
+/// x(`steps`) must be `digest` (NIST CAVP Monte Carlo style).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Md5Chain {
+    /// The first message.
+    pub seed: Message,
+    /// How many digests (1..=[`MAX_CHAIN_STEPS`]).
+    pub steps: usize,
+    /// The last digest.
+    pub digest: [u8; 16],
+}
+
+/// `poly1305_mac_of_macs`, the power-on self-test of poly1305-donna (used by BoringSSL,
+/// OpenSSL and Linux): for i in 0..count, the tag of i bytes of value i under the key of 32
+/// bytes of value i; then the tag of those tags, concatenated, under `key` must be `tag`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Poly1305MacOfMacs {
+    /// Inner tags (1..=256).
+    pub count: usize,
+    /// The outer key (r || s).
+    pub key: [u8; 32],
+    /// The outer tag.
+    pub tag: [u8; 16],
 }
 
 impl Vector {
@@ -112,14 +179,16 @@ impl Vector {
             Body::Md5Digest { msg, .. } | Body::Poly1305Tag { msg, .. } => msg.len(),
             Body::Md5Call(c) => c.input.len(),
             Body::Poly1305Call(c) => c.input.len(),
+            Body::Md5Chain(c) => c.seed.len(),
+            Body::Poly1305MacOfMacs(m) => m.count * 16,
         }
     }
 
     /// The kernel the entry tests.
     pub fn kernel(&self) -> Kernel {
         match &self.body {
-            Body::Md5Digest { .. } | Body::Md5Call(_) => Kernel::Md5,
-            Body::Poly1305Tag { .. } | Body::Poly1305Call(_) => Kernel::Poly1305,
+            Body::Md5Digest { .. } | Body::Md5Call(_) | Body::Md5Chain(_) => Kernel::Md5,
+            Body::Poly1305Tag { .. } | Body::Poly1305Call(_) | Body::Poly1305MacOfMacs(_) => Kernel::Poly1305,
         }
     }
 }
@@ -167,248 +236,119 @@ impl fmt::Display for VectorError {
 
 impl std::error::Error for VectorError {}
 
+/// The top level of a vector file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    kernel: String,
+    set: Option<String>,
+    #[allow(dead_code)]
+    description: Option<String>,
+    vectors: Vec<Value>,
+}
+
+/// Reads a regular file of at most `cap` bytes. Opens without blocking (a FIFO or device is
+/// refused, never waited on).
+fn read_regular(path: &Path, cap: u64) -> Result<String, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file (a directory, FIFO or device): vector files must be regular files".into());
+    }
+    if meta.len() > cap {
+        return Err(format!("{} bytes, more than a vector file may have ({cap})", meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("more than {cap} bytes, more than a vector file may have"));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))
+}
+
 /// Loads one vector file. Returns the set (with every valid entry) and every problem found.
 /// The set is `None` only when the file as a whole is unusable.
 pub fn load_file(path: &Path) -> (Option<VectorSet>, Vec<VectorError>) {
-    let err = |field: Option<&str>, problem: String| VectorError {
-        file: path.into(),
-        entry: None,
-        field: field.map(str::to_owned),
-        problem,
-    };
-    let text = match std::fs::read_to_string(path) {
+    let err = |field: Option<String>, problem: String| VectorError { file: path.into(), entry: None, field, problem };
+    let text = match read_regular(path, MAX_FILE_BYTES) {
         Ok(t) => t,
-        Err(e) => return (None, vec![err(None, format!("cannot read: {e}"))]),
+        Err(e) => return (None, vec![err(None, e)]),
     };
-    let doc: Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
+    let parsed = match strict::parse(&text) {
+        Ok(p) => p,
         Err(e) => return (None, vec![err(None, format!("not valid JSON: {e}"))]),
     };
-    let Some(top) = doc.as_object() else {
-        return (None, vec![err(None, "the top level must be an object with `kernel`, `set` and `vectors`".into())]);
-    };
-    let kernel = match top.get("kernel").and_then(Value::as_str) {
-        Some(k) => match Kernel::from_name(k) {
-            Some(k) => k,
-            None => return (None, vec![err(Some("kernel"), format!("unknown kernel {k:?} (md5, poly1305)"))]),
-        },
-        None => return (None, vec![err(Some("kernel"), "missing or not a string".into())]),
-    };
-    let set = top
-        .get("set")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned());
-    let Some(entries) = top.get("vectors").and_then(Value::as_array) else {
-        return (None, vec![err(Some("vectors"), "missing or not an array".into())]);
-    };
-    let mut vectors = Vec::new();
-    let mut errors = Vec::new();
-    for (i, entry) in entries.iter().enumerate() {
-        let name = entry.get("name").and_then(Value::as_str).map(str::to_owned);
-        match parse_entry(kernel, i, entry) {
-            Ok(v) => vectors.push(v),
-            Err(FieldError { field, problem }) => {
-                errors.push(VectorError { file: path.into(), entry: Some((i, name)), field, problem });
+    // Duplicate keys: at the top level they spoil the file, inside an entry only that entry.
+    let mut entry_dups: Vec<(usize, String)> = Vec::new();
+    for d in &parsed.duplicates {
+        match d.as_slice() {
+            [strict::Step::Key(v), strict::Step::Index(i), rest @ ..] if v == "vectors" && !rest.is_empty() => {
+                entry_dups.push((*i, strict::field_name(rest)));
+            }
+            _ => {
+                let problem = "duplicate key (JSON keeps only one of them; say it once)".to_owned();
+                return (None, vec![err(Some(strict::field_name(d)), problem)]);
             }
         }
     }
+    if !parsed.value.is_object() {
+        let problem = "the top level must be an object with `kernel`, `set` and `vectors`".to_owned();
+        return (None, vec![err(None, problem)]);
+    }
+    let doc: FileDoc = match entries::typed(&parsed.value, "the top level of a vector file") {
+        Ok(d) => d,
+        Err(e) => return (None, vec![err(e.field, e.problem)]),
+    };
+    let Some(kernel) = Kernel::from_name(&doc.kernel) else {
+        return (None, vec![err(Some("kernel".into()), format!("unknown kernel {:?} (md5, poly1305)", doc.kernel))]);
+    };
+    let set = match doc.set {
+        Some(s) if s.trim().is_empty() => return (None, vec![err(Some("set".into()), "must not be empty".into())]),
+        Some(s) => s,
+        None => path.file_stem().unwrap_or_default().to_string_lossy().into_owned(),
+    };
+    let (vectors, errors) = load_entries(path, kernel, &doc.vectors, &entry_dups);
     (Some(VectorSet { file: path.into(), kernel, set, vectors }), errors)
 }
 
-/// A problem inside one entry: the field (if any) and what is wrong.
-#[derive(Debug)]
-struct FieldError {
-    field: Option<String>,
-    problem: String,
-}
-
-fn bad(field: &str, problem: impl Into<String>) -> FieldError {
-    FieldError { field: Some(field.into()), problem: problem.into() }
-}
-
-/// Typed access to one entry's fields, with errors that name the field.
-struct Fields<'a>(&'a Map<String, Value>);
-
-impl Fields<'_> {
-    fn has(&self, f: &str) -> bool {
-        self.0.contains_key(f)
-    }
-
-    fn text(&self, f: &str) -> Result<String, FieldError> {
-        self.0.get(f).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| bad(f, "missing or not a string"))
-    }
-
-    fn hex(&self, f: &str, len: Option<usize>) -> Result<Vec<u8>, FieldError> {
-        let bytes = hex::decode(self.text(f)?).map_err(|e| bad(f, format!("invalid hex: {e}")))?;
-        match len {
-            Some(n) if bytes.len() != n => Err(bad(f, format!("must be {n} bytes, found {}", bytes.len()))),
-            _ => Ok(bytes),
+/// Checks every entry; returns the valid ones and an error for each other one.
+fn load_entries(
+    path: &Path,
+    kernel: Kernel,
+    entries: &[Value],
+    dups: &[(usize, String)],
+) -> (Vec<Vector>, Vec<VectorError>) {
+    let mut vectors: Vec<Vector> = Vec::new();
+    let mut errors = Vec::new();
+    let mut names: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let name = entry.get("name").and_then(Value::as_str).map(str::to_owned);
+        let result = match dups.iter().find(|(i, _)| *i == index) {
+            Some((_, field)) => Err(entries::bad(field, "duplicate key (JSON keeps only one of them; say it once)")),
+            None => entries::parse_entry(kernel, index, entry),
         }
-    }
-
-    fn int(&self, f: &str, lo: i64, hi: i64) -> Result<i64, FieldError> {
-        let v = self.0.get(f).and_then(Value::as_i64).ok_or_else(|| bad(f, "missing or not an integer"))?;
-        if v < lo || v > hi {
-            return Err(bad(f, format!("{v} is outside {lo}..={hi}")));
-        }
-        Ok(v)
-    }
-
-    fn int_list(&self, f: &str, lo: i64, hi: i64) -> Result<Vec<i64>, FieldError> {
-        let arr = self.0.get(f).and_then(Value::as_array).ok_or_else(|| bad(f, "must be an array of integers"))?;
-        arr.iter()
-            .map(|v| match v.as_i64() {
-                Some(x) if (lo..=hi).contains(&x) => Ok(x),
-                Some(x) => Err(bad(f, format!("{x} is outside {lo}..={hi}"))),
-                None => Err(bad(f, format!("{v} is not an integer"))),
-            })
-            .collect()
-    }
-
-    /// The message: `msg_hex`, or a generated `msg` pattern.
-    fn message(&self) -> Result<Vec<u8>, FieldError> {
-        match (self.has("msg_hex"), self.0.get("msg")) {
-            (true, None) => self.hex("msg_hex", None),
-            (false, Some(m)) => generate(m).map_err(|p| bad("msg", p)),
-            (true, Some(_)) => Err(bad("msg", "give either `msg_hex` or `msg`, not both")),
-            (false, None) => Err(bad("msg_hex", "missing (or give a generated `msg`)")),
-        }
-    }
-
-    /// `offset` (one) or `offsets` (`[a, b, ...]` or `{"from": a, "to": b}` inclusive).
-    fn offsets(&self, default: usize) -> Result<Vec<usize>, FieldError> {
-        if self.has("offset") {
-            return Ok(vec![self.int("offset", 0, MAX_OFFSET)? as usize]);
-        }
-        match self.0.get("offsets") {
-            None => Ok(vec![default]),
-            Some(Value::Object(r)) => {
-                let f = Fields(r);
-                let from = f.int("from", 0, MAX_OFFSET).map_err(|e| rename(e, "offsets"))?;
-                let (a, b) = (from, f.int("to", 0, MAX_OFFSET).map_err(|e| rename(e, "offsets"))?);
-                if a > b {
-                    return Err(bad("offsets", format!("from {a} is above to {b}")));
-                }
-                Ok((a as usize..=b as usize).collect())
+        .and_then(|p| match names.get(&p.name) {
+            Some(first) => {
+                Err(entries::bad("name", format!("entry {first} has the same name (names must be unique in a file)")))
             }
-            Some(_) => Ok(self.int_list("offsets", 0, MAX_OFFSET)?.into_iter().map(|x| x as usize).collect()),
+            None => Ok(p),
+        });
+        match result {
+            Ok(p) => {
+                names.insert(p.name.clone(), index);
+                vectors.push(Vector { index, name: p.name, source: p.source, offsets: p.offsets, body: p.body });
+            }
+            Err(FieldError { field, problem }) => {
+                errors.push(VectorError { file: path.into(), entry: Some((index, name)), field, problem });
+            }
         }
     }
-}
-
-/// Largest input offset past a 64-byte boundary an entry may ask for (within one page).
-const MAX_OFFSET: i64 = 4095;
-
-fn rename(e: FieldError, outer: &str) -> FieldError {
-    FieldError { field: Some(format!("{outer}.{}", e.field.unwrap_or_default())), problem: e.problem }
-}
-
-/// Every field an entry may have; anything else is an error (a misspelt field is not ignored).
-const KNOWN_FIELDS: &[&str] = &[
-    "name",
-    "source",
-    "comment",
-    "msg_hex",
-    "msg",
-    "offset",
-    "offsets",
-    "digest_hex",
-    "updates",
-    "stub",
-    "state_hex",
-    "ofs",
-    "limit",
-    "key_hex",
-    "tag_hex",
-    "acc",
-    "r_hex",
-    "lengths",
-];
-
-fn parse_entry(kernel: Kernel, index: usize, entry: &Value) -> Result<Vector, FieldError> {
-    let obj = entry.as_object().ok_or(FieldError { field: None, problem: "an entry must be an object".into() })?;
-    if let Some(k) = obj.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
-        return Err(bad(k, "unknown field"));
-    }
-    let f = Fields(obj);
-    let name = f.text("name")?;
-    let source = f.text("source")?;
-    let offsets = f.offsets(index % 16)?;
-    let body = match kernel {
-        Kernel::Md5 if f.has("stub") => Body::Md5Call(md5_call(&f)?),
-        Kernel::Md5 => md5_digest(&f)?,
-        Kernel::Poly1305 if f.has("acc") => Body::Poly1305Call(poly1305_call(&f)?),
-        Kernel::Poly1305 => Body::Poly1305Tag {
-            key: f.hex("key_hex", Some(32))?.try_into().expect("checked length"),
-            msg: f.message()?,
-            tag: f.hex("tag_hex", Some(16))?.try_into().expect("checked length"),
-        },
-    };
-    Ok(Vector { index, name, source, offsets, body })
-}
-
-fn md5_digest(f: &Fields) -> Result<Body, FieldError> {
-    let msg = f.message()?;
-    let digest = f.hex("digest_hex", Some(16))?.try_into().expect("checked length");
-    let updates: Vec<usize> = if f.has("updates") {
-        f.int_list("updates", 0, i64::from(i32::MAX))?.into_iter().map(|x| x as usize).collect()
-    } else {
-        Vec::new()
-    };
-    if !updates.is_empty() && updates.iter().sum::<usize>() != msg.len() {
-        return Err(bad(
-            "updates",
-            format!("pieces sum to {}, the message has {} bytes", updates.iter().sum::<usize>(), msg.len()),
-        ));
-    }
-    Ok(Body::Md5Digest { msg, digest, updates })
-}
-
-fn md5_call(f: &Fields) -> Result<Md5Call, FieldError> {
-    let stub = match f.text("stub")?.as_str() {
-        "md5_implCompress" => Md5Stub::Compress,
-        "md5_implCompressMB" => Md5Stub::CompressMb,
-        other => return Err(bad("stub", format!("{other:?} is not md5_implCompress or md5_implCompressMB"))),
-    };
-    let state = crate::reference::md5::state_from_bytes(&f.hex("state_hex", Some(16))?);
-    let input = f.message()?;
-    let (ofs, limit) = match stub {
-        Md5Stub::Compress => (0, 0),
-        Md5Stub::CompressMb => {
-            let r = i64::from(i32::MIN)..=i64::from(i32::MAX);
-            (f.int("ofs", *r.start(), *r.end())? as i32, f.int("limit", *r.start(), *r.end())? as i32)
-        }
-    };
-    let need = crate::reference::md5::mb_blocks(ofs, limit) * 64;
-    if input.len() < need {
-        return Err(bad(
-            "msg",
-            format!("{} bytes, but the call processes {} blocks ({need} bytes)", input.len(), need / 64),
-        ));
-    }
-    Ok(Md5Call { stub, state, input, ofs, limit })
-}
-
-fn poly1305_call(f: &Fields) -> Result<Poly1305Call, FieldError> {
-    let limbs = f.int_list("acc", 0, i64::from(u32::MAX))?;
-    let acc = Limbs26(
-        limbs.iter().map(|&x| x as u64).collect::<Vec<_>>().try_into().map_err(|_| bad("acc", "must have 5 limbs"))?,
-    );
-    if let Some((i, l)) = acc.first_out_of_bounds() {
-        return Err(bad("acc", format!("limb {i} = {l:#x} is outside the contract (limbs 0-3 < 2^26, limb 4 < 2^27)")));
-    }
-    let r_bytes: [u8; 16] = f.hex("r_hex", Some(16))?.try_into().expect("checked length");
-    if u128::from_le_bytes(r_bytes) & !poly1305::CLAMP != 0 {
-        return Err(bad("r_hex", "r is not clamped (RFC 8439 §2.5.1: r &= 0x0ffffffc0ffffffc0ffffffc0fffffff)"));
-    }
-    let input = f.message()?;
-    let lengths = if f.has("lengths") { f.int_list("lengths", i64::MIN, i64::MAX)? } else { vec![input.len() as i64] };
-    let blocks: usize = lengths.iter().map(|&l| whole_blocks(l)).sum();
-    if blocks * 16 > input.len() {
-        return Err(bad("lengths", format!("the calls take {blocks} blocks, the message has {} bytes", input.len())));
-    }
-    Ok(Poly1305Call { acc, r: poly1305::clamp_r(&r_bytes), input, lengths })
+    (vectors, errors)
 }
 
 /// Whole 16-byte blocks a `length` argument asks for (none for a negative length).
@@ -420,55 +360,33 @@ pub fn whole_blocks(length: i64) -> usize {
     }
 }
 
-/// Expands a generated message: `{"pattern": "counter", "len": N}` (byte i = i mod 256),
-/// `{"pattern": "repeat", "byte_hex": "61", "len": N}`, or `{"pattern": "random", "seed": S,
-/// "len": N}` (SHA-256(seed as u64 LE || block counter as u64 LE), blocks concatenated: easy
-/// to reproduce in any language, which is how the pinned digests are computed independently).
-pub fn generate(spec: &Value) -> Result<Vec<u8>, String> {
-    let obj = spec.as_object().ok_or("must be an object with `pattern` and `len`")?;
-    let f = Fields(obj);
-    let err = |e: FieldError| format!("{}: {}", e.field.unwrap_or_default(), e.problem);
-    let len = f.int("len", 0, 1 << 28).map_err(err)? as usize;
-    match f.text("pattern").map_err(err)?.as_str() {
-        "counter" => Ok((0..len).map(|i| i as u8).collect()),
-        "repeat" => {
-            let b = f.hex("byte_hex", Some(1)).map_err(err)?;
-            Ok(vec![b[0]; len])
+/// The `msg` object (or `msg_hex`) of a message, for writing files.
+fn message_json(m: &Message, into: &mut Map<String, Value>) {
+    let spec = match m {
+        Message::Bytes(b) => {
+            into.insert("msg_hex".into(), hex::encode(b).into());
+            return;
         }
-        "random" => {
-            let seed = f.int("seed", 0, i64::MAX).map_err(err)? as u64;
-            Ok(random_bytes(seed, len))
+        Message::Counter { len } => serde_json::json!({"pattern": "counter", "len": len}),
+        Message::Repeat { byte, len } => {
+            serde_json::json!({"pattern": "repeat", "byte_hex": hex::encode([*byte]), "len": len})
         }
-        other => Err(format!("unknown pattern {other:?} (counter, repeat, random)")),
-    }
-}
-
-/// The `random` pattern: SHA-256(seed LE || counter LE) for counter = 0, 1, ..., truncated.
-pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 32);
-    let mut counter = 0u64;
-    while out.len() < len {
-        let mut h = Sha256::new();
-        h.update(seed.to_le_bytes());
-        h.update(counter.to_le_bytes());
-        out.extend_from_slice(&h.finalize());
-        counter += 1;
-    }
-    out.truncate(len);
-    out
+        Message::Random { seed, len } => serde_json::json!({"pattern": "random", "seed": seed, "len": len}),
+    };
+    into.insert("msg".into(), spec);
 }
 
 /// The JSON entry for `v` in the file format above (the inverse of the parser): used to write
-/// fuzz failures as replayable vectors. Messages are written as `msg_hex`.
+/// fuzz failures as replayable vectors.
 pub fn entry_json(v: &Vector) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), v.name.clone().into());
     m.insert("source".into(), v.source.clone().into());
-    m.insert("offset".into(), v.offsets.first().copied().unwrap_or(0).into());
+    m.insert("offsets".into(), v.offsets.clone().into());
     let hexv = |b: &[u8]| Value::from(hex::encode(b));
     match &v.body {
         Body::Md5Digest { msg, digest, updates } => {
-            m.insert("msg_hex".into(), hexv(msg));
+            message_json(msg, &mut m);
             m.insert("digest_hex".into(), hexv(digest));
             if !updates.is_empty() {
                 m.insert("updates".into(), updates.clone().into());
@@ -478,15 +396,21 @@ pub fn entry_json(v: &Vector) -> Value {
             let stub = if c.stub == Md5Stub::Compress { "md5_implCompress" } else { "md5_implCompressMB" };
             m.insert("stub".into(), stub.into());
             m.insert("state_hex".into(), hexv(&crate::reference::md5::state_to_bytes(&c.state)));
-            m.insert("msg_hex".into(), hexv(&c.input));
+            message_json(&c.input, &mut m);
             if c.stub == Md5Stub::CompressMb {
                 m.insert("ofs".into(), c.ofs.into());
                 m.insert("limit".into(), c.limit.into());
             }
+            if let Some(s) = &c.expect.state {
+                m.insert("expect_state_hex".into(), hexv(&crate::reference::md5::state_to_bytes(s)));
+            }
+            if let Some(o) = c.expect.ofs {
+                m.insert("expect_ofs".into(), o.into());
+            }
         }
         Body::Poly1305Tag { key, msg, tag } => {
             m.insert("key_hex".into(), hexv(key));
-            m.insert("msg_hex".into(), hexv(msg));
+            message_json(msg, &mut m);
             m.insert("tag_hex".into(), hexv(tag));
         }
         Body::Poly1305Call(c) => {
@@ -495,8 +419,23 @@ pub fn entry_json(v: &Vector) -> Value {
             let mut r16 = [0u8; 16];
             r16[..r.len().min(16)].copy_from_slice(&r[..r.len().min(16)]);
             m.insert("r_hex".into(), hexv(&r16));
-            m.insert("msg_hex".into(), hexv(&c.input));
+            message_json(&c.input, &mut m);
             m.insert("lengths".into(), c.lengths.clone().into());
+            if let Some(a) = &c.expect.acc {
+                m.insert("expect_acc".into(), a.to_str_radix(16).into());
+            }
+        }
+        Body::Md5Chain(c) => {
+            m.insert("chain".into(), "md5_iterate".into());
+            message_json(&c.seed, &mut m);
+            m.insert("steps".into(), c.steps.into());
+            m.insert("digest_hex".into(), hexv(&c.digest));
+        }
+        Body::Poly1305MacOfMacs(c) => {
+            m.insert("chain".into(), "poly1305_mac_of_macs".into());
+            m.insert("count".into(), c.count.into());
+            m.insert("key_hex".into(), hexv(&c.key));
+            m.insert("tag_hex".into(), hexv(&c.tag));
         }
     }
     Value::Object(m)
@@ -521,6 +460,28 @@ pub fn write_file(
     });
     let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
     std::fs::write(path, text + "\n")
+}
+
+/// Every `*.json` file under `dir`, at any depth, sorted (`lab run --vectors DIR`).
+///
+/// # Errors
+/// A folder that cannot be read.
+pub fn json_files_under(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Every `*.json` under `dir/<kernel>/`, sorted, for the kernels asked for.
@@ -548,31 +509,37 @@ mod tests {
         (dir, p)
     }
 
+    /// The error texts of loading `content`, and how many entries loaded.
+    fn errors_of(content: &str) -> (usize, Vec<String>) {
+        let (_d, p) = write(content);
+        let (set, errs) = load_file(&p);
+        (set.map_or(0, |s| s.vectors.len()), errs.iter().map(|e| e.to_string()).collect())
+    }
+
+    const ABC: &str =
+        r#""name":"abc","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72""#;
+
     #[test]
     fn valid_md5_entry_parses() {
-        let (_d, p) = write(
-            r#"{"kernel":"md5","set":"s","vectors":[{"name":"abc","source":"RFC 1321 A.5","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}]}"#,
-        );
+        let (_d, p) = write(&format!(r#"{{"kernel":"md5","set":"s","vectors":[{{{ABC}}}]}}"#));
         let (set, errs) = load_file(&p);
         assert!(errs.is_empty(), "{errs:?}");
         let set = set.unwrap();
         assert_eq!(set.vectors.len(), 1);
         let digest = hex::decode("900150983cd24fb0d6963f7d28e17f72").unwrap().try_into().unwrap();
-        assert_eq!(set.vectors[0].body, Body::Md5Digest { msg: b"abc".to_vec(), digest, updates: vec![] });
+        assert_eq!(set.vectors[0].body, Body::Md5Digest { msg: b"abc".to_vec().into(), digest, updates: vec![] });
         assert_eq!(set.vectors[0].offsets, vec![0]);
     }
 
     #[test]
     fn broken_hex_names_file_entry_and_field_and_keeps_the_rest() {
-        let (_d, p) = write(
+        let (n, errs) = errors_of(
             r#"{"kernel":"md5","vectors":[
             {"name":"good","source":"x","msg_hex":"","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"},
             {"name":"bad","source":"x","msg_hex":"6g","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}]}"#,
         );
-        let (set, errs) = load_file(&p);
-        assert_eq!(set.unwrap().vectors.len(), 1);
-        assert_eq!(errs.len(), 1);
-        let msg = errs[0].to_string();
+        assert_eq!((n, errs.len()), (1, 1));
+        let msg = &errs[0];
         assert!(
             msg.contains("v.json")
                 && msg.contains("entry 1 (\"bad\")")
@@ -584,18 +551,118 @@ mod tests {
 
     #[test]
     fn wrong_length_unknown_field_and_bad_json_are_errors() {
-        let (_d, p) = write(
+        let (_, errs) = errors_of(
             r#"{"kernel":"poly1305","vectors":[{"name":"k","source":"x","key_hex":"00","msg_hex":"","tag_hex":"00000000000000000000000000000000"},
             {"name":"t","source":"x","key_hex":"0000000000000000000000000000000000000000000000000000000000000000","msg_hex":"","tag_hex":"00000000000000000000000000000000","tga":1}]}"#,
         );
-        let (_, errs) = load_file(&p);
         assert_eq!(errs.len(), 2);
-        assert!(errs[0].to_string().contains("field `key_hex`: must be 32 bytes, found 1"), "{}", errs[0]);
-        assert!(errs[1].to_string().contains("field `tga`: unknown field"), "{}", errs[1]);
+        assert!(errs[0].contains("field `key_hex`: must be 32 bytes, found 1"), "{}", errs[0]);
+        assert!(
+            errs[1].contains("field `tga`: not a field of a Poly1305 tag entry: unknown field `tga`"),
+            "{}",
+            errs[1]
+        );
         let (_d2, p2) = write("{ not json");
         let (set, errs) = load_file(&p2);
         assert!(set.is_none());
         assert!(errs[0].problem.starts_with("not valid JSON"), "{}", errs[0]);
+    }
+
+    /// Every mistake of issue 13 item 4 is an error naming its field; nothing is ignored.
+    #[test]
+    fn silently_accepted_mistakes_are_errors_naming_the_field() {
+        let key = "00".repeat(32);
+        let tag = "00".repeat(16);
+        let state = "0123456789abcdeffedcba9876543210";
+        let cases: Vec<(&str, String, &str, &str)> = vec![
+            ("poly1305", format!(r#"{{"name":"a","source":"x","key_hex":"{key}","msg_hex":"","tag_hex":"{tag}","lengths":[16]}}"#), "lengths", "not a field of a Poly1305 tag entry"),
+            ("poly1305", format!(r#"{{"name":"a","source":"x","key_hex":"{key}","msg_hex":"","tag_hex":"{tag}","updates":[0]}}"#), "updates", "unknown field `updates`"),
+            ("md5", r#"{"name":"a","source":"x","msg_hex":"","digest_hex":"d41d8cd98f00b204e9800998ecf8427e","key_hex":"zz"}"#.into(), "key_hex", "not a field of an MD5 digest entry"),
+            ("md5", format!(r#"{{"name":"a","source":"x","stub":"md5_implCompress","state_hex":"{state}","msg_hex":"{}","ofs":0,"limit":0}}"#, "00".repeat(64)), "ofs", "md5_implCompress takes no ofs/limit"),
+            ("md5", r#"{"name":"a","source":"x","msg":{"pattern":"counter","len":3,"lne":4},"digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "msg.lne", "unknown field `lne`"),
+            ("md5", r#"{"name":"a","source":"x","msg_hex":"","offsets":{"from":0,"to":3,"step":2},"digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "offsets.step", "unknown field `step`"),
+            ("md5", r#"{"name":"a","source":"x","msg_hex":"","offset":1,"offsets":[2],"digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "offsets", "not both"),
+            ("md5", r#"{"name":"a","source":"x","msg_hex":"zz","msg_hex":"","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "msg_hex", "duplicate key"),
+            ("md5", r#"{"name":"","source":"x","msg_hex":"","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "name", "must not be empty"),
+            ("md5", r#"{"name":"a","source":" ","msg_hex":"","digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "source", "must not be empty"),
+            ("md5", r#"{"name":"a","source":"x","msg":{"pattern":"counter","len":3,"seed":4},"digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "msg.seed", "only the random pattern"),
+            ("md5", r#"{"name":"a","source":"x","msg_hex":"","offsets":[1,1],"digest_hex":"d41d8cd98f00b204e9800998ecf8427e"}"#.into(), "offsets", "listed twice"),
+        ];
+        for (kernel, entry, field, words) in cases {
+            let (n, errs) = errors_of(&format!(r#"{{"kernel":"{kernel}","vectors":[{entry}]}}"#));
+            assert_eq!(n, 0, "{entry} must not load");
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            assert!(errs[0].contains(&format!("field `{field}`")) && errs[0].contains(words), "{entry}: {}", errs[0]);
+        }
+    }
+
+    #[test]
+    fn top_level_mistakes_and_duplicate_names_are_errors() {
+        for (doc, want) in [
+            (format!(r#"{{"kernel":"md5","set":5,"vectors":[{{{ABC}}}]}}"#), "field `set`: invalid type: integer `5`"),
+            (
+                format!(r#"{{"kernel":"md5","descripton":"d","vectors":[{{{ABC}}}]}}"#),
+                "field `descripton`: not a field of the top level",
+            ),
+            (format!(r#"{{"kernel":"md5","kernel":"md5","vectors":[{{{ABC}}}]}}"#), "field `kernel`: duplicate key"),
+            (format!(r#"{{"kernel":"md5","set":"","vectors":[{{{ABC}}}]}}"#), "field `set`: must not be empty"),
+            ("[]".into(), "the top level must be an object"),
+        ] {
+            let (n, errs) = errors_of(&doc);
+            assert_eq!(n, 0, "{doc}");
+            assert!(errs.len() == 1 && errs[0].contains(want), "{doc}: {errs:?}");
+        }
+        let (n, errs) = errors_of(&format!(r#"{{"kernel":"md5","vectors":[{{{ABC}}},{{{ABC}}}]}}"#));
+        assert_eq!(n, 1);
+        assert!(errs[0].contains("entry 1 (\"abc\"): field `name`: entry 0 has the same name"), "{errs:?}");
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_errors_naming_the_field() {
+        let state = "0123456789abcdeffedcba9876543210";
+        let mb = |ofs: i64, limit: i64| {
+            format!(
+                r#"{{"kernel":"md5","vectors":[{{"name":"a","source":"x","stub":"md5_implCompressMB","state_hex":"{state}","msg":{{"pattern":"counter","len":64}},"ofs":{ofs},"limit":{limit}}}]}}"#
+            )
+        };
+        let (_, e) = errors_of(&mb(2147483600, 2147483647));
+        assert!(e[0].contains("field `limit`") && e[0].contains("overflows int"), "{e:?}");
+        let (_, e) = errors_of(&mb(2147483600, 0));
+        assert!(e[0].contains("field `ofs`") && e[0].contains("overflows int"), "{e:?}");
+        let (_, e) = errors_of(&mb(0, 2147483648));
+        assert!(e[0].contains("field `limit`: invalid value: integer `2147483648`, expected i32"), "{e:?}");
+        let (_, e) = errors_of(&mb(0, 1 << 30));
+        assert!(e[0].contains("field `limit`") && e[0].contains("more than one call may take"), "{e:?}");
+        let poly = r#"{"kernel":"poly1305","vectors":[{"name":"a","source":"x","acc":[0,0,0,0,0],"r_hex":"00000000000000000000000000000000","msg":{"pattern":"counter","len":64},"lengths":[9223372036854775792,9223372036854775792,48]}]}"#;
+        let (_, e) = errors_of(poly);
+        assert!(e[0].contains("field `lengths[0]`") && e[0].contains("more than one call may take"), "{e:?}");
+        let (_, e) = errors_of(&poly.replace("9223372036854775792,9223372036854775792,48", ""));
+        assert!(e[0].contains("field `lengths`: empty"), "{e:?}");
+        let (_, e) = errors_of(
+            r#"{"kernel":"md5","vectors":[{"name":"a","source":"x","msg":{"pattern":"counter","len":4294967296},"digest_hex":"00000000000000000000000000000000"}]}"#,
+        );
+        assert!(e[0].contains("field `msg.len`: 4294967296 is above 2147483647"), "{e:?}");
+        let (_, e) = errors_of(
+            r#"{"kernel":"md5","vectors":[{"name":"a","source":"x","msg_hex":"00","updates":[18446744073709551615,2],"digest_hex":"00000000000000000000000000000000"}]}"#,
+        );
+        assert!(e[0].contains("field `updates[1]`: the pieces' sum overflows"), "{e:?}");
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let (_, e) = errors_of("");
+        assert!(e[0].contains("not valid JSON"), "{e:?}");
+        let (set, e) = load_file(Path::new("/dev/zero"));
+        assert!(set.is_none() && e[0].to_string().contains("not a regular file"), "{e:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let (_, e) = load_file(dir.path());
+        assert!(e[0].to_string().contains("not a regular file"), "{e:?}");
+        let fifo = dir.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (_, e) = load_file(&fifo);
+        assert!(e[0].to_string().contains("not a regular file"), "{e:?}");
     }
 
     #[test]
@@ -603,7 +670,7 @@ mod tests {
         let (_d, p) = write(
             r#"{"kernel":"md5","vectors":[
             {"name":"c","source":"x","msg":{"pattern":"counter","len":300},"offsets":{"from":0,"to":3},"digest_hex":"00000000000000000000000000000000","updates":[1,299]},
-            {"name":"mb","source":"x","stub":"md5_implCompressMB","state_hex":"0123456789abcdeffedcba9876543210","msg":{"pattern":"repeat","byte_hex":"61","len":192},"ofs":10,"limit":75},
+            {"name":"mb","source":"x","stub":"md5_implCompressMB","state_hex":"0123456789abcdeffedcba9876543210","msg":{"pattern":"repeat","byte_hex":"61","len":192},"ofs":10,"limit":75,"expect_ofs":138},
             {"name":"short","source":"x","stub":"md5_implCompressMB","state_hex":"0123456789abcdeffedcba9876543210","msg_hex":"00","ofs":0,"limit":0},
             {"name":"sum","source":"x","msg_hex":"0000","digest_hex":"00000000000000000000000000000000","updates":[1]}]}"#,
         );
@@ -612,12 +679,15 @@ mod tests {
         assert_eq!(set.vectors.len(), 2, "{errs:?}");
         assert_eq!(set.vectors[0].offsets, vec![0, 1, 2, 3]);
         let Body::Md5Digest { msg, updates, .. } = &set.vectors[0].body else { panic!() };
-        assert_eq!((msg.len(), msg[257], updates.clone()), (300, 1, vec![1, 299]));
+        assert_eq!((msg.len(), msg.read(257, 1), updates.clone()), (300, vec![1], vec![1, 299]));
         let Body::Md5Call(c) = &set.vectors[1].body else { panic!() };
-        assert_eq!((c.stub, c.ofs, c.limit, c.input.len()), (Md5Stub::CompressMb, 10, 75, 192));
+        assert_eq!(
+            (c.stub, c.ofs, c.limit, c.input.len(), c.expect.ofs),
+            (Md5Stub::CompressMb, 10, 75, 192, Some(138))
+        );
         assert!(errs[0]
             .to_string()
-            .contains("entry 2 (\"short\"): field `msg`: 1 bytes, but the call processes 1 blocks"));
+            .contains("entry 2 (\"short\"): field `msg_hex`: 1 bytes, but the call processes 1 blocks"));
         assert!(errs[1].to_string().contains("field `updates`: pieces sum to 1, the message has 2 bytes"));
     }
 
@@ -625,7 +695,7 @@ mod tests {
     fn poly1305_call_entries_check_bounds_and_clamp() {
         let (_d, p) = write(
             r#"{"kernel":"poly1305","vectors":[
-            {"name":"ok","source":"x","acc":[67108863,67108863,67108863,67108863,134217727],"r_hex":"ffffff0ffcffff0ffcffff0ffcffff0f","msg":{"pattern":"repeat","byte_hex":"ff","len":33},"lengths":[16,17]},
+            {"name":"ok","source":"x","acc":[67108863,67108863,67108863,67108863,134217727],"r_hex":"ffffff0ffcffff0ffcffff0ffcffff0f","msg":{"pattern":"repeat","byte_hex":"ff","len":33},"lengths":[16,17],"expect_acc":"2c88c77849d64ae9147ddeb88e69c83fc"},
             {"name":"limb","source":"x","acc":[0,0,0,0,134217728],"r_hex":"00000000000000000000000000000000","msg_hex":""},
             {"name":"clamp","source":"x","acc":[0,0,0,0,0],"r_hex":"ffffffffffffffffffffffffffffffff","msg_hex":""}]}"#,
         );
@@ -634,8 +704,29 @@ mod tests {
         assert_eq!(v.len(), 1);
         let Body::Poly1305Call(c) = &v[0].body else { panic!() };
         assert_eq!(c.lengths, vec![16, 17]);
+        assert_eq!(c.expect.acc, BigUint::parse_bytes(b"2c88c77849d64ae9147ddeb88e69c83fc", 16));
         assert!(errs[0].to_string().contains("field `acc`: limb 4 = 0x8000000 is outside the contract"), "{}", errs[0]);
         assert!(errs[1].to_string().contains("field `r_hex`: r is not clamped"), "{}", errs[1]);
+    }
+
+    #[test]
+    fn chain_entries_parse_and_check_their_counts() {
+        let (n, errs) = errors_of(
+            r#"{"kernel":"md5","vectors":[
+            {"name":"c","source":"x","chain":"md5_iterate","msg_hex":"","steps":100,"digest_hex":"00000000000000000000000000000000"},
+            {"name":"d","source":"x","chain":"md5_iterate","msg_hex":"","steps":0,"digest_hex":"00000000000000000000000000000000"},
+            {"name":"e","source":"x","chain":"mac_of_macs","count":3}]}"#,
+        );
+        assert_eq!(n, 1, "{errs:?}");
+        assert!(errs[0].contains("field `steps`: 0 is outside 1..=100000"), "{errs:?}");
+        assert!(errs[1].contains("field `chain`") && errs[1].contains("md5_iterate"), "{errs:?}");
+        let key = "00".repeat(32);
+        let (n, errs) = errors_of(&format!(
+            r#"{{"kernel":"poly1305","vectors":[{{"name":"m","source":"x","chain":"poly1305_mac_of_macs","count":257,"key_hex":"{key}","tag_hex":"{}"}}]}}"#,
+            "00".repeat(16)
+        ));
+        assert_eq!(n, 0);
+        assert!(errs[0].contains("field `count`: 257 is outside 1..=256"), "{errs:?}");
     }
 
     #[test]
@@ -649,9 +740,10 @@ mod tests {
             body: Body::Md5Call(Md5Call {
                 stub: Md5Stub::CompressMb,
                 state: [1, 2, 3, 4],
-                input: vec![7; 128],
+                input: vec![7; 128].into(),
                 ofs: -5,
                 limit: 70,
+                expect: Md5Expect { state: Some([5, 6, 7, 8]), ofs: Some(123) },
             }),
         };
         let p = dir.path().join("m.json");
@@ -659,17 +751,18 @@ mod tests {
         let (set, errs) = load_file(&p);
         assert!(errs.is_empty(), "{errs:?}");
         assert_eq!(set.unwrap().vectors, vec![md5]);
-        let r = poly1305::clamp_r(&[0xff; 16]);
+        let r = crate::reference::poly1305::clamp_r(&[0xff; 16]);
         let poly = Vector {
             index: 0,
             name: "p".into(),
             source: "s".into(),
-            offsets: vec![3],
+            offsets: vec![3, 4],
             body: Body::Poly1305Call(Poly1305Call {
                 acc: Limbs26([1, 2, 3, 4, 5]),
                 r,
-                input: vec![9; 40],
+                input: Message::Random { seed: 9, len: 40 },
                 lengths: vec![16, 3, 24],
+                expect: Poly1305Expect { acc: Some(BigUint::from(77u8)) },
             }),
         };
         let p = dir.path().join("p.json");
@@ -680,12 +773,22 @@ mod tests {
     }
 
     #[test]
-    fn random_pattern_is_sha256_counter_mode() {
-        let b = random_bytes(7, 40);
-        let mut h = Sha256::new();
-        h.update(7u64.to_le_bytes());
-        h.update(0u64.to_le_bytes());
-        assert_eq!(&b[..32], &h.finalize()[..]);
-        assert_eq!(b.len(), 40);
+    fn costs_over_the_limits_refuse_the_entry_by_name() {
+        let (_d, p) = write(
+            r#"{"kernel":"md5","vectors":[
+            {"name":"small","source":"x","msg_hex":"","digest_hex":"00000000000000000000000000000000"},
+            {"name":"huge","source":"x","msg":{"pattern":"counter","len":67108864},"offsets":{"from":0,"to":4095},"digest_hex":"00000000000000000000000000000000"}]}"#,
+        );
+        let (set, errs) = load_file(&p);
+        assert!(errs.is_empty());
+        let mut sets = vec![set.unwrap()];
+        let huge = sets[0].vectors[1].cost();
+        assert_eq!(huge.cases, 4097);
+        let errs = cost::enforce(&mut sets, CostLimits::default());
+        assert_eq!(sets[0].vectors.len(), 1);
+        assert!(errs[0].to_string().contains("entry 1 (\"huge\"): would cost"), "{}", errs[0]);
+        assert!(errs[0].to_string().contains("--max-entry-bytes"), "{}", errs[0]);
+        let errs = cost::enforce(&mut sets, CostLimits { max_entry_bytes: u64::MAX, max_run_bytes: 10 });
+        assert!(errs[0].to_string().contains("entry 0 (\"small\")") && errs[0].to_string().contains("--max-run-bytes"));
     }
 }

@@ -1,5 +1,5 @@
 //! Backends: what executes a batch. Unicorn runs the image in-process; qemu-user and native run
-//! it as a child process speaking the `_start` framing on stdin/stdout. A run does not care
+//! it as a child process sharing the arena and speaking the `_start` token protocol. A run does not care
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
@@ -46,6 +46,16 @@ impl BackendKind {
     /// Parses a command-line name.
     pub fn from_name(name: &str) -> Option<BackendKind> {
         BackendKind::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// How finely this backend checks buffer bounds, for reports: `bytes` (Unicorn checks every
+    /// byte on the first and last page of each buffer) or `pages` (qemu and native see an access
+    /// outside a buffer only once it reaches a guard page).
+    pub fn bounds(self) -> &'static str {
+        match self {
+            BackendKind::Unicorn => "bytes",
+            BackendKind::Qemu | BackendKind::Native => "pages",
+        }
     }
 
     /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip.
@@ -138,6 +148,9 @@ pub enum FaultKind {
     InstructionBudget(u64),
     /// The process ended without reporting (killed, or exited with a status).
     Crash(String),
+    /// The guest broke the qemu/native token protocol (wrong magic, sequence number or
+    /// checksum, a short token, bytes on its stdout): the results of the entry are discarded.
+    Protocol(String),
 }
 
 /// A fault: what, where, and which call of the batch was in flight.
@@ -178,6 +191,7 @@ impl fmt::Display for FaultKind {
             FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
             FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
             FaultKind::Crash(s) => write!(f, "guest process died: {s}"),
+            FaultKind::Protocol(s) => write!(f, "protocol error, results discarded: {s}"),
         }
     }
 }
@@ -239,6 +253,14 @@ pub trait Backend {
     /// # Errors
     /// Only for failures of the backend itself; guest faults come back in [`RawRun::fault`].
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError>;
+
+    /// Sets the instruction budget of each call in the next batches to the configured
+    /// [`Limits::call_instructions`] plus `need` (what the batch's longest call may need: its
+    /// blocks times a generous count per block), so a long input is not taken for a hang.
+    /// Backends that time whole batches instead (qemu-user, native) ignore it.
+    fn set_call_instructions(&mut self, need: u64) {
+        let _ = need;
+    }
 }
 
 /// After this many faults in one batch the rest is abandoned (each fault costs a restart).

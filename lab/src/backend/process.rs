@@ -1,43 +1,155 @@
-//! qemu-user and native backends: the image's `_start` as a long-lived child process, fed
-//! batches over stdin and answering on stdout (kernels/README.md, "`_start` I/O loop").
-//! A qemu-user process costs about 20 ms to start (docs/DESIGN.md), so it is started once and
-//! restarted only after the guest dies.
+//! qemu-user and native backends: the image's `_start` as a long-lived child process
+//! (kernels/README.md, "`_start` I/O loop").
 //!
-//! A batch past its time budget is poked with SIGUSR1: the guest's fault handler reports the PC
-//! and the call in flight like any fault, and the lab resumes at the next call. Only a guest
-//! that does not answer the poke within [`POKE_GRACE`] is killed without a PC.
+//! The arena is shared memory: the host creates a memfd the size of `lab_arena`, maps it, and
+//! hands it to the child as fd 3; `_start` maps it `MAP_SHARED | MAP_FIXED` over `lab_arena`.
+//! Batches never travel through a pipe: the host writes the payload into the mapping and sends
+//! a small framed request token on fd 4; the guest answers with a reply token on fd 5
+//! ([`crate::protocol::token`]: magic, sequence number, checksum of the call table, and the
+//! fault words). Any surprise - a wrong magic, sequence number or checksum, a short token, the
+//! stream closing, or any byte on the guest's stdout - kills the guest and fails only the calls
+//! of that entry; the next entry starts a fresh guest, so nothing is judged on another batch's
+//! data.
+//!
+//! A qemu-user process costs about 20 ms to start (docs/DESIGN.md), so it is started once and
+//! restarted only after the guest dies. A batch past its time budget is poked with SIGUSR1: the
+//! guest's fault handler reports the PC and the call in flight like any fault, and the lab
+//! resumes at the next call. Only a guest that does not answer the poke within [`POKE_GRACE`]
+//! is killed without a PC.
 
+use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
-use crate::image::Image;
+use crate::abi::Abi;
+use crate::image::{Arena, Image};
+use crate::protocol::{self, header, token};
 use crate::toolchain;
 
-/// How long a poked guest has to send its fault frame before it is killed.
+/// How long a poked guest has to send its fault reply before it is killed.
 pub const POKE_GRACE: Duration = Duration::from_secs(2);
 
-/// Frame tags written by the guest's `_start`.
-const TAG_RESULT: u64 = 0;
-const TAG_FAULT: u64 = 1;
+/// Why no reply came when the guest closed its end (it died).
+const CLOSED: &str = "the reply stream closed";
 
-/// A frame read from the guest, or how the stream ended.
-enum Frame {
-    Result(Vec<u8>),
-    Fault { signo: u64, addr: u64, pc: u64, current: u64, resp: Vec<u8> },
-    Closed(String),
+/// A reply token, or why none came.
+type Reply = Result<[u64; token::REPLY_WORDS], String>;
+
+/// The arena as shared memory: a memfd mapped into the lab; the guest maps the same file.
+struct SharedArena {
+    fd: OwnedFd,
+    ptr: *mut u8,
+    len: usize,
 }
 
-/// A running guest process with a reader thread for its stdout.
+// SAFETY: the mapping is owned by this value and only accessed through `&mut self` or by copy.
+unsafe impl Send for SharedArena {}
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// Moves `fd` to a number of at least 10, close-on-exec, so that handing fds 3-5 to a child
+/// never overwrites one of the sources.
+fn high_fd(fd: OwnedFd) -> Result<OwnedFd, String> {
+    // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd or -1.
+    let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if high < 0 {
+        return Err(os_err("fcntl(F_DUPFD_CLOEXEC)"));
+    }
+    // SAFETY: `high` is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(high) })
+}
+
+impl SharedArena {
+    fn new(len: usize) -> Result<Self, String> {
+        // SAFETY: memfd_create with a NUL-terminated name; the result is checked.
+        let raw = unsafe { libc::memfd_create(c"lab_arena".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(os_err("memfd_create"));
+        }
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let fd = high_fd(unsafe { OwnedFd::from_raw_fd(raw) })?;
+        // SAFETY: plain system calls on an fd we own; results are checked.
+        unsafe {
+            if libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) != 0 {
+                return Err(os_err("ftruncate(memfd)"));
+            }
+            let rw = libc::PROT_READ | libc::PROT_WRITE;
+            let ptr = libc::mmap(std::ptr::null_mut(), len, rw, libc::MAP_SHARED, fd.as_raw_fd(), 0);
+            if ptr == libc::MAP_FAILED {
+                return Err(os_err("mmap(memfd)"));
+            }
+            Ok(SharedArena { fd, ptr: ptr.cast(), len })
+        }
+    }
+
+    /// Copies `bytes` to the start of the arena (raw copies only: the guest writes the same
+    /// memory, so no Rust reference into it is ever made).
+    fn write(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.len);
+        // SAFETY: `n` bytes fit both the mapping and `bytes`; the regions do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr, n) };
+    }
+
+    /// Copies `bytes` to `offset` (ignored past the end).
+    fn write_at(&mut self, offset: usize, bytes: &[u8]) {
+        let n = bytes.len().min(self.len.saturating_sub(offset));
+        // SAFETY: `offset + n` is inside the mapping; the regions do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), n) };
+    }
+
+    /// A copy of the first `len` bytes (zero-filled past the arena).
+    fn read(&self, len: usize) -> Vec<u8> {
+        let n = len.min(self.len);
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: `n` bytes fit both the mapping and the capacity of `out`, which are disjoint;
+        // after the copy the first `n` bytes are initialised.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), n);
+            out.set_len(n);
+        }
+        out.resize(len, 0);
+        out
+    }
+}
+
+impl Drop for SharedArena {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills two descriptors on success; the result is checked.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_err("pipe2"));
+    }
+    // SAFETY: both are fresh descriptors nobody else owns.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((high_fd(r)?, high_fd(w)?))
+}
+
+/// A running guest: its request pipe, a reader thread for reply tokens, its stdout (checked
+/// for stray bytes after every reply) and a reader thread for its stderr.
 struct Guest {
     child: Child,
-    stdin: ChildStdin,
-    frames: Receiver<Frame>,
+    requests: File,
+    replies: Receiver<Reply>,
+    stdout: ChildStdout,
     stderr: Receiver<String>,
+    /// Sequence number of the next request.
+    seq: u64,
 }
 
 /// qemu-user or native execution of the image.
@@ -47,6 +159,10 @@ pub struct ProcessBackend {
     args: Vec<String>,
     limits: Limits,
     guest: Option<Guest>,
+    arena: Arena,
+    shared: Option<SharedArena>,
+    /// Bytes of one call entry (fixed words and `saved[]`).
+    entry_bytes: usize,
     /// Bytes of the architecture's system-call instruction (`ecall`, `svc #0`: 4; `syscall`: 2).
     syscall_len: u64,
 }
@@ -58,98 +174,144 @@ fn syscall_len(arch: crate::variant::Arch) -> u64 {
     }
 }
 
-fn read_u64(r: &mut impl Read) -> std::io::Result<u64> {
-    let mut b = [0u8; 8];
-    r.read_exact(&mut b)?;
-    Ok(u64::from_le_bytes(b))
-}
-
-/// No frame is longer than the arena plus the fault words; anything longer is a corrupt stream
-/// (say, a fault frame interleaved with a result frame), not an allocation to attempt.
-const MAX_FRAME: usize = (64 << 20) + 32;
-
-fn read_frame(r: &mut impl Read) -> std::io::Result<Frame> {
-    let tag = read_u64(r)?;
-    let len = read_u64(r)? as usize;
-    if len > MAX_FRAME {
-        return Ok(Frame::Closed(format!("protocol error: frame tag {tag} claims {len} bytes")));
-    }
-    let mut data = vec![0u8; len];
-    r.read_exact(&mut data)?;
-    Ok(match tag {
-        TAG_RESULT => Frame::Result(data),
-        TAG_FAULT if len >= 32 => {
-            let w = |i: usize| u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-            Frame::Fault { signo: w(0), addr: w(1), pc: w(2), current: w(3), resp: data[32..].to_vec() }
+/// Reads reply tokens until the stream ends or a fault reply (the guest exits after it).
+fn read_replies(mut from: File, to: mpsc::Sender<Reply>) {
+    loop {
+        let mut buf = [0u8; token::REPLY_WORDS * 8];
+        let reply = match from.read_exact(&mut buf) {
+            Ok(()) => Ok(std::array::from_fn(|i| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8")))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(CLOSED.to_string()),
+            Err(e) => Err(format!("reading a reply token failed: {e}")),
+        };
+        let last = reply.as_ref().map_or(true, |r| r[token::KIND] == token::KIND_FAULT);
+        if to.send(reply).is_err() || last {
+            break;
         }
-        other => Frame::Closed(format!("protocol error: frame tag {other}, length {len}")),
-    })
+    }
 }
 
-/// Sends SIGUSR1 to a guest past its budget and waits briefly for the frame its handler sends.
-fn poke(g: &mut Guest) -> Option<Frame> {
+/// Sends SIGUSR1 to a guest past its budget and waits briefly for the reply its handler sends.
+fn poke(g: &mut Guest) -> Option<Reply> {
     let pid = libc::pid_t::try_from(g.child.id()).ok()?;
     // SAFETY: `kill` only sends a signal to our own child process; no memory is involved.
     if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
         return None;
     }
-    g.frames.recv_timeout(POKE_GRACE).ok()
+    g.replies.recv_timeout(POKE_GRACE).ok()
+}
+
+/// Bytes the guest wrote to its stdout so far (none is the only right answer), read without
+/// blocking: the guest wrote them before its reply, so they are already in the pipe.
+fn stray_output(stdout: &mut ChildStdout) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = stdout.read(&mut buf) {
+        got.extend_from_slice(&buf[..n]);
+        if got.len() >= 1 << 16 {
+            break;
+        }
+    }
+    got
+}
+
+/// The call-table range of a payload (header `table`, `ncalls`): the result words the guest
+/// checksums. Clamped to the payload; a header the host did not lay out gives an empty range.
+fn table_range(payload: &[u8], arena: Arena, entry_bytes: usize) -> (u64, u64) {
+    let word = |w: protocol::Word| {
+        payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8")))
+    };
+    let Some(off) = word(header::TABLE).checked_sub(arena.addr).filter(|&o| o <= payload.len() as u64) else {
+        return (0, 0);
+    };
+    let len = word(header::NCALLS).saturating_mul(entry_bytes as u64).min(payload.len() as u64 - off);
+    (off & !7, len & !7)
 }
 
 impl ProcessBackend {
     /// `qemu-<arch> -cpu <cpu> <image>`.
     ///
     /// # Errors
-    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`).
+    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`), or the image
+    /// has no `lab_arena`.
     pub fn qemu(image: &Image, cpu: &str, limits: Limits) -> Result<Self, BackendError> {
         let program = toolchain::find(toolchain::qemu_tool(image.arch))?;
         let args = vec!["-cpu".into(), cpu.into(), image.path.display().to_string()];
-        Ok(ProcessBackend {
-            kind: BackendKind::Qemu,
-            program,
-            args,
-            limits,
-            guest: None,
-            syscall_len: syscall_len(image.arch),
-        })
+        Self::new(BackendKind::Qemu, program, args, image, limits)
     }
 
     /// The image executed directly (x86_64 host, x86_64 image).
     ///
     /// # Errors
-    /// None today; the signature matches the other constructors.
+    /// The image has no `lab_arena`.
     pub fn native(image: &Image, limits: Limits) -> Result<Self, BackendError> {
-        let program = image.path.clone();
-        let syscall_len = syscall_len(image.arch);
-        Ok(ProcessBackend { kind: BackendKind::Native, program, args: Vec::new(), limits, guest: None, syscall_len })
+        Self::new(BackendKind::Native, image.path.clone(), Vec::new(), image, limits)
     }
 
-    fn spawn(&self) -> Result<Guest, BackendError> {
-        let mut child = Command::new(&self.program)
-            .args(&self.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+    fn new(
+        kind: BackendKind,
+        program: PathBuf,
+        args: Vec<String>,
+        image: &Image,
+        limits: Limits,
+    ) -> Result<Self, BackendError> {
+        let abi = Abi::of(image.arch);
+        Ok(ProcessBackend {
+            kind,
+            program,
+            args,
+            limits,
+            guest: None,
+            arena: image.arena()?,
+            shared: None,
+            entry_bytes: (protocol::entry::FIXED_WORDS + abi.saved.len()) * 8,
+            syscall_len: syscall_len(image.arch),
+        })
+    }
+
+    /// The guest's command: stdin empty, stdout and stderr piped, and the protocol's fds in
+    /// place (`pre_exec`). Kept apart from the I/O set-up so confinement can extend it alone.
+    fn command(&self, handed: [RawFd; 3]) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let targets = [protocol::fd::ARENA, protocol::fd::REQUEST, protocol::fd::REPLY];
+        // SAFETY: only dup2 (async-signal-safe) between fork and exec. The sources are >= 10,
+        // the targets 3-5, so no source is overwritten; dup2 clears close-on-exec on targets.
+        unsafe {
+            cmd.pre_exec(move || {
+                for (src, dst) in handed.iter().zip(targets) {
+                    if libc::dup2(*src, dst as RawFd) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        cmd
+    }
+
+    fn spawn(&mut self) -> Result<Guest, BackendError> {
+        let arena_fd = self.shared.as_ref().map(|s| s.fd.as_raw_fd()).expect("arena created");
+        let (req_r, req_w) = pipe().map_err(|e| self.error(e))?;
+        let (rep_r, rep_w) = pipe().map_err(|e| self.error(e))?;
+        let mut child = self
+            .command([arena_fd, req_r.as_raw_fd(), rep_w.as_raw_fd()])
             .spawn()
             .map_err(|e| self.error(format!("cannot start: {e}")))?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let mut stdout = child.stdout.take().expect("piped stdout");
+        drop((req_r, rep_w)); // the child's ends
+        let stdout = child.stdout.take().expect("piped stdout");
+        // SAFETY: O_NONBLOCK on our own read end: stray output is polled, never waited for.
+        unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
         let mut stderr = child.stderr.take().expect("piped stderr");
-        let (tx, frames) = mpsc::channel();
-        thread::spawn(move || loop {
-            let frame = read_frame(&mut stdout).unwrap_or_else(|e| Frame::Closed(e.to_string()));
-            let closed = matches!(frame, Frame::Closed(_) | Frame::Fault { .. });
-            if tx.send(frame).is_err() || closed {
-                break;
-            }
-        });
+        let (tx, replies) = mpsc::channel();
+        let reply_file = File::from(rep_r);
+        thread::spawn(move || read_replies(reply_file, tx));
         let (etx, stderr_rx) = mpsc::channel();
         thread::spawn(move || {
             let mut s = String::new();
             let _ = stderr.read_to_string(&mut s);
             let _ = etx.send(s);
         });
-        Ok(Guest { child, stdin, frames, stderr: stderr_rx })
+        Ok(Guest { child, requests: File::from(req_w), replies, stdout, stderr: stderr_rx, seq: 0 })
     }
 
     fn error(&self, reason: String) -> BackendError {
@@ -162,13 +324,20 @@ impl ProcessBackend {
         how.split_once("; stderr: ").map(|(_, e)| e.to_string()).unwrap_or_default()
     }
 
-    /// Ends the guest and says how it ended (exit status or signal, and its stderr).
+    /// Ends the guest and says how it ended (exit status with its meaning, or signal, and its
+    /// stderr).
     fn reap(&mut self) -> String {
         let Some(mut g) = self.guest.take() else { return String::new() };
-        drop(g.stdin);
+        drop(g.requests);
         let _ = g.child.kill();
-        let status = g.child.wait().map(|s| s.to_string()).unwrap_or_default();
-        let stderr = g.stderr.recv_timeout(std::time::Duration::from_secs(1)).unwrap_or_default();
+        let status = match g.child.wait() {
+            Ok(s) => match s.code().and_then(protocol::exit::describe) {
+                Some(meaning) => format!("{s} ({meaning})"),
+                None => s.to_string(),
+            },
+            Err(_) => String::new(),
+        };
+        let stderr = g.stderr.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
         let stderr = stderr.trim();
         if stderr.is_empty() {
             status
@@ -176,6 +345,163 @@ impl ProcessBackend {
             format!("{status}; stderr: {stderr}")
         }
     }
+
+    /// Sends one request and waits for its reply (poking the guest after the time budget).
+    /// `None`: the guest neither answered nor reacted to the poke.
+    fn round_trip(&mut self, sum: (u64, u64)) -> Option<Reply> {
+        let g = self.guest.as_mut().expect("guest started");
+        let words = [token::REQUEST_MAGIC, g.seq, sum.0, sum.1];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        if let Err(e) = g.requests.write_all(&bytes) {
+            return Some(Err(format!("writing the request token failed: {e}")));
+        }
+        match g.replies.recv_timeout(self.limits.batch_time) {
+            Ok(r) => Some(r),
+            Err(RecvTimeoutError::Timeout) => poke(g),
+            Err(RecvTimeoutError::Disconnected) => Some(Err(CLOSED.into())),
+        }
+    }
+
+    /// Checks a reply against the request it answers: magic, sequence number, checksum of the
+    /// result words in `resp`, and no stray bytes on stdout. `Err` names the first surprise.
+    fn verify(&mut self, reply: &[u64; token::REPLY_WORDS], resp: &[u8], sum: (u64, u64)) -> Result<(), String> {
+        let g = self.guest.as_mut().expect("guest started");
+        if reply[token::MAGIC] != token::REPLY_MAGIC {
+            return Err(format!(
+                "reply token with magic {:#018x}, expected {:#018x}",
+                reply[token::MAGIC],
+                token::REPLY_MAGIC
+            ));
+        }
+        if reply[token::SEQ] != g.seq {
+            return Err(format!("reply to request {} while request {} was in flight", reply[token::SEQ], g.seq));
+        }
+        g.seq += 1;
+        let (off, len) = (sum.0 as usize, sum.1 as usize);
+        let want = protocol::checksum(resp.get(off..off + len).unwrap_or_default());
+        if reply[token::SUM] != want {
+            return Err(format!(
+                "call-table checksum {:#018x} in the reply, {want:#018x} in the shared arena",
+                reply[token::SUM]
+            ));
+        }
+        let stray = stray_output(&mut g.stdout);
+        if !stray.is_empty() {
+            let head: String = stray.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            return Err(format!("the guest wrote {} unexpected bytes to its stdout ({head}...)", stray.len()));
+        }
+        Ok(())
+    }
+
+    /// Runs the calls the arena's header names on the guest (started if needed) and checks the
+    /// reply. A protocol surprise kills the guest and comes back as [`Entry::Surprise`].
+    fn run_entry(&mut self, resp_len: usize, sum: (u64, u64)) -> Result<Entry, BackendError> {
+        if self.guest.is_none() {
+            self.guest = Some(self.spawn()?);
+        }
+        let reply = match self.round_trip(sum) {
+            Some(Ok(r)) => r,
+            Some(Err(why)) if why == CLOSED => return Ok(self.crash()),
+            Some(Err(why)) => return Ok(self.surprise(why)),
+            None => {
+                let detail = self.reap();
+                let fault = Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
+                return Ok(Entry::Run(RawRun { resp: Vec::new(), fault: Some(fault) }));
+            }
+        };
+        let resp = self.shared.as_ref().expect("arena created").read(resp_len);
+        if let Err(why) = self.verify(&reply, &resp, sum) {
+            return Ok(self.surprise(why));
+        }
+        let fault = match reply[token::KIND] {
+            token::KIND_DONE => None,
+            token::KIND_FAULT => Some(self.fault_of(&reply)),
+            other => return Ok(self.surprise(format!("reply token of kind {other}"))),
+        };
+        Ok(Entry::Run(RawRun { resp, fault }))
+    }
+
+    /// Kills the guest after a protocol surprise; the reason and how the guest ended.
+    fn surprise(&mut self, why: String) -> Entry {
+        let how = self.reap();
+        let detail = if how.is_empty() { String::new() } else { format!("guest ended: {how}") };
+        Entry::Surprise { kind: FaultKind::Protocol(why), detail }
+    }
+
+    /// The guest died without a reply: how it ended (exit status and its meaning, or signal).
+    fn crash(&mut self) -> Entry {
+        let how = self.reap();
+        Entry::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
+    }
+
+    /// The fault a fault reply reports (the guest exits after it).
+    fn fault_of(&mut self, reply: &[u64; token::REPLY_WORDS]) -> Fault {
+        // The guest said what happened; only its stderr (qemu's own words) adds to it.
+        let detail = self.reap_stderr();
+        let (signo, addr, pc) = (reply[token::SIGNO], reply[token::SI_ADDR], reply[token::PC]);
+        let kind = match FaultKind::from_signal(signo, addr) {
+            FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
+            k => k,
+        };
+        let pc = match kind {
+            // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
+            FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
+            _ => pc,
+        };
+        Fault { kind, pc: Some(pc), call: usize::try_from(reply[token::CURRENT]).ok(), detail }
+    }
+
+    /// After a surprise in a whole entry: runs its calls again one per entry on a fresh guest,
+    /// from the payload as sent, so the surprise is pinned to the call that causes it (a fault
+    /// of that call) and the calls before it keep results that passed every check. Calls run in
+    /// the same order on the same arena, so snapshot copies see what they saw before.
+    fn step(
+        &mut self,
+        payload: &[u8],
+        resp_len: usize,
+        sum: (u64, u64),
+        first: (FaultKind, String),
+    ) -> Result<RawRun, BackendError> {
+        let word = |w: protocol::Word| u64::from_le_bytes(payload[w.offset()..w.offset() + 8].try_into().expect("8"));
+        let (start, ncalls) = (word(header::START), word(header::NCALLS));
+        self.shared.as_mut().expect("arena created").write(payload);
+        for call in start..ncalls {
+            let shared = self.shared.as_mut().expect("arena created");
+            shared.write_at(header::START.offset(), &call.to_le_bytes());
+            shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
+            match self.run_entry(resp_len, sum)? {
+                Entry::Run(run) if run.fault.is_none() => continue,
+                Entry::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
+                Entry::Run(run) => return Ok(run),
+                Entry::Surprise { kind, detail } => {
+                    let resp = self.shared.as_ref().expect("arena created").read(resp_len);
+                    let call = usize::try_from(call).ok();
+                    return Ok(RawRun { resp, fault: Some(Fault { kind, pc: None, call, detail }) });
+                }
+            }
+        }
+        // Every call passed on its own: the first surprise did not come back. Its entry's
+        // results are still not trusted: no call of it counts as run (the payload as sent).
+        let (kind, detail) = first;
+        let detail = format!("{detail}; not reproduced when the calls ran one at a time");
+        let mut resp = payload[..resp_len.min(payload.len())].to_vec();
+        resp.resize(resp_len, 0);
+        Ok(RawRun { resp, fault: Some(Fault { kind, pc: None, call: None, detail }) })
+    }
+
+    /// A hang without a PC: the response is the payload as sent.
+    fn hung(&self, payload: &[u8], resp_len: usize, run: RawRun) -> RawRun {
+        RawRun { resp: payload[..resp_len].to_vec(), fault: run.fault }
+    }
+}
+
+/// How one entry on the guest ended.
+enum Entry {
+    /// The guest answered with a reply that passed every check (or hung: empty `resp`).
+    Run(RawRun),
+    /// A protocol surprise ([`FaultKind::Protocol`]) or a guest that died without a reply
+    /// ([`FaultKind::Crash`]); the guest is gone. `detail` adds how it ended.
+    Surprise { kind: FaultKind, detail: String },
 }
 
 impl Backend for ProcessBackend {
@@ -184,57 +510,19 @@ impl Backend for ProcessBackend {
     }
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
-        if self.guest.is_none() {
-            self.guest = Some(self.spawn()?);
+        if payload.len() as u64 > self.arena.size || resp_len > payload.len() {
+            return Err(self.error(format!("a payload of {} bytes does not fit lab_arena", payload.len())));
         }
-        let g = self.guest.as_mut().expect("guest started");
-        let sent = g
-            .stdin
-            .write_all(&(payload.len() as u64).to_le_bytes())
-            .and_then(|()| g.stdin.write_all(payload))
-            .and_then(|()| g.stdin.flush());
-        let frame = match sent {
-            Err(e) => Frame::Closed(format!("writing the batch failed: {e}")),
-            Ok(()) => match g.frames.recv_timeout(self.limits.batch_time) {
-                Ok(f) => f,
-                Err(RecvTimeoutError::Timeout) => match poke(g) {
-                    Some(f @ Frame::Fault { .. }) => f,
-                    _ => {
-                        let detail = self.reap();
-                        let fault =
-                            Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
-                        return Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) });
-                    }
-                },
-                Err(RecvTimeoutError::Disconnected) => Frame::Closed("output closed".into()),
-            },
-        };
-        match frame {
-            Frame::Result(resp) if resp.len() == resp_len => Ok(RawRun { resp, fault: None }),
-            Frame::Result(resp) => {
-                Err(self.error(format!("protocol error: {} response bytes, expected {resp_len}", resp.len())))
-            }
-            Frame::Fault { signo, addr, pc, current, mut resp } => {
-                // The guest said what happened; only its stderr (qemu's own words) adds to it.
-                let detail = self.reap_stderr();
-                resp.resize(resp_len, 0);
-                let kind = match FaultKind::from_signal(signo, addr) {
-                    FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
-                    k => k,
-                };
-                let pc = match kind {
-                    // SIGSYS from syscall user dispatch: the PC is past the system-call instruction.
-                    FaultKind::SystemCall => pc.wrapping_sub(self.syscall_len),
-                    _ => pc,
-                };
-                let fault = Fault { kind, pc: Some(pc), call: usize::try_from(current).ok(), detail };
-                Ok(RawRun { resp, fault: Some(fault) })
-            }
-            Frame::Closed(why) => {
-                let how = self.reap();
-                let fault = Fault { kind: FaultKind::Crash(how), pc: None, call: None, detail: why };
-                Ok(RawRun { resp: payload[..resp_len].to_vec(), fault: Some(fault) })
-            }
+        if self.shared.is_none() {
+            let size = self.arena.size.max(protocol::ARENA_SIZE) as usize;
+            self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
+        }
+        self.shared.as_mut().expect("arena created").write(payload);
+        let sum = table_range(payload, self.arena, self.entry_bytes);
+        match self.run_entry(resp_len, sum)? {
+            Entry::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
+            Entry::Run(run) => Ok(run),
+            Entry::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
         }
     }
 }
@@ -242,5 +530,69 @@ impl Backend for ProcessBackend {
 impl Drop for ProcessBackend {
     fn drop(&mut self) {
         let _ = self.reap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::Variant;
+
+    /// Starts the guest of `variant` under qemu, sends `bytes` on its request pipe, closes it
+    /// and returns the exit code.
+    fn exit_after(variant: &str, bytes: &[u8]) -> Option<i32> {
+        let v = Variant::by_name(variant).expect("variant");
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let mut b = ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu");
+        b.shared = Some(SharedArena::new(protocol::ARENA_SIZE as usize).expect("memfd"));
+        let mut g = b.spawn().expect("spawn");
+        g.requests.write_all(bytes).expect("write");
+        drop(g.requests);
+        g.child.wait().expect("wait").code()
+    }
+
+    fn request(words: [u64; token::REQUEST_WORDS]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// The three drivers end the same way on the same input (lab_protocol.h exit codes).
+    #[test]
+    fn every_driver_exits_with_the_same_status_on_a_broken_request_stream() {
+        let m = token::REQUEST_MAGIC;
+        let cases: [(&str, Vec<u8>, protocol::Exit); 6] = [
+            ("EOF before any token", Vec::new(), protocol::exit::OK),
+            ("a short token", vec![1; 10], protocol::exit::TRUNCATED),
+            ("a wrong magic", request([m ^ 1, 0, 0, 0]), protocol::exit::PROTOCOL),
+            ("a wrong sequence number", request([m, 1, 0, 0]), protocol::exit::PROTOCOL),
+            ("a checksum range past the arena", request([m, 0, 0, protocol::ARENA_SIZE + 8]), protocol::exit::PROTOCOL),
+            ("an unaligned checksum range", request([m, 0, 4, 8]), protocol::exit::PROTOCOL),
+        ];
+        for arch in ["riscv64", "aarch64", "x86_64"] {
+            for (what, bytes, want) in &cases {
+                assert_eq!(exit_after(arch, bytes), Some(want.code), "{arch}: {what}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_shared_arena_round_trips_bytes() {
+        let mut a = SharedArena::new(8192).expect("memfd");
+        a.write(&[1, 2, 3]);
+        assert_eq!(a.read(4), vec![1, 2, 3, 0]);
+        assert_eq!(a.read(8200).len(), 8200, "reads past the end are zero-filled, not a panic");
+    }
+
+    #[test]
+    fn the_checksum_range_stays_inside_the_payload() {
+        let arena = Arena { addr: 0x10000, size: 1 << 20, kernel_data: None };
+        let mut p = vec![0u8; 4096];
+        p[header::TABLE.offset()..][..8].copy_from_slice(&(0x10000u64 + 256).to_le_bytes());
+        p[header::NCALLS.offset()..][..8].copy_from_slice(&3u64.to_le_bytes());
+        assert_eq!(table_range(&p, arena, 176), (256, 3 * 176));
+        p[header::NCALLS.offset()..][..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(table_range(&p, arena, 176), (256, 4096 - 256));
+        p[header::TABLE.offset()..][..8].copy_from_slice(&5u64.to_le_bytes());
+        assert_eq!(table_range(&p, arena, 176), (0, 0));
     }
 }

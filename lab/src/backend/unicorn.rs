@@ -8,7 +8,10 @@
 //!
 //! Checks beyond the CPU's own faults: the batch's protection table (guard pages, read-only
 //! inputs) is enforced through Unicorn's virtual TLB, as `mprotect` does for qemu and native,
-//! without splitting Unicorn's memory regions and without a per-access hook; a block hook
+//! without splitting Unicorn's memory regions and without a per-access hook. The first and last
+//! page of every buffer are checked byte by byte: the TLB maps them to an MMIO alias of the
+//! arena whose callbacks do the access and check its bytes (MMIO is always the slow path, so
+//! only those pages pay, and no memory hook makes every other access slow); a block hook
 //! counts instructions per call (reset whenever `lab_batch` runs) against the instruction
 //! budget; an x86 `syscall`/`sysenter` hook and the interrupt hook catch system calls.
 //!
@@ -27,9 +30,15 @@ use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
+use crate::protocol;
 use crate::variant::Arch;
 
-const PAGE: u64 = 4096;
+const PAGE: u64 = batch::PAGE;
+
+/// Distance of the arena's MMIO alias from the arena in Unicorn's physical address space:
+/// above every image the lab links and inside the physical address width of every target
+/// (QEMU: riscv64 56 bits, aarch64 48, x86_64 52).
+const ALIAS_OFFSET: u64 = 1 << 36;
 
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
@@ -45,6 +54,12 @@ struct Seen {
     budget: Option<u64>,
     /// An x86 `syscall`/`sysenter` at this pc.
     syscall: Option<u64>,
+    /// The size and address of the access a confirmation run pinned.
+    exact: Option<(usize, u64)>,
+    /// An MMIO access (read or write) that touched bytes outside its buffer on this exact page.
+    /// Unaligned loads reach MMIO as aligned pieces, so a read is only a suspicion until a
+    /// re-run with a memory hook sees the access itself.
+    suspect: Option<u64>,
 }
 
 /// Hook state: what was seen, the protection table of the running batch, the per-call count.
@@ -56,10 +71,61 @@ struct HookState {
     open_page: Option<u64>,
     /// The page whose fill the TLB hook refused, if any.
     refused: Option<u64>,
+    /// Exactly checked pages (4 KiB, the batch's granule) and the allowed `[start, end)` bytes
+    /// on each: the first and last page of every buffer.
+    exact: std::collections::HashMap<u64, (u64, u64)>,
+    /// Exact pages a memory hook watches during a confirmation run (their MMIO callbacks then
+    /// only do the access).
+    hooked: Vec<u64>,
+    /// `lab_batch`: its own accesses (the snapshot copies) are the lab's, never a finding.
+    driver: std::ops::Range<u64>,
     executed: u64,
+    /// Instructions one call may execute (see [`Backend::set_call_instructions`]).
+    budget: u64,
     /// Blocks run in this `emu_start`, driver included.
     batch_blocks: u64,
     blocks: BlockIcounts,
+}
+
+impl HookState {
+    /// Whether an MMIO access of `size` bytes at `addr` stays inside the allowed bytes of its
+    /// exact page. When it does not and no memory hook watches the page, the page becomes the
+    /// run's suspect and the run stops.
+    fn allowed(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, size: u64) -> bool {
+        let page = addr & !(PAGE - 1);
+        let Some(&(lo, hi)) = self.exact.get(&page) else { return true };
+        if lo <= addr && addr + size <= hi {
+            return true;
+        }
+        if !self.hooked.contains(&page) && self.seen.suspect.is_none() {
+            self.seen.suspect = Some(page);
+            let _ = uc.emu_stop();
+        }
+        false
+    }
+
+    /// The first byte outside the allowed range of exact page `page` that an access of `size`
+    /// bytes at `addr` touches, if any.
+    fn outside(&self, page: u64, addr: u64, size: u64) -> Option<u64> {
+        let &(lo, hi) = self.exact.get(&page)?;
+        if addr < lo {
+            Some(addr)
+        } else if addr + size > hi {
+            Some(addr.max(hi))
+        } else {
+            None
+        }
+    }
+}
+
+/// How a confirmation run of a suspect call ended ([`UnicornBackend::confirm`]).
+enum Confirm {
+    /// A memory hook saw an access outside a buffer (in `seen`, with its pc).
+    Pinned,
+    /// The call returned without one.
+    Completed,
+    /// The call stopped otherwise: how the engine stopped and the pc.
+    Stopped(Result<(), uc_error>, u64),
 }
 
 /// Unicorn engine with the image mapped, reused across batches of one variant.
@@ -139,9 +205,12 @@ impl UnicornBackend {
         }
         let state = Rc::new(RefCell::new(HookState::default()));
         let arena = image.arena()?;
+        Self::map_alias(&mut uc, arena, &state)?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));
-        Self::add_hooks(&mut uc, image.arch, &state, &zbb, driver.addr..driver.addr + driver.size.max(1), &limits)?;
+        let driver_code = driver.addr..driver.addr + driver.size.max(1);
+        state.borrow_mut().driver = driver_code.clone();
+        Self::add_hooks(&mut uc, image.arch, &state, &zbb, driver_code, &limits)?;
         let uc_page_size = uc.ctl_get_page_size().map_err(uc_err("page size"))?;
         Ok(UnicornBackend {
             uc,
@@ -194,6 +263,36 @@ impl UnicornBackend {
         self.profile.borrow_mut().take()
     }
 
+    /// Maps the arena's MMIO alias at `arena.addr + ALIAS_OFFSET`: each access is done on the
+    /// arena itself; one that touches bytes outside the allowed range of its exact page is not
+    /// done, is recorded as a suspect and stops the run.
+    fn map_alias(
+        uc: &mut Unicorn<'static, ()>,
+        arena: Arena,
+        state: &Rc<RefCell<HookState>>,
+    ) -> Result<(), BackendError> {
+        let size = arena.size.div_ceil(PAGE) * PAGE;
+        let (r, w) = (Rc::clone(state), Rc::clone(state));
+        let read = move |uc: &mut Unicorn<'_, ()>, offset: u64, size: usize| {
+            let addr = arena.addr + offset;
+            let mut bytes = [0u8; 8];
+            let size = size.min(8);
+            // A read is done even outside its buffer: an unaligned load reaches MMIO as aligned
+            // pieces, so a suspect read may be a legal load whose value the run needs.
+            r.borrow_mut().allowed(uc, addr, size as u64);
+            let _ = uc.mem_read(addr, &mut bytes[..size]);
+            u64::from_le_bytes(bytes)
+        };
+        let write = move |uc: &mut Unicorn<'_, ()>, offset: u64, size: usize, value: u64| {
+            let addr = arena.addr + offset;
+            let size = size.min(8);
+            if w.borrow_mut().allowed(uc, addr, size as u64) {
+                let _ = uc.mem_write(addr, &value.to_le_bytes()[..size]);
+            }
+        };
+        uc.mmio_map(arena.addr + ALIAS_OFFSET, size, Some(read), Some(write)).map_err(uc_err("map MMIO alias"))
+    }
+
     /// Interrupts, unmapped memory, the protection table, the instruction budget, x86 syscalls.
     fn add_hooks(
         uc: &mut Unicorn<'static, ()>,
@@ -242,10 +341,11 @@ impl UnicornBackend {
             let mut st = s.borrow_mut();
             let i = st.prots.partition_point(|p| p.addr + p.len <= page);
             let prot = st.prots.get(i).filter(|p| p.contains(page)).map(|p| p.prot);
-            if st.open_page == Some(page) {
-                return Some(TlbEntry { paddr: page, perms: Prot::ALL });
-            }
             let write = matches!(ty, MemType::WRITE);
+            if st.open_page == Some(page) {
+                let read_only = !write && prot.is_some_and(|p| p != 0 && p & PROT_WRITE == 0);
+                return Some(TlbEntry { paddr: page, perms: if read_only { Prot::READ } else { Prot::ALL } });
+            }
             // Refused fills surface as a guest page fault, not as Unicorn's unmapped-memory
             // hook, so the access is recorded here, with its exact address.
             if prot == Some(0) || (write && prot.is_some_and(|p| p & PROT_WRITE == 0)) {
@@ -260,22 +360,30 @@ impl UnicornBackend {
                 st.refused.get_or_insert(page);
                 return None;
             }
-            let perms = if prot.is_some_and(|p| p & PROT_WRITE == 0) { Prot::READ | Prot::EXEC } else { Prot::ALL };
+            let read_only = prot.is_some_and(|p| p & PROT_WRITE == 0);
+            if st.exact.contains_key(&(page & !(PAGE - 1))) {
+                // Every access to an exact page goes through the MMIO alias (map_alias).
+                let perms = if read_only { Prot::READ } else { Prot::READ | Prot::WRITE };
+                return Some(TlbEntry { paddr: page + ALIAS_OFFSET, perms });
+            }
+            let perms = if read_only { Prot::READ | Prot::EXEC } else { Prot::ALL };
             Some(TlbEntry { paddr: page, perms })
         })
         .map_err(uc_err("TLB fill hook"))?;
         let s = Rc::clone(state);
-        let budget = limits.call_instructions;
-        // A whole batch may run this many blocks (driver included), so that even a kernel that
-        // scribbles over the call table cannot keep the engine running forever without the
-        // wall-clock timer (which costs Unicorn a thread waking every 2 us, uc.c `_timeout_fn`).
-        let batch_blocks = budget.saturating_mul(64);
+        state.borrow_mut().budget = limits.call_instructions;
         // `u64::MAX` means no budget at all: no block hook, so timed runs (`lab bench`) see the
         // engine's own speed.
-        let hook = budget != u64::MAX;
+        let hook = limits.call_instructions != u64::MAX;
         hook.then(|| {
             uc.add_block_hook(1, 0, move |uc, addr, size| {
                 let mut st = s.borrow_mut();
+                let budget = st.budget;
+                // A whole batch may run this many blocks (driver included), so that even a kernel
+                // that scribbles over the call table cannot keep the engine running forever
+                // without the wall-clock timer (which costs Unicorn a thread waking every 2 us,
+                // uc.c `_timeout_fn`).
+                let batch_blocks = budget.saturating_mul(64);
                 st.batch_blocks += 1;
                 if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
                     st.seen.budget = Some(addr);
@@ -331,10 +439,15 @@ impl UnicornBackend {
     /// re-copies the call's inputs), with that page let through and a memory hook on it alone:
     /// the first access to it is the fault. Returns the pc of that access.
     fn pin_down(&mut self, page: u64) -> Result<Option<u64>, BackendError> {
-        let mut header = [0u8; 48];
-        self.uc.mem_read(self.arena.addr, &mut header).map_err(uc_err("read header"))?;
-        let current = Batch::current(&header);
-        self.uc.mem_write(self.arena.addr + 8, &current.to_le_bytes()).map_err(uc_err("write start"))?;
+        let current = self.header(protocol::header::CURRENT)?;
+        self.set_header(protocol::header::START, current)?;
+        // On a read-only page only a write is the fault (the TLB hook keeps the page read-only
+        // meanwhile, so the first write comes through the slow path and this hook).
+        let writes_only = {
+            let st = self.state.borrow();
+            let i = st.prots.partition_point(|p| p.addr + p.len <= page);
+            st.prots.get(i).is_some_and(|p| p.contains(page) && p.prot != 0)
+        };
         let s = Rc::clone(&self.state);
         let hook = self
             .uc
@@ -345,7 +458,7 @@ impl UnicornBackend {
                 move |uc, ty, addr, _, _| {
                     let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
                     let mut st = s.borrow_mut();
-                    if st.open_page.is_some() {
+                    if st.open_page.is_some() && (access == Access::Write || !writes_only) {
                         st.seen.mem = Some((access, addr));
                         st.open_page = None;
                         st.seen.pinned = uc.pc_read().ok();
@@ -366,6 +479,87 @@ impl UnicornBackend {
             st.seen.mem = None;
         }
         Ok(pinned.or(Some(fallback)).filter(|_| pinned.is_some()))
+    }
+
+    /// Header word `word` of the arena ([`protocol::header`]).
+    fn header(&self, word: protocol::Word) -> Result<u64, BackendError> {
+        let mut w = [0u8; 8];
+        self.uc.mem_read(self.arena.addr + word.offset() as u64, &mut w).map_err(uc_err("read header"))?;
+        Ok(u64::from_le_bytes(w))
+    }
+
+    fn set_header(&mut self, word: protocol::Word, value: u64) -> Result<(), BackendError> {
+        self.uc.mem_write(self.arena.addr + word.offset() as u64, &value.to_le_bytes()).map_err(uc_err("write header"))
+    }
+
+    /// An MMIO access on exact page `page` touched bytes outside its buffer. Re-runs the call in
+    /// flight alone with a memory hook on that page (and on each further suspect page), which
+    /// sees every access whole, with its pc.
+    fn confirm(&mut self, page: u64) -> Result<Confirm, BackendError> {
+        let current = self.header(protocol::header::CURRENT)?;
+        let ncalls = self.header(protocol::header::NCALLS)?;
+        self.set_header(protocol::header::START, current)?;
+        self.set_header(protocol::header::NCALLS, current + 1)?;
+        let mut hooks = Vec::new();
+        let mut next = page;
+        let outcome = loop {
+            match self.exact_hook(next) {
+                Ok(h) => hooks.push(h),
+                Err(e) => break Err(e),
+            }
+            self.state.borrow_mut().hooked.push(next);
+            let (result, pc) = match self.start() {
+                Ok(r) => r,
+                Err(e) => break Err(e),
+            };
+            let st = self.state.borrow();
+            if st.seen.pinned.is_some() {
+                break Ok(Confirm::Pinned);
+            }
+            match st.seen.suspect.filter(|p| !st.hooked.contains(p)) {
+                Some(p) => next = p,
+                None if result.is_ok() && pc == self.halt && st.refused.is_none() => break Ok(Confirm::Completed),
+                None => break Ok(Confirm::Stopped(result, pc)),
+            }
+        };
+        for h in hooks {
+            let _ = self.uc.remove_hook(h);
+        }
+        self.state.borrow_mut().hooked.clear();
+        self.set_header(protocol::header::NCALLS, ncalls)?;
+        if matches!(outcome, Ok(Confirm::Completed)) {
+            self.set_header(protocol::header::START, current + 1)?;
+        }
+        outcome
+    }
+
+    /// A memory hook on the alias of exact page `page` that stops at the first access outside
+    /// the page's allowed bytes and records it with its pc.
+    fn exact_hook(&mut self, page: u64) -> Result<unicorn_engine::UcHookId, BackendError> {
+        let s = Rc::clone(&self.state);
+        let alias = page + ALIAS_OFFSET;
+        self.uc
+            .add_mem_hook(
+                HookType::MEM_READ | HookType::MEM_WRITE,
+                alias,
+                alias + PAGE - 1,
+                move |uc, ty, addr, size, _| {
+                    let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
+                    let addr = addr.wrapping_sub(ALIAS_OFFSET);
+                    let mut st = s.borrow_mut();
+                    if st.seen.pinned.is_some() {
+                        return true;
+                    }
+                    if let Some(first) = st.outside(page, addr, size as u64) {
+                        st.seen.mem = Some((access, first));
+                        st.seen.pinned = uc.pc_read().ok();
+                        st.seen.exact = Some((size, addr));
+                        let _ = uc.emu_stop();
+                    }
+                    true
+                },
+            )
+            .map_err(uc_err("exact-page hook"))
     }
 
     /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
@@ -399,10 +593,15 @@ impl UnicornBackend {
             return Some((FaultKind::SystemCall, at, String::new()));
         }
         if let Some(at) = seen.budget {
-            return Some((FaultKind::InstructionBudget(self.limits.call_instructions), at, String::new()));
+            let budget = self.state.borrow().budget;
+            return Some((FaultKind::InstructionBudget(budget), at, String::new()));
         }
         if let Some((access, addr)) = seen.mem {
-            return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, pc, String::new()));
+            let detail = seen
+                .exact
+                .map(|(size, at)| format!("{size}-byte access at {at:#x}; unicorn checks these bytes exactly"))
+                .unwrap_or_default();
+            return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, pc, detail));
         }
         if let Some(intno) = seen.intno {
             return Some(self.interrupt(intno, pc));
@@ -469,16 +668,42 @@ impl Backend for UnicornBackend {
         BackendKind::Unicorn
     }
 
+    fn set_call_instructions(&mut self, need: u64) {
+        self.state.borrow_mut().budget = self.limits.call_instructions.saturating_add(need);
+    }
+
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         self.uc.mem_write(self.arena.addr, payload).map_err(uc_err("write batch"))?;
         {
             let mut st = self.state.borrow_mut();
             st.prots = batch::protections(payload, self.arena.addr);
+            st.exact.clear();
+            for (lo, hi) in batch::exact_ranges(payload, self.arena.addr).into_iter().filter(|(lo, hi)| lo < hi) {
+                st.exact.insert(lo & !(PAGE - 1), (lo, hi));
+                st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
+            }
         }
-        let (result, mut pc) = self.start()?;
-        let refused = self.state.borrow().refused;
-        if let Some(page) = refused {
-            pc = self.pin_down(page)?.unwrap_or(pc);
+        let (mut result, mut pc) = self.start()?;
+        loop {
+            let (refused, suspect) = {
+                let st = self.state.borrow();
+                (st.refused, st.seen.suspect)
+            };
+            if let Some(page) = refused {
+                pc = self.pin_down(page)?.unwrap_or(pc);
+                break;
+            }
+            let Some(page) = suspect else { break };
+            match self.confirm(page)? {
+                Confirm::Pinned => {
+                    pc = self.state.borrow().seen.pinned.unwrap_or(pc);
+                    break;
+                }
+                // The call stopped for another reason: that is its fault.
+                Confirm::Stopped(r, p) => (result, pc) = (r, p),
+                // Only an unaligned load looked like one: the batch goes on from the next call.
+                Confirm::Completed => (result, pc) = self.start()?,
+            }
         }
         let resp = self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))?;
         let fault = self.classify(result, pc).map(|(kind, pc, detail)| {

@@ -85,6 +85,7 @@ pub fn profile_call(
 ) -> Result<BlockProfile, String> {
     let (start, end) = Workload::code_range(w.kernel, image)?;
     let mut b = BatchBuilder::new(Abi::of(image.arch));
+    b.page_bounds_only();
     let p = w.prepare(&mut b, rng);
     w.call(&mut b, &Entry::of(image), &p, rng.gen());
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;

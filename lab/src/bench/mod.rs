@@ -142,6 +142,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
         limits: Default::default(),
         flush: crate::batch::Placement::End,
         filter: crate::run::Filter::default(),
+        cost_limits: Default::default(),
     };
     let t = Instant::now();
     let r = run::run(&run_cfg);

@@ -115,6 +115,7 @@ pub fn spin_image(build: &BuildConfig, variant: &'static Variant) -> Result<Imag
 fn spin_once(backend: &mut dyn Backend, image: &Image, n: u64) -> Result<Duration, String> {
     let spin = image.require("lab_spin").map_err(|e| e.to_string())?;
     let mut b = BatchBuilder::new(Abi::of(image.arch));
+    b.page_bounds_only();
     b.call(spin.addr, [Arg::Imm(n), Arg::Imm(0), Arg::Imm(0), Arg::Imm(0)], 1);
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let t = Instant::now();
@@ -208,6 +209,7 @@ fn round(
 ) -> Result<Duration, String> {
     let e = Entry::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
+    b.page_bounds_only();
     let p = w.prepare(&mut b, rng); // random input: not the lab's work, so before the clock
     let seed: u64 = rng.gen();
     let t = Instant::now();

@@ -60,11 +60,13 @@ impl OutputArgs {
         }
     }
 
+    /// Vector file errors are not repeated in the human table: the command prints them on
+    /// stderr first.
     pub fn emit(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         match &self.output {
             Some(path) => {
-                super::out::print(&report.to_human_styled(true));
+                super::out::print(&report.to_human_styled_errors_elsewhere(true));
                 if let Err(e) = reporters::write_with(report, format, command, self.junit_cases(), path) {
                     super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                     return 2;
@@ -72,7 +74,7 @@ impl OutputArgs {
                 super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }
             None if format == Format::Human => {
-                super::out::print(&report.to_human_styled(true));
+                super::out::print(&report.to_human_styled_errors_elsewhere(true));
             }
             None => match reporters::render_with(report, format, command, self.junit_cases()) {
                 Ok(text) => super::out::print(&text),

@@ -9,7 +9,7 @@ use kernel_lab::batch::Placement;
 use kernel_lab::paths;
 use kernel_lab::replay::Replay;
 use kernel_lab::run::{self, Filter, RunConfig};
-use kernel_lab::vectors;
+use kernel_lab::vectors::{self, CostLimits};
 
 use super::options::{OutputArgs, Select};
 use crate::bars::Bars;
@@ -18,8 +18,9 @@ use crate::bars::Bars;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     select: Select,
-    /// Extra vector files to run (JSON, see vectors/README.md).
-    #[arg(long = "vectors", value_name = "FILE")]
+    /// Extra vector files to run (JSON, see vectors/README.md), or folders: every *.json file
+    /// under a folder, at any depth.
+    #[arg(long = "vectors", value_name = "FILE|DIR")]
     vectors: Vec<PathBuf>,
     /// Run only the --vectors files, not the bundled ones.
     #[arg(long)]
@@ -35,9 +36,17 @@ pub(crate) struct RunArgs {
     /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
     #[arg(long, value_parser = ["end", "start"], default_value = "end")]
     flush: String,
-    /// Guest instructions one call may execute on Unicorn before it fails as a hang.
-    #[arg(long, default_value_t = Limits::default().call_instructions)]
+    /// Guest instructions one call may execute on Unicorn before it fails as a hang; a call over
+    /// a long input gets 4096 more per MD5 block and 512 more per Poly1305 block.
+    #[arg(long, default_value_t = Limits::default().call_instructions, value_parser = clap::value_parser!(u64).range(1..))]
     call_instructions: u64,
+    /// Most bytes one vector entry may cost: input bytes its calls read over all its cases, plus
+    /// 4096 per call (vectors/README.md, "Limits"). An entry over it is refused (exit 2).
+    #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_entry_bytes, value_parser = clap::value_parser!(u64).range(1..))]
+    max_entry_bytes: u64,
+    /// Most bytes all vector entries of the run may cost together; entries past it are refused.
+    #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_run_bytes, value_parser = clap::value_parser!(u64).range(1..))]
+    max_run_bytes: u64,
     /// Run only the vector sets named (repeat or comma list), e.g. `--set rfc1321`.
     #[arg(long = "set", value_name = "NAME", value_delimiter = ',')]
     sets: Vec<String>,
@@ -58,7 +67,17 @@ impl RunArgs {
         let kernels = self.select.kernels();
         let mut vector_files =
             if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
-        vector_files.extend(self.vectors.iter().cloned());
+        for v in &self.vectors {
+            if v.is_dir() {
+                let files = vectors::json_files_under(v).map_err(|e| format!("--vectors {}: {e}", v.display()))?;
+                if files.is_empty() {
+                    return Err(format!("--vectors {}: no *.json file under this folder", v.display()));
+                }
+                vector_files.extend(files);
+            } else {
+                vector_files.push(v.clone());
+            }
+        }
         if vector_files.is_empty() {
             return Err("no vector files to run (drop --no-bundled or add --vectors FILE)".into());
         }
@@ -75,6 +94,7 @@ impl RunArgs {
                 call_instructions: self.call_instructions,
             },
             flush: if self.flush == "start" { Placement::Start } else { Placement::End },
+            cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
             filter: Filter { sets: self.sets.clone(), cases: self.cases.clone(), fail_fast: self.fail_fast },
         })
     }
@@ -103,6 +123,13 @@ impl RunArgs {
         if self.call_instructions != defaults.call_instructions {
             r.value("--call-instructions", self.call_instructions.to_string());
         }
+        let costs = CostLimits::default();
+        if self.max_entry_bytes != costs.max_entry_bytes {
+            r.value("--max-entry-bytes", self.max_entry_bytes.to_string());
+        }
+        if self.max_run_bytes != costs.max_run_bytes {
+            r.value("--max-run-bytes", self.max_run_bytes.to_string());
+        }
         r
     }
 }
@@ -122,8 +149,13 @@ pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
             return 2;
         }
     };
+    // Vector file errors first, on stderr, before anything runs.
+    let loaded = run::load_sets(&cfg);
+    for e in &loaded.errors {
+        super::out::eprintln(&format!("vector file error: {e}"));
+    }
     let mut bars = Bars::default();
-    let mut report = run::run_with_progress(&cfg, &mut |e| bars.handle(e));
+    let mut report = run::run_loaded(&cfg, loaded, &mut |e| bars.handle(e));
     report.replay = Some(args.replay(cfg.seed));
     args.out.emit(&report, "run")
 }

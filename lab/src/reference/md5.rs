@@ -52,23 +52,21 @@ pub fn compress(state: &mut State, block: &[u8]) {
 }
 
 /// `md5_implCompressMB`: `do { compress(buf); buf += 64; ofs += 64 } while (ofs <= limit)`;
-/// returns the first unprocessed `ofs`. `limit` is the last valid block start.
-///
-/// # Panics
-/// If `buf` is shorter than the blocks the loop processes.
-pub fn compress_mb(state: &mut State, buf: &[u8], mut ofs: i32, limit: i32) -> i32 {
-    let mut at = 0;
-    loop {
-        compress(state, &buf[at..at + BLOCK]);
-        at += BLOCK;
-        ofs = ofs.wrapping_add(BLOCK as i32);
-        if ofs > limit {
-            return ofs;
-        }
+/// returns the first unprocessed `ofs` (wrapping like a Java `int`), or `None` when `buf` holds
+/// fewer blocks than the loop processes. `limit` is the last valid block start.
+pub fn compress_mb(state: &mut State, buf: &[u8], ofs: i32, limit: i32) -> Option<i32> {
+    let blocks = mb_blocks(ofs, limit);
+    if buf.len() / BLOCK < blocks {
+        return None;
     }
+    for block in buf.chunks_exact(BLOCK).take(blocks) {
+        compress(state, block);
+    }
+    Some((i64::from(ofs) + (blocks * BLOCK) as i64) as i32)
 }
 
 /// Number of blocks `implCompressMB(ofs, limit)` processes (at least one: it is a do-while).
+/// Counted without wrapping: a Java caller's `limit` is at most 2^31 - 65.
 pub fn mb_blocks(ofs: i32, limit: i32) -> usize {
     if limit < ofs {
         1
@@ -91,98 +89,171 @@ pub enum Step {
         /// Expected return: the first unprocessed `ofs`.
         ret: i32,
     },
-    /// `implCompress` over the 64 bytes at `host_offset` of the host-side block buffer (a block
-    /// DigestBase assembled in its own buffer: update pieces that straddle blocks, or padding).
+    /// `implCompress` over a block DigestBase assembled in its own buffer (update pieces that
+    /// straddle blocks, or padding).
     Single {
-        /// Byte offset in the host block buffer.
-        host_offset: usize,
+        /// The block.
+        block: [u8; BLOCK],
+        /// How many blocks the buffer assembled before this one.
+        index: usize,
     },
 }
 
-/// How `sun.security.provider.DigestBase` digests `msg` fed in `updates` pieces (empty: one
-/// update). Each `engineUpdate` first tops up its 64-byte buffer (`implCompress` when full),
-/// then hands the remaining whole blocks to `implCompressMB(b, ofs, ofs + len - 64)`, then keeps
-/// the rest; `MD5.implDigest` pads (RFC 1321 §3.1-3.2) through the buffer. Returns the calls
-/// and the host block buffer the `Single` steps read.
-///
-/// # Panics
-/// If `updates` sum to more than `msg.len()`.
-pub fn digest_plan_updates(msg: &[u8], updates: &[usize]) -> (Vec<Step>, Vec<u8>) {
-    let whole_msg = [msg.len()];
-    let pieces = if updates.is_empty() { &whole_msg[..] } else { updates };
-    let mut plan = DigestBase::default();
-    let mut pos = 0;
-    for &len in pieces {
-        plan.update(msg, pos, len);
-        pos += len;
+impl Step {
+    /// Message bytes an `Mb` step reads (`start..end`); `None` for a `Single`.
+    pub fn mb_range(&self) -> Option<std::ops::Range<usize>> {
+        match *self {
+            Step::Mb { start, ofs, ret, .. } => Some(start..start + (i64::from(ret) - i64::from(ofs)) as usize),
+            Step::Single { .. } => None,
+        }
     }
-    plan.top_up(&[0x80]);
-    while plan.buffer.len() != 56 {
-        plan.top_up(&[0]);
-    }
-    plan.top_up(&(msg.len() as u64).wrapping_mul(8).to_le_bytes());
-    (plan.steps, plan.host)
 }
 
-/// DigestBase's buffering state while planning.
-#[derive(Default)]
-struct DigestBase {
+/// How `sun.security.provider.DigestBase` digests a message of `len` bytes fed in `updates`
+/// pieces (empty: one update), each piece longer than `max_piece` fed as several updates of
+/// at most `max_piece` (a multiple of 64) bytes, as a stream would. Each `engineUpdate` first
+/// tops up its 64-byte buffer (`implCompress` when full), then hands the remaining whole blocks
+/// to `implCompressMB(b, ofs, ofs + len - 64)`, then keeps the rest; `MD5.implDigest` pads
+/// (RFC 1321 §3.1-3.2) through the buffer. The steps come one at a time; `read(start, n)` gives
+/// message bytes, and is asked only for the bytes that go through the buffer.
+pub struct DigestSteps<'a> {
+    read: Box<dyn Fn(usize, usize) -> Vec<u8> + 'a>,
+    len: usize,
+    pieces: std::vec::IntoIter<usize>,
+    max_piece: usize,
+    /// Bytes of the current piece not yet fed.
+    piece_left: usize,
+    pos: usize,
     buffer: Vec<u8>,
-    host: Vec<u8>,
-    steps: Vec<Step>,
+    assembled: usize,
+    queue: std::collections::VecDeque<Step>,
+    padded: bool,
 }
 
-impl DigestBase {
+impl<'a> DigestSteps<'a> {
+    /// The steps for a message of `len` bytes read through `read` (see the type's docs).
+    pub fn new(len: usize, updates: &[usize], max_piece: usize, read: impl Fn(usize, usize) -> Vec<u8> + 'a) -> Self {
+        let pieces = if updates.is_empty() { vec![len] } else { updates.to_vec() };
+        DigestSteps {
+            read: Box::new(read),
+            len,
+            pieces: pieces.into_iter(),
+            max_piece: (max_piece / BLOCK * BLOCK).max(BLOCK),
+            piece_left: 0,
+            pos: 0,
+            buffer: Vec::with_capacity(BLOCK),
+            assembled: 0,
+            queue: Default::default(),
+            padded: false,
+        }
+    }
+
     /// Appends bytes to the buffer, compressing it each time it fills.
     fn top_up(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.buffer.push(b);
             if self.buffer.len() == BLOCK {
-                self.steps.push(Step::Single { host_offset: self.host.len() });
-                self.host.append(&mut self.buffer);
+                let mut block = [0u8; BLOCK];
+                block.copy_from_slice(&self.buffer);
+                self.buffer.clear();
+                self.queue.push_back(Step::Single { block, index: self.assembled });
+                self.assembled += 1;
             }
         }
     }
 
-    fn update(&mut self, msg: &[u8], mut ofs: usize, mut len: usize) {
+    /// One `engineUpdate(b, pos, n)`.
+    fn update(&mut self, n: usize) {
+        let (mut ofs, mut len) = (self.pos, n.min(self.len.saturating_sub(self.pos)));
+        self.pos += len;
         if !self.buffer.is_empty() {
-            let n = len.min(BLOCK - self.buffer.len());
-            self.top_up(&msg[ofs..ofs + n]);
-            ofs += n;
-            len -= n;
+            let k = len.min(BLOCK - self.buffer.len());
+            let bytes = (self.read)(ofs, k);
+            self.top_up(&bytes);
+            ofs += k;
+            len -= k;
         }
         if len >= BLOCK {
-            let ret = ofs + len / BLOCK * BLOCK;
-            self.steps.push(Step::Mb {
-                start: ofs,
-                ofs: ofs as i32,
-                limit: (ofs + len - BLOCK) as i32,
-                ret: ret as i32,
-            });
-            len -= ret - ofs;
-            ofs = ret;
+            let whole = len / BLOCK * BLOCK;
+            let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
+            let step = Step::Mb { start: ofs, ofs: int(ofs), limit: int(ofs + len - BLOCK), ret: int(ofs + whole) };
+            self.queue.push_back(step);
+            ofs += whole;
+            len -= whole;
         }
-        self.buffer.extend_from_slice(&msg[ofs..ofs + len]);
+        let rest = (self.read)(ofs, len);
+        self.buffer.extend_from_slice(&rest);
     }
+
+    /// `implDigest`: 0x80, zeros to 56 mod 64, the bit length (RFC 1321 §3.1-3.2).
+    fn pad(&mut self) {
+        self.top_up(&[0x80]);
+        let zeros = (BLOCK + 56 - self.buffer.len()) % BLOCK;
+        self.top_up(&vec![0u8; zeros]);
+        self.top_up(&(self.len as u64).wrapping_mul(8).to_le_bytes());
+        self.padded = true;
+    }
+}
+
+impl Iterator for DigestSteps<'_> {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        loop {
+            if let Some(s) = self.queue.pop_front() {
+                return Some(s);
+            }
+            if self.piece_left == 0 {
+                match self.pieces.next() {
+                    Some(p) => self.piece_left = p,
+                    None if !self.padded => self.pad(),
+                    None => return None,
+                }
+                continue;
+            }
+            let n = self.piece_left.min(self.max_piece);
+            self.piece_left -= n;
+            self.update(n);
+        }
+    }
+}
+
+/// Every step of [`DigestSteps`] over `msg` in `updates` pieces, with no piece limit.
+pub fn digest_plan_updates(msg: &[u8], updates: &[usize]) -> Vec<Step> {
+    DigestSteps::new(msg.len(), updates, usize::MAX, |s, n| msg[s..s + n].to_vec()).collect()
 }
 
 /// [`digest_plan_updates`] with the whole message in one update.
-pub fn digest_plan(msg: &[u8]) -> (Vec<Step>, Vec<u8>) {
+pub fn digest_plan(msg: &[u8]) -> Vec<Step> {
     digest_plan_updates(msg, &[])
 }
 
-/// MD5 of `msg` fed in `updates` pieces, computed through the plan and the reference compress.
-pub fn digest_updates(msg: &[u8], updates: &[usize]) -> [u8; 16] {
-    let (steps, host) = digest_plan_updates(msg, updates);
-    let mut state = IV;
+/// Runs `steps` from `state` through the reference; `read(start, n)` gives message bytes.
+/// Returns `None` when an `Mb` step's bytes are missing.
+pub fn run_steps(
+    state: &mut State,
+    steps: impl Iterator<Item = Step>,
+    read: impl Fn(usize, usize) -> Vec<u8>,
+) -> Option<()> {
     for step in steps {
         match step {
             Step::Mb { start, ofs, limit, .. } => {
-                compress_mb(&mut state, &msg[start..], ofs, limit);
+                let n = mb_blocks(ofs, limit) * BLOCK;
+                compress_mb(state, &read(start, n), ofs, limit)?;
             }
-            Step::Single { host_offset } => compress(&mut state, &host[host_offset..host_offset + BLOCK]),
+            Step::Single { block, .. } => compress(state, &block),
         }
     }
+    Some(())
+}
+
+/// MD5 of `msg` fed in `updates` pieces, computed through the plan and the reference compress.
+/// `updates` must sum to `msg.len()` (extra pieces are cut at the end of the message).
+pub fn digest_updates(msg: &[u8], updates: &[usize]) -> [u8; 16] {
+    let mut state = IV;
+    let steps =
+        DigestSteps::new(msg.len(), updates, usize::MAX, |s, n| msg[s.min(msg.len())..(s + n).min(msg.len())].to_vec());
+    let _ = run_steps(&mut state, steps, |s, n| msg[s.min(msg.len())..(s + n).min(msg.len())].to_vec());
     state_to_digest(&state)
 }
 
@@ -236,13 +307,16 @@ mod tests {
         assert_eq!(mb_blocks(0, 65), 2);
         let buf = [0x5au8; 192];
         let mut s = IV;
-        assert_eq!(compress_mb(&mut s, &buf, 0, 65), 128);
+        assert_eq!(compress_mb(&mut s, &buf, 0, 65), Some(128));
         let mut t = IV;
         compress(&mut t, &buf[..64]);
         compress(&mut t, &buf[64..128]);
         assert_eq!(s, t);
         // limit < ofs still processes one block (do-while).
-        assert_eq!(compress_mb(&mut IV.clone(), &buf, 100, 50), 164);
+        assert_eq!(compress_mb(&mut IV.clone(), &buf, 100, 50), Some(164));
+        // Too short a buffer, or the ofs near 2^31: an answer, never a panic.
+        assert_eq!(compress_mb(&mut IV.clone(), &buf, 0, 1000), None);
+        assert_eq!(compress_mb(&mut IV.clone(), &buf, 2147483600, 2147483647), Some(-2147483632));
     }
 
     #[test]
@@ -250,7 +324,7 @@ mod tests {
         let msg: Vec<u8> = (0..5000u32).map(|i| (i * 31 + 7) as u8).collect();
         let pieces = [1, 63, 64, 65, 127, 4096, 0, 584];
         assert_eq!(pieces.iter().sum::<usize>(), msg.len());
-        let (steps, _) = digest_plan_updates(&msg, &pieces);
+        let steps = digest_plan_updates(&msg, &pieces);
         assert!(steps.iter().any(|s| matches!(s, Step::Mb { ofs, .. } if *ofs > 0)), "MB with a non-zero ofs");
         assert!(steps.iter().filter(|s| matches!(s, Step::Single { .. })).count() >= 3);
         let theirs: [u8; 16] = md5::Md5::digest(&msg).into();
@@ -259,13 +333,23 @@ mod tests {
 
     #[test]
     fn plan_uses_mb_for_the_bulk_and_single_for_padding() {
-        let (steps, pad) = digest_plan(&[0u8; 130]);
+        let steps = digest_plan(&[0u8; 130]);
         assert_eq!(steps[0], Step::Mb { start: 0, ofs: 0, limit: 66, ret: 128 });
-        assert_eq!(steps[1], Step::Single { host_offset: 0 });
+        assert!(matches!(steps[1], Step::Single { index: 0, .. }));
         assert_eq!(steps.len(), 2);
-        assert_eq!(pad.len(), 64);
-        let (steps, pad) = digest_plan(&[0u8; 56]);
+        let steps = digest_plan(&[0u8; 56]);
         assert_eq!(steps.len(), 2, "56 bytes need two padding blocks");
-        assert_eq!(pad.len(), 128);
+    }
+
+    #[test]
+    fn long_pieces_are_fed_in_chunks_with_the_same_digest() {
+        let msg: Vec<u8> = (0..10_000u32).map(|i| (i * 11 + 5) as u8).collect();
+        let steps: Vec<Step> = DigestSteps::new(msg.len(), &[3, 9997], 1024, |s, n| msg[s..s + n].to_vec()).collect();
+        let mbs: Vec<_> = steps.iter().filter_map(Step::mb_range).collect();
+        assert!(mbs.len() >= 9 && mbs.iter().all(|r| r.len() <= 1024), "{mbs:?}");
+        let mut state = IV;
+        run_steps(&mut state, steps.into_iter(), |s, n| msg[s..s + n].to_vec()).unwrap();
+        let theirs: [u8; 16] = md5::Md5::digest(&msg).into();
+        assert_eq!(state_to_digest(&state), theirs);
     }
 }

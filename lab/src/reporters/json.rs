@@ -52,6 +52,8 @@ struct Totals {
 struct JsonRow<'a> {
     variant: &'a str,
     backend: &'static str,
+    /// How finely the backend checks buffer bounds: `bytes` or `pages`; added in version 1.
+    bounds: &'static str,
     kernel: &'static str,
     set: &'a str,
     passed: usize,
@@ -156,6 +158,7 @@ fn row(r: &Row) -> JsonRow<'_> {
     JsonRow {
         variant: r.variant,
         backend: r.backend.name(),
+        bounds: r.backend.bounds(),
         kernel: r.kernel.name(),
         set: &r.set,
         passed: r.passed,

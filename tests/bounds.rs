@@ -1,0 +1,218 @@
+//! Memory bounds beyond whole pages (issue 12, classes 1-3), each rebuilt on a copy of a real
+//! kernel: an over-read only on the misaligned path is caught byte-exactly on Unicorn at any
+//! start offset; a stack probe far below the budget faults as "N bytes below the stack budget"
+//! instead of landing in another call's record; a store into the kernel image's own data is
+//! reported with the symbol written, on every backend. The real kernels stay green.
+
+use kernel_lab::abi::Abi;
+use kernel_lab::backend::{run_batch, Access, BackendKind, FaultKind, Limits};
+use kernel_lab::batch::{Arg, BatchBuilder, Placement, STACK_GUARD};
+use kernel_lab::checks::{Class, Entry, MISALIGNED_GUARD};
+use kernel_lab::image::Image;
+use kernel_lab::paths;
+use kernel_lab::reference::md5;
+use kernel_lab::run;
+use kernel_lab::toolchain::{self, BuildConfig};
+use kernel_lab::variant::Kernel;
+use rstest::rstest;
+
+use crate::common::{config_with, fixture_kernels, mutated_kernels, variant, SEED};
+
+const U: BackendKind = BackendKind::Unicorn;
+const Q: BackendKind = BackendKind::Qemu;
+const N: BackendKind = BackendKind::Native;
+
+/// riscv64 MD5 with one extra byte load at `buf + 64` on the path taken only when `buf` is not
+/// 4-aligned (the real kernel assembles those words from bytes).
+const MISALIGNED_ONLY_OVER_READ: (&str, &str) = (
+    ".Lmd5_load_bytes:\n\tLDB\tX0, 0\n",
+    ".Lmd5_load_bytes:\n\tlbu\tt0, 64(BUF)\t\t/* the bug: one byte past the block */\n\tLDB\tX0, 0\n",
+);
+
+fn image_of(build: &BuildConfig, name: &str) -> Image {
+    let v = variant(name);
+    Image::load(&toolchain::build_image(build, v).unwrap_or_else(|e| panic!("{e}")), v.arch).expect("image")
+}
+
+/// One `implCompress` call per start offset 0..64 with the input `Misaligned(m)`: on Unicorn
+/// the broken kernel faults at exactly `buf + 64` for every offset that is not 4-aligned and
+/// nowhere else, with the pc of the load; the real kernels of every architecture (whose
+/// unaligned loads reach Unicorn's exact pages split into aligned pieces) never fault.
+#[rstest]
+#[case("riscv64", true)]
+#[case("riscv64", false)]
+#[case("aarch64", false)]
+#[case("x86_64", false)]
+fn every_start_offset_is_checked_byte_exactly_on_unicorn(#[case] name: &str, #[case] broken: bool) {
+    let (_dir, build) = if broken {
+        let (from, to) = MISALIGNED_ONLY_OVER_READ;
+        mutated_kernels("riscv64", "md5.S", from, to)
+    } else {
+        (tempfile::tempdir().expect("temp dir"), paths::default_build())
+    };
+    let v = variant(name);
+    let image = image_of(&build, name);
+    let e = Entry::of(&image);
+    let block: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+    let mut want = md5::IV;
+    md5::compress(&mut want, &block);
+    let mut b = BatchBuilder::new(Abi::of(v.arch));
+    let init = b.output(&md5::state_to_bytes(&md5::IV));
+    let mut calls = Vec::new();
+    for m in 0..64 {
+        let input = b.buffer("input", &block, false, Placement::Misaligned(m));
+        let state = b.output(&[0; 16]);
+        let args = [Arg::Ptr(input, 0), Arg::Ptr(state, 0), Arg::Imm(0), Arg::Imm(0)];
+        b.call_after_copy(e.md5_compress.expect("symbol"), args, SEED, init, state);
+        calls.push((m, input, state));
+    }
+    let batch = b.layout(image.arena().expect("arena")).expect("layout");
+    let mut backend = U.open(v, &image, Limits::default()).expect("unicorn");
+    let run = run_batch(backend.as_mut(), &batch).expect("run");
+    for (i, &(m, input, state)) in calls.iter().enumerate() {
+        assert_eq!(batch.addr_of(input, 0) % 64, m as u64, "placement");
+        let fault = run.fault_of(i);
+        if broken && m % 4 != 0 {
+            let f = fault.unwrap_or_else(|| panic!("offset {m}: the load at buf+64 went unnoticed"));
+            let want_kind = FaultKind::Memory { access: Some(Access::Read), addr: Some(batch.addr_of(input, 64)) };
+            assert_eq!(f.kind, want_kind, "offset {m}");
+            let pc = f.pc.expect("pc");
+            assert_eq!(image.instruction_at(pc).as_deref(), Some("lbu t0, 64(a0)"), "offset {m}: pc {pc:#x}");
+        } else {
+            assert!(fault.is_none(), "{name} offset {m}: {fault:?}");
+            assert_eq!(md5::state_from_bytes(batch.buffer(&run.resp, state)), want, "{name} offset {m}");
+        }
+    }
+}
+
+/// `lab run` on the broken kernel: Unicorn fails exactly the misaligned guarded cases whose
+/// offset takes the byte path, naming "1 byte past the end"; the aligned guarded and the packed
+/// offset cases pass, and qemu, which checks pages, says so in the report.
+#[test]
+fn lab_run_fails_only_the_misaligned_guarded_cases_of_a_misaligned_only_over_read() {
+    let (from, to) = MISALIGNED_ONLY_OVER_READ;
+    let (_dir, build) = mutated_kernels("riscv64", "md5.S", from, to);
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json"), paths::vectors_dir().join("md5/openssl.json")];
+    let report = run::run(&config_with(variant("riscv64"), vec![U, Q], Kernel::Md5, files, build));
+    let unicorn: Vec<_> = report.rows.iter().filter(|r| r.backend == U).flat_map(|r| &r.failed).collect();
+    assert!(!unicorn.is_empty(), "{}", report.to_human());
+    for case in unicorn {
+        assert!(case.name.ends_with(MISALIGNED_GUARD), "{}: {:?}", case.name, case.findings);
+        let f = &case.findings[0];
+        assert_eq!(f.class, Class::Memory, "{f}");
+        assert!(f.text.contains("1 byte past the end of") && f.text.contains("`lbu t0, 64(a0)`"), "{f}");
+    }
+    let human = report.to_human();
+    assert!(
+        human.contains("bounds checked by unicorn: every byte") && human.contains("by qemu: guard pages"),
+        "{human}"
+    );
+}
+
+/// A probe `n` bytes below the stack pointer at entry, then the real MD5, per architecture.
+fn stack_probe(arch: &str, n: u64) -> (&'static str, String, String) {
+    match arch {
+        "riscv64" => (
+            "md5_implCompressMB:\t\t\t/* no alignment directive: md5_implCompress falls in */\n",
+            "md5_implCompressMB:\t\t\t/* no alignment directive: md5_implCompress falls in */\n".into(),
+            format!("\tli\tt0, {n}\n\tsub\tsp, sp, t0\n\tsd\tzero, 0(sp)\n\tadd\tsp, sp, t0\n"),
+        ),
+        "x86_64" => (
+            "md5_implCompressMB:\n",
+            "md5_implCompressMB:\n".into(),
+            format!("        sub     rsp, {n}\n        mov     qword ptr [rsp], 0\n        add     rsp, {n}\n"),
+        ),
+        _ => unreachable!("{arch}"),
+    }
+}
+
+/// Probes of 8200 bytes, 64 KiB and 1 MiB below sp fail every case with "N bytes below the stack
+/// budget" on every backend, and no other call's record is touched (no "was not restored").
+#[rstest]
+#[case("riscv64", &[U, Q])]
+#[case("x86_64", &[U, Q, N])]
+fn stack_probes_far_below_the_budget_fault_in_the_stack_guard(#[case] arch: &str, #[case] on: &[BackendKind]) {
+    let v = variant(arch);
+    let abi = Abi::of(v.arch);
+    for probe in [8200u64, 65536, 1 << 20] {
+        assert!(probe <= STACK_GUARD + abi.stack_budget, "the guard covers the probe");
+        let (from, label, code) = stack_probe(arch, probe);
+        let (_dir, build) = mutated_kernels(arch, "md5.S", from, &(label + &code));
+        let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+        let report = run::run(&config_with(v, on.to_vec(), Kernel::Md5, files, build));
+        // x86_64: the call pushed the return address, so rsp at entry is 8 below sp at the call.
+        let entry_sp_below_call = if arch == "x86_64" { 8 } else { 0 };
+        let below = probe + entry_sp_below_call - (abi.stack_budget + abi.red_zone);
+        let text = format!("{below} bytes below the stack budget");
+        for row in &report.rows {
+            assert_eq!(row.passed, 0, "{arch} probe {probe} on {}: {}", row.backend, report.to_human());
+            for case in &row.failed {
+                assert!(
+                    case.findings.iter().all(|f| f.class == Class::Memory && f.text.contains(&text)),
+                    "{arch} probe {probe} on {} / {}: {:#?}",
+                    row.backend,
+                    case.name,
+                    case.findings
+                );
+            }
+        }
+        assert_eq!(report.rows.iter().map(|r| r.backend).collect::<Vec<_>>(), on, "backends run");
+    }
+}
+
+/// A kernel that stores to a global of its own image (`.data` on riscv64, `.bss` elsewhere) fails
+/// every case with the store's pc and the symbol written, on every backend; the kernels' data is
+/// read-only during calls but their `.rodata` (riscv64's and aarch64's MD5 read `md5_T` there)
+/// stays readable: the real kernels pass.
+#[rstest]
+#[case("riscv64", ".data at fixture_calls+8", &[U, Q])]
+#[case("aarch64", ".bss at fixture_calls+8", &[U, Q])]
+#[case("x86_64", ".bss at fixture_calls+8", &[U, Q, N])]
+fn a_store_into_the_kernel_image_is_reported_with_its_symbol(
+    #[case] name: &str,
+    #[case] place: &str,
+    #[case] on: &[BackendKind],
+) {
+    let v = variant(name);
+    let (_dir, build) = fixture_kernels(v.arch.name(), "md5.S", "image_write.S");
+    let image = image_of(&build, name);
+    let (lo, hi) = image.arena().expect("arena").kernel_data.expect("the fixture has writable data");
+    let global = image.symbol("fixture_calls").expect("fixture symbol").addr;
+    assert!((lo..hi).contains(&(global + 8)), "{global:#x} in [{lo:#x}, {hi:#x})");
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let report = run::run(&config_with(v, on.to_vec(), Kernel::Md5, files, build));
+    let want = format!("in the kernel image's {place} ({:#x})", global + 8);
+    for row in &report.rows {
+        assert_eq!(row.passed, 0, "{name} on {}: {}", row.backend, report.to_human());
+        for case in &row.failed {
+            let f = &case.findings[0];
+            assert!(
+                f.class == Class::Memory && f.text.contains(&want),
+                "{name} on {} / {}: {f}",
+                row.backend,
+                case.name
+            );
+            assert!(f.text.contains("at md5_implCompress"), "the store's place: {f}");
+        }
+    }
+    assert_eq!(report.rows.iter().map(|r| r.backend).collect::<Vec<_>>(), on, "backends run");
+}
+
+/// The kernels' data is read-only during calls, not unreadable, and their `.rodata` is untouched:
+/// a correct kernel that reads a global of its own and then runs the real MD5 (which reads
+/// `md5_T` from `.rodata`) passes every case on every backend.
+#[rstest]
+#[case("riscv64")]
+#[case("aarch64")]
+fn a_kernel_reading_its_data_and_rodata_passes(#[case] name: &str) {
+    let v = variant(name);
+    let (_dir, build) = fixture_kernels(v.arch.name(), "md5.S", "image_read.S");
+    let image = image_of(&build, name);
+    let (lo, hi) = image.arena().expect("arena").kernel_data.expect("the fixture has writable data");
+    let t = image.symbol("md5_T").expect("md5_T in .rodata").addr;
+    assert!(!(lo..hi).contains(&t), "md5_T at {t:#x} in the protected data [{lo:#x}, {hi:#x})");
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let report = run::run(&config_with(v, vec![U, Q], Kernel::Md5, files, build));
+    assert_eq!(run::exit_code(&report), 0, "{}", report.to_human());
+    assert_eq!(report.rows.len(), 2, "{}", report.to_human());
+}
