@@ -302,7 +302,7 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         (Some("run"), Some("failed"), Some(1))
     );
     let n = rfc1321_cases() as u64;
-    assert_eq!(doc["totals"], serde_json::json!({"passed": n, "failed": 2 * n, "skipped": n}));
+    assert_eq!(doc["totals"], serde_json::json!({"passed": n, "failed": 2 * n, "skipped": n, "disagreed": 0}));
     assert!(doc["elapsed_s"].as_f64().unwrap() > 0.0);
 
     let rows = doc["rows"].as_array().unwrap();

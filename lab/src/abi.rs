@@ -33,6 +33,8 @@ pub struct Abi {
     pub int32_args: Int32Args,
     /// Name of the stack-pointer register in findings.
     pub sp: &'static str,
+    /// The first four integer argument registers, by their psABI names.
+    pub args: [&'static str; 4],
     /// Bytes of stack a kernel may use below the stack pointer at the call (the lab's budget,
     /// not a psABI rule: the HotSpot stubs need a few hundred bytes at most).
     pub stack_budget: u64,
@@ -56,6 +58,7 @@ pub const RISCV64: Abi = Abi {
     source: "RISC-V ELF psABI, Register Convention (LP64D)",
     int32_args: Int32Args::SignExtended,
     sp: "sp",
+    args: ["a0", "a1", "a2", "a3"],
     stack_budget: STACK_BUDGET,
     red_zone: 0,
 };
@@ -71,6 +74,7 @@ pub const AARCH64: Abi = Abi {
     source: "AAPCS64 §6.1.1, §6.1.2",
     int32_args: Int32Args::UpperGarbage,
     sp: "sp",
+    args: ["x0", "x1", "x2", "x3"],
     stack_budget: STACK_BUDGET,
     red_zone: 0,
 };
@@ -83,6 +87,7 @@ pub const X86_64: Abi = Abi {
     source: "System V AMD64 psABI §3.2.1 (Figure 3.4)",
     int32_args: Int32Args::UpperGarbage,
     sp: "rsp",
+    args: ["rdi", "rsi", "rdx", "rcx"],
     stack_budget: STACK_BUDGET,
     red_zone: 128,
 };

@@ -605,6 +605,16 @@ impl Batch {
         p
     }
 
+    /// Argument `i` (0..4) of call `call` as the payload passes it.
+    pub fn arg(&self, call: usize, i: usize) -> u64 {
+        get(&self.payload, self.table_off + self.entry_words * call * 8 + ent::ARG0.offset() + i * 8)
+    }
+
+    /// Sets argument `i` (0..4) of call `call` to `value` (a re-run with other argument bits).
+    pub fn set_arg(&mut self, call: usize, i: usize, value: u64) {
+        put(&mut self.payload, self.table_off + self.entry_words * call * 8 + ent::ARG0.offset() + i * 8, value);
+    }
+
     /// Decodes one call entry from a response.
     pub fn record(&self, resp: &[u8], call: usize) -> CallRecord {
         let base = self.table_off + self.entry_words * call * 8;

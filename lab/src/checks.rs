@@ -78,6 +78,8 @@ pub(crate) enum Expect {
     /// The accumulator is bit-for-bit what it was before the call (no whole block): `acc` must
     /// equal the buffer `before` the call was copied from.
     AccUntouched { acc: BufId, before: BufId },
+    /// The planner could not compute the expectation (a lab bug, never a pass).
+    Unplanned(String),
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +87,8 @@ pub(crate) struct CallCheck {
     call: usize,
     label: String,
     expects: Vec<Expect>,
+    /// Arguments that are C `int`s: (argument index, parameter name).
+    ints: Vec<(usize, &'static str)>,
 }
 
 /// The last thing a case checks, after all its calls.
@@ -123,6 +127,77 @@ impl CasePlan {
     }
 }
 
+/// One `int` argument of a planned call: where it is and what it is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntArg {
+    /// Call index in the batch.
+    pub call: usize,
+    /// Argument index (0-based: 2 is the third argument register).
+    pub arg: usize,
+    /// The C parameter name (`ofs`, `limit`).
+    pub name: &'static str,
+    /// The call's label in findings.
+    pub label: String,
+}
+
+impl CasePlan {
+    /// Every `int` argument of this case's calls (the MD5 `ofs` and `limit`).
+    pub fn int_args(&self) -> Vec<IntArg> {
+        self.calls
+            .iter()
+            .flat_map(|c| c.ints.iter().map(|&(arg, name)| IntArg { call: c.call, arg, name, label: c.label.clone() }))
+            .collect()
+    }
+
+    /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: per call
+    /// whether it faulted (any fault alike: a hang on one backend and a fault past the arena on
+    /// another are the same runaway), else the buffers and the `int` return value its checks
+    /// read; 0 (no result) when a call did not run. Saved registers and flags are left out (flag bits the ISA leaves undefined
+    /// may differ between CPUs and emulators). Equal digests on two backends mean equal
+    /// results; the lab keeps only this per case and backend to compare backends.
+    pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
+        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        for c in &self.calls {
+            let rec = batch.record(&run.resp, c.call);
+            if run.fault_of(c.call).is_some() {
+                h.add(&[1]);
+                continue;
+            }
+            if !rec.completed {
+                // Not run (the batch was given up): no result to compare.
+                return 0;
+            }
+            h.add(&[0]);
+            for e in &c.expects {
+                match e {
+                    Expect::Md5State(buf, _)
+                    | Expect::Md5StateFile(buf, _)
+                    | Expect::Acc(buf, _)
+                    | Expect::AccFile(buf, _)
+                    | Expect::AccUntouched { acc: buf, .. } => {
+                        h.add(batch.buffer(&run.resp, *buf));
+                    }
+                    Expect::RetI32(_) | Expect::RetI32File(_) => h.add(&(rec.ret as u32).to_le_bytes()),
+                    // A call the lab could not plan is not run: nothing to compare.
+                    Expect::Unplanned(_) => return 0,
+                }
+            }
+        }
+        h.0
+    }
+}
+
+/// FNV-1a, 64-bit.
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
 /// What kind of problem a finding reports (JUnit failure types and report grouping use it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Class {
@@ -145,6 +220,11 @@ pub enum Class {
     Hang,
     /// The call never ran (an earlier failure abandoned the batch) or the backend failed.
     NotRun,
+    /// The image lacks a contract symbol of a selected kernel (a misspelt or missing stub).
+    MissingSymbol,
+    /// Backends returned different results for the same case: an emulator fault is likely,
+    /// not a kernel bug (counted apart from kernel failures).
+    Disagreement,
 }
 
 impl Class {
@@ -160,6 +240,8 @@ impl Class {
             Class::Fault => "fault",
             Class::Hang => "hang",
             Class::NotRun => "not-run",
+            Class::MissingSymbol => "missing-symbol",
+            Class::Disagreement => "backends-disagree",
         }
     }
 }
@@ -297,7 +379,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     fn call(&mut self, func: u64, args: [Arg; 4], prev: BufId, out: BufId, label: String, expects: Vec<Expect>) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
         let label = format!("{}{label}", self.label_prefix);
-        self.calls.push(CallCheck { call, label, expects });
+        self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
 
     /// One MD5 stub call on `state` (the reference's state, advanced); returns the buffer
@@ -309,34 +391,38 @@ impl<'a, R: Rng> Planner<'a, R> {
                 self.instructions =
                     self.instructions.max(md5::mb_blocks(c.ofs, c.limit) as u64 * MD5_INSTRUCTIONS_PER_BLOCK);
                 // The loader and the planner give the blocks the call takes; a short input
-                // would be a lab bug, reported as a finding rather than a panic.
+                // would be a lab bug, reported as a not-run finding rather than a panic.
                 let ret = md5::compress_mb(state, c.input, c.ofs, c.limit);
                 let args = [c.buf, buf_ptr(out), self.int(c.ofs), self.int(c.limit)];
                 let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={}, limit={})", c.ofs, c.limit);
                 let expects = match ret {
                     Some(ret) => vec![Expect::Md5State(out, *state), Expect::RetI32(ret)],
-                    None => vec![Expect::Md5State(out, *state), Expect::RetI32(i32::MIN)],
+                    None => vec![Expect::Unplanned(format!("the reference had {} bytes for this call", c.input.len()))],
                 };
                 (self.e.md5_compress_mb, args, label, expects)
             }
             Md5Stub::Compress => {
                 self.instructions = self.instructions.max(MD5_INSTRUCTIONS_PER_BLOCK);
-                if let Some(block) = c.input.get(..64) {
-                    md5::compress(state, block);
-                }
+                let expects = match c.input.get(..64) {
+                    Some(block) => {
+                        md5::compress(state, block);
+                        vec![Expect::Md5State(out, *state)]
+                    }
+                    None => vec![Expect::Unplanned(format!("the reference had {} bytes for this call", c.input.len()))],
+                };
                 let args = [c.buf, buf_ptr(out), Arg::Imm(self.rng.gen()), Arg::Imm(self.rng.gen())];
-                (
-                    self.e.md5_compress,
-                    args,
-                    format!("{MD5_IMPL_COMPRESS}{}", c.note),
-                    vec![Expect::Md5State(out, *state)],
-                )
+                (self.e.md5_compress, args, format!("{MD5_IMPL_COMPRESS}{}", c.note), expects)
             }
         };
         expects.extend(file.state.map(|s| Expect::Md5StateFile(out, s)));
         expects.extend(file.ofs.map(Expect::RetI32File));
         let func = func.unwrap_or_default(); // Entry::missing keeps kernels without symbols out
         self.call(func, args, prev, out, label, expects);
+        if c.stub == Md5Stub::CompressMb {
+            if let Some(last) = self.calls.last_mut() {
+                last.ints = vec![(2, "ofs"), (3, "limit")];
+            }
+        }
         out
     }
 
@@ -431,6 +517,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// `acc`); `expect` (from the file) is checked after the last call. Returns the last
     /// accumulator buffer. The input buffer holds only the whole blocks the calls take, so a
     /// read past the last one leaves it.
+    #[allow(clippy::too_many_arguments)] // one call chain's inputs; a struct would only rename them
     pub fn poly1305_chain(
         &mut self,
         init: &[u8; 40],
@@ -543,7 +630,8 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
     for c in &plan.calls {
         let rec = batch.record(&run.resp, c.call);
         if let Some(f) = run.fault_of(c.call) {
-            findings.push(describe_fault(&c.label, f, image, batch));
+            let plain = describe_fault(&c.label, f, image, batch);
+            findings.push(crate::diagnose::explain(&c.label, f, plain, image, batch, abi, rec.seed));
             continue;
         }
         if !rec.completed {
@@ -691,6 +779,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
                 None
             }
         }
+        Expect::Unplanned(why) => Some(Finding::new(Class::NotRun, format!("{label}: lab error, not checked: {why}"))),
         Expect::AccUntouched { acc, before } => {
             let before = Limbs26::from_bytes(batch.buffer(resp, *before));
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));

@@ -45,16 +45,22 @@ fn block64() -> BoxedStrategy<Vec<u8>> {
 /// MD5 stub calls: any state, 1..=64 blocks weighted to 1, 2 and 16, offsets 0..63,
 /// `(ofs, limit)` with `limit - ofs` often not a multiple of 64 (RFC 1321 §3.4; docs/DESIGN.md MB).
 ///
+/// Edge arms ([`md5_state`], [`Md5Anchor`]): state words 0 / 0xffffffff / the sign bit, and
+/// `(ofs, limit)` at the `int` edges: `limit` at the largest valid value (`i32::MAX - 64`,
+/// DigestBase's `ofs + len <= Integer.MAX_VALUE`), `ofs` at `i32::MIN`, and `ofs` crossing 0
+/// (where a kernel that compares the 64-bit registers without sign-extending goes wrong).
+///
 /// The block count is its own value (a union of fixed counts, which proptest shrinks towards
 /// the first arm at once), and the input cycles through up to 8 generated blocks: shrinking a
 /// 16-block case then takes a few steps, not thousands of byte-by-byte ones.
 pub fn md5_call() -> BoxedStrategy<Case> {
     let count = prop_oneof![3 => Just(1usize), 2 => Just(2usize), 1 => Just(16usize), 2 => 1usize..=64];
     let blocks = proptest::collection::vec(block64(), 1..=8);
-    (count, blocks, any::<[u32; 4]>(), 0usize..64, -(1i32 << 30)..(1i32 << 30), 0i32..64, prop::bool::weighted(0.2))
-        .prop_map(|(count, blocks, state, offset, ofs, extra, single)| {
+    let ofs = (md5_anchor(), -(1i32 << 30)..(1i32 << 30));
+    (count, blocks, md5_state(), 0usize..64, ofs, 0i32..64, prop::bool::weighted(0.2))
+        .prop_map(|(count, blocks, state, offset, (anchor, ofs), extra, single)| {
             let (stub, n) = if single { (Md5Stub::Compress, 1) } else { (Md5Stub::CompressMb, count) };
-            let limit = ofs + (n as i32 - 1) * 64 + extra;
+            let (ofs, limit) = anchor.ofs_limit(ofs, n, extra);
             let input: Vec<u8> = (0..n).flat_map(|i| blocks[i % blocks.len()].iter().copied()).collect();
             case(
                 "md5 call",
@@ -63,6 +69,61 @@ pub fn md5_call() -> BoxedStrategy<Case> {
             )
         })
         .boxed()
+}
+
+/// Where an MD5 call's `(ofs, limit)` sit in the `int` range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Md5Anchor {
+    /// `ofs` anywhere in ±2^30 (the random value).
+    Anywhere,
+    /// `limit` at the largest valid value, `i32::MAX - 64` (`ofs + 64` does not overflow).
+    LimitAtMax,
+    /// `ofs` at `i32::MIN`.
+    OfsAtMin,
+    /// `ofs` just below 0 (-64, -1): the sign changes inside the call.
+    CrossingZero,
+    /// `ofs` = 0.
+    Zero,
+}
+
+impl Md5Anchor {
+    /// `(ofs, limit)` for `n` blocks with `extra` bytes (< 64) of slack past the last block
+    /// start; `ofs` is the random value [`Md5Anchor::Anywhere`] uses.
+    pub fn ofs_limit(self, ofs: i32, n: usize, extra: i32) -> (i32, i32) {
+        let span = (n as i32 - 1) * 64 + extra;
+        match self {
+            Md5Anchor::Anywhere => (ofs, ofs + span),
+            Md5Anchor::LimitAtMax => (i32::MAX - 64 - span, i32::MAX - 64),
+            Md5Anchor::OfsAtMin => (i32::MIN, i32::MIN + span),
+            Md5Anchor::CrossingZero => {
+                let o = if ofs & 1 == 0 { -64 } else { -1 };
+                (o, o + span)
+            }
+            Md5Anchor::Zero => (0, span),
+        }
+    }
+}
+
+fn md5_anchor() -> BoxedStrategy<Md5Anchor> {
+    prop_oneof![
+        6 => Just(Md5Anchor::Anywhere),
+        1 => Just(Md5Anchor::Zero),
+        1 => Just(Md5Anchor::LimitAtMax),
+        1 => Just(Md5Anchor::OfsAtMin),
+        1 => Just(Md5Anchor::CrossingZero),
+    ]
+    .boxed()
+}
+
+/// An MD5 state: random words, or each word at an edge (0, 0xffffffff, the sign bit, the IV's).
+fn md5_state() -> BoxedStrategy<[u32; 4]> {
+    let edge = prop::sample::select(vec![0u32, 0xffff_ffff, 0x8000_0000, 0x7fff_ffff, 1, md5::IV[0], md5::IV[2]]);
+    prop_oneof![
+        3 => any::<[u32; 4]>(),
+        1 => prop::array::uniform4(edge),
+        1 => prop::sample::select(vec![[0u32; 4], [0xffff_ffff; 4]]),
+    ]
+    .boxed()
 }
 
 /// Whole MD5 digests, DigestBase-driven: 0..=8 KiB with lengths weighted to 55, 56, 63, 64, 65
@@ -102,26 +163,89 @@ fn limb(bound: u64) -> BoxedStrategy<u64> {
     prop_oneof![1 => Just(0u64), 2 => Just(bound - 1), 3 => 0..bound].boxed()
 }
 
-/// One 16-byte block, weighted towards all-0xFF (the carry edge) and all-zero.
-fn block16() -> BoxedStrategy<[u8; 16]> {
-    prop_oneof![4 => any::<[u8; 16]>(), 1 => Just([0xff; 16]), 1 => Just([0; 16])].boxed()
+/// A limb at one of its edges: 0, 1, half the bound, the bound minus 1 (and for limb 4, whose
+/// bound is 2^27, also the canonical maximum 2^26 - 1 and 2^26).
+fn limb_edge(bound: u64) -> BoxedStrategy<u64> {
+    let mut v = vec![0, 1, bound / 2 - 1, bound / 2, bound - 1];
+    if bound > 1 << 26 {
+        v.extend([(1 << 26) - 1, 1 << 26, 3 << 24]);
+    }
+    prop::sample::select(v).boxed()
 }
 
-/// Poly1305 call chains: accumulators across the whole contract range, r clamped (largest,
-/// tiny, random), 0..=256 blocks plus every tail length 0..15, random 16-byte splits and short
-/// calls. Blocks are separate values so that shrinking drops and simplifies whole blocks.
-pub fn poly1305_call() -> BoxedStrategy<Case> {
-    let acc = (limb(1 << 26), limb(1 << 26), limb(1 << 26), limb(1 << 26), limb(1 << 27))
+/// Accumulator values at and near the carry edges, as canonical limbs: around p = 2^130 - 5
+/// (p - 1 .. p + 4 = 2^130 - 1), 2^130, 2p, 2^131 - 1 (every limb at its bound), 2^128 ± 1,
+/// and the small values 0, 1, 5 (Limbs26::from_value puts everything above 2^104 in limb 4).
+pub fn edge_accumulators() -> Vec<poly1305::Limbs26> {
+    use num_bigint::BigUint;
+    let p = poly1305::p();
+    let two = |e: u32| BigUint::from(1u8) << e;
+    let one = BigUint::from(1u8);
+    let mut values = vec![BigUint::default(), one.clone(), BigUint::from(5u8)];
+    values.extend((0u8..=5).map(|d| &p - &one + d));
+    values.extend([two(130) - 2u8, two(130), two(130) + 4u8, two(130) + 5u8]);
+    values.extend([&p * 2u8 - 1u8, &p * 2u8, two(131) - 7u8, two(131) - 6u8, two(131) - 5u8, two(131) - 1u8]);
+    values.extend([two(128) - 1u8, two(128), two(129) - 1u8]);
+    values.iter().map(poly1305::Limbs26::from_value).collect()
+}
+
+/// An accumulator: random limbs with their bounds weighted (the contract's whole range), a
+/// value at a carry edge ([`edge_accumulators`]), or every limb at one of its edges.
+fn poly1305_acc() -> BoxedStrategy<poly1305::Limbs26> {
+    let b = 1u64 << 26;
+    let random = (limb(b), limb(b), limb(b), limb(b), limb(2 * b))
         .prop_map(|(a, b, c, d, e)| poly1305::Limbs26([a, b, c, d, e]));
-    let r = prop_oneof![
-        1 => Just(poly1305::CLAMP),
+    let edges = (limb_edge(b), limb_edge(b), limb_edge(b), limb_edge(b), limb_edge(2 * b))
+        .prop_map(|(a, b, c, d, e)| poly1305::Limbs26([a, b, c, d, e]));
+    prop_oneof![4 => random, 3 => prop::sample::select(edge_accumulators()), 1 => edges].boxed()
+}
+
+/// `r` before clamping: the largest clamp, 0, 1 (acc * r = acc: the block sum reaches the
+/// reduction unchanged), tiny values, or random.
+fn poly1305_r() -> BoxedStrategy<u128> {
+    prop_oneof![
+        2 => Just(poly1305::CLAMP),
+        1 => Just(0u128),
+        3 => Just(1u128),
         1 => 0u128..16,
+        1 => prop::sample::select(vec![0x0fff_fffc_u128 << 96, 0x0fff_fffc_0fff_fffc_0fff_fffc_0fff_fffc, 1 << 26, 5]),
         4 => any::<u128>().prop_map(|r| r & poly1305::CLAMP),
+    ]
+    .boxed()
+}
+
+/// One 16-byte block, weighted towards all-0xFF (the carry edge), all-zero, and the blocks
+/// next to them (2^128 - 5, 2^128 - 2, 1).
+fn block16() -> BoxedStrategy<[u8; 16]> {
+    let edge = |low: u8| {
+        let mut b = [0xffu8; 16];
+        b[0] = low;
+        b
+    };
+    let mut one = [0u8; 16];
+    one[0] = 1;
+    prop_oneof![
+        4 => any::<[u8; 16]>(),
+        2 => Just([0xff; 16]),
+        2 => Just([0; 16]),
+        1 => prop::sample::select(vec![edge(0xfb), edge(0xfe), one]),
+    ]
+    .boxed()
+}
+
+/// Poly1305 call chains: accumulators across the whole contract range and at its carry edges,
+/// r clamped (largest, 0, 1, tiny, random), 0..=256 blocks (often 1 or 2) plus every tail
+/// length 0..15, random 16-byte splits and short calls. Blocks are separate values so that
+/// shrinking drops and simplifies whole blocks.
+pub fn poly1305_call() -> BoxedStrategy<Case> {
+    let blocks = prop_oneof![
+        2 => proptest::collection::vec(block16(), 1..=2),
+        2 => proptest::collection::vec(block16(), 0..=4),
+        2 => proptest::collection::vec(block16(), 0..=256)
     ];
-    let blocks = prop_oneof![2 => proptest::collection::vec(block16(), 0..=4), 2 => proptest::collection::vec(block16(), 0..=256)];
     let tail = proptest::collection::vec(any::<u8>(), 0..16);
     let cuts = proptest::collection::vec(0usize..=40, 0..5);
-    (acc, r, blocks, tail, cuts, 0usize..16)
+    (poly1305_acc(), poly1305_r(), blocks, tail, cuts, 0usize..16)
         .prop_map(|(acc, r, blocks, tail, cuts, offset)| {
             let input: Vec<u8> = blocks.iter().flatten().chain(&tail).copied().collect();
             let lengths = chain_lengths(input.len(), &cuts);
@@ -332,6 +456,11 @@ pub struct TargetResult {
     pub elapsed: std::time::Duration,
     /// How it ended.
     pub outcome: Outcome,
+    /// Findings about the variant's image that concern this target, as `lab run` reports them:
+    /// the static ISA and system-call scan, and contract symbols of the kernel that the image
+    /// lacks. Any of them fails the campaign (qemu-user runs a kernel's system calls itself,
+    /// so only the static scan sees them there).
+    pub image_findings: Vec<Finding>,
 }
 
 impl TargetResult {
@@ -371,8 +500,16 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
         let image = crate::toolchain::build_image(&cfg.build, variant)
             .map_err(|e| e.to_string())
             .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
+        let (scan, unicorn_refusal, scan_errors) = match &image {
+            Ok(i) => crate::run::scan_image(variant, i),
+            Err(_) => Default::default(),
+        };
         for &kind in &cfg.backends {
             for &kernel in &cfg.kernels {
+                let mut findings: Vec<Finding> = scan.iter().map(|f| f.finding.clone()).collect();
+                if let Ok(i) = &image {
+                    findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
+                }
                 let result = |cases, elapsed, outcome| TargetResult {
                     variant: variant.name,
                     backend: kind,
@@ -380,15 +517,18 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     cases,
                     elapsed,
                     outcome,
+                    image_findings: findings.clone(),
                 };
-                let image = match &image {
-                    Ok(i) => i,
-                    Err(e) => {
+                let image = match (&image, scan_errors.first()) {
+                    (Ok(i), None) => i,
+                    (Err(e), _) | (Ok(_), Some(e)) => {
                         out.push(result(0, Default::default(), Outcome::Error(e.clone())));
                         continue;
                     }
                 };
-                if let Some(why) = kind.supports(variant).err().or_else(|| Entry::of(image).missing(kernel)) {
+                let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
+                if let Some(why) = kind.supports(variant).err().or(refused).or_else(|| Entry::of(image).missing(kernel))
+                {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
                 }
@@ -404,8 +544,14 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     b => b,
                 };
                 let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
-                out.push(fuzz_target(cfg, &mut t, kernel, budget, progress));
+                let mut r = fuzz_target(cfg, &mut t, kernel, budget, progress);
+                r.image_findings = findings;
+                out.push(r);
             }
+        }
+        if let Ok(image) = &image {
+            let first = out.iter().position(|r| r.variant == variant.name).unwrap_or(out.len());
+            cross_check(cfg, variant, image, &mut out[first..]);
         }
     }
     out
@@ -415,6 +561,43 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
 /// belongs to shard k mod `shards`); over shards 0..`shards` they add up to `n`.
 pub fn shard_cases(n: u64, shard: u64, shards: u64) -> u64 {
     (n + shards - 1 - shard) / shards
+}
+
+/// Replays each shrunk failure of one variant on the campaign's other backends for that
+/// variant; when one of them passes it, the failure's first finding says the backends
+/// disagree and an emulator fault is likely (the cases are the same on every backend: the
+/// runner is seeded by variant and kernel, and so are the argument garbage and poison).
+fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, results: &mut [TargetResult]) {
+    let others: Vec<crate::backend::BackendKind> = results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Clean | Outcome::Failed(_)))
+        .map(|r| r.backend)
+        .collect();
+    for r in results.iter_mut() {
+        let Outcome::Failed(f) = &mut r.outcome else { continue };
+        let mut verdicts: Vec<(crate::backend::BackendKind, bool)> = Vec::new();
+        for &kind in others.iter().filter(|&&k| k != r.backend) {
+            let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { continue };
+            let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
+            if let Ok(found) = run_cases(&mut t, std::slice::from_ref(&f.case)) {
+                verdicts.push((kind, found[0].is_empty()));
+            }
+        }
+        let passing: Vec<&str> = verdicts.iter().filter(|v| v.1).map(|v| v.0.name()).collect();
+        if passing.is_empty() {
+            continue;
+        }
+        let failing: Vec<&str> =
+            std::iter::once(r.backend.name()).chain(verdicts.iter().filter(|v| !v.1).map(|v| v.0.name())).collect();
+        let text = format!(
+            "backends disagree on the shrunk case: {} and the reference agree; {} fail{} it; an emulator fault is likely \
+             (a kernel bug fails alike on every backend)",
+            passing.join(" and "),
+            failing.join(" and "),
+            if failing.len() == 1 { "s" } else { "" }
+        );
+        f.findings.insert(0, Finding::new(crate::checks::Class::Disagreement, text));
+    }
 }
 
 /// Fuzzes one target. Cases come from a runner seeded by (campaign seed, variant, kernel), so
@@ -472,7 +655,15 @@ fn fuzz_target(
         }
     };
     let elapsed = started.elapsed();
-    TargetResult { variant: t.variant.name, backend: t.backend.kind(), kernel, cases, elapsed, outcome }
+    TargetResult {
+        variant: t.variant.name,
+        backend: t.backend.kind(),
+        kernel,
+        cases,
+        elapsed,
+        outcome,
+        image_findings: Vec::new(),
+    }
 }
 
 /// ` --kernels-dir DIR` when the campaign did not use the repository's kernels, so that a
@@ -561,7 +752,11 @@ pub fn to_report(
                         f.replay
                     );
                     findings.push(Finding::new(crate::checks::Class::Value, written));
-                    Verdict::Failed(findings)
+                    if findings[0].class == crate::checks::Class::Disagreement {
+                        Verdict::Disagreed(findings)
+                    } else {
+                        Verdict::Failed(findings)
+                    }
                 }
             };
             let mut row = Row {
@@ -571,6 +766,7 @@ pub fn to_report(
                 set: "fuzz".into(),
                 passed: 0,
                 failed: Vec::new(),
+                disagreed: Vec::new(),
                 skipped: 0,
                 skip_reason: None,
                 elapsed: r.elapsed,
@@ -580,7 +776,15 @@ pub fn to_report(
             row
         })
         .collect();
-    Report { rows, seed, elapsed, ..Report::default() }
+    let mut image_findings: Vec<crate::report::ImageFinding> = Vec::new();
+    for r in results {
+        for f in &r.image_findings {
+            if !image_findings.iter().any(|g| g.variant == r.variant && g.finding == *f) {
+                image_findings.push(crate::report::ImageFinding { variant: r.variant, finding: f.clone() });
+            }
+        }
+    }
+    Report { rows, seed, elapsed, image_findings, ..Report::default() }
 }
 
 #[cfg(test)]

@@ -215,19 +215,56 @@ impl Image {
         })
     }
 
-    /// The nearest symbol at or below `addr` and the offset into it: `md5_implCompress+0x1c`.
+    /// `addr` as `symbol+offset` (`md5_implCompress+0x1c`), only when it lies inside a code
+    /// symbol: within its `st_size` bytes, or, for a symbol without a size, at or above it in the
+    /// same executable segment with no other symbol in between. Any other address is printed
+    /// raw with where it is (`0x71034183a0d377b4 (outside the image)`), never as a huge offset
+    /// from the last symbol.
     pub fn symbolize(&self, addr: u64) -> String {
-        let best =
-            self.symbols.iter().filter(|(_, s)| s.addr <= addr && self.is_code(s.addr)).max_by_key(|(_, s)| s.addr);
-        match best {
-            Some((name, s)) if addr == s.addr => name.clone(),
+        match self.symbol_containing(addr) {
+            Some((name, s)) if addr == s.addr => name.to_string(),
             Some((name, s)) => format!("{name}+{:#x}", addr - s.addr),
-            None => format!("{addr:#x}"),
+            None if self.is_code(addr) => format!("{addr:#x} (in the image's code, outside every symbol)"),
+            None if self.segment_of(addr).is_some() => format!("{addr:#x} (in the image's data)"),
+            None => format!("{addr:#x} (outside the image)"),
         }
     }
 
-    fn is_code(&self, addr: u64) -> bool {
-        self.segments.iter().any(|s| s.perms.exec && s.vaddr <= addr && addr < s.vaddr + s.memsz)
+    /// The code symbol `addr` lies in (see [`Image::symbolize`]), with its name.
+    pub fn symbol_containing(&self, addr: u64) -> Option<(&str, Symbol)> {
+        let seg = self.segment_of(addr).filter(|s| s.perms.exec)?;
+        let below = self.symbols.iter().filter(|(_, s)| s.addr <= addr && s.addr >= seg.vaddr);
+        // Sized symbols cover their bytes; several may start below (labels inside functions).
+        let sized = below.clone().filter(|(_, s)| s.size > 0 && addr < s.addr + s.size).max_by_key(|(_, s)| s.addr);
+        let nearest = below.max_by_key(|(_, s)| s.addr);
+        let (name, s) = match (sized, nearest) {
+            (Some(hit), _) => hit,
+            // An unsized symbol counts only when no sized symbol ends between it and `addr`.
+            (None, Some((name, s))) if s.size == 0 => {
+                let ends_between =
+                    self.symbols.values().any(|t| t.size > 0 && t.addr >= s.addr && t.addr + t.size <= addr);
+                if ends_between {
+                    return None;
+                }
+                (name, s)
+            }
+            _ => return None,
+        };
+        Some((name.as_str(), *s))
+    }
+
+    fn segment_of(&self, addr: u64) -> Option<&Segment> {
+        self.segments.iter().find(|s| s.vaddr <= addr && addr < s.vaddr + s.memsz)
+    }
+
+    /// Whether `addr` lies in an executable segment of the image.
+    pub fn is_code(&self, addr: u64) -> bool {
+        self.segment_of(addr).is_some_and(|s| s.perms.exec)
+    }
+
+    /// Names of every symbol the image defines, in name order.
+    pub fn symbol_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.symbols.keys().map(String::as_str)
     }
 
     /// Every instruction of the image, decoded with every extension the disassembler knows

@@ -70,8 +70,16 @@ struct PolyRun<'v> {
     kernel: [u8; 40],
     /// `expect_acc` of a call entry.
     expect: Option<&'v num_bigint::BigUint>,
-    /// For a tag: (tail, s, tag, what).
-    tag: Option<(Vec<u8>, [u8; 16], [u8; 16], String)>,
+    /// For a tag: what the host adds after the last call, and the expected tag.
+    tag: Option<TagEnd>,
+}
+
+/// The host's end of a tag: the tail block, `s`, the expected tag and how a finding names it.
+struct TagEnd {
+    tail: Vec<u8>,
+    s: [u8; 16],
+    tag: [u8; 16],
+    what: String,
 }
 
 impl<'v> PolyRun<'v> {
@@ -89,7 +97,7 @@ impl<'v> PolyRun<'v> {
         let tail = msg.read(whole, 16);
         let s: [u8; 16] = key[16..].try_into().unwrap_or_default();
         let acc = Limbs26::default();
-        let t = Some((tail, s, tag, what));
+        let t = Some(TagEnd { tail, s, tag, what });
         PolyRun { msg, r, lengths, next: 0, at: 0, acc, kernel: acc.to_bytes(), expect: None, tag: t }
     }
 
@@ -110,13 +118,13 @@ impl<'v> PolyRun<'v> {
         self.next = end;
         self.at += bytes;
         let fin = match (&self.tag, last_segment) {
-            (Some((tail, s, tag, what)), true) => Some(Final::Poly1305Tag {
+            (Some(t), true) => Some(Final::Poly1305Tag {
                 acc: out,
                 r: self.r,
-                tail: tail.clone(),
-                s: *s,
-                tag: *tag,
-                what: what.clone(),
+                tail: t.tail.clone(),
+                s: t.s,
+                tag: t.tag,
+                what: t.what.clone(),
             }),
             _ => None,
         };

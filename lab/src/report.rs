@@ -37,6 +37,11 @@ pub enum Verdict {
     Passed,
     /// At least one finding (never empty).
     Failed(Vec<Finding>),
+    /// This backend's result differs from another backend's for the same case, and at least
+    /// one of them is wrong: an emulator fault is likely. The first finding (class
+    /// [`Class::Disagreement`]) says who returned what; the rest are this backend's own checks.
+    /// Counted apart from kernel failures ([`Report::disagreed`]).
+    Disagreed(Vec<Finding>),
     /// Not run, and why.
     Skipped(String),
 }
@@ -74,6 +79,8 @@ pub struct Row {
     pub passed: usize,
     /// Cases that failed, with findings.
     pub failed: Vec<CaseFailure>,
+    /// Cases whose result differs between backends ([`Verdict::Disagreed`]), with findings.
+    pub disagreed: Vec<CaseFailure>,
     /// Cases not run, and why.
     pub skipped: usize,
     /// Why the cases were skipped.
@@ -94,6 +101,7 @@ impl Row {
             set: set.set.clone(),
             passed: 0,
             failed: Vec::new(),
+            disagreed: Vec::new(),
             skipped: 0,
             skip_reason: None,
             elapsed: Duration::ZERO,
@@ -158,6 +166,11 @@ impl Row {
                 msg_len: case.msg_len,
                 findings: findings.clone(),
             }),
+            Verdict::Disagreed(findings) => self.disagreed.push(CaseFailure {
+                name: case.name.clone(),
+                msg_len: case.msg_len,
+                findings: findings.clone(),
+            }),
             Verdict::Skipped(reason) => {
                 self.skipped += 1;
                 self.skip_reason.get_or_insert_with(|| reason.clone());
@@ -166,11 +179,26 @@ impl Row {
         self.cases.push(case);
     }
 
+    /// Turns failed case `i` into a disagreement between backends ([`Verdict::Disagreed`]):
+    /// `finding` first, then the case's own findings; it leaves the failed count for the
+    /// disagreed one. Does nothing to a case that did not fail.
+    pub fn mark_disagreed(&mut self, i: usize, finding: Finding) {
+        let Some(Verdict::Failed(own)) = self.cases.get(i).map(|c| &c.verdict) else { return };
+        let findings: Vec<Finding> = std::iter::once(finding).chain(own.iter().cloned()).collect();
+        let nth_failure = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
+        if nth_failure < self.failed.len() {
+            self.failed.remove(nth_failure);
+        }
+        let case = &mut self.cases[i];
+        case.verdict = Verdict::Disagreed(findings.clone());
+        self.disagreed.push(CaseFailure { name: case.name.clone(), msg_len: case.msg_len, findings });
+    }
+
     /// Every case in run order. When the counts and `cases` disagree (a row filled through the
     /// count fields alone) the cases are rebuilt from the counts: failures by name, passed and
     /// skipped cases as `case N` in the order passed, failed, skipped.
     pub fn outcomes(&self) -> Cow<'_, [CaseOutcome]> {
-        if self.cases.len() == self.passed + self.failed.len() + self.skipped {
+        if self.cases.len() == self.passed + self.failed.len() + self.disagreed.len() + self.skipped {
             return Cow::Borrowed(&self.cases);
         }
         let unnamed = |i: usize, verdict: Verdict| CaseOutcome {
@@ -185,6 +213,12 @@ impl Row {
             msg_len: f.msg_len,
             time: Duration::ZERO,
             verdict: Verdict::Failed(f.findings.clone()),
+        }));
+        v.extend(self.disagreed.iter().map(|f| CaseOutcome {
+            name: f.name.clone(),
+            msg_len: f.msg_len,
+            time: Duration::ZERO,
+            verdict: Verdict::Disagreed(f.findings.clone()),
         }));
         let reason = self.skip_reason.clone().unwrap_or_else(|| "no reason recorded".into());
         let first = v.len();
@@ -206,7 +240,7 @@ pub enum Status {
     /// At least one case failed.
     Failed,
     /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
-    /// at all (every case skipped).
+    /// at all (every case skipped) and no image finding explains why.
     SetupError,
 }
 
@@ -237,12 +271,18 @@ impl Report {
         self.rows.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed, f + r.failed.len(), s + r.skipped))
     }
 
-    /// The verdict. A failed case or image finding wins over input and set-up errors (a kernel
-    /// failure must not read as a configuration problem); those win over a pass, and so does a
-    /// run where nothing ran.
+    /// Cases (per backend) whose results differ between backends: an emulator fault is likely.
+    /// Not kernel failures, but not passes either: they fail the run (exit 1).
+    pub fn disagreed(&self) -> usize {
+        self.rows.iter().map(|r| r.disagreed.len()).sum()
+    }
+
+    /// The verdict. A failed case, a disagreement between backends or an image finding wins
+    /// over input and set-up errors (a kernel failure must not read as a configuration
+    /// problem); those win over a pass, and so does a run where nothing ran.
     pub fn status(&self) -> Status {
         let (passed, failed, _) = self.totals();
-        if failed > 0 || !self.image_findings.is_empty() {
+        if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
             Status::Failed
         } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed == 0 {
             Status::SetupError
@@ -299,9 +339,14 @@ impl Report {
             for r in group {
                 let failed = format!("{:>6}", r.failed.len());
                 let skipped = format!("{:>7}", r.skipped);
+                let disagreed = if r.disagreed.is_empty() {
+                    String::new()
+                } else {
+                    paint.apply(FAIL, &format!("  {} disagreed between backends", r.disagreed.len()))
+                };
                 let _ = writeln!(
                     s,
-                    "{:<12} {:<8} {:<9} {:<19} {:>6} {} {} {:>7.2}s",
+                    "{:<12} {:<8} {:<9} {:<19} {:>6} {} {} {:>7.2}s{disagreed}",
                     r.variant,
                     r.backend.name(),
                     r.kernel.name(),
@@ -320,6 +365,7 @@ impl Report {
             let _ = writeln!(s, "\n{}: {}", paint.apply(FAIL, &head), f.finding);
         }
         self.write_failures(&mut s, paint);
+        self.write_disagreements(&mut s, paint);
         self.write_skips(&mut s, paint);
         if list_vector_errors {
             for e in &self.vector_errors {
@@ -345,7 +391,13 @@ impl Report {
             };
             let _ = writeln!(s, "\nnothing ran: {why}");
         }
-        let verdict = format!("{p} passed, {f} failed, {k} skipped");
+        let mut verdict = format!("{p} passed, {f} failed, {k} skipped");
+        if self.disagreed() > 0 {
+            let _ = write!(verdict, ", {} disagreed between backends (emulator fault likely)", self.disagreed());
+        }
+        if !self.image_findings.is_empty() {
+            let _ = write!(verdict, ", {} image findings", self.image_findings.len());
+        }
         let style = if self.status() == Status::Passed { PASS } else { FAIL };
         let _ =
             writeln!(s, "\n{} (seed {}, {:.2} s)", paint.apply(style, &verdict), self.seed, self.elapsed.as_secs_f64());
@@ -372,6 +424,44 @@ impl Report {
             if r.failed.len() > FAILURES_SHOWN {
                 let more = r.failed.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more failed cases in this set (--format json lists them all)");
+            }
+        }
+    }
+
+    /// Cases whose backends disagree, once per variant × set × case (the same sentence stands
+    /// in every disagreeing backend's row).
+    fn write_disagreements(&self, s: &mut String, paint: Painter) {
+        let mut seen: Vec<(&str, &str, &str)> = Vec::new();
+        for r in self.rows.iter().filter(|r| !r.disagreed.is_empty()) {
+            let mut shown = 0;
+            let mut head_done = false;
+            for c in &r.disagreed {
+                let key = (r.variant, r.set.as_str(), c.name.as_str());
+                if seen.contains(&key) {
+                    continue;
+                }
+                seen.push(key);
+                if !head_done {
+                    let head = format!(
+                        "BACKENDS DISAGREE {}, {} / {} (an emulator fault is likely):",
+                        r.variant, r.kernel, r.set
+                    );
+                    let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
+                    head_done = true;
+                }
+                shown += 1;
+                if shown > FAILURES_SHOWN {
+                    continue;
+                }
+                let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
+                for f in c.findings.iter().take(FINDINGS_SHOWN) {
+                    let _ = writeln!(s, "    - {f}");
+                }
+            }
+            if shown > FAILURES_SHOWN {
+                let more = shown - FAILURES_SHOWN;
+                let _ =
+                    writeln!(s, "  ... and {more} more disagreeing cases in this set (--format json lists them all)");
             }
         }
     }

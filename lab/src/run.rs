@@ -210,7 +210,10 @@ fn run_variant(
     progress: &mut dyn FnMut(Progress<'_>),
 ) {
     let entry = Entry::of(image);
+    let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
     let unicorn_refusal = scan_isa(variant, image, report);
+    let selected: Vec<Kernel> = cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
+    report.image_findings.extend(missing_symbols(variant, image, &selected));
     for &kind in &cfg.backends {
         let skip_all = |report: &mut Report, reason: String| {
             for set in sets {
@@ -241,30 +244,137 @@ fn run_variant(
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
-            report.rows.push(run_set_with_progress(
-                backend.as_mut(),
-                variant,
-                image,
-                set,
-                cfg.seed,
-                cfg.flush,
-                progress,
-            ));
+            let (row, digests) = run_set_digested(backend.as_mut(), variant, image, set, cfg.seed, cfg.flush, progress);
+            ran.push((report.rows.len(), digests));
+            report.rows.push(row);
+        }
+    }
+    compare_backends(report, &ran);
+}
+
+/// Compares every case across the backends that ran it (`ran`: row index in the report and the
+/// case digests of that row, [`CasePlan::outputs_digest`]). When the results differ and at
+/// least one backend failed the case, each failing backend's case becomes a disagreement
+/// ([`Row::mark_disagreed`]) naming who agrees with the reference and what the others return:
+/// a kernel bug fails alike everywhere, so an emulator fault is likely.
+fn compare_backends(report: &mut Report, ran: &[(usize, Vec<u64>)]) {
+    let mut sets: Vec<&str> = ran.iter().map(|(i, _)| report.rows[*i].set.as_str()).collect();
+    sets.sort_unstable();
+    sets.dedup();
+    let sets: Vec<String> = sets.into_iter().map(String::from).collect();
+    for set in &sets {
+        let rows: Vec<&(usize, Vec<u64>)> = ran.iter().filter(|(i, _)| report.rows[*i].set == *set).collect();
+        let n = rows.first().map_or(0, |(_, d)| d.len());
+        if rows.len() < 2 || rows.iter().any(|(i, d)| d.len() != n || report.rows[*i].cases.len() != n) {
+            continue;
+        }
+        for case in 0..n {
+            // Digest 0: the backend itself failed on this batch; it has no result to compare.
+            let results: Vec<(usize, u64)> = rows.iter().map(|(i, d)| (*i, d[case])).filter(|&(_, d)| d != 0).collect();
+            let differ = results.windows(2).any(|w| w[0].1 != w[1].1);
+            let failing: Vec<usize> = results
+                .iter()
+                .filter(|(i, _)| matches!(report.rows[*i].cases[case].verdict, crate::report::Verdict::Failed(_)))
+                .map(|&(i, _)| i)
+                .collect();
+            if !differ || failing.is_empty() {
+                continue;
+            }
+            let finding = Finding::new(Class::Disagreement, disagreement_text(report, &results, case));
+            for i in failing {
+                report.rows[i].mark_disagreed(case, finding.clone());
+            }
         }
     }
 }
 
-/// The static ISA scan of `image` ([`isa::scan`]): one image finding per violation. Returns why
-/// Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not.
-fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
-    match isa::scan(image, variant) {
-        Ok(violations) => report.image_findings.extend(violations.into_iter().map(|v| {
-            let class = if v.why.starts_with("a system call") { Class::Syscall } else { Class::Isa };
-            ImageFinding { variant: variant.name, finding: Finding::new(class, v.to_string()) }
-        })),
-        Err(e) => report.setup_errors.push(format!("{variant}: ISA scan: {e}")),
+/// "backends disagree: native and the reference agree; unicorn and qemu return the same other
+/// result (…); an emulator fault is likely".
+fn disagreement_text(report: &Report, results: &[(usize, u64)], case: usize) -> String {
+    use crate::report::Verdict;
+    let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
+    for &(i, d) in results {
+        match groups.iter_mut().find(|(g, _)| *g == d) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((d, vec![i])),
+        }
     }
-    isa::unicorn_refusal(image).ok().flatten()
+    let names = |members: &[usize]| {
+        let n: Vec<&str> = members.iter().map(|&i| report.rows[i].backend.name()).collect();
+        n.join(" and ")
+    };
+    // Who agrees with the reference first.
+    groups.sort_by_key(|(_, m)| !matches!(report.rows[m[0]].cases[case].verdict, Verdict::Passed));
+    let mut parts = Vec::new();
+    for (_, members) in &groups {
+        let verdict = &report.rows[members[0]].cases[case].verdict;
+        let who = names(members);
+        let alike = if members.len() > 1 { " the same other result" } else { "" };
+        parts.push(match verdict {
+            Verdict::Passed => format!("{who} and the reference agree"),
+            Verdict::Failed(f) | Verdict::Disagreed(f) => {
+                let what = f.first().map(|f| f.text.as_str()).unwrap_or("a wrong result");
+                format!("{who} return{}{alike} ({what})", if members.len() > 1 { "" } else { "s" })
+            }
+            Verdict::Skipped(_) => format!("{who} skipped it"),
+        });
+    }
+    let none_right = groups.iter().all(|(_, m)| !matches!(report.rows[m[0]].cases[case].verdict, Verdict::Passed));
+    let lead = if none_right { "backends disagree and none matches the reference" } else { "backends disagree" };
+    format!("{lead}: {}; an emulator fault is likely (a kernel bug fails alike on every backend)", parts.join("; "))
+}
+
+/// One finding per contract symbol ([`Kernel::symbols`]) of a selected kernel that `image` does
+/// not define: a kernels folder without `poly1305.S`, or with `md5_implCompressMB` misspelt,
+/// fails its variant instead of passing with the kernel's cases skipped. Names the closest
+/// symbol the image does define, when one is close (edit distance at most 3, or equal ignoring
+/// case).
+pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kernel]) -> Vec<ImageFinding> {
+    let mut out = Vec::new();
+    for &kernel in kernels {
+        for &symbol in kernel.symbols().iter().filter(|s| image.symbol(s).is_none()) {
+            let near = image
+                .symbol_names()
+                .map(|n| (strsim::levenshtein(n, symbol), n))
+                .filter(|&(d, n)| d <= 3 || n.eq_ignore_ascii_case(symbol))
+                .min()
+                .map(|(_, n)| format!("; the image defines `{n}`: misspelt?"))
+                .unwrap_or_default();
+            let text = format!(
+                "the {kernel} kernel's contract symbol `{symbol}` is missing from {} (its {kernel} cases cannot run){near}",
+                image.path.display()
+            );
+            out.push(ImageFinding { variant: variant.name, finding: Finding::new(Class::MissingSymbol, text) });
+        }
+    }
+    out
+}
+
+/// The static ISA and system-call scan of `image` ([`isa::scan`]): one image finding per
+/// violation, why Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not, and
+/// set-up errors of the scan itself. Shared by `lab run` and `lab fuzz`.
+pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding>, Option<String>, Vec<String>) {
+    let (findings, errors) = match isa::scan(image, variant) {
+        Ok(violations) => (
+            violations
+                .into_iter()
+                .map(|v| {
+                    let class = if v.why.starts_with("a system call") { Class::Syscall } else { Class::Isa };
+                    ImageFinding { variant: variant.name, finding: Finding::new(class, v.to_string()) }
+                })
+                .collect(),
+            Vec::new(),
+        ),
+        Err(e) => (Vec::new(), vec![format!("{variant}: ISA scan: {e}")]),
+    };
+    (findings, isa::unicorn_refusal(image).ok().flatten(), errors)
+}
+
+fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
+    let (findings, refusal, errors) = scan_image(variant, image);
+    report.image_findings.extend(findings);
+    report.setup_errors.extend(errors);
+    refusal
 }
 
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
@@ -291,6 +401,21 @@ pub fn run_set_with_progress(
     guard_at: Placement,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Row {
+    run_set_digested(backend, variant, image, set, seed, guard_at, progress).0
+}
+
+/// [`run_set_with_progress`], also returning each case's [`CasePlan::outputs_digest`] in row
+/// order (0 where the backend failed), for the comparison across backends: 8 bytes per case
+/// and backend, never the buffers.
+fn run_set_digested(
+    backend: &mut dyn backend::Backend,
+    variant: &'static Variant,
+    image: &Image,
+    set: &VectorSet,
+    seed: u64,
+    guard_at: Placement,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> (Row, Vec<u64>) {
     let started = Instant::now();
     let kind = backend.kind();
     let entry = &Entry::of(image);
@@ -298,13 +423,14 @@ pub fn run_set_with_progress(
     let stream = seed ^ fxhash(variant.name) ^ fxhash(&set.set);
     let arena = match image.arena() {
         Ok(a) => a,
-        Err(e) => return Row::error(variant, kind, set, cases_in(set), e.to_string()),
+        Err(e) => return (Row::error(variant, kind, set, cases_in(set), e.to_string()), Vec::new()),
     };
+    let mut digests = Vec::with_capacity(cases_in(set));
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
     let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0 };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
-        let (n, carried) = flush(batch, backend, image, abi, arena, row);
+        let (n, carried) = flush(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
         carried
     };
@@ -338,13 +464,15 @@ pub fn run_set_with_progress(
     }
     run_pending(&mut batch, &mut row);
     row.elapsed = started.elapsed();
-    row
+    (row, digests)
 }
 
-/// Payload bytes of a batch besides its segments (an upper bound): header, table alignment,
-/// the kernel stack and its guard pages (64 KiB), plus the unmapped region of at least
-/// [`crate::batch::STACK_GUARD`] bytes below the stack budget.
-pub const BATCH_OVERHEAD: u64 = 64 * 1024 + crate::batch::STACK_GUARD;
+/// The buffers a segment hands to the next one, as the kernel left them.
+type Carried = Vec<Vec<u8>>;
+
+/// Payload bytes of a batch besides its segments: header, kernel stack, its guard pages and
+/// the stack guard ([`crate::batch::STACK_GUARD`]), table alignment (an upper bound).
+pub const BATCH_OVERHEAD: u64 = crate::batch::STACK_GUARD + 64 * 1024;
 
 /// The batch being filled: its builder, the case segments laid into it, and the sum of their
 /// [`CaseRun::estimate`]s.
@@ -355,9 +483,10 @@ struct Pending {
 }
 
 /// Runs the planned segments as one batch and records every case that ends in it in `row`,
-/// each with an even share of the batch's wall time. Returns how many cases it recorded, and
-/// for a segment with more to come that passed, the buffers it carries (a segment that failed
-/// ends its case: it is recorded with its findings).
+/// each with an even share of the batch's wall time, and its digest in `digests` (0 when the
+/// backend failed). Returns how many cases it recorded, and for a segment with more to come
+/// that passed, the buffers it carries (a segment that failed ends its case: it is recorded
+/// with its findings).
 fn flush(
     pending: &mut Pending,
     backend: &mut dyn backend::Backend,
@@ -365,6 +494,7 @@ fn flush(
     abi: &'static Abi,
     arena: crate::image::Arena,
     row: &mut Row,
+    digests: &mut Vec<u64>,
 ) -> (usize, Option<Vec<Vec<u8>>>) {
     if pending.plans.is_empty() {
         return (0, None);
@@ -380,29 +510,44 @@ fn flush(
         .layout(arena)
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
-    let (findings, carried): (Vec<Vec<Finding>>, Vec<Option<Vec<Vec<u8>>>>) = match &outcome {
-        Ok((batch, run)) => taken
-            .iter()
-            .map(|p| {
-                let f = checks::check(p, batch, run, abi, image);
-                let carry = (p.more && f.is_empty()).then(|| p.carried(batch, &run.resp));
-                (f, carry)
-            })
-            .unzip(),
-        Err(e) => {
-            taken.iter().map(|_| (vec![Finding::new(Class::NotRun, format!("backend error: {e}"))], None)).unzip()
+    let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
+        Ok((batch, run)) => {
+            let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| checks::check(p, batch, run, abi, image)).collect();
+            crate::diagnose::upper_bits(backend, batch, &taken, &mut f, abi, image);
+            let carry: Vec<Option<Carried>> = taken
+                .iter()
+                .zip(&f)
+                .map(|(p, f)| (p.more && f.is_empty()).then(|| p.carried(batch, &run.resp)))
+                .collect();
+            let sums = taken.iter().map(|p| p.outputs_digest(batch, run)).collect();
+            (f, carry, sums)
         }
+        Err(e) => (
+            taken.iter().map(|_| vec![Finding::new(Class::NotRun, format!("backend error: {e}"))]).collect(),
+            taken.iter().map(|_| None).collect(),
+            taken.iter().map(|_| 0).collect(),
+        ),
     };
     let share = started.elapsed() / taken.len() as u32;
     let mut recorded = 0;
     let mut carry_out = None;
-    for ((p, f), c) in taken.iter().zip(findings).zip(carried) {
-        match c {
-            Some(c) => carry_out = Some(c),
-            None => {
-                row.record_timed(p, f, share);
-                recorded += 1;
-            }
+    for (((p, f), c), sum) in taken.iter().zip(findings).zip(carried).zip(sums) {
+        if let Some(c) = c {
+            carry_out = Some(c);
+            continue;
+        }
+        recorded += 1;
+        digests.push(sum);
+        // A case the batch gave up on for time after many faults elsewhere did not fail: it
+        // did not run (every one of its findings says so).
+        let given_up =
+            !f.is_empty() && f.iter().all(|x| x.class == Class::NotRun && x.text.contains(backend::RESUME_GIVEN_UP));
+        if given_up {
+            let why = f[0].text.split_once(" did not run: ").map_or(f[0].text.as_str(), |(_, w)| w).to_string();
+            let verdict = crate::report::Verdict::Skipped(why);
+            row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
+        } else {
+            row.record_timed(p, f, share);
         }
     }
     (recorded, carry_out)

@@ -783,7 +783,7 @@ mod tests {
         assert!(errs.is_empty());
         let mut sets = vec![set.unwrap()];
         let huge = sets[0].vectors[1].cost();
-        assert_eq!(huge.cases, 4097);
+        assert_eq!(huge.cases, 4098);
         let errs = cost::enforce(&mut sets, CostLimits::default());
         assert_eq!(sets[0].vectors.len(), 1);
         assert!(errs[0].to_string().contains("entry 1 (\"huge\"): would cost"), "{}", errs[0]);

@@ -17,13 +17,15 @@
 //! resumes at the next call. Only a guest that does not answer the poke within [`POKE_GRACE`]
 //! is killed without a PC.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
@@ -227,14 +229,47 @@ fn table_range(payload: &[u8], arena: Arena, entry_bytes: usize) -> (u64, u64) {
     (off & !7, len & !7)
 }
 
+/// Starts `program -cpu cpu image` once without the protocol's fds (the guest's `_start` then
+/// ends with one of its own exit statuses, [`protocol::exit`], `MMAP`) and says why it cannot
+/// run, if qemu itself refuses (exit 1, its words on stderr): a qemu-user older than the variant's CPU
+/// model (say, without the RISC-V `zbb=` property, added in qemu 7.x) refuses the `-cpu`
+/// string and would otherwise fail every case of every batch as a crash. The answer is kept
+/// per (program, cpu) for the life of the process.
+fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), String> {
+    static PROBED: OnceLock<Mutex<HashMap<(PathBuf, String), Result<(), String>>>> = OnceLock::new();
+    let key = (program.to_path_buf(), cpu.to_string());
+    let probed = PROBED.get_or_init(Mutex::default);
+    if let Some(known) = probed.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
+    }
+    let answer = match Command::new(program).args(["-cpu", cpu]).arg(image).stdin(Stdio::null()).output() {
+        Err(e) => Err(format!("cannot start: {e}")),
+        // The guest ran: qemu accepted the CPU model (1 is qemu's own failure, no `_start` status).
+        Ok(out) if out.status.code().is_some_and(|c| c != 1 && protocol::exit::describe(c).is_some()) => Ok(()),
+        Ok(out) => Err(format!(
+            "cannot start `-cpu {cpu}` ({}): {}; this qemu-user lacks the CPU model or a property the variant \
+             needs (the lab needs qemu-user 7.2 or newer, Debian package qemu-user from bookworm)",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    };
+    if let Ok(mut m) = probed.lock() {
+        m.insert(key, answer.clone());
+    }
+    answer
+}
+
 impl ProcessBackend {
-    /// `qemu-<arch> -cpu <cpu> <image>`.
+    /// `qemu-<arch> -cpu <cpu> <image>`, after a probe that qemu accepts the CPU model.
     ///
     /// # Errors
-    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`), or the image
+    /// The qemu binary is missing ([`BackendError::Tool`], naming `qemu-user`), it refuses
+    /// the variant's `-cpu` string ([`BackendError::Process`], with qemu's words), or the image
     /// has no `lab_arena`.
     pub fn qemu(image: &Image, cpu: &str, limits: Limits) -> Result<Self, BackendError> {
         let program = toolchain::find(toolchain::qemu_tool(image.arch))?;
+        probe_qemu(&program, cpu, &image.path)
+            .map_err(|reason| BackendError::Process { program: program.display().to_string(), reason })?;
         let args = vec!["-cpu".into(), cpu.into(), image.path.display().to_string()];
         Self::new(BackendKind::Qemu, program, args, image, limits)
     }

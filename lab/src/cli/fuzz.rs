@@ -117,7 +117,9 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i
         let head = format!("{:<12} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
         match &r.outcome {
             fuzz::Outcome::Clean => {
-                let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  clean", r.cases, r.rate());
+                let clean =
+                    if r.image_findings.is_empty() { "clean" } else { "no case failed; FAILED image checks below" };
+                let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  {clean}", r.cases, r.rate());
             }
             fuzz::Outcome::Skipped(why) => {
                 let _ = writeln!(out, "{head} skipped: {why}");
@@ -144,15 +146,29 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i
             }
         }
     }
+    // Image findings (static scans, missing symbols) once per variant: they fail the campaign.
+    let mut shown: Vec<(&str, &kernel_lab::checks::Finding)> = Vec::new();
+    for r in results {
+        for f in &r.image_findings {
+            if !shown.contains(&(r.variant, f)) {
+                shown.push((r.variant, f));
+                let _ = writeln!(out, "FAILED {} image ({}): {f}", r.variant, f.class.name());
+            }
+        }
+    }
+    if !shown.is_empty() {
+        status = status.max(1);
+    }
     let count = |p: fn(&fuzz::Outcome) -> bool| results.iter().filter(|r| p(&r.outcome)).count();
     let _ = writeln!(
         out,
-        "\n{} cases: {} targets clean, {} failed, {} skipped, {} errors (seed {seed})",
+        "\n{} cases: {} targets clean, {} failed, {} skipped, {} errors, {} image findings (seed {seed})",
         results.iter().map(|r| r.cases).sum::<u64>(),
         count(|o| matches!(o, fuzz::Outcome::Clean)),
         count(|o| matches!(o, fuzz::Outcome::Failed(_))),
         count(|o| matches!(o, fuzz::Outcome::Skipped(_))),
         count(|o| matches!(o, fuzz::Outcome::Error(_))),
+        shown.len(),
     );
     (out, status)
 }

@@ -46,6 +46,9 @@ struct Totals {
     passed: usize,
     failed: usize,
     skipped: usize,
+    /// Cases whose result differs between backends (an emulator fault is likely); not in
+    /// `failed`. Added in version 1 with default 0.
+    disagreed: usize,
 }
 
 #[derive(Serialize)]
@@ -58,6 +61,8 @@ struct JsonRow<'a> {
     set: &'a str,
     passed: usize,
     failed: usize,
+    /// See [`Totals::disagreed`].
+    disagreed: usize,
     skipped: usize,
     skip_reason: Option<&'a str>,
     elapsed_s: f64,
@@ -105,7 +110,7 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
             crate::report::Status::SetupError => "setup-error",
         },
         exit_code: exit_code(report),
-        totals: Totals { passed, failed, skipped },
+        totals: Totals { passed, failed, skipped, disagreed: report.disagreed() },
         rows: report.rows.iter().map(row).collect(),
         vector_errors: report
             .vector_errors
@@ -143,6 +148,11 @@ fn row(r: &Row) -> JsonRow<'_> {
                     f.iter().map(|f| JsonFinding { class: f.class.name(), text: f.text.clone() }).collect(),
                     None,
                 ),
+                Verdict::Disagreed(f) => (
+                    "disagreed",
+                    f.iter().map(|f| JsonFinding { class: f.class.name(), text: f.text.clone() }).collect(),
+                    None,
+                ),
                 Verdict::Skipped(why) => ("skipped", Vec::new(), Some(why.clone())),
             };
             JsonCase {
@@ -163,6 +173,7 @@ fn row(r: &Row) -> JsonRow<'_> {
         set: &r.set,
         passed: r.passed,
         failed: r.failed.len(),
+        disagreed: r.disagreed.len(),
         skipped: r.skipped,
         skip_reason: r.skip_reason.as_deref(),
         elapsed_s: r.elapsed.as_secs_f64(),

@@ -73,7 +73,9 @@ fn skipped_whole(group: &[Row]) -> Option<&str> {
     let reason = group.first()?.skip_reason.as_deref()?;
     group
         .iter()
-        .all(|r| r.passed == 0 && r.failed.is_empty() && r.skip_reason.as_deref() == Some(reason))
+        .all(|r| {
+            r.passed == 0 && r.failed.is_empty() && r.disagreed.is_empty() && r.skip_reason.as_deref() == Some(reason)
+        })
         .then_some(reason)
 }
 
@@ -92,7 +94,7 @@ fn skipped_cell(group: &[Row], reason: &str) -> TestCase {
 /// `<system-out>` when `counts`; a failure lists the first
 /// [`FAILURES_LISTED`] failed cases with their findings and replay lines, then how many more.
 fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
-    let status = if !r.failed.is_empty() {
+    let status = if !r.failed.is_empty() || !r.disagreed.is_empty() {
         row_failure(r, replay)
     } else if r.passed > 0 {
         TestCaseStatus::success()
@@ -105,7 +107,13 @@ fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
     case.set_classname(format!("{}.{}.{}", r.variant, r.backend, r.kernel)).set_time(r.elapsed);
     // A fuzz row holds one case, the campaign: its count would say nothing.
     if counts {
-        let mut out = format!("{} passed, {} failed, {} skipped\n", r.passed, r.failed.len(), r.skipped);
+        let mut out = format!(
+            "{} passed, {} failed, {} disagreed between backends, {} skipped\n",
+            r.passed,
+            r.failed.len(),
+            r.disagreed.len(),
+            r.skipped
+        );
         if let (Some(reason), true) = (&r.skip_reason, r.skipped > 0) {
             out.push_str(&format!("skipped: {reason}\n"));
         }
@@ -114,24 +122,31 @@ fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
     case
 }
 
+/// Kernel failures first, then cases the backends disagreed on (an emulator fault is likely).
 fn row_failure(r: &Row, replay: Option<&Replay>) -> TestCaseStatus {
-    let findings = r.failed.iter().flat_map(|f| &f.findings);
+    let bad: Vec<&crate::report::CaseFailure> = r.failed.iter().chain(&r.disagreed).collect();
+    let findings = bad.iter().flat_map(|f| &f.findings);
     let kind = if findings.clone().all(|f| f.class == Class::NotRun) {
         NonSuccessKind::Error
     } else {
         NonSuccessKind::Failure
     };
     let mut s = TestCaseStatus::non_success(kind);
-    let total = r.passed + r.failed.len() + r.skipped;
-    let first = &r.failed[0];
+    let total = r.passed + bad.len() + r.skipped;
+    let first = bad[0];
     let first_text = first.findings.first().map(|f| f.text.as_str()).unwrap_or("");
-    s.set_message(format!("{} of {total} cases failed; first: {}: {first_text}", r.failed.len(), first.name));
+    let disagreed = if r.disagreed.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} of them backends disagree on)", r.disagreed.len())
+    };
+    s.set_message(format!("{} of {total} cases failed{disagreed}; first: {}: {first_text}", bad.len(), first.name));
     if let Some(f) = first.findings.first() {
         s.set_type(f.class.name());
     }
     let line = |case: Option<&str>| replay.map(|p| p.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), case));
     let mut body = line(None).map(|l| format!("replay: {l}\n")).unwrap_or_default();
-    for c in r.failed.iter().take(FAILURES_LISTED) {
+    for c in bad.iter().take(FAILURES_LISTED) {
         body.push_str(&format!("\n{} ({} bytes):\n", c.name, c.msg_len));
         for f in c.findings.iter().take(FINDINGS_LISTED) {
             body.push_str(&format!("  [{}] {}\n", f.class.name(), f.text));
@@ -143,10 +158,10 @@ fn row_failure(r: &Row, replay: Option<&Replay>) -> TestCaseStatus {
             body.push_str(&format!("  replay: {l}\n"));
         }
     }
-    if r.failed.len() > FAILURES_LISTED {
+    if bad.len() > FAILURES_LISTED {
         body.push_str(&format!(
             "\n... and {} more failed cases (--junit-cases all or --format json lists each)\n",
-            r.failed.len() - FAILURES_LISTED
+            bad.len() - FAILURES_LISTED
         ));
     }
     s.set_description(body);
@@ -199,7 +214,7 @@ fn new_suite(name: &str, r: &Row, seed: u64) -> TestSuite {
 fn status(verdict: &Verdict, replay: Option<&str>) -> TestCaseStatus {
     match verdict {
         Verdict::Passed => TestCaseStatus::success(),
-        Verdict::Failed(findings) => failure(findings, replay),
+        Verdict::Failed(findings) | Verdict::Disagreed(findings) => failure(findings, replay),
         Verdict::Skipped(reason) => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(reason.as_str());

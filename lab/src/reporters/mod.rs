@@ -151,6 +151,7 @@ mod tests {
                 msg_len: 32,
                 findings: vec![Finding::new(Class::Bounds, "limb 2 is 0x4000000, above 2^26")],
             }],
+            disagreed: Vec::new(),
             skipped: 3,
             skip_reason: Some("campaign ended".into()),
             elapsed: Duration::from_millis(5),

@@ -2,7 +2,7 @@
 //! limits a run holds entries to (`lab run --max-entry-bytes`, `--max-run-bytes`).
 //!
 //! The cost of an entry is the input bytes its kernel calls read over all its cases (the
-//! guarded case and one per offset) plus [`CALL_BYTES`] per call: a call costs a state buffer
+//! guarded case, its misaligned twin and one per offset) plus [`CALL_BYTES`] per call: a call costs a state buffer
 //! and its guard page even when it reads little. Memory stays bounded whatever the cost (long
 //! inputs are split into chunks); the limits bound the run time a small file can ask for.
 
@@ -34,7 +34,7 @@ impl Default for CostLimits {
 /// The estimated cost of one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryCost {
-    /// Cases (guarded + offsets).
+    /// Cases (the guarded case, its misaligned twin, one per offset).
     pub cases: u64,
     /// Input bytes the calls of one case read.
     pub bytes_per_case: u64,
@@ -74,7 +74,7 @@ impl Vector {
                 (n * n / 2 + 16 * n, n + 1)
             }
         };
-        EntryCost { cases: 1 + self.offsets.len() as u64, bytes_per_case: bytes, calls_per_case: calls }
+        EntryCost { cases: 2 + self.offsets.len() as u64, bytes_per_case: bytes, calls_per_case: calls }
     }
 }
 

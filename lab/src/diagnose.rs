@@ -1,0 +1,210 @@
+//! Diagnoses that name the cause of a failure instead of its symptom: a return through a
+//! corrupted stack (an unbalanced push/pop sends the kernel's `ret` to the driver's poison), a
+//! runaway that walks off the end of the arena (a hang where memory is larger), and a kernel
+//! that depends on the unspecified upper 32 bits of an `int` argument (found by re-running the
+//! failing cases with them clean). The checks ([`crate::checks::check`]) call the first two on
+//! every fault; each returns `None` when its cause does not fit, so the plain fault sentence
+//! stays. `lab run` calls [`upper_bits`] on every batch with failures.
+
+use crate::abi::{Abi, Int32Args};
+use crate::backend::{Access, Backend, Fault, FaultKind};
+use crate::batch::{Batch, PAGE};
+use crate::checks::{CasePlan, Class, Finding, IntArg};
+use crate::image::Image;
+
+/// When `fault` is a return through a corrupted stack, the sentence that says so: control left
+/// the image's code for an address that is no code at all (a fetch fault at the pc, or an
+/// illegal instruction outside the image), or, on x86_64 hardware, a `ret` faulted on a
+/// non-canonical return address. Names the callee-saved register whose poison the kernel
+/// returned to (`seed`: the call's poison seed, [`Abi::poison`]).
+pub fn corrupted_return(fault: &Fault, image: &Image, abi: &Abi, seed: u64) -> Option<String> {
+    let pc = fault.pc?;
+    let at_pc = match fault.kind {
+        FaultKind::Memory { access: Some(Access::Fetch), .. } => true,
+        FaultKind::Memory { addr: Some(a), .. } => a == pc,
+        FaultKind::IllegalInstruction => true,
+        _ => false,
+    };
+    if at_pc && !image.is_code(pc) {
+        let whose = abi
+            .saved
+            .iter()
+            .enumerate()
+            .find(|&(i, _)| Abi::poison(seed, i) == pc)
+            .map(|(_, r)| format!(": it is the value the driver put in {r}, so {r} was pushed and not popped"))
+            .unwrap_or_default();
+        return Some(format!(
+            "returned through a corrupted stack (return address {pc:#x} was not the driver's{whose}; an unbalanced \
+             push/pop or stack-pointer adjustment)"
+        ));
+    }
+    let ret = image.instruction_at(pc).is_some_and(|t| t.trim_start().starts_with("ret"));
+    let bad_ret = ret && matches!(fault.kind, FaultKind::Memory { addr: Some(0) | None, .. });
+    bad_ret.then(|| {
+        "returned through a corrupted stack (the return address on the stack was not the driver's: a \
+         non-canonical address faults at the `ret` itself; an unbalanced push/pop or stack-pointer adjustment)"
+            .to_string()
+    })
+}
+
+/// When a memory fault lies in the first page past the end of the arena, the call walked
+/// through the whole arena: a runaway loop, which a backend with a budget in instructions
+/// (Unicorn) reports as a hang before it gets there. Both are class [`Class::Hang`].
+pub fn runaway(fault: &Fault, batch: &Batch) -> Option<String> {
+    let FaultKind::Memory { addr: Some(a), .. } = fault.kind else { return None };
+    let end = batch.arena.addr + batch.arena.size;
+    (end..end + PAGE).contains(&a).then(|| {
+        format!(
+            "ran away: the call walked through the whole {} MiB arena to {a:#x}, the first byte past its end (a loop \
+             that does not stop; a backend that counts instructions reports it as a hang)",
+            batch.arena.size >> 20
+        )
+    })
+}
+
+/// The finding for `fault` of the call `label`: the plain sentence (`describe`, from
+/// [`crate::checks::describe_fault`]) with the cause in front when a diagnosis fits.
+pub fn explain(
+    label: &str,
+    fault: &Fault,
+    describe: Finding,
+    image: &Image,
+    batch: &Batch,
+    abi: &Abi,
+    seed: u64,
+) -> Finding {
+    let rest =
+        describe.text.strip_prefix(label).and_then(|t| t.strip_prefix(": ")).unwrap_or(&describe.text).to_string();
+    if let Some(why) = corrupted_return(fault, image, abi, seed) {
+        return Finding::new(Class::Abi, format!("{label}: {why}; the backend saw: {rest}"));
+    }
+    if let Some(why) = runaway(fault, batch) {
+        return Finding::new(Class::Hang, format!("{label}: {why}; the backend saw: {rest}"));
+    }
+    describe
+}
+
+/// For each failing case among `plans` (`findings[i]` not empty) that passes C `int`
+/// arguments on an ABI that leaves their upper 32 bits unspecified (x86_64, aarch64; the lab
+/// fills them with garbage): re-runs the batch with those bits clean (the low 32 bits
+/// sign-extended), first for every `int` argument, then for `ofs` alone and `limit` alone, and
+/// puts "depends on the upper 32 bits of rdx (int ofs); the ABI leaves them unspecified" first
+/// among the findings of each case that then passes. At most three re-runs of the batch, and
+/// none when no such case failed.
+pub fn upper_bits(
+    backend: &mut dyn Backend,
+    batch: &Batch,
+    plans: &[CasePlan],
+    findings: &mut [Vec<Finding>],
+    abi: &Abi,
+    image: &Image,
+) {
+    if abi.int32_args != Int32Args::UpperGarbage {
+        return;
+    }
+    let garbage = |b: &Batch, a: &IntArg| {
+        let v = b.arg(a.call, a.arg);
+        v != clean(v)
+    };
+    let suspects: Vec<usize> = (0..plans.len())
+        .filter(|&i| !findings[i].is_empty() && plans[i].int_args().iter().any(|a| garbage(batch, a)))
+        .collect();
+    if suspects.is_empty() {
+        return;
+    }
+    let names: Vec<&'static str> = {
+        let mut n: Vec<&'static str> = suspects.iter().flat_map(|&i| plans[i].int_args()).map(|a| a.name).collect();
+        n.sort_unstable();
+        n.dedup();
+        n
+    };
+    let mut left = rerun_clean(backend, batch, plans, &suspects, &names, abi, image);
+    // Which argument: each one alone, then the rest needs all of them together.
+    for &name in &names {
+        if left.is_empty() || names.len() == 1 {
+            break;
+        }
+        let alone = rerun_clean(backend, batch, plans, &left, &[name], abi, image);
+        for &i in &alone {
+            blame(batch, &plans[i], &mut findings[i], &[name], abi);
+        }
+        left.retain(|i| !alone.contains(i));
+    }
+    for i in left {
+        blame(batch, &plans[i], &mut findings[i], &names, abi);
+    }
+}
+
+/// The low 32 bits of `v` sign-extended: an `int` with clean upper bits.
+fn clean(v: u64) -> u64 {
+    v as u32 as i32 as i64 as u64
+}
+
+/// Re-runs `batch` with the `int` arguments called `names` of the cases `which` cleaned;
+/// returns the cases of `which` that then pass every check.
+fn rerun_clean(
+    backend: &mut dyn Backend,
+    batch: &Batch,
+    plans: &[CasePlan],
+    which: &[usize],
+    names: &[&str],
+    abi: &Abi,
+    image: &Image,
+) -> Vec<usize> {
+    let mut b = batch.clone();
+    for &i in which {
+        for a in plans[i].int_args().iter().filter(|a| names.contains(&a.name)) {
+            b.set_arg(a.call, a.arg, clean(b.arg(a.call, a.arg)));
+        }
+    }
+    let Ok(run) = crate::backend::run_batch(backend, &b) else { return Vec::new() };
+    which.iter().copied().filter(|&i| crate::checks::check(&plans[i], &b, &run, abi, image).is_empty()).collect()
+}
+
+/// Puts the upper-bits finding first among `findings`: the first call of `plan` whose `int`
+/// argument called one of `names` had garbage upper bits, the register(s) and the values.
+fn blame(batch: &Batch, plan: &CasePlan, findings: &mut Vec<Finding>, names: &[&str], abi: &Abi) {
+    let args: Vec<IntArg> = plan.int_args().into_iter().filter(|a| names.contains(&a.name)).collect();
+    let Some(first) = args.iter().find(|a| batch.arg(a.call, a.arg) != clean(batch.arg(a.call, a.arg))) else { return };
+    let regs: Vec<String> = args
+        .iter()
+        .filter(|a| a.call == first.call)
+        .map(|a| format!("{} (int {}, passed as {:#018x})", abi.args[a.arg], a.name, batch.arg(a.call, a.arg)))
+        .collect();
+    let text = format!(
+        "{}: depends on the upper 32 bits of {}; the ABI leaves them unspecified ({}): the case passes when they \
+         are the sign extension of the low 32 bits",
+        first.label,
+        regs.join(" and "),
+        abi.source
+    );
+    findings.insert(0, Finding::new(Class::Abi, text));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{BatchBuilder, Placement};
+    use crate::image::Arena;
+
+    fn fault_at(addr: u64) -> Fault {
+        Fault {
+            kind: FaultKind::Memory { access: Some(Access::Read), addr: Some(addr) },
+            pc: Some(0x1000),
+            call: Some(0),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_fault_in_the_first_page_past_the_arena_is_a_runaway_and_others_are_not() {
+        let mut b = BatchBuilder::new(&crate::abi::X86_64);
+        let input = b.buffer("input", &[0; 64], false, Placement::End);
+        let batch = b.layout(Arena { addr: 0x10_0000, size: 32 << 20, kernel_data: None }).unwrap();
+        let end = 0x10_0000 + (32 << 20);
+        let text = runaway(&fault_at(end + 8), &batch).expect("a runaway");
+        assert!(text.starts_with("ran away: the call walked through the whole 32 MiB arena to 0x2100008"), "{text}");
+        assert_eq!(runaway(&fault_at(end + PAGE), &batch), None, "a wild address further out");
+        assert_eq!(runaway(&fault_at(batch.addr_of(input, 64)), &batch), None, "a guard page inside the arena");
+    }
+}
