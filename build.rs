@@ -3,8 +3,15 @@
 //! them in-process beside OpenSSL and RustCrypto. Sets `cfg(native_kernels)` when that worked;
 //! otherwise `lab bench` reports the native comparison as skipped, with the reason in
 //! `KERNEL_LAB_NATIVE_SKIP`.
+//!
+//! It also lists every file under `kernels/` and `vectors/` into `$OUT_DIR/bundled.rs` as
+//! `include_bytes!` entries, so an installed `lab` carries its kernels and vectors
+//! (`kernel_lab::bundled`) and works away from the checkout.
+
+use std::path::{Path, PathBuf};
 
 fn main() {
+    embed(&["kernels", "vectors"]);
     println!("cargo:rustc-check-cfg=cfg(native_kernels)");
     let sources = ["kernels/x86_64/md5.S", "kernels/x86_64/poly1305.S"];
     for s in sources {
@@ -23,6 +30,45 @@ fn main() {
         Err(e) => {
             println!("cargo:warning=x86_64 kernels not assembled for the native bench: {e}");
             skip("clang could not assemble kernels/x86_64 into the lab at build time (Debian package `clang`)");
+        }
+    }
+}
+
+/// Writes `$OUT_DIR/bundled.rs`: `FILES`, every file under `dirs` as (path relative to the
+/// repository, `include_bytes!` of it), sorted by path.
+fn embed(dirs: &[&str]) {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in dirs {
+        // A folder makes cargo rerun this script when any file below it changes.
+        println!("cargo:rerun-if-changed={d}");
+        walk(&root, Path::new(d), &mut files);
+    }
+    files.sort();
+    let mut code = String::from("/// Every bundled file: (path relative to the repository, contents).\n");
+    code.push_str("pub static FILES: &[(&str, &[u8])] = &[\n");
+    for rel in &files {
+        // Resolved against the crate's folder when the lab compiles, not now: a target/ that
+        // outlives its checkout (moved, or shared) never points at another folder's files.
+        let rel = rel.to_string_lossy();
+        code.push_str(&format!(
+            "    ({rel:?}, include_bytes!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/\", {rel:?}))),\n"
+        ));
+    }
+    code.push_str("];\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("bundled.rs");
+    std::fs::write(&out, code).expect("write $OUT_DIR/bundled.rs");
+}
+
+/// Every regular file under `root/rel`, as paths relative to `root`.
+fn walk(root: &Path, rel: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
+    for e in entries.flatten() {
+        let path = rel.join(e.file_name());
+        match e.file_type() {
+            Ok(t) if t.is_dir() => walk(root, &path, files),
+            Ok(t) if t.is_file() => files.push(path),
+            _ => {}
         }
     }
 }

@@ -117,7 +117,7 @@ fn native_implementations_agree_or_say_why_not() {
 #[test]
 fn lab_bench_json_has_every_count_row_and_a_zbb_row_on_unicorn() {
     let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["bench", "--no-native", "--no-throughput", "--no-predict", "--json"])
+        .args(["bench", "--no-native", "--no-throughput", "--no-predict", "--format", "json"])
         .output()
         .expect("run lab bench");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

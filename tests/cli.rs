@@ -102,3 +102,55 @@ fn fuzz_writes_json_on_stdout_and_its_human_lines_on_stderr() {
     assert!(rows.iter().all(|r| r["set"] == "fuzz" && r["passed"] == 1), "{doc}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("64 cases"), "human lines on stderr");
 }
+
+#[test]
+fn a_closed_stdout_pipe_is_quiet_and_keeps_the_exit_status() {
+    // `lab list | head -0`: the reader is gone before lab writes (EPIPE, since Rust ignores
+    // SIGPIPE); lab must neither panic (exit 101) nor complain.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .arg("list")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run lab");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for lab");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn selections_take_comma_lists_and_repeated_options_alike() {
+    let rfc1321 = kernel_lab::paths::vectors_dir().join("md5/rfc1321.json");
+    let rows = |args: &[&str]| {
+        let mut all = vec!["run", "--kernel", "md5", "--no-bundled", "--seed", "1", "--format", "json", "--vectors"];
+        all.push(rfc1321.to_str().unwrap());
+        all.extend_from_slice(args);
+        let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(&all).output().expect("run lab");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut cells: Vec<String> = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["passed"].as_u64() > Some(0))
+            .map(|r| format!("{} {}", r["variant"].as_str().unwrap(), r["backend"].as_str().unwrap()))
+            .collect();
+        cells.sort();
+        cells
+    };
+    let comma = rows(&["--arch", "aarch64,x86_64", "--backend", "unicorn,qemu"]);
+    assert_eq!(comma, ["aarch64 qemu", "aarch64 unicorn", "x86_64 qemu", "x86_64 unicorn"]);
+    assert_eq!(rows(&["--arch", "aarch64", "--arch", "x86_64", "--backend", "unicorn", "--backend", "qemu"]), comma);
+}
+
+#[test]
+fn list_speaks_json_with_the_same_format_option() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(["list", "--format", "json"]).output().expect("run lab");
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names: Vec<&str> = doc["variants"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["riscv64", "riscv64+zbb", "aarch64", "x86_64"]);
+    let aarch64_native = &doc["variants"][2]["backends"][2];
+    assert_eq!((aarch64_native["backend"].as_str(), aarch64_native["runs"].as_bool()), (Some("native"), Some(false)));
+}

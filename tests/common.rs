@@ -46,6 +46,7 @@ pub fn config_with(
         seed: SEED,
         limits: Limits::default(),
         flush: Placement::End,
+        filter: kernel_lab::run::Filter::default(),
         cost_limits: Default::default(),
     }
 }
@@ -59,7 +60,7 @@ pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::Temp
     let target = dir.path().join(arch).join(file);
     let stem = file.strip_suffix(".S").expect("a .S file");
     std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
-    let src = paths::root().join("tests/fixtures").join(arch).join(fixture);
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(arch).join(fixture);
     std::fs::copy(&src, &target).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
     (dir, build)

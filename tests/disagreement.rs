@@ -57,7 +57,7 @@ fn an_emulator_fault_is_a_disagreement_not_a_kernel_failure() {
     assert_eq!(json["rows"][0]["cases"][0]["outcome"], "disagreed");
     assert_eq!(json["rows"][0]["cases"][0]["findings"][0]["class"], "backends-disagree");
 
-    let xml = reporters::render(&report, Format::Junit, "run").unwrap();
+    let xml = reporters::render_with(&report, Format::Junit, "run", reporters::JunitCases::All).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let failures: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
     assert_eq!(failures.len(), 2 * per_backend);

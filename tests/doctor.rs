@@ -32,6 +32,10 @@ fn doctor_with_everything_installed_exits_0() {
     assert!(out.contains("ok       riscv64+zbb on unicorn"), "{out}");
     // This machine's kernel has seccomp and Landlock ABI >= 6 (ci/setup.sh's runners too).
     assert!(out.contains("ok       guest confinement"), "{out}");
+    // The vendored Unicorn core is the one linked, and this qemu takes the Zb* CPU properties.
+    assert!(out.contains("ok       unicorn                  Unicorn 2.1.4 in-process: the C core vendored"), "{out}");
+    assert!(out.contains("ok       qemu-riscv64 -cpu (riscv64) accepts -cpu rv64,zba=false,zbb=false"), "{out}");
+    assert!(out.contains("(the copy built into lab)"), "{out}");
     assert!(out.contains("lab doctor: all well"), "{out}");
 }
 
@@ -89,6 +93,28 @@ fn doctor_with_a_broken_kernel_exits_1_and_names_the_cell() {
         .expect("run lab doctor");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("WRONG    x86_64 on unicorn        MD5(\"abc\"): md5_implCompress"), "{text}");
+    assert!(text.contains("WRONG    x86_64 on unicorn        MD5(\"abc\") [guarded]: md5_implCompress"), "{text}");
     assert!(text.contains("ok       aarch64 on qemu"), "{text}");
+}
+
+#[test]
+fn doctor_names_a_qemu_without_the_zbb_cpu_property() {
+    // A stand-in for Ubuntu 22.04's qemu-riscv64 6.2, which rejects the zbb=false property.
+    let dir = path_without_qemu();
+    let fake = dir.path().join("qemu-riscv64");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'qemu-riscv64 version 6.2.0'; exit 0; fi\n\
+         echo \"qemu-riscv64: can't apply global rv64-riscv-cpu.zba=false: Property 'rv64-riscv-cpu.zba' not found\" >&2\n\
+         exit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, out) = doctor(Some(dir.path().as_os_str()));
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("ok       qemu-riscv64             "), "{out}");
+    assert!(out.contains("version 6.2.0"), "{out}");
+    let line = out.lines().find(|l| l.contains("qemu-riscv64 -cpu (riscv64)")).expect("the -cpu check");
+    assert!(line.starts_with("BROKEN") && line.contains("Property 'rv64-riscv-cpu.zba' not found"), "{line}");
+    assert!(line.contains("qemu before 7.0, such as Ubuntu 22.04's 6.2"), "{line}");
 }

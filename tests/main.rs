@@ -23,4 +23,5 @@ mod protocol;
 mod reports;
 mod silent_green;
 mod vector_files;
+mod workflow;
 mod zbb;

@@ -122,10 +122,11 @@ fn check_junit_schema(doc: &roxmltree::Document) -> Vec<(String, usize, usize, u
 }
 
 #[test]
-fn junit_report_shows_the_failure_and_the_skip_with_the_right_counts() {
+fn junit_all_cases_shows_the_failure_and_the_skip_with_the_right_counts() {
     let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
     let xml_path = dir.path().join("lab-junit.xml");
-    let (code, stdout, stderr) = broken_run(dir.path(), &["--format", "junit", "--output", xml_path.to_str().unwrap()]);
+    let out = ["--format", "junit", "--junit-cases", "all", "--output", xml_path.to_str().unwrap()];
+    let (code, stdout, stderr) = broken_run(dir.path(), &out);
     assert_eq!(code, 1, "{stdout}{stderr}");
     // With --output the human table still goes to stdout, without colour on a pipe.
     let n = rfc1321_cases();
@@ -154,21 +155,138 @@ fn junit_report_shows_the_failure_and_the_skip_with_the_right_counts() {
             })
             .unwrap_or_else(|| panic!("no testcase {classname} / {name}"))
     };
-    let failed = case("x86_64.unicorn.md5.rfc1321", "RFC1321 A.5 #1: MD5(\"\")");
+    let failed = case("x86_64.unicorn.md5.rfc1321", "RFC1321 A.5 #1: MD5(\"\") [guarded]");
     let failure = elements(failed).find(|n| n.has_tag_name("failure")).expect("<failure>");
     assert_eq!(failure.attribute("type"), Some("value"));
     let message = failure.attribute("message").unwrap();
     assert!(message.starts_with("md5_implCompress(buffered block 0): state expected [d98c1dd4 04b2008f"), "{message}");
     let body = failure.text().unwrap_or_default();
     assert!(body.contains("[value] md5_implCompress(buffered block 0): state expected"), "{body}");
-    assert!(body.contains("replay: lab run --seed 7 --arch x86_64 --backend unicorn --kernel md5"), "{body}");
+    let replay = format!(
+        "replay: lab run --seed 7 --kernels-dir {} --no-bundled --vectors {} --arch x86_64 --backend unicorn --kernel md5 \
+         --set rfc1321 --case 'RFC1321 A.5 #1: MD5(\"\") [guarded]'",
+        dir.path().display(),
+        paths::vectors_dir().join("md5/rfc1321.json").display()
+    );
+    assert!(body.contains(&replay), "{replay}\n{body}");
 
-    let skipped = case("aarch64.native.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
+    let skipped = case("aarch64.native.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\") [guarded]");
     let skip = elements(skipped).find(|n| n.has_tag_name("skipped")).expect("<skipped>");
     assert!(skip.attribute("message").unwrap().starts_with(SKIP_REASON), "{skip:?}");
 
-    let passed = case("aarch64.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\")");
+    let passed = case("aarch64.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\") @+2");
     assert_eq!(elements(passed).count(), 0, "a passed case has no outcome element");
+}
+
+#[test]
+fn default_junit_has_one_case_per_row_and_one_skip_per_cell() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let (code, xml, stderr) = broken_run(dir.path(), &["--format", "junit"]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let suites = check_junit_schema(&doc);
+    assert_eq!(
+        suites,
+        vec![
+            ("aarch64 on unicorn".to_string(), 1, 0, 0, 0),
+            ("aarch64 on native".to_string(), 1, 0, 0, 1),
+            ("x86_64 on unicorn".to_string(), 1, 1, 0, 0),
+            ("x86_64 on native".to_string(), 1, 1, 0, 0),
+        ]
+    );
+    let cases: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| (n.attribute("classname").unwrap(), n.attribute("name").unwrap()))
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            ("aarch64.unicorn.md5", "rfc1321"),
+            ("aarch64.native", "all kernels and sets"),
+            ("x86_64.unicorn.md5", "rfc1321"),
+            ("x86_64.native.md5", "rfc1321")
+        ]
+    );
+    let n = rfc1321_cases();
+    let failure = doc.descendants().find(|n| n.has_tag_name("failure")).expect("<failure>");
+    let message = failure.attribute("message").unwrap();
+    assert!(
+        message.starts_with(&format!("{n} of {n} cases failed; first: RFC1321 A.5 #1: MD5(\"\") [guarded]: ")),
+        "{message}"
+    );
+    let body = failure.text().unwrap();
+    // The failed cases are listed up to the cap, each with its findings and replay, then counted.
+    let listed = n.min(kernel_lab::reporters::FAILURES_LISTED);
+    assert_eq!(body.matches("\n  replay: lab run --seed 7 ").count(), listed, "{body}");
+    if n > listed {
+        assert!(body.contains(&format!("... and {} more failed cases", n - listed)), "{body}");
+    }
+    assert!(body.contains("RFC1321 A.5 #7: MD5(\"1234567890") && body.contains("[value] md5_implCompress"), "{body}");
+    let time: f64 = attr(failure.parent().unwrap(), "time");
+    assert!(time > 0.0, "the row's wall time");
+}
+
+/// The `replay:` line printed under `FAILED {head}` in a human report, split into arguments.
+fn replay_args(human: &str, head: &str) -> Vec<String> {
+    let at = human.find(&format!("FAILED {head}")).unwrap_or_else(|| panic!("no FAILED {head}: {human}"));
+    let line = human[at..].lines().nth(1).unwrap().trim().strip_prefix("replay: lab ").expect("a replay line");
+    shlex::split(line).expect("shell words")
+}
+
+/// (case name, finding texts) of every failed case of the rows of `json`.
+fn failed_cases(json: &str) -> Vec<(String, Vec<String>)> {
+    let doc: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    let mut v = Vec::new();
+    for row in doc["rows"].as_array().unwrap() {
+        for c in row["cases"].as_array().unwrap().iter().filter(|c| c["outcome"] == "failed") {
+            let texts = c["findings"].as_array().unwrap().iter().map(|f| f["text"].as_str().unwrap().to_string());
+            v.push((c["name"].as_str().unwrap().to_string(), texts.collect()));
+        }
+    }
+    v
+}
+
+#[test]
+fn the_replay_line_reproduces_the_findings_and_case_narrows_them() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let (code, human, _) = broken_run(dir.path(), &[]);
+    assert_eq!(code, 1, "{human}");
+    let (_, json, _) = broken_run(dir.path(), &["--format", "json"]);
+    let unicorn_rows: Vec<_> = failed_cases(&json).into_iter().take(rfc1321_cases()).collect();
+
+    let args = replay_args(&human, "x86_64 on unicorn, md5 / rfc1321:");
+    let json_args: Vec<&str> = args.iter().map(String::as_str).chain(["--format", "json"]).collect();
+    let (code, replayed, stderr) = lab(&json_args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(failed_cases(&replayed), unicorn_rows, "the replay finds exactly what the run found");
+
+    let one = &unicorn_rows.iter().find(|(n, _)| n.contains("#2") && n.ends_with(" [guarded]")).expect("#2").0;
+    let (code, narrowed, stderr) = lab(&[&json_args[..], &["--case", one]].concat(), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let vector = one.strip_suffix(" [guarded]").unwrap_or(one);
+    let expect: Vec<_> = unicorn_rows
+        .iter()
+        .filter(|(n, _)| n.strip_prefix(vector).is_some_and(|r| r.starts_with(' ')))
+        .cloned()
+        .collect();
+    assert_eq!(failed_cases(&narrowed), expect, "--case runs that vector's cases, drawn as in the full run");
+
+    let (code, out, _) = lab(&[&json_args[..], &["--case", "no such case"]].concat(), &[]);
+    assert_eq!(code, 2, "a name that selects nothing is an error, not a pass");
+    assert!(out.contains("--case no such case: no vector or case of that name"), "{out}");
+}
+
+#[test]
+fn fail_fast_skips_what_follows_the_first_failure() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let (code, json, stderr) = broken_run(dir.path(), &["--fail-fast", "--format", "json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let native = doc["rows"].as_array().unwrap().iter().find(|r| r["variant"] == "x86_64" && r["backend"] == "native");
+    let native = native.expect("the native row is reported");
+    assert_eq!((native["failed"].as_u64(), native["skipped"].as_u64()), (Some(0), Some(rfc1321_cases() as u64)));
+    assert_eq!(native["skip_reason"], kernel_lab::run::FAIL_FAST_SKIP);
 }
 
 #[test]
@@ -216,7 +334,7 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         assert!(cases.iter().all(|c| c["outcome"] == outcome), "{r}");
     }
     let failed = &rows[2]["cases"][0];
-    assert_eq!(failed["name"], "RFC1321 A.5 #1: MD5(\"\")");
+    assert_eq!(failed["name"], "RFC1321 A.5 #1: MD5(\"\") [guarded]");
     assert_eq!(failed["findings"][0]["class"], "value");
     assert!(failed["findings"][0]["text"].as_str().unwrap().contains("state expected [d98c1dd4"), "{failed}");
     assert!(rows[1]["cases"][0]["skip_reason"].as_str().unwrap().starts_with(SKIP_REASON));
@@ -231,8 +349,9 @@ fn a_broken_vector_file_is_an_error_case_in_junit() {
     assert_eq!(code, 2, "{stderr}");
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML on stdout");
     let suites = check_junit_schema(&doc);
-    // The valid entry runs as its guarded case, its misaligned twin and its offset case.
-    assert_eq!(suites, vec![("x86_64 on unicorn".to_string(), 3, 0, 0, 0), ("set-up".to_string(), 1, 0, 1, 0)]);
+    // The valid entry's row (its guarded case, its misaligned twin, its offset case) is one
+    // test case.
+    assert_eq!(suites, vec![("x86_64 on unicorn".to_string(), 1, 0, 0, 0), ("set-up".to_string(), 1, 0, 1, 0)]);
     let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
     assert!(error.attribute("message").unwrap().contains("entry 1 (\"typo\"): field `msg_hex`"), "{error:?}");
 }

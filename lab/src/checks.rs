@@ -587,16 +587,19 @@ pub fn cases_of(v: &Vector) -> usize {
     2 + v.offsets.len()
 }
 
+/// Suffix of the guarded case's name ([`case_names`]): every buffer flush against a guard page.
+pub const GUARDED: &str = " [guarded]";
+
 /// Suffix of the misaligned guarded case's name ([`case_names`]).
 pub const MISALIGNED_GUARD: &str = " [guarded, misaligned]";
 
-/// The case names of `v`, in planning order: the vector's name for the guarded case, the name
-/// and [`MISALIGNED_GUARD`] for its misaligned twin (its misalignment comes from the seed), then
-/// `@+N` per offset (` [split]` added for a Poly1305 tag's split-call cases). Stable across
-/// seeds, so CI history can follow a case.
+/// The case names of `v`, in planning order: the vector's name and [`GUARDED`] for the guarded
+/// case, the name and [`MISALIGNED_GUARD`] for its misaligned twin (its misalignment comes from
+/// the seed), then `@+N` per offset (` [split]` added for a Poly1305 tag's split-call cases).
+/// Stable across seeds, so CI history can follow a case.
 pub fn case_names(v: &Vector) -> Vec<String> {
     let split = if matches!(v.body, Body::Poly1305Tag { .. }) { " [split]" } else { "" };
-    [v.name.clone(), format!("{}{MISALIGNED_GUARD}", v.name)]
+    [format!("{}{GUARDED}", v.name), format!("{}{MISALIGNED_GUARD}", v.name)]
         .into_iter()
         .chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name)))
         .collect()

@@ -89,6 +89,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let mut d = Diagnosis::default();
     let tools = [CLANG, LLD].into_iter().chain(Arch::ALL.map(toolchain::qemu_tool));
     d.checks.extend(tools.map(|t| Check { what: t.program.into(), state: tool_state(t) }));
+    d.checks.extend(VARIANTS.iter().filter(|v| v.arch == Arch::Riscv64).map(qemu_cpu_check));
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
@@ -123,14 +124,61 @@ fn tool_state(tool: Tool) -> State {
     }
 }
 
-/// The Unicorn core is linked into the lab; report its version.
+/// The version the C core vendored by unicorn-engine(-sys) 2.1.5 reports through `uc_version`:
+/// its `unicorn.h` still says `UC_API_PATCH 4`. A system libunicorn (Debian 12's 2.0.1) reports
+/// its own.
+pub const VENDORED_UNICORN: (u32, u32, u32) = (2, 1, 4);
+
+/// The Unicorn core linked into the lab, by the version it reports: the vendored one, or a
+/// system library that pkg-config found at build time (a failure: its behaviour differs).
 fn unicorn_state() -> State {
     let (mut major, mut minor) = (0u32, 0u32);
     // SAFETY: uc_version only writes the two integers through the pointers given, which point to
     // live locals, and returns the packed version; it has no other effect.
     let packed = unsafe { unicorn_engine::uc_version(&mut major, &mut minor) };
-    let patch = (packed >> 8) & 0xff;
-    State::Ok(format!("in-process, linked into lab (its C core reports API {major}.{minor}.{patch})"))
+    let found = (major, minor, (packed >> 8) & 0xff);
+    let (a, b, c) = found;
+    if found == VENDORED_UNICORN {
+        State::Ok(format!(
+            "Unicorn {a}.{b}.{c} in-process: the C core vendored by the unicorn-engine 2.1.5 crate, linked into lab"
+        ))
+    } else {
+        State::Failed(format!(
+            "the linked Unicorn core reports {a}.{b}.{c}, not the {}.{}.{} vendored by unicorn-engine 2.1.5: a system \
+             libunicorn was linked; rebuild with UNICORN_NO_PKG_CONFIG=1 (.cargo/config.toml sets it in the repository)",
+            VENDORED_UNICORN.0, VENDORED_UNICORN.1, VENDORED_UNICORN.2
+        ))
+    }
+}
+
+/// Does `qemu-riscv64` take the variant's `-cpu` string (`rv64,zba=false,zbb=false,...`)?
+/// qemu parses the CPU properties before it loads the program, so running it on the lab's own
+/// (x86_64) executable answers without a guest: "Invalid ELF image" means the properties were
+/// taken; "can't apply global ... Property ... not found" means this qemu lacks them.
+fn qemu_cpu_check(variant: &'static Variant) -> Check {
+    let what = format!("qemu-riscv64 -cpu ({variant})");
+    let tool = toolchain::qemu_tool(variant.arch);
+    let Ok(qemu) = toolchain::find(tool) else {
+        return Check { what, state: State::Missing { program: tool.program, package: tool.package } };
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| "/bin/sh".into());
+    let state = match Command::new(&qemu).arg("-cpu").arg(variant.qemu_cpu).arg(&exe).output() {
+        Err(e) => State::Failed(format!("{}: {e}", qemu.display())),
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            match stderr.lines().find(|l| l.contains("Property") || l.contains("can't apply")) {
+                Some(line) => State::Failed(format!(
+                    "{} rejects -cpu {}: {} (qemu before 7.0, such as Ubuntu 22.04's 6.2, lacks the Zb* CPU \
+                     properties the riscv64 variants use: install qemu-user 7.0 or later, e.g. Debian 12's 7.2)",
+                    qemu.display(),
+                    variant.qemu_cpu,
+                    line.trim()
+                )),
+                None => State::Ok(format!("accepts -cpu {}", variant.qemu_cpu)),
+            }
+        }
+    };
+    Check { what, state }
 }
 
 /// seccomp and Landlock for the qemu and native guests (lab/src/backend/confine.rs); a missing
@@ -146,10 +194,17 @@ fn confinement_state() -> State {
 }
 
 fn folder_check(what: &str, dir: &Path) -> Check {
-    let state = if dir.is_dir() {
-        State::Ok(dir.display().to_string())
-    } else {
-        State::Failed(format!("{} is not a folder (set KERNEL_LAB_ROOT to the repository)", dir.display()))
+    let from_root = std::env::var_os("KERNEL_LAB_ROOT").is_some();
+    let state = match (dir.is_dir(), from_root, crate::paths::bundled_root()) {
+        (true, true, _) => State::Ok(format!("{} (from $KERNEL_LAB_ROOT)", dir.display())),
+        (true, false, _) => State::Ok(format!("{} (the copy built into lab)", dir.display())),
+        (false, true, _) => {
+            State::Failed(format!("{} is not a folder ($KERNEL_LAB_ROOT must name a checkout)", dir.display()))
+        }
+        (false, false, Err(e)) => {
+            State::Failed(format!("cannot write the copy built into lab: {e} (set --cache-dir or KERNEL_LAB_CACHE)"))
+        }
+        (false, false, Ok(_)) => State::Failed(format!("{} is not a folder", dir.display())),
     };
     Check { what: what.into(), state }
 }

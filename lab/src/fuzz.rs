@@ -424,6 +424,8 @@ pub struct Failure {
     pub findings: Vec<Finding>,
     /// The vector file that replays it (`lab run --vectors FILE`).
     pub file: std::path::PathBuf,
+    /// The `lab run` command that replays it from the file ([`crate::replay`]).
+    pub replay: String,
 }
 
 /// How one target ended.
@@ -555,6 +557,12 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
     out
 }
 
+/// How many of a campaign's first `n` case indices shard `shard` of `shards` owns (index k
+/// belongs to shard k mod `shards`); over shards 0..`shards` they add up to `n`.
+pub fn shard_cases(n: u64, shard: u64, shards: u64) -> u64 {
+    (n + shards - 1 - shard) / shards
+}
+
 /// Replays each shrunk failure of one variant whose findings are wrong outputs (value,
 /// bounds) on the campaign's other backends for that variant; when one of them passes it, the failure's first finding says the backends
 /// disagree and an emulator fault is likely (the cases are the same on every backend: the
@@ -614,7 +622,7 @@ fn fuzz_target(
     let strategy = strategy(kernel);
     let (shard, shards) = cfg.shard;
     let total = match budget {
-        Budget::Cases(n) => Some((n + shards - 1 - shard) / shards),
+        Budget::Cases(n) => Some(shard_cases(n, shard, shards)),
         Budget::Time(_) => None,
     };
     let mut index = 0u64;
@@ -724,7 +732,13 @@ fn report_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file }))
+    let mut replay = crate::replay::Replay::new(cfg.seed);
+    if cfg.build.kernels_dir != crate::paths::kernels_dir() {
+        replay.path("--kernels-dir", &cfg.build.kernels_dir);
+    }
+    replay.flag("--no-bundled").path("--vectors", &file);
+    let replay = replay.narrowed(t.variant.name, backend, kernel, None, None);
+    Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
 /// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row
@@ -740,15 +754,24 @@ pub fn to_report(
     let rows = results
         .iter()
         .map(|r| {
-            let name = format!("differential fuzzing, seed {seed}, shard {}/{}", shard.0, shard.1);
+            // No seed, shard or case count in the name: they change every night, and CI
+            // viewers follow a test's history by its name.
+            let name = "differential fuzzing".to_string();
             let verdict = match &r.outcome {
                 Outcome::Clean => Verdict::Passed,
                 Outcome::Skipped(why) => Verdict::Skipped(why.clone()),
                 Outcome::Error(e) => Verdict::Failed(vec![Finding::new(crate::checks::Class::NotRun, e.clone())]),
                 Outcome::Failed(f) => {
                     let mut findings = f.findings.clone();
-                    let replay = format!("minimal case (case {}) written to {}", f.case_index, f.file.display());
-                    findings.push(Finding::new(crate::checks::Class::Value, replay));
+                    let written = format!(
+                        "minimal case (case {} of seed {seed}, shard {}/{}) written to {}; replay: {}",
+                        f.case_index,
+                        shard.0,
+                        shard.1,
+                        f.file.display(),
+                        f.replay
+                    );
+                    findings.push(Finding::new(crate::checks::Class::Value, written));
                     if findings[0].class == crate::checks::Class::Disagreement {
                         Verdict::Disagreed(findings)
                     } else {
@@ -769,7 +792,7 @@ pub fn to_report(
                 elapsed: r.elapsed,
                 cases: Vec::new(),
             };
-            row.push(CaseOutcome { name: format!("{name}: {} cases", r.cases), msg_len: 0, time: r.elapsed, verdict });
+            row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })
         .collect();
@@ -783,4 +806,22 @@ pub fn to_report(
     }
     let interrupted = crate::interrupt::interrupted();
     Report { rows, seed, elapsed, image_findings, interrupted, ..Report::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shard_cases;
+
+    #[test]
+    fn shards_0_to_n_minus_1_own_every_case_index_exactly_once() {
+        for n in [0u64, 1, 3, 4, 5, 2000, 2001] {
+            for shards in 1..=5u64 {
+                // The indices shard i takes: i, i + N, i + 2N, ... below n.
+                let owned: Vec<u64> = (0..shards).map(|i| (0..n).filter(|k| k % shards == i).count() as u64).collect();
+                let counted: Vec<u64> = (0..shards).map(|i| shard_cases(n, i, shards)).collect();
+                assert_eq!(counted, owned, "n {n}, {shards} shards");
+                assert_eq!(counted.iter().sum::<u64>(), n);
+            }
+        }
+    }
 }

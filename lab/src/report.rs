@@ -268,6 +268,8 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The signal (SIGINT, SIGTERM) that stopped the run early, if one did (lab/src/interrupt.rs).
     pub interrupted: Option<i32>,
+    /// The run's replay options ([`crate::replay`]); `None`: the seed alone replays it.
+    pub replay: Option<crate::replay::Replay>,
 }
 
 impl Report {
@@ -426,6 +428,10 @@ impl Report {
         for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
             let head = format!("FAILED {} on {}, {} / {}:", r.variant, r.backend, r.kernel, r.set);
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
+            if let Some(replay) = &self.replay {
+                let _ =
+                    writeln!(s, "  replay: {}", replay.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), None));
+            }
             for c in r.failed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in c.findings.iter().take(FINDINGS_SHOWN) {

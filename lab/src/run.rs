@@ -41,6 +41,8 @@ pub struct RunConfig {
     /// Where the flush cases put their inputs: [`Placement::End`] (over-reads fault, the
     /// default) or [`Placement::Start`] (under-reads fault).
     pub flush: Placement,
+    /// `--set`, `--case`, `--fail-fast`.
+    pub filter: Filter,
     /// Limits on what the vector entries may cost ([`vectors::CostLimits`]).
     pub cost_limits: CostLimits,
 }
@@ -85,6 +87,22 @@ pub fn load_sets(cfg: &RunConfig) -> LoadedSets {
     loaded
 }
 
+/// Which sets and cases run, and whether the run stops at the first failure.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Vector set names to run (empty: every set).
+    pub sets: Vec<String>,
+    /// Vector or case names to run (empty: all). A vector runs whole (every case of it) when
+    /// its name or one of its case names is listed; each vector's random draws depend only on
+    /// the seed, variant, set and its index, so the narrowed run repeats the full run's cases.
+    pub cases: Vec<String>,
+    /// After the first row with a failed case, the remaining rows are skipped with the reason.
+    pub fail_fast: bool,
+}
+
+/// Why rows after a failure are skipped under `--fail-fast`.
+pub const FAIL_FAST_SKIP: &str = "not run: --fail-fast stopped the run at the first failure";
+
 /// Runs everything in `cfg` and returns the report. Never panics on bad input: vector problems,
 /// build failures and backend failures land in the report.
 pub fn run(cfg: &RunConfig) -> Report {
@@ -107,7 +125,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     }
     report.vector_errors = loaded.errors;
     report.notes = loaded.notes;
-    let sets = loaded.sets;
+    let sets = apply_filter(&cfg.filter, loaded.sets, &mut report);
     let images = build_images(cfg, &mut report, progress);
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
@@ -159,6 +177,34 @@ fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[Vec
     backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
 }
 
+/// Keeps the sets and vectors `filter` selects; a `--set` or `--case` name that selects
+/// nothing is a set-up error naming what exists, so a mistyped name never passes as "0 failed".
+fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> Vec<VectorSet> {
+    for name in filter.sets.iter().filter(|n| !sets.iter().any(|s| &&s.set == n)) {
+        let mut known: Vec<&str> = sets.iter().map(|s| s.set.as_str()).collect();
+        known.sort_unstable();
+        known.dedup();
+        report.setup_errors.push(format!("--set {name}: no such vector set (sets here: {})", known.join(", ")));
+    }
+    let mut sets: Vec<VectorSet> =
+        sets.into_iter().filter(|s| filter.sets.is_empty() || filter.sets.contains(&s.set)).collect();
+    if filter.cases.is_empty() {
+        return sets;
+    }
+    let selected = |v: &vectors::Vector| filter.cases.iter().any(|c| *c == v.name || checks::case_names(v).contains(c));
+    for name in &filter.cases {
+        let hit = sets.iter().flat_map(|s| &s.vectors).any(|v| *name == v.name || checks::case_names(v).contains(name));
+        if !hit {
+            report.setup_errors.push(format!("--case {name}: no vector or case of that name in the selected sets"));
+        }
+    }
+    for s in &mut sets {
+        s.vectors.retain(selected);
+    }
+    sets.retain(|s| !s.vectors.is_empty());
+    sets
+}
+
 /// Cases a vector set makes (see [`checks::cases_of`]).
 pub fn cases_in(set: &VectorSet) -> usize {
     set.vectors.iter().map(checks::cases_of).sum()
@@ -208,6 +254,10 @@ fn run_variant(
             }
         };
         for set in sets {
+            if cfg.filter.fail_fast && report.rows.iter().any(|r| !r.failed.is_empty()) {
+                report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into()));
+                continue;
+            }
             if let Some(reason) = entry.missing(set.kernel).or_else(interrupted_reason) {
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
@@ -388,7 +438,7 @@ fn run_set_digested(
     let kind = backend.kind();
     let entry = &Entry::of(image);
     let abi = Abi::of(variant.arch);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ fxhash(variant.name) ^ fxhash(&set.set));
+    let stream = seed ^ fxhash(variant.name) ^ fxhash(&set.set);
     let arena = match image.arena() {
         Ok(a) => a,
         Err(e) => return (Row::error(variant, kind, set, cases_in(set), e.to_string()), Vec::new()),
@@ -403,7 +453,8 @@ fn run_set_digested(
         carried
     };
     for v in &set.vectors {
-        let mut case_rng = ChaCha8Rng::seed_from_u64(rng.gen());
+        // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
+        let mut case_rng = ChaCha8Rng::seed_from_u64(stream ^ (v.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let misalign = case_rng.gen_range(1..64);
         for (layout, name) in checks::layouts(v, guard_at, misalign).zip(checks::case_names(v)) {
             let mut case = CaseRun::new(v, &set.set, &name, layout);

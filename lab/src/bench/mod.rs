@@ -224,6 +224,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
         seed: cfg.seed,
         limits: Default::default(),
         flush: crate::batch::Placement::End,
+        filter: crate::run::Filter::default(),
         cost_limits: Default::default(),
     };
     let t = Instant::now();

@@ -86,8 +86,15 @@ pub struct NativeReport {
 /// assemble the kernels in), or `None` when it can.
 pub fn unavailable() -> Option<&'static str> {
     let why = env!("KERNEL_LAB_NATIVE_SKIP");
-    (!why.is_empty()).then_some(why)
+    if !why.is_empty() {
+        return Some(why);
+    }
+    (!cfg!(feature = "openssl")).then_some(NO_OPENSSL)
 }
+
+/// Why the comparison is left out of a build without the `openssl` feature.
+const NO_OPENSSL: &str = "this lab was built without the cargo feature `openssl` (on by default; \
+     `--no-default-features` turns it off), so there is no OpenSSL to compare with";
 
 /// Runs the comparison with `runs` samples per figure; the scalar OpenSSL path runs in a child
 /// process when this binary is `lab` (in other binaries, such as tests, it is reported skipped).
@@ -111,6 +118,7 @@ pub fn child_main(runs: usize) -> Result<String, String> {
     imp::openssl_rows(runs.max(1)).and_then(|rows| serde_json::to_string(&rows).map_err(|e| e.to_string()))
 }
 
+#[cfg_attr(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")), allow(dead_code))]
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -140,6 +148,7 @@ fn simd_flags() -> String {
     }
 }
 
+#[cfg_attr(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")), allow(dead_code))]
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -153,6 +162,7 @@ fn cpu_model() -> String {
 }
 
 /// Times `impls` (name, one call) interleaved; returns the median CPU ns per call of each.
+#[cfg_attr(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")), allow(dead_code))]
 fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut dyn FnMut())]) -> Vec<f64> {
     let mut samples = vec![Vec::with_capacity(runs); impls.len()];
     for (_, f) in impls.iter_mut() {
@@ -170,10 +180,10 @@ fn time_interleaved(runs: usize, reps: usize, impls: &mut [(&'static str, &mut d
     samples.iter_mut().map(|s| median(s)).collect()
 }
 
-#[cfg(not(all(target_arch = "x86_64", native_kernels)))]
+#[cfg(not(all(target_arch = "x86_64", native_kernels, feature = "openssl")))]
 mod imp {
     pub fn bench(_runs: usize) -> Result<super::NativeReport, String> {
-        Err(env!("KERNEL_LAB_NATIVE_SKIP").to_string())
+        Err(super::unavailable().unwrap_or(super::NO_OPENSSL).to_string())
     }
 
     pub fn openssl_rows(_runs: usize) -> Result<Vec<super::NativeRow>, String> {
@@ -181,7 +191,7 @@ mod imp {
     }
 }
 
-#[cfg(all(target_arch = "x86_64", native_kernels))]
+#[cfg(all(target_arch = "x86_64", native_kernels, feature = "openssl"))]
 mod imp {
     use std::hint::black_box;
 

@@ -44,8 +44,12 @@ pub(crate) struct BenchArgs {
     /// Draw instructions and predicted cycles per block per variant as an SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// Print the report as JSON.
-    #[arg(long)]
+    /// Report format: the human tables or JSON (the same `--format` as `lab run` and `lab fuzz`;
+    /// a bench report has no JUnit form).
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    format: String,
+    /// Old spelling of `--format json`.
+    #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
     /// Seed for operands.
     #[arg(long, default_value_t = 7)]
@@ -101,6 +105,13 @@ fn openssl_child(runs: usize) -> i32 {
     }
 }
 
+impl BenchArgs {
+    /// `--check-args`: the selection names at least one variant.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.select.variants().map(drop)
+    }
+}
+
 pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
     if let Some(runs) = bench::native::child_request() {
         return openssl_child(runs);
@@ -134,8 +145,7 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
         let now = Baseline::of(&report);
         report.gate = Some(baseline::compare(base, &path.display().to_string(), &now, a.max_regression));
     }
-    let text = if a.json { report.to_json() + "\n" } else { report.to_human() };
-    // A closed pipe (`lab bench | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    let text = if a.json || a.format == "json" { report.to_json() + "\n" } else { report.to_human() };
+    super::out::print(&text);
     report.exit_code().max(write_outputs(a, &report))
 }

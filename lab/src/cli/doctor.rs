@@ -2,11 +2,23 @@
 
 use std::io::Write as _;
 
-use kernel_lab::doctor::{self, State};
+use clap::Args;
+use kernel_lab::doctor::{self, Diagnosis, State};
 use kernel_lab::paths;
 
-pub(crate) fn doctor_cmd() -> i32 {
+#[derive(Args)]
+pub(crate) struct DoctorArgs {
+    /// Output format: the human lines, or JSON (`checks`: what, state, detail, package).
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    format: String,
+}
+
+pub(crate) fn doctor_cmd(args: &DoctorArgs) -> i32 {
     let d = doctor::diagnose(&paths::kernels_dir(), &paths::vectors_dir());
+    if args.format == "json" {
+        super::out::print(&(doctor_json(&d).to_string() + "\n"));
+        return d.exit_code();
+    }
     let mut out = anstream::stdout();
     let (ok, bad, na) = (
         anstyle::AnsiColor::Green.on_default(),
@@ -41,4 +53,28 @@ pub(crate) fn doctor_cmd() -> i32 {
     };
     let _ = writeln!(out, "\n{verdict}");
     d.exit_code()
+}
+
+/// The diagnosis as JSON: every check with its state, and the packages to install.
+fn doctor_json(d: &Diagnosis) -> serde_json::Value {
+    let checks: Vec<serde_json::Value> = d
+        .checks
+        .iter()
+        .map(|c| {
+            let (state, detail, package) = match &c.state {
+                State::Ok(s) => ("ok", s.clone(), None),
+                State::Missing { program, package } => ("missing", format!("`{program}` not on PATH"), Some(*package)),
+                State::Failed(s) => ("broken", s.clone(), None),
+                State::WrongAnswer(s) => ("wrong", s.clone(), None),
+                State::NotApplicable(s) => ("n/a", s.clone(), None),
+                State::Warning(s) => ("warning", s.clone(), None),
+            };
+            serde_json::json!({ "what": c.what, "state": state, "detail": detail, "package": package })
+        })
+        .collect();
+    serde_json::json!({
+        "checks": checks,
+        "missing_packages": d.missing_packages(),
+        "exit_code": d.exit_code(),
+    })
 }

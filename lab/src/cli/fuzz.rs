@@ -55,6 +55,13 @@ pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((i, n))
 }
 
+impl FuzzArgs {
+    /// `--check-args`: the selection names at least one variant.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.select.variants().map(drop)
+    }
+}
+
 pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
     let variants = match args.select.variants_or_usage_error("fuzz") {
         Ok(v) => v,
@@ -83,9 +90,9 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
     // With JSON or JUnit on stdout, the human lines go to stderr.
     let human = |text: &str| {
         if args.report.structured_on_stdout() {
-            eprint!("{text}");
+            super::out::eprint(text);
         } else {
-            print!("{text}");
+            super::out::print(text);
         }
     };
     human(&format!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}\n", cfg.shard.0, cfg.shard.1));
@@ -98,7 +105,7 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
         bar.tick();
     });
     bar.finish_and_clear();
-    let (text, status) = fuzz_text(&results, seed, &fuzz::kernels_option(&cfg));
+    let (text, status) = fuzz_text(&results, seed);
     human(&text);
     let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
     let written = args.report.emit_structured(&report, "fuzz");
@@ -109,7 +116,7 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> i32 {
 }
 
 /// Each target's line and every failure, and the exit status.
-pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64, kernels_option: &str) -> (String, i32) {
+pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i32) {
     use std::fmt::Write as _;
     let mut status = 0;
     let mut out = String::new();
@@ -142,20 +149,7 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64, kernels_optio
                 for finding in &f.findings {
                     let _ = writeln!(out, "  - {finding}");
                 }
-                let variant = kernel_lab::variant::Variant::by_name(r.variant).expect("a known variant");
-                let zbb = match (variant.arch, variant.zbb) {
-                    (kernel_lab::variant::Arch::Riscv64, true) => " --zbb",
-                    (kernel_lab::variant::Arch::Riscv64, false) => " --no-zbb",
-                    _ => "",
-                };
-                let _ = writeln!(
-                    out,
-                    "  written to {}\n  replay: lab run --no-bundled --vectors {} --arch {}{zbb} --backend {}{kernels_option}",
-                    f.file.display(),
-                    f.file.display(),
-                    variant.arch,
-                    r.backend
-                );
+                let _ = writeln!(out, "  written to {}\n  replay: {}", f.file.display(), f.replay);
             }
         }
     }

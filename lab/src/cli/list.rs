@@ -1,22 +1,67 @@
 //! `lab list`: variants, backends, and which backend runs which variant.
 
+use clap::Args;
 use kernel_lab::backend::BackendKind;
 use kernel_lab::variant::{Kernel, VARIANTS};
 
-pub(crate) fn list_cmd() -> i32 {
-    println!("{:<12} {:<8} {:<34} {:<46} backends", "variant", "arch", "ISA", "qemu -cpu");
+#[derive(Args)]
+pub(crate) struct ListArgs {
+    /// Output format: the human table, or JSON (variants with their backends, kernels).
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    format: String,
+}
+
+pub(crate) fn list_cmd(args: &ListArgs) -> i32 {
+    let text = if args.format == "json" { list_json().to_string() + "\n" } else { list_text() };
+    super::out::print(&text);
+    0
+}
+
+/// Variants (name, arch, ISA, qemu -cpu, which backend runs them and why not) and kernels.
+fn list_json() -> serde_json::Value {
+    let variants: Vec<serde_json::Value> = VARIANTS
+        .iter()
+        .map(|v| {
+            let backends: Vec<serde_json::Value> = BackendKind::ALL
+                .iter()
+                .map(|b| match b.supports(v) {
+                    Ok(()) => serde_json::json!({ "backend": b.name(), "runs": true }),
+                    Err(why) => serde_json::json!({ "backend": b.name(), "runs": false, "why": why }),
+                })
+                .collect();
+            serde_json::json!({
+                "name": v.name, "arch": v.arch.name(), "isa": v.isa, "qemu_cpu": v.qemu_cpu, "backends": backends,
+            })
+        })
+        .collect();
+    let kernels: Vec<serde_json::Value> =
+        Kernel::ALL.iter().map(|k| serde_json::json!({ "name": k.name(), "symbols": k.symbols() })).collect();
+    serde_json::json!({ "variants": variants, "kernels": kernels })
+}
+
+/// The table `lab list` prints.
+fn list_text() -> String {
+    let mut s = String::new();
+    let mut println = |line: String| {
+        s.push_str(&line);
+        s.push('\n');
+    };
+    println(format!("{:<12} {:<8} {:<34} {:<46} backends", "variant", "arch", "ISA", "qemu -cpu"));
     for v in &VARIANTS {
-        println!("{:<12} {:<8} {:<34} {:<46}", v.name, v.arch.name(), v.isa, v.qemu_cpu);
+        println(format!("{:<12} {:<8} {:<34} {:<46}", v.name, v.arch.name(), v.isa, v.qemu_cpu));
         for b in BackendKind::ALL {
             match b.supports(v) {
                 Ok(()) if b == BackendKind::Unicorn && v.zbb => {
-                    println!("{:>14} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name())
+                    println(format!("{:>14} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name()))
                 }
-                Ok(()) => println!("{:>14} {:<8} yes", "", b.name()),
-                Err(why) => println!("{:>14} {:<8} no: {why}", "", b.name()),
+                Ok(()) => println(format!("{:>14} {:<8} yes", "", b.name())),
+                Err(why) => println(format!("{:>14} {:<8} no: {why}", "", b.name())),
             }
         }
     }
-    println!("\nkernels: {}", Kernel::ALL.map(|k| format!("{} ({})", k.name(), k.symbols().join(", "))).join("; "));
-    0
+    println(format!(
+        "\nkernels: {}",
+        Kernel::ALL.map(|k| format!("{} ({})", k.name(), k.symbols().join(", "))).join("; ")
+    ));
+    s
 }

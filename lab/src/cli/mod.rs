@@ -6,14 +6,15 @@ mod doctor;
 mod fuzz;
 mod list;
 mod options;
+mod out;
 mod run;
 
 use clap::{Parser, Subcommand};
 
 use bench::{bench_cmd, BenchArgs};
-use doctor::doctor_cmd;
+use doctor::{doctor_cmd, DoctorArgs};
 use fuzz::{fuzz_cmd, FuzzArgs};
-use list::list_cmd;
+use list::{list_cmd, ListArgs};
 use run::{run_cmd, RunArgs};
 
 #[derive(Parser)]
@@ -24,6 +25,15 @@ use run::{run_cmd, RunArgs};
     after_help = "Examples:\n  lab doctor                  # is everything installed?\n  lab run                     # every kernel on every variant and backend\n  lab run --format junit --output lab.xml\n\nExit status: 0 nothing failed, 1 a case failed, 2 usage, input or set-up error."
 )]
 struct Cli {
+    /// Parse and resolve the arguments (variants, vector files, shard...) without running
+    /// anything: exit 0 when the command line is valid, 2 with clap's message otherwise.
+    /// tests/workflow.rs runs every `lab` command of the CI workflow with it.
+    #[arg(long, global = true, hide = true)]
+    check_args: bool,
+    /// Cache folder for built images and the bundled kernels and vectors (default:
+    /// $KERNEL_LAB_CACHE, else $XDG_CACHE_HOME/kernel-lab, else ~/.cache/kernel-lab).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,25 +53,22 @@ enum Command {
     /// Count instructions per block, compare native speed with OpenSSL and RustCrypto, and time
     /// the lab itself.
     #[command(
-        after_help = "Examples:\n  lab bench\n  lab bench --json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
+        after_help = "Examples:\n  lab bench\n  lab bench --format json > bench.json\n  lab bench --arch riscv64 --no-native --no-throughput"
     )]
     Bench(BenchArgs),
     /// List variants and backends, and which backend can run which variant.
-    #[command(after_help = "Example:\n  lab list")]
-    List,
+    #[command(after_help = "Examples:\n  lab list\n  lab list --format json")]
+    List(ListArgs),
     /// Check the set-up: tools, the Unicorn engine, every variant on every backend.
     ///
     /// Checks clang, ld.lld and each qemu-user binary, the Unicorn engine linked into the lab,
     /// and that every variant builds from scratch and runs a tiny batch on every backend that
     /// can run it. Exit 0 only if all is well.
     #[command(
-        after_help = "Example:\n  lab doctor\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
+        after_help = "Examples:\n  lab doctor\n  lab doctor --format json\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
     )]
-    Doctor,
+    Doctor(DoctorArgs),
 }
-
-/// Report format and destination, shared by every command that produces a [`Report`]
-/// (`#[command(flatten)]` it into the command's arguments).
 
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -71,11 +78,35 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if let Some(dir) = &cli.cache_dir {
+        // Read by kernel_lab::paths::cache_dir; set before any other thread starts.
+        std::env::set_var("KERNEL_LAB_CACHE", dir);
+    }
+    if cli.check_args {
+        return check_args(&cli.command);
+    }
     match &cli.command {
         Command::Run(a) => run_cmd(a),
         Command::Fuzz(a) => fuzz_cmd(a),
         Command::Bench(a) => bench_cmd(a),
-        Command::List => list_cmd(),
-        Command::Doctor => doctor_cmd(),
+        Command::List(a) => list_cmd(a),
+        Command::Doctor(a) => doctor_cmd(a),
+    }
+}
+
+/// `--check-args`: resolves the command's options as the command itself would, runs nothing.
+fn check_args(command: &Command) -> i32 {
+    let resolved = match command {
+        Command::Run(a) => a.check(),
+        Command::Fuzz(a) => a.check(),
+        Command::Bench(a) => a.check(),
+        Command::List(_) | Command::Doctor(_) => Ok(()),
+    };
+    match resolved {
+        Ok(()) => 0,
+        Err(e) => {
+            out::eprintln(&format!("lab: {e}"));
+            2
+        }
     }
 }

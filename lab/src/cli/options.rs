@@ -1,6 +1,5 @@
 //! Options shared by several commands: the variant/kernel/backend selection and the report output.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -8,7 +7,7 @@ use clap::Args;
 use kernel_lab::backend::BackendKind;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
-use kernel_lab::reporters::{self, Format};
+use kernel_lab::reporters::{self, Format, JunitCases};
 use kernel_lab::run;
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
@@ -21,6 +20,10 @@ pub struct OutputArgs {
     /// Write the report to FILE (the human table still goes to stdout).
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+    /// JUnit test cases: `rows` = one per variant × backend × kernel × vector set, failures
+    /// listed inside (a full run: ~150 cases, kilobytes); `all` = one per case (~160,000).
+    #[arg(long, default_value = "rows", value_parser = ["rows", "all"])]
+    pub(crate) junit_cases: String,
 }
 
 impl OutputArgs {
@@ -36,6 +39,10 @@ impl OutputArgs {
         })
     }
 
+    fn junit_cases(&self) -> JunitCases {
+        JunitCases::from_name(&self.junit_cases).unwrap_or_default()
+    }
+
     /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
     /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
     /// Whether the structured report goes to stdout (so human text must go to stderr).
@@ -48,16 +55,18 @@ impl OutputArgs {
     pub fn emit_structured(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         let result = match &self.output {
-            Some(path) => reporters::write(report, format, command, path).map(|()| {
-                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+            Some(path) => reporters::write_with(report, format, command, self.junit_cases(), path).map(|()| {
+                super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }),
             None if format == Format::Human => Ok(()),
-            None => reporters::render(report, format, command).map(|text| print!("{text}")),
+            None => {
+                reporters::render_with(report, format, command, self.junit_cases()).map(|text| super::out::print(&text))
+            }
         };
         match result {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("lab {command}: cannot write the report: {e}");
+                super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                 2
             }
         }
@@ -67,25 +76,22 @@ impl OutputArgs {
     /// stderr first.
     pub fn emit(&self, report: &Report, command: &str) -> i32 {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
-        let mut stdout = anstream::stdout();
         match &self.output {
             Some(path) => {
-                let _ = write!(stdout, "{}", report.to_human_styled_errors_elsewhere(true));
-                if let Err(e) = reporters::write(report, format, command, path) {
-                    eprintln!("lab {command}: cannot write the report: {e}");
+                super::out::print(&report.to_human_styled_errors_elsewhere(true));
+                if let Err(e) = reporters::write_with(report, format, command, self.junit_cases(), path) {
+                    super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                     return 2;
                 }
-                eprintln!("lab {command}: {} report written to {}", format.name(), path.display());
+                super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }
             None if format == Format::Human => {
-                let _ = write!(stdout, "{}", report.to_human_styled_errors_elsewhere(true));
+                super::out::print(&report.to_human_styled_errors_elsewhere(true));
             }
-            None => match reporters::render(report, format, command) {
-                Ok(text) => {
-                    let _ = write!(stdout, "{text}");
-                }
+            None => match reporters::render_with(report, format, command, self.junit_cases()) {
+                Ok(text) => super::out::print(&text),
                 Err(e) => {
-                    eprintln!("lab {command}: {e}");
+                    super::out::eprintln(&format!("lab {command}: {e}"));
                     return 2;
                 }
             },
@@ -97,8 +103,8 @@ impl OutputArgs {
 /// Which variants, kernels and backends a command covers.
 #[derive(Args)]
 pub(crate) struct Select {
-    /// Architectures to run (default: all).
-    #[arg(long = "arch", value_parser = ["riscv64", "aarch64", "x86_64"])]
+    /// Architectures to run: repeat the option or give a comma list (default: all).
+    #[arg(long = "arch", value_delimiter = ',', value_parser = ["riscv64", "aarch64", "x86_64"])]
     pub(crate) arch: Vec<String>,
     /// Only variants built with Zbb (riscv64+zbb).
     #[arg(long, conflicts_with = "no_zbb")]
@@ -106,11 +112,12 @@ pub(crate) struct Select {
     /// Only variants built without Zbb.
     #[arg(long)]
     pub(crate) no_zbb: bool,
-    /// Kernels to check (default: all).
-    #[arg(long = "kernel", value_parser = ["md5", "poly1305"])]
+    /// Kernels to check: repeat the option or give a comma list (default: all).
+    #[arg(long = "kernel", value_delimiter = ',', value_parser = ["md5", "poly1305"])]
     pub(crate) kernel: Vec<String>,
-    /// Backends to use (default: every backend that can run a variant).
-    #[arg(long = "backend", value_parser = ["unicorn", "qemu", "native"])]
+    /// Backends to use: repeat the option or give a comma list (default: every backend that can
+    /// run a variant).
+    #[arg(long = "backend", value_delimiter = ',', value_parser = ["unicorn", "qemu", "native"])]
     pub(crate) backend: Vec<String>,
     /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
     #[arg(long, value_name = "DIR")]
@@ -138,7 +145,7 @@ impl Select {
     /// [`variants`](Self::variants) for command `cmd`, printing the error (exit status 2).
     pub(crate) fn variants_or_usage_error(&self, cmd: &str) -> Result<Vec<&'static Variant>, i32> {
         self.variants().map_err(|e| {
-            eprintln!("lab {cmd}: {e}");
+            super::out::eprintln(&format!("lab {cmd}: {e}"));
             2
         })
     }

@@ -7,7 +7,8 @@ use clap::Args;
 use kernel_lab::backend::Limits;
 use kernel_lab::batch::Placement;
 use kernel_lab::paths;
-use kernel_lab::run::{self, RunConfig};
+use kernel_lab::replay::Replay;
+use kernel_lab::run::{self, Filter, RunConfig};
 use kernel_lab::vectors::{self, CostLimits};
 
 use super::options::{OutputArgs, Select};
@@ -46,6 +47,16 @@ pub(crate) struct RunArgs {
     /// Most bytes all vector entries of the run may cost together; entries past it are refused.
     #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_run_bytes, value_parser = clap::value_parser!(u64).range(1..))]
     max_run_bytes: u64,
+    /// Run only the vector sets named (repeat or comma list), e.g. `--set rfc1321`.
+    #[arg(long = "set", value_name = "NAME", value_delimiter = ',')]
+    sets: Vec<String>,
+    /// Run only the vectors or cases named (repeat for more), e.g. `--case 'MD5("abc")'`; a
+    /// vector runs with all its cases, drawn exactly as in the full run with the same seed.
+    #[arg(long = "case", value_name = "NAME")]
+    cases: Vec<String>,
+    /// Stop after the first failed row; the rest is reported as skipped.
+    #[arg(long)]
+    fail_fast: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -70,20 +81,63 @@ impl RunArgs {
         if vector_files.is_empty() {
             return Err("no vector files to run (drop --no-bundled or add --vectors FILE)".into());
         }
+        let seed = self.seed.unwrap_or_else(rand::random);
         Ok(RunConfig {
             variants: self.select.variants()?,
             backends: self.select.backends(),
             kernels,
             vector_files,
             build: self.select.build(),
-            seed: self.seed.unwrap_or_else(rand::random),
+            seed,
             limits: Limits {
                 batch_time: std::time::Duration::from_secs(self.batch_seconds),
                 call_instructions: self.call_instructions,
             },
             flush: if self.flush == "start" { Placement::Start } else { Placement::End },
             cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
+            filter: Filter { sets: self.sets.clone(), cases: self.cases.clone(), fail_fast: self.fail_fast },
         })
+    }
+
+    /// Every option of this run that decides its findings, for the replay lines of the reports
+    /// (the row or case narrowing is added where a line is printed). `--set`/`--case` stay out:
+    /// each line names its own.
+    fn replay(&self, seed: u64) -> Replay {
+        let mut r = Replay::new(seed);
+        if let Some(dir) = &self.select.kernels_dir {
+            r.path("--kernels-dir", dir);
+        }
+        if self.no_bundled {
+            r.flag("--no-bundled");
+        }
+        for v in &self.vectors {
+            r.path("--vectors", v);
+        }
+        if self.flush != "end" {
+            r.value("--flush", self.flush.clone());
+        }
+        let defaults = Limits::default();
+        if self.batch_seconds != defaults.batch_time.as_secs() {
+            r.value("--batch-seconds", self.batch_seconds.to_string());
+        }
+        if self.call_instructions != defaults.call_instructions {
+            r.value("--call-instructions", self.call_instructions.to_string());
+        }
+        let costs = CostLimits::default();
+        if self.max_entry_bytes != costs.max_entry_bytes {
+            r.value("--max-entry-bytes", self.max_entry_bytes.to_string());
+        }
+        if self.max_run_bytes != costs.max_run_bytes {
+            r.value("--max-run-bytes", self.max_run_bytes.to_string());
+        }
+        r
+    }
+}
+
+impl RunArgs {
+    /// `--check-args`: the options resolve into a run configuration.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.resolve().map(drop)
     }
 }
 
@@ -91,7 +145,7 @@ pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
     let cfg = match args.resolve() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("lab run: {e}");
+            super::out::eprintln(&format!("lab run: {e}"));
             return 2;
         }
     };
@@ -101,9 +155,10 @@ pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
     // Vector file errors first, on stderr, before anything runs.
     let loaded = run::load_sets(&cfg);
     for e in &loaded.errors {
-        eprintln!("vector file error: {e}");
+        super::out::eprintln(&format!("vector file error: {e}"));
     }
     let mut bars = Bars::default();
-    let report = run::run_loaded(&cfg, loaded, &mut |e| bars.handle(e));
+    let mut report = run::run_loaded(&cfg, loaded, &mut |e| bars.handle(e));
+    report.replay = Some(args.replay(cfg.seed));
     args.out.emit(&report, "run")
 }

@@ -1,45 +1,61 @@
 //! The JUnit XML report (quick-junit writes the Jenkins/Ant schema that GitHub, GitLab and
-//! Jenkins read): one `<testsuite>` per variant × backend, one `<testcase>` per case with
-//! classname `variant.backend.kernel.set`, failures carrying every finding, skips their reason,
-//! and set-up or vector-file problems as `<error>` cases in a `set-up` suite, so a run that
-//! exits 2 never shows green.
+//! Jenkins read): one `<testsuite>` per variant × backend. By default one `<testcase>` per
+//! kernel × vector set (classname `variant.backend.kernel`, name the set, time the row's wall
+//! time), its failure listing the first failed cases with findings and replay lines; a variant ×
+//! backend that cannot run at all is one skipped case. A full run stays far below GitLab's
+//! 30 MB per file (about 150 cases). `--junit-cases all` writes one `<testcase>` per case
+//! instead (classname `variant.backend.kernel.set`). Set-up or vector-file problems are
+//! `<error>` cases in a `set-up` suite, so a run that exits 2 never shows green.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
+use super::JunitCases;
 use crate::checks::{Class, Finding};
+use crate::replay::Replay;
 use crate::report::{Report, Row, Verdict};
-use crate::variant::{Arch, Variant};
 
-/// The report as JUnit XML.
-pub(super) fn render(report: &Report, command: &str) -> Result<String, quick_junit::SerializeError> {
+/// Failed cases listed in a row's test case by default (`--junit-cases all` lists each).
+pub const FAILURES_LISTED: usize = 20;
+/// Findings listed per failed case inside a row's test case.
+const FINDINGS_LISTED: usize = 6;
+
+/// The report as JUnit XML, one test case per row or per case as `cases` says.
+pub(super) fn render(report: &Report, command: &str, cases: JunitCases) -> Result<String, quick_junit::SerializeError> {
     let mut junit = quick_junit::Report::new(format!("kernel-lab {command}"));
     junit.set_time(report.elapsed);
+    let replay = report.replay.as_ref();
     let mut suites: Vec<(String, TestSuite)> = Vec::new();
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
-    for r in &report.rows {
-        let name = format!("{} on {}", r.variant, r.backend);
+    let groups = report.rows.chunk_by(|a, b| a.variant == b.variant && a.backend == b.backend);
+    for group in groups {
+        let name = format!("{} on {}", group[0].variant, group[0].backend);
         let at = match suites.iter().position(|(n, _)| *n == name) {
             Some(i) => i,
             None => {
-                suites.push((name.clone(), new_suite(&name, r, report.seed)));
+                suites.push((name.clone(), new_suite(&name, &group[0], report.seed)));
                 suites.len() - 1
             }
         };
         let suite = &mut suites[at].1;
-        suite.time = Some(suite.time.unwrap_or_default() + r.elapsed);
-        let classname = format!("{}.{}.{}.{}", r.variant, r.backend, r.kernel, r.set);
-        for c in r.outcomes().iter() {
-            // Poly1305's unsplit and split cases of a short message share a name; JUnit readers
-            // merge equal names, so later ones get " #2", " #3".
-            let n = seen.entry((classname.clone(), c.name.clone())).or_insert(0);
-            *n += 1;
-            let name = if *n == 1 { c.name.clone() } else { format!("{} #{n}", c.name) };
-            let mut case = TestCase::new(name, status(&c.verdict, &replay(command, report.seed, r)));
-            case.set_classname(classname.clone()).set_time(c.time);
-            suite.add_test_case(case);
-        }
+        suite.time = Some(suite.time.unwrap_or_default() + group.iter().map(|r| r.elapsed).sum::<Duration>());
+        match (cases, skipped_whole(group)) {
+            (JunitCases::Rows, Some(reason)) => {
+                suite.add_test_case(skipped_cell(group, reason));
+            }
+            (JunitCases::Rows, None) => {
+                for r in group {
+                    suite.add_test_case(row_case(r, replay, command != "fuzz"));
+                }
+            }
+            (JunitCases::All, _) => {
+                for r in group {
+                    add_every_case(suite, r, replay, &mut seen);
+                }
+            }
+        };
     }
     junit.add_test_suites(suites.into_iter().map(|(_, s)| s));
     if let Some(s) = image_suite(report) {
@@ -52,6 +68,128 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, quick_jun
         junit.add_test_suite(s);
     }
     Ok(drop_root_skipped(&junit.to_string()?))
+}
+
+/// The reason, when every row of a variant × backend was skipped whole for one reason (the
+/// backend cannot run the variant): then the cell is one skipped test case.
+fn skipped_whole(group: &[Row]) -> Option<&str> {
+    let reason = group.first()?.skip_reason.as_deref()?;
+    group
+        .iter()
+        .all(|r| {
+            r.passed == 0 && r.failed.is_empty() && r.disagreed.is_empty() && r.skip_reason.as_deref() == Some(reason)
+        })
+        .then_some(reason)
+}
+
+/// One skipped test case for a whole variant × backend.
+fn skipped_cell(group: &[Row], reason: &str) -> TestCase {
+    let mut status = TestCaseStatus::skipped();
+    status.set_message(reason);
+    let r = &group[0];
+    let mut case = TestCase::new("all kernels and sets", status);
+    case.set_classname(format!("{}.{}", r.variant, r.backend));
+    case
+}
+
+/// One test case for a row (variant × backend × kernel × set): classname
+/// `variant.backend.kernel`, name the set, time the row's wall time, the counts in
+/// `<system-out>` when `counts`; a failure lists the first
+/// [`FAILURES_LISTED`] failed cases with their findings and replay lines, then how many more.
+fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
+    let status = if !r.failed.is_empty() || !r.disagreed.is_empty() {
+        row_failure(r, replay)
+    } else if r.passed > 0 {
+        TestCaseStatus::success()
+    } else {
+        let mut s = TestCaseStatus::skipped();
+        s.set_message(r.skip_reason.as_deref().unwrap_or("no case ran"));
+        s
+    };
+    let mut case = TestCase::new(r.set.clone(), status);
+    case.set_classname(format!("{}.{}.{}", r.variant, r.backend, r.kernel)).set_time(r.elapsed);
+    // A fuzz row holds one case, the campaign: its count would say nothing.
+    if counts {
+        let mut out = format!(
+            "{} passed, {} failed, {} disagreed between backends, {} skipped\n",
+            r.passed,
+            r.failed.len(),
+            r.disagreed.len(),
+            r.skipped
+        );
+        if let (Some(reason), true) = (&r.skip_reason, r.skipped > 0) {
+            out.push_str(&format!("skipped: {reason}\n"));
+        }
+        case.set_system_out(out);
+    }
+    case
+}
+
+/// Kernel failures first, then cases the backends disagreed on (an emulator fault is likely).
+fn row_failure(r: &Row, replay: Option<&Replay>) -> TestCaseStatus {
+    let bad: Vec<&crate::report::CaseFailure> = r.failed.iter().chain(&r.disagreed).collect();
+    let findings = bad.iter().flat_map(|f| &f.findings);
+    let kind = if findings.clone().all(|f| f.class == Class::NotRun) {
+        NonSuccessKind::Error
+    } else {
+        NonSuccessKind::Failure
+    };
+    let mut s = TestCaseStatus::non_success(kind);
+    let total = r.passed + bad.len() + r.skipped;
+    let first = bad[0];
+    let first_text = first.findings.first().map(|f| f.text.as_str()).unwrap_or("");
+    let disagreed = if r.disagreed.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} of them backends disagree on)", r.disagreed.len())
+    };
+    s.set_message(format!("{} of {total} cases failed{disagreed}; first: {}: {first_text}", bad.len(), first.name));
+    if let Some(f) = first.findings.first() {
+        s.set_type(f.class.name());
+    }
+    let line = |case: Option<&str>| replay.map(|p| p.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), case));
+    let mut body = line(None).map(|l| format!("replay: {l}\n")).unwrap_or_default();
+    for c in bad.iter().take(FAILURES_LISTED) {
+        body.push_str(&format!("\n{} ({} bytes):\n", c.name, c.msg_len));
+        for f in c.findings.iter().take(FINDINGS_LISTED) {
+            body.push_str(&format!("  [{}] {}\n", f.class.name(), f.text));
+        }
+        if c.findings.len() > FINDINGS_LISTED {
+            body.push_str(&format!("  ... and {} more findings\n", c.findings.len() - FINDINGS_LISTED));
+        }
+        if let Some(l) = line(Some(&c.name)) {
+            body.push_str(&format!("  replay: {l}\n"));
+        }
+    }
+    if bad.len() > FAILURES_LISTED {
+        body.push_str(&format!(
+            "\n... and {} more failed cases (--junit-cases all or --format json lists each)\n",
+            bad.len() - FAILURES_LISTED
+        ));
+    }
+    s.set_description(body);
+    s
+}
+
+/// `--junit-cases all`: one test case per case of `r`, classname `variant.backend.kernel.set`.
+fn add_every_case(
+    suite: &mut TestSuite,
+    r: &Row,
+    replay: Option<&Replay>,
+    seen: &mut HashMap<(String, String), usize>,
+) {
+    let classname = format!("{}.{}.{}.{}", r.variant, r.backend, r.kernel, r.set);
+    for c in r.outcomes().iter() {
+        // Poly1305's unsplit and split cases of a short message share a name; JUnit readers
+        // merge equal names, so later ones get " #2", " #3".
+        let n = seen.entry((classname.clone(), c.name.clone())).or_insert(0);
+        *n += 1;
+        let name = if *n == 1 { c.name.clone() } else { format!("{} #{n}", c.name) };
+        let line = replay.map(|p| p.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), Some(&c.name)));
+        let mut case = TestCase::new(name, status(&c.verdict, line.as_deref()));
+        case.set_classname(classname.clone()).set_time(c.time);
+        suite.add_test_case(case);
+    }
 }
 
 /// Removes the `skipped` attribute quick-junit writes on `<testsuites>`: the Jenkins schema
@@ -75,18 +213,8 @@ fn new_suite(name: &str, r: &Row, seed: u64) -> TestSuite {
     s
 }
 
-/// The command line that replays `row` (the same seed, the row's variant, backend and kernel).
-fn replay(command: &str, seed: u64, row: &Row) -> String {
-    let variant = match Variant::by_name(row.variant) {
-        Some(v) if v.arch == Arch::Riscv64 => format!("--arch {} --{}zbb", v.arch, if v.zbb { "" } else { "no-" }),
-        Some(v) => format!("--arch {}", v.arch),
-        None => String::new(),
-    };
-    format!("lab {command} --seed {seed} {variant} --backend {} --kernel {}", row.backend, row.kernel)
-}
-
 /// Passed, a failure (an error when nothing ran at all), or skipped with its reason.
-fn status(verdict: &Verdict, replay: &str) -> TestCaseStatus {
+fn status(verdict: &Verdict, replay: Option<&str>) -> TestCaseStatus {
     match verdict {
         Verdict::Passed => TestCaseStatus::success(),
         Verdict::Failed(findings) | Verdict::Disagreed(findings) => failure(findings, replay),
@@ -101,7 +229,7 @@ fn status(verdict: &Verdict, replay: &str) -> TestCaseStatus {
 /// `message` is the first finding, `type` its class, and the body lists every finding with its
 /// class (each sentence names the call, what was expected and what came back) and the command
 /// that replays it.
-fn failure(findings: &[Finding], replay: &str) -> TestCaseStatus {
+fn failure(findings: &[Finding], replay: Option<&str>) -> TestCaseStatus {
     let kind =
         if findings.iter().all(|f| f.class == Class::NotRun) { NonSuccessKind::Error } else { NonSuccessKind::Failure };
     let mut s = TestCaseStatus::non_success(kind);
@@ -109,7 +237,9 @@ fn failure(findings: &[Finding], replay: &str) -> TestCaseStatus {
         s.set_message(first.text.as_str()).set_type(first.class.name());
     }
     let mut body: String = findings.iter().map(|f| format!("[{}] {}\n", f.class.name(), f.text)).collect();
-    body.push_str(&format!("replay: {replay} (plus the run's --vectors/--kernels-dir options)\n"));
+    if let Some(replay) = replay {
+        body.push_str(&format!("replay: {replay}\n"));
+    }
     s.set_description(body);
     s
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::report::Report;
 
 pub use json::SCHEMA_VERSION;
+pub use junit::FAILURES_LISTED;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +42,28 @@ impl Format {
     }
 }
 
+/// How many JUnit test cases the rows become (`--junit-cases`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JunitCases {
+    /// One per variant × backend × kernel × set, failures listed inside (capped with a
+    /// count); a variant × backend skipped whole is one skipped case. A full run: ~150 cases.
+    #[default]
+    Rows,
+    /// One per case (a full run: ~160,000 cases, tens of MB).
+    All,
+}
+
+impl JunitCases {
+    /// Parses a `--junit-cases` value (`rows`, `all`).
+    pub fn from_name(name: &str) -> Option<JunitCases> {
+        match name {
+            "rows" => Some(JunitCases::Rows),
+            "all" => Some(JunitCases::All),
+            _ => None,
+        }
+    }
+}
+
 /// Errors while rendering or writing a report.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -66,10 +89,18 @@ pub enum ReportError {
 /// # Errors
 /// Only a serializer failure.
 pub fn render(report: &Report, format: Format, command: &str) -> Result<String, ReportError> {
+    render_with(report, format, command, JunitCases::default())
+}
+
+/// [`render`] with the JUnit granularity `cases`.
+///
+/// # Errors
+/// Only a serializer failure.
+pub fn render_with(report: &Report, format: Format, command: &str, cases: JunitCases) -> Result<String, ReportError> {
     Ok(match format {
         Format::Human => report.to_human(),
         Format::Json => json::render(report, command)?,
-        Format::Junit => junit::render(report, command)?,
+        Format::Junit => junit::render(report, command, cases)?,
     })
 }
 
@@ -80,8 +111,23 @@ pub fn render(report: &Report, format: Format, command: &str) -> Result<String, 
 /// # Errors
 /// A serializer failure, or the file's I/O error naming the file.
 pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Result<(), ReportError> {
+    write_with(report, format, command, JunitCases::default(), path)
+}
+
+/// [`write`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
+/// renamed over it, so a reader never sees half a report.
+///
+/// # Errors
+/// A serializer failure, or the file's I/O error naming the file.
+pub fn write_with(
+    report: &Report,
+    format: Format,
+    command: &str,
+    cases: JunitCases,
+    path: &Path,
+) -> Result<(), ReportError> {
     use std::io::Write as _;
-    let text = render(report, format, command)?;
+    let text = render_with(report, format, command, cases)?;
     let io = |source| ReportError::Io { path: path.to_path_buf(), source };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -137,12 +183,13 @@ mod tests {
             elapsed: Duration::from_millis(5),
             cases: Vec::new(),
         };
-        Report { rows: vec![row], seed: u64::MAX, ..Report::default() }
+        let replay = Some(crate::replay::Replay { root: None, seed: u64::MAX, options: Vec::new() });
+        Report { rows: vec![row], seed: u64::MAX, replay, ..Report::default() }
     }
 
     #[test]
     fn junit_of_a_count_only_row_lists_every_case() {
-        let xml = render(&count_only_report(), Format::Junit, "fuzz").unwrap();
+        let xml = render_with(&count_only_report(), Format::Junit, "fuzz", JunitCases::All).unwrap();
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let root = doc.root_element();
         let counts: Vec<Option<&str>> =
@@ -154,6 +201,40 @@ mod tests {
         let failure = doc.descendants().find(|n| n.has_tag_name("failure")).unwrap();
         assert_eq!(failure.attribute("type"), Some("bounds"));
         assert_eq!(failure.parent().unwrap().attribute("name"), Some("shrunk"));
+    }
+
+    #[test]
+    fn default_junit_is_one_case_per_row_listing_its_failures() {
+        let xml = render(&count_only_report(), Format::Junit, "fuzz").unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+        assert_eq!(cases.len(), 1, "{xml}");
+        assert_eq!(
+            (cases[0].attribute("classname"), cases[0].attribute("name"), cases[0].attribute("time")),
+            (Some("aarch64.qemu.poly1305"), Some("fuzz"), Some("0.005"))
+        );
+        let failure = cases[0].children().find(|n| n.has_tag_name("failure")).unwrap();
+        assert_eq!(
+            failure.attribute("message"),
+            Some("1 of 6 cases failed; first: shrunk: limb 2 is 0x4000000, above 2^26")
+        );
+        let body = failure.text().unwrap();
+        assert!(body.contains("shrunk (32 bytes):\n  [bounds] limb 2 is 0x4000000, above 2^26\n"), "{body}");
+        assert!(
+            body.contains("replay: lab run --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305 --set fuzz --case shrunk"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn default_junit_caps_the_failures_it_lists_and_counts_the_rest() {
+        let mut report = count_only_report();
+        let failure = report.rows[0].failed[0].clone();
+        report.rows[0].failed =
+            (0..FAILURES_LISTED + 5).map(|i| CaseFailure { name: format!("case {i}"), ..failure.clone() }).collect();
+        let xml = render(&report, Format::Junit, "run").unwrap();
+        assert!(xml.contains("... and 5 more failed cases"), "{xml}");
+        assert_eq!(xml.matches("[bounds] limb 2").count(), FAILURES_LISTED, "{xml}");
     }
 
     #[test]

@@ -1,0 +1,111 @@
+//! The one place that writes the command line replaying a run, a row or a case. Every report
+//! (human, JUnit, `lab fuzz`'s text) prints lines built here, so a replay carries every option
+//! that decides the findings: the seed, `--kernels-dir`, `--vectors`, `--no-bundled`,
+//! `--flush`, the budgets, `$KERNEL_LAB_ROOT`, and the row's variant, backend, kernel and set.
+
+use std::path::Path;
+
+use crate::backend::BackendKind;
+use crate::variant::{Arch, Kernel, Variant};
+
+/// The run-wide part of a replay: the command and the options that apply to every row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// `$KERNEL_LAB_ROOT` of the run, if set (it changes which kernels and vectors ran).
+    pub root: Option<String>,
+    /// The seed (`--seed`).
+    pub seed: u64,
+    /// Options and their values in order, e.g. `("--kernels-dir", Some(path))`,
+    /// `("--no-bundled", None)`; paths absolute so the line works from any folder.
+    pub options: Vec<(String, Option<String>)>,
+}
+
+impl Replay {
+    /// A replay of a run with `seed`, `$KERNEL_LAB_ROOT` taken from the environment.
+    pub fn new(seed: u64) -> Replay {
+        let root = std::env::var_os("KERNEL_LAB_ROOT").map(|r| r.to_string_lossy().into_owned());
+        Replay { root, seed, options: Vec::new() }
+    }
+
+    /// Adds an option without a value.
+    pub fn flag(&mut self, name: &str) -> &mut Self {
+        self.options.push((name.into(), None));
+        self
+    }
+
+    /// Adds an option and its value.
+    pub fn value(&mut self, name: &str, value: impl Into<String>) -> &mut Self {
+        self.options.push((name.into(), Some(value.into())));
+        self
+    }
+
+    /// Adds an option whose value is a path, made absolute.
+    pub fn path(&mut self, name: &str, path: &Path) -> &mut Self {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.value(name, abs.to_string_lossy())
+    }
+
+    /// `lab run` narrowed to one variant × backend × kernel and, if given, one vector set and
+    /// one case.
+    pub fn narrowed(
+        &self,
+        variant: &str,
+        backend: BackendKind,
+        kernel: Kernel,
+        set: Option<&str>,
+        case: Option<&str>,
+    ) -> String {
+        let mut words: Vec<String> = Vec::new();
+        if let Some(root) = &self.root {
+            words.push(format!("KERNEL_LAB_ROOT={}", quote(root)));
+        }
+        words.extend(["lab", "run", "--seed"].map(String::from));
+        words.push(self.seed.to_string());
+        for (name, value) in &self.options {
+            words.push(name.clone());
+            words.extend(value.as_deref().map(quote));
+        }
+        match Variant::by_name(variant) {
+            Some(v) if v.arch == Arch::Riscv64 => {
+                words.extend([format!("--arch {}", v.arch), format!("--{}zbb", if v.zbb { "" } else { "no-" })])
+            }
+            Some(v) => words.push(format!("--arch {}", v.arch)),
+            None => {}
+        }
+        words.push(format!("--backend {backend} --kernel {kernel}"));
+        if let Some(set) = set {
+            words.push(format!("--set {}", quote(set)));
+        }
+        if let Some(case) = case {
+            words.push(format!("--case {}", quote(case)));
+        }
+        words.join(" ")
+    }
+}
+
+/// `s` as one shell word (quoted only when it needs to be).
+fn quote(s: &str) -> String {
+    shlex::try_quote(s).map(|q| q.into_owned()).unwrap_or_else(|_| format!("'{}'", s.replace('\0', "")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_narrowed_replay_carries_every_option_and_quotes_names() {
+        let mut r = Replay { root: None, seed: 7, options: Vec::new() };
+        r.path("--kernels-dir", Path::new("/k")).value("--flush", "start").flag("--no-bundled");
+        let line = r.narrowed("riscv64+zbb", BackendKind::Qemu, Kernel::Md5, Some("jtreg"), Some("1M 'a'"));
+        assert_eq!(
+            line,
+            "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --zbb --backend qemu \
+             --kernel md5 --set jtreg --case \"1M 'a'\""
+        );
+        r.root = Some("/my lab".into());
+        assert!(r.narrowed("x86_64", BackendKind::Native, Kernel::Poly1305, None, None).starts_with(
+            "KERNEL_LAB_ROOT='/my lab' lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64 \
+             --backend native --kernel poly1305"
+        ));
+    }
+}
