@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};
-use kernel_lab::batch::{Batch, BatchBuilder};
+use kernel_lab::batch::{Batch, BatchBuilder, Placement};
 use kernel_lab::checks::{self, CasePlan, Entry};
 use kernel_lab::image::Image;
 use kernel_lab::paths;
@@ -22,7 +22,7 @@ fn sets() -> Vec<VectorSet> {
     vectors::bundled_files(&paths::vectors_dir(), &Kernel::ALL).iter().filter_map(|f| vectors::load_file(f).0).collect()
 }
 
-/// Every case of `sets` planned into one batch, as `lab run` does (Poly1305 whole and split).
+/// Every case of `sets` planned into one batch, as `lab run` plans them (first segment of each).
 fn plan(image: &Image, sets: &[VectorSet]) -> (Batch, Vec<CasePlan>) {
     let entry = Entry::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
@@ -30,10 +30,7 @@ fn plan(image: &Image, sets: &[VectorSet]) -> (Batch, Vec<CasePlan>) {
     let mut plans = Vec::new();
     for set in sets {
         for v in &set.vectors {
-            let splits: &[bool] = if set.kernel == Kernel::Poly1305 { &[false, true] } else { &[false] };
-            for &split in splits {
-                plans.push(checks::plan_vector(&mut b, &entry, &mut rng, &set.set, v, split));
-            }
+            plans.extend(checks::plan_vector(&mut b, &entry, &mut rng, &set.set, v, Placement::End));
         }
     }
     (b.layout(image.arena().expect("arena")).expect("fits"), plans)

@@ -161,6 +161,14 @@ fn in_child(
         if u32::try_from(libc::getppid()).ok() != Some(parent) {
             libc::_exit(1);
         }
+    }
+    // Landlock first: its ruleset descriptor may have any number, SECCOMP_FD included, and
+    // must not be replaced by the allow-list (restrict_self on a pipe is EINVAL) before use.
+    if let Some(r) = ruleset.take() {
+        r.restrict_self().map_err(std::io::Error::other)?;
+    }
+    // SAFETY: plain system calls on descriptors of the calling process.
+    unsafe {
         match allow_fd {
             Some(fd) if libc::dup2(fd.as_raw_fd(), SECCOMP_FD) < 0 => return Err(os()),
             Some(_) => {}
@@ -170,9 +178,6 @@ fn in_child(
                 libc::close(SECCOMP_FD);
             }
         }
-    }
-    if let Some(r) = ruleset.take() {
-        r.restrict_self().map_err(std::io::Error::other)?;
     }
     if let Some(prog) = refusal {
         // SAFETY: getpid has no preconditions.
