@@ -155,7 +155,7 @@ impl CasePlan {
     /// may differ between CPUs and emulators). Equal digests on two backends mean equal
     /// results; the lab keeps only this per case and backend to compare backends.
     pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
-        let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+        let mut h = crate::fnv::Fnv1a::default();
         for c in &self.calls {
             let rec = batch.record(&run.resp, c.call);
             if run.fault_of(c.call).is_some() {
@@ -184,18 +184,7 @@ impl CasePlan {
                 }
             }
         }
-        h.0
-    }
-}
-
-/// FNV-1a, 64-bit.
-struct Fnv(u64);
-
-impl Fnv {
-    fn add(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
+        h.finish()
     }
 }
 

@@ -128,7 +128,7 @@ impl Listing {
 }
 
 fn cache_path(image_path: &Path, mattr: &str) -> PathBuf {
-    let h = mattr.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let h = crate::fnv::fnv1a(mattr.as_bytes());
     let name = image_path.file_name().unwrap_or_default().to_string_lossy();
     image_path.with_file_name(format!("{name}.{h:016x}.objdump"))
 }

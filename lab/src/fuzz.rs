@@ -484,10 +484,12 @@ pub struct Progress {
 }
 
 fn stable_hash(parts: &[&str]) -> u64 {
-    parts
-        .iter()
-        .flat_map(|p| p.bytes().chain([0]))
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    let mut h = crate::fnv::Fnv1a::default();
+    for p in parts {
+        h.add(p.as_bytes());
+        h.add(&[0]);
+    }
+    h.finish()
 }
 
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.

@@ -19,6 +19,7 @@ pub mod checks;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
+pub mod fnv;
 pub mod fuzz;
 pub mod image;
 pub mod interrupt;

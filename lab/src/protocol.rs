@@ -200,10 +200,8 @@ pub mod token {
     pub const KIND_FAULT: u64 = 1;
 }
 
-/// FNV-1a offset basis (64-bit) for [`checksum`].
-pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-/// FNV-1a prime (64-bit) for [`checksum`].
-pub const FNV_PRIME: u64 = 0x100_0000_01b3;
+/// FNV-1a offset basis and prime (64-bit) for [`checksum`] ([`crate::fnv`]).
+pub use crate::fnv::{OFFSET as FNV_OFFSET, PRIME as FNV_PRIME};
 
 /// FNV-1a over u64 little-endian words (not bytes): `h = FNV_OFFSET; for w { h = (h ^ w) *
 /// FNV_PRIME }`. The guest computes it over the call table after a batch, the host over what

@@ -11,6 +11,7 @@ use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
 use crate::batch::{BatchBuilder, Placement};
 use crate::checks::{self, CasePlan, Class, Entry, Finding};
+use crate::fnv::fnv1a;
 use crate::image::Image;
 use crate::isa;
 use crate::procedure::CaseRun;
@@ -438,7 +439,7 @@ fn run_set_digested(
     let kind = backend.kind();
     let entry = &Entry::of(image);
     let abi = Abi::of(variant.arch);
-    let stream = seed ^ fxhash(variant.name) ^ fxhash(&set.set);
+    let stream = seed ^ fnv1a(variant.name.as_bytes()) ^ fnv1a(set.set.as_bytes());
     let arena = match image.arena() {
         Ok(a) => a,
         Err(e) => return (Row::error(variant, kind, set, cases_in(set), e.to_string()), Vec::new()),
@@ -590,11 +591,6 @@ fn skip_interrupted(taken: &[CasePlan], why: String, row: &mut Row) -> usize {
         });
     }
     taken.len()
-}
-
-/// A small stable hash for seeding per (variant, set) streams.
-fn fxhash(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 /// The status the CLI exits with: 1 when a case or an image failed (even if some vector files
