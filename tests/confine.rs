@@ -12,6 +12,7 @@ use kernel_lab::batch::Placement;
 use kernel_lab::checks::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
+use kernel_lab::protocol;
 use kernel_lab::report::Row;
 use kernel_lab::run;
 use kernel_lab::toolchain;
@@ -173,13 +174,17 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         .expect("start lab");
     let needle = dir.path().join("target").display().to_string();
     // Building the image (clang) also mentions the folder: wait for the qemu guest itself.
-    let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(_, cmd)| cmd.contains("qemu-x86_64"));
+    // A guest holds the protocol's fds; the CPU-model probe (no fds, exits at `_start`) does not.
+    let is_guest = |pid: u32, cmd: &str| {
+        cmd.contains("qemu-x86_64") && Path::new(&format!("/proc/{pid}/fd/{}", protocol::fd::REQUEST)).exists()
+    };
+    let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(pid, cmd)| is_guest(pid, &cmd));
     let hanging = wait_for(Duration::from_secs(120), qemu_guest);
     // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges.
     let mut checked = 0;
     for (pid, cmd) in processes_mentioning(&needle) {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        if cmd.contains("qemu-x86_64") && !status.is_empty() {
+        if is_guest(pid, &cmd) && !status.is_empty() {
             for line in ["Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1"] {
                 assert!(status.contains(line), "{line:?} not in the status of {cmd}:\n{status}");
             }

@@ -263,6 +263,10 @@ fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64
 /// model (say, without the RISC-V `zbb=` property, added in qemu 7.x) refuses the `-cpu`
 /// string and would otherwise fail every case of every batch as a crash. The answer is kept
 /// per (program, cpu) for the life of the process.
+///
+/// Not confined, unlike every guest: without the protocol's fds the lab's own `_start` exits
+/// before any kernel symbol is reached, and Landlock would refuse a qemu that is a wrapper
+/// script (its `exec` of the real qemu), hiding qemu's own refusal behind EACCES.
 fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), String> {
     static PROBED: OnceLock<Mutex<HashMap<(PathBuf, String), Result<(), String>>>> = OnceLock::new();
     let key = (program.to_path_buf(), cpu.to_string());
