@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::backend::BackendKind;
+use crate::exit::ExitCode;
 use crate::finding::{Class, Finding};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{VectorError, VectorSet};
@@ -232,20 +233,6 @@ const FAILURES_SHOWN: usize = 8;
 /// Findings the human report prints per failed case.
 const FINDINGS_SHOWN: usize = 6;
 
-/// Overall verdict, mapped to the exit status by the CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Everything that ran passed (skips are listed with reasons).
-    Passed,
-    /// At least one case failed.
-    Failed,
-    /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
-    /// at all (every case skipped) and no image finding explains why.
-    SetupError,
-    /// SIGINT or SIGTERM stopped the run (the signal number): the report is incomplete.
-    Interrupted(i32),
-}
-
 /// Everything a run found.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -287,16 +274,16 @@ impl Report {
     /// The verdict. A failed case, a disagreement between backends or an image finding wins
     /// over input and set-up errors (a kernel failure must not read as a configuration
     /// problem); those win over a pass, and so does a run where nothing ran.
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> ExitCode {
         let (passed, failed, _) = self.totals();
         if let Some(sig) = self.interrupted {
-            Status::Interrupted(sig)
+            ExitCode::Interrupted(sig)
         } else if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
-            Status::Failed
+            ExitCode::Failed
         } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed == 0 {
-            Status::SetupError
+            ExitCode::Error
         } else {
-            Status::Passed
+            ExitCode::Passed
         }
     }
 
@@ -418,7 +405,7 @@ impl Report {
         if !self.image_findings.is_empty() {
             let _ = write!(verdict, ", {} image findings", self.image_findings.len());
         }
-        let style = if self.status() == Status::Passed { PASS } else { FAIL };
+        let style = if self.status() == ExitCode::Passed { PASS } else { FAIL };
         let _ =
             writeln!(s, "\n{} (seed {}, {:.2} s)", paint.apply(style, &verdict), self.seed, self.elapsed.as_secs_f64());
         s

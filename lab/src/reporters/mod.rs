@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn an_interrupted_report_says_so_in_every_format() {
         let report = Report { interrupted: Some(15), ..count_only_report() };
-        assert_eq!(crate::run::exit_code(&report), 143);
+        assert_eq!(report.status().code(), 143);
         let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Json, "run").unwrap()).unwrap();
         assert_eq!((doc["status"].as_str(), doc["interrupted"].as_str()), (Some("interrupted"), Some("SIGTERM")));
         assert_eq!(doc["exit_code"], 143);
