@@ -782,19 +782,7 @@ pub fn to_report(
                     }
                 }
             };
-            let mut row = Row {
-                variant: r.variant,
-                backend: r.backend,
-                kernel: r.kernel,
-                set: "fuzz".into(),
-                passed: 0,
-                failed: Vec::new(),
-                disagreed: Vec::new(),
-                skipped: 0,
-                skip_reason: None,
-                elapsed: r.elapsed,
-                cases: Vec::new(),
-            };
+            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })

@@ -1,7 +1,6 @@
 //! Results of a run and the human reporter. Rows are variant × backend × kernel × vector set;
 //! every failure keeps its findings and every skip its reason, so nothing is counted silently.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -72,11 +71,11 @@ pub struct CaseOutcome {
     pub verdict: Verdict,
 }
 
-/// Outcome counts of one variant × backend × vector set, and every case in run order.
+/// Every case of one variant × backend × vector set in run order, and their counts.
 ///
-/// The count fields (`passed`, `failed`, `skipped`) stay the summary API; `cases` repeats each
-/// case with its name and time for the JSON and JUnit reporters. [`Row::push`] keeps both in
-/// step; a row filled through the count fields alone still reports (see [`Row::outcomes`]).
+/// A row is built from its cases: [`Row::new`] (or [`Row::for_set`]) and then [`Row::push`]
+/// per case, which keeps the summary fields (`passed`, `failed`, `disagreed`, `skipped`,
+/// `skip_reason`) in step with `cases`; the reporters list `cases`.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// Variant name.
@@ -106,11 +105,17 @@ pub struct Row {
 impl Row {
     /// An empty row to fill.
     pub fn new(variant: &'static Variant, backend: BackendKind, set: &VectorSet) -> Row {
+        Row::for_set(variant.name, backend, set.kernel, &set.set)
+    }
+
+    /// An empty row of variant `variant` for the cases of `kernel` called `set` (`fuzz` for a
+    /// campaign).
+    pub fn for_set(variant: &'static str, backend: BackendKind, kernel: Kernel, set: &str) -> Row {
         Row {
-            variant: variant.name,
+            variant,
             backend,
-            kernel: set.kernel,
-            set: set.set.clone(),
+            kernel,
+            set: set.into(),
             passed: 0,
             failed: Vec::new(),
             disagreed: Vec::new(),
@@ -119,17 +124,6 @@ impl Row {
             elapsed: Duration::ZERO,
             cases: Vec::new(),
         }
-    }
-
-    /// A row whose `cases` were all skipped for `reason`.
-    pub fn skipped(
-        variant: &'static Variant,
-        backend: BackendKind,
-        set: &VectorSet,
-        cases: usize,
-        reason: String,
-    ) -> Row {
-        Row { skipped: cases, skip_reason: Some(reason), ..Row::new(variant, backend, set) }
     }
 
     /// A row whose cases, named in `names`, were all skipped for `reason`.
@@ -193,38 +187,6 @@ impl Row {
         let case = &mut self.cases[i];
         case.verdict = Verdict::Disagreed(findings.clone());
         self.disagreed.push(CaseFailure { name: case.name.clone(), msg_len: case.msg_len, findings });
-    }
-
-    /// Every case in run order. When the counts and `cases` disagree (a row filled through the
-    /// count fields alone) the cases are rebuilt from the counts: failures by name, passed and
-    /// skipped cases as `case N` in the order passed, failed, skipped.
-    pub fn outcomes(&self) -> Cow<'_, [CaseOutcome]> {
-        if self.cases.len() == self.passed + self.failed.len() + self.disagreed.len() + self.skipped {
-            return Cow::Borrowed(&self.cases);
-        }
-        let unnamed = |i: usize, verdict: Verdict| CaseOutcome {
-            name: format!("case {i}"),
-            msg_len: 0,
-            time: Duration::ZERO,
-            verdict,
-        };
-        let mut v: Vec<CaseOutcome> = (0..self.passed).map(|i| unnamed(i, Verdict::Passed)).collect();
-        v.extend(self.failed.iter().map(|f| CaseOutcome {
-            name: f.name.clone(),
-            msg_len: f.msg_len,
-            time: Duration::ZERO,
-            verdict: Verdict::Failed(f.findings.clone()),
-        }));
-        v.extend(self.disagreed.iter().map(|f| CaseOutcome {
-            name: f.name.clone(),
-            msg_len: f.msg_len,
-            time: Duration::ZERO,
-            verdict: Verdict::Disagreed(f.findings.clone()),
-        }));
-        let reason = self.skip_reason.clone().unwrap_or_else(|| "no reason recorded".into());
-        let first = v.len();
-        v.extend((0..self.skipped).map(|i| unnamed(first + i, Verdict::Skipped(reason.clone()))));
-        Cow::Owned(v)
     }
 }
 

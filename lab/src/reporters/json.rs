@@ -140,7 +140,7 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
 
 fn row(r: &Row) -> JsonRow<'_> {
     let cases = r
-        .outcomes()
+        .cases
         .iter()
         .map(|c| {
             let (outcome, findings, skip_reason) = match &c.verdict {
