@@ -11,12 +11,14 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
 use crate::batch::{BatchBuilder, Placement};
-use crate::checks::{self, CasePlan, Class, Entry, Finding};
+use crate::cases::plan::{self, CasePlan, Stubs};
+use crate::cases::procedure::CaseRun;
+use crate::cases::verdict;
+use crate::finding::{Class, Finding};
 use crate::fnv::fnv1a;
 use crate::image::Image;
 use crate::isa;
 use crate::pool;
-use crate::procedure::CaseRun;
 use crate::progress::{self, Progress};
 use crate::report::ImageFinding;
 use crate::report::{Report, Row, Status};
@@ -255,7 +257,7 @@ fn run_cell(
         Ok(b) => b,
         Err(e) => return CellOut::OpenError(format!("{variant} on {kind}: {e}")),
     };
-    let entry = Entry::of(image);
+    let entry = Stubs::of(image);
     let per_variant = cfg.backends.len() * sets.len();
     let variant_start = placed.pos / cfg.backends.len().max(1) * per_variant;
     let mut rows = Vec::with_capacity(sets.len());
@@ -366,7 +368,7 @@ fn build_images(
 
 /// Cases of `variant` that will run (backend supports it, image has the kernel).
 fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
-    let entry = Entry::of(image);
+    let entry = Stubs::of(image);
     let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
     backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
 }
@@ -385,9 +387,9 @@ fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> V
     if filter.cases.is_empty() {
         return sets;
     }
-    let selected = |v: &vectors::Vector| filter.cases.iter().any(|c| *c == v.name || checks::case_names(v).contains(c));
+    let selected = |v: &vectors::Vector| filter.cases.iter().any(|c| *c == v.name || plan::case_names(v).contains(c));
     for name in &filter.cases {
-        let hit = sets.iter().flat_map(|s| &s.vectors).any(|v| *name == v.name || checks::case_names(v).contains(name));
+        let hit = sets.iter().flat_map(|s| &s.vectors).any(|v| *name == v.name || plan::case_names(v).contains(name));
         if !hit {
             report.setup_errors.push(format!("--case {name}: no vector or case of that name in the selected sets"));
         }
@@ -399,14 +401,14 @@ fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> V
     sets
 }
 
-/// Cases a vector set makes (see [`checks::cases_of`]).
+/// Cases a vector set makes (see [`plan::cases_of`]).
 pub fn cases_in(set: &VectorSet) -> usize {
-    set.vectors.iter().map(checks::cases_of).sum()
+    set.vectors.iter().map(plan::cases_of).sum()
 }
 
 /// The names [`run_set`] gives the cases of `set`, for rows that skip it.
 pub fn case_names(set: &VectorSet) -> Vec<String> {
-    set.vectors.iter().flat_map(checks::case_names).collect()
+    set.vectors.iter().flat_map(plan::case_names).collect()
 }
 
 /// Compares every case across the backends that ran it (`ran`: row index in the report and the
@@ -528,7 +530,7 @@ pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding
 }
 
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
-/// the set's kernel (see [`Entry::missing`]); `seed` fixes poison values, garbage and splits.
+/// the set's kernel (see [`Stubs::missing`]); `seed` fixes poison values, garbage and splits.
 /// Flush cases put their inputs at the end of their pages ([`Placement::End`]).
 pub fn run_set(
     backend: &mut dyn backend::Backend,
@@ -568,7 +570,7 @@ fn run_set_digested(
 ) -> (Row, Vec<u64>) {
     let started = Instant::now();
     let kind = backend.kind();
-    let entry = &Entry::of(image);
+    let entry = &Stubs::of(image);
     let abi = Abi::of(variant.arch);
     let stream = seed ^ fnv1a(variant.name.as_bytes()) ^ fnv1a(set.set.as_bytes());
     let arena = match image.arena() {
@@ -588,7 +590,7 @@ fn run_set_digested(
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
         let mut case_rng = ChaCha8Rng::seed_from_u64(stream ^ (v.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let misalign = case_rng.gen_range(1..64);
-        for (layout, name) in checks::layouts(v, guard_at, misalign).zip(checks::case_names(v)) {
+        for (layout, name) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)) {
             let mut case = CaseRun::new(v, &set.set, &name, layout);
             loop {
                 // Flush when the next segment might not fit in the arena (a sum of upper bounds,
@@ -665,7 +667,7 @@ fn flush(
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
         Ok((batch, run)) => {
-            let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| checks::check(p, batch, run, abi, image)).collect();
+            let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| verdict::check(p, batch, run, abi, image)).collect();
             crate::diagnose::upper_bits(backend, batch, &taken, &mut f, abi, image);
             let carry: Vec<Option<Carried>> = taken
                 .iter()
@@ -699,13 +701,13 @@ fn flush(
         // did not run (every one of its findings says so).
         let given_up =
             !f.is_empty() && f.iter().all(|x| x.class == Class::NotRun && x.text.contains(backend::RESUME_GIVEN_UP));
-        if given_up {
+        let verdict = if given_up {
             let why = f[0].text.split_once(" did not run: ").map_or(f[0].text.as_str(), |(_, w)| w).to_string();
-            let verdict = crate::report::Verdict::Skipped(why);
-            row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
+            crate::report::Verdict::Skipped(why)
         } else {
-            row.record_timed(p, f, share);
-        }
+            crate::report::Verdict::of(f)
+        };
+        row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
     }
     (recorded, carry_out)
 }
