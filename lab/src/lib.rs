@@ -8,7 +8,7 @@
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
 //! [`cases`] (vector -> calls -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
 //! (differential fuzzing), [`report`] and [`run`] (orchestration), [`progress`] (events for long
-//! work), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
+//! work), [`pool`] (worker threads), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
 
 pub mod abi;
 pub mod backend;
@@ -27,6 +27,7 @@ pub mod image;
 pub mod interrupt;
 pub mod isa;
 pub mod paths;
+pub mod pool;
 pub mod progress;
 pub mod protocol;
 pub mod reference;
