@@ -43,8 +43,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Hang budgets.
     pub limits: Limits,
-    /// Where the flush cases put their inputs: [`Placement::End`] (over-reads fault, the
-    /// default) or [`Placement::Start`] (under-reads fault).
+    /// Which end of their pages the guarded cases' inputs are flush against (`--flush`):
+    /// [`Placement::End`] (over-reads fault, the default) or [`Placement::Start`] (under-reads
+    /// fault).
     pub flush: Placement,
     /// `--set`, `--case`, `--fail-fast`.
     pub filter: Filter,
@@ -531,7 +532,7 @@ pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding
 
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
 /// the set's kernel (see [`Stubs::missing`]); `seed` fixes poison values, garbage and splits.
-/// Flush cases put their inputs at the end of their pages ([`Placement::End`]).
+/// The guarded cases' inputs are flush against the end of their pages ([`Placement::End`]).
 pub fn run_set(
     backend: &mut dyn backend::Backend,
     variant: &'static Variant,
@@ -582,7 +583,7 @@ fn run_set_digested(
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
     let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0 };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
-        let (n, carried) = flush(batch, backend, image, abi, arena, row, &mut digests);
+        let (n, carried) = run_pending_batch(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
         carried
     };
@@ -593,7 +594,7 @@ fn run_set_digested(
         for (layout, name) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)) {
             let mut case = CaseRun::new(v, &set.set, &name, layout);
             loop {
-                // Flush when the next segment might not fit in the arena (a sum of upper bounds,
+                // Run the batch when the next segment might not fit in the arena (a sum of upper bounds,
                 // not `payload_size`, which walks every buffer of the batch).
                 let next = case.estimate();
                 if !batch.plans.is_empty() && BATCH_OVERHEAD + batch.estimate + next > arena.size {
@@ -639,7 +640,7 @@ struct Pending {
 /// backend failed). Returns how many cases it recorded, and for a segment with more to come
 /// that passed, the buffers it carries (a segment that failed ends its case: it is recorded
 /// with its findings).
-fn flush(
+fn run_pending_batch(
     pending: &mut Pending,
     backend: &mut dyn backend::Backend,
     image: &Image,

@@ -479,8 +479,8 @@ impl ProcessBackend {
     }
 
     /// Runs the calls the arena's header names on the guest (started if needed) and checks the
-    /// reply. A protocol surprise kills the guest and comes back as [`Entry::Surprise`].
-    fn run_entry(&mut self, resp_len: usize, sum: (u64, u64)) -> Result<Entry, BackendError> {
+    /// reply. A protocol surprise kills the guest and comes back as [`Answer::Surprise`].
+    fn exchange(&mut self, resp_len: usize, sum: (u64, u64)) -> Result<Answer, BackendError> {
         if self.guest.is_none() {
             self.guest = Some(self.spawn()?);
         }
@@ -491,7 +491,7 @@ impl ProcessBackend {
             None => {
                 let detail = self.reap();
                 let fault = Fault { kind: FaultKind::Hang(self.limits.batch_time), pc: None, call: None, detail };
-                return Ok(Entry::Run(RawRun { resp: Vec::new(), fault: Some(fault) }));
+                return Ok(Answer::Run(RawRun { resp: Vec::new(), fault: Some(fault) }));
             }
         };
         let resp = self.shared.as_ref().expect("arena created").read(resp_len);
@@ -503,24 +503,24 @@ impl ProcessBackend {
             token::KIND_FAULT => Some(self.fault_of(&reply)),
             other => return Ok(self.surprise(format!("reply token of kind {other}"))),
         };
-        Ok(Entry::Run(RawRun { resp, fault }))
+        Ok(Answer::Run(RawRun { resp, fault }))
     }
 
     /// Kills the guest after a protocol surprise; the reason and how the guest ended.
-    fn surprise(&mut self, why: String) -> Entry {
+    fn surprise(&mut self, why: String) -> Answer {
         let how = self.reap();
         let detail = if how.is_empty() { String::new() } else { format!("guest ended: {how}") };
-        Entry::Surprise { kind: FaultKind::Protocol(why), detail }
+        Answer::Surprise { kind: FaultKind::Protocol(why), detail }
     }
 
     /// The guest died without a reply: how it ended (exit status and its meaning, or signal).
-    fn crash(&mut self) -> Entry {
+    fn crash(&mut self) -> Answer {
         let how = self.reap();
         if how.starts_with(SIGSYS_DEATH) {
             let kind = FaultKind::SystemCall { nr: None, name: None };
-            return Entry::Surprise { kind, detail: format!("{REFUSED_BLOCKED} ({how})") };
+            return Answer::Surprise { kind, detail: format!("{REFUSED_BLOCKED} ({how})") };
         }
-        Entry::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
+        Answer::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
     }
 
     /// The fault a fault reply reports (the guest exits after it).
@@ -562,11 +562,11 @@ impl ProcessBackend {
             let shared = self.shared.as_mut().expect("arena created");
             shared.write_at(header::START.offset(), &call.to_le_bytes());
             shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
-            match self.run_entry(resp_len, sum)? {
-                Entry::Run(run) if run.fault.is_none() => continue,
-                Entry::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
-                Entry::Run(run) => return Ok(run),
-                Entry::Surprise { kind, detail } => {
+            match self.exchange(resp_len, sum)? {
+                Answer::Run(run) if run.fault.is_none() => continue,
+                Answer::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
+                Answer::Run(run) => return Ok(run),
+                Answer::Surprise { kind, detail } => {
                     let resp = self.shared.as_ref().expect("arena created").read(resp_len);
                     let call = usize::try_from(call).ok();
                     return Ok(RawRun { resp, fault: Some(Fault { kind, pc: None, call, detail }) });
@@ -588,8 +588,8 @@ impl ProcessBackend {
     }
 }
 
-/// How one entry on the guest ended.
-enum Entry {
+/// How the guest answered one request (one run of the calls a batch's header names).
+enum Answer {
     /// The guest answered with a reply that passed every check (or hung: empty `resp`).
     Run(RawRun),
     /// A protocol surprise ([`FaultKind::Protocol`]) or a guest that died without a reply
@@ -612,10 +612,10 @@ impl Backend for ProcessBackend {
         }
         self.shared.as_mut().expect("arena created").write(payload);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
-        match self.run_entry(resp_len, sum)? {
-            Entry::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
-            Entry::Run(run) => Ok(run),
-            Entry::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
+        match self.exchange(resp_len, sum)? {
+            Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
+            Answer::Run(run) => Ok(run),
+            Answer::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
         }
     }
 }

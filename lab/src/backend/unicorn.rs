@@ -469,7 +469,8 @@ impl UnicornBackend {
             )
             .map_err(uc_err("pin-down hook"))?;
         self.state.borrow_mut().open_page = Some(page);
-        let (_, fallback) = self.start()?;
+        // Only the pc the hook saw counts: the pc the run stopped at is not the access's.
+        let _ = self.start()?;
         let _ = self.uc.remove_hook(hook);
         let mut st = self.state.borrow_mut();
         st.open_page = None;
@@ -478,7 +479,7 @@ impl UnicornBackend {
         if pinned.is_none() {
             st.seen.mem = None;
         }
-        Ok(pinned.or(Some(fallback)).filter(|_| pinned.is_some()))
+        Ok(pinned)
     }
 
     /// Header word `word` of the arena ([`protocol::header`]).
