@@ -4,23 +4,13 @@
 //! exactly that one rule, and must get exactly one finding naming it on every backend that
 //! runs the architecture (MD5 "abc", one call per case).
 
-use std::time::Duration;
-
 use kernel_lab::abi::Abi;
-use kernel_lab::backend::{BackendKind, Limits};
-use kernel_lab::batch::Placement;
+use kernel_lab::backend::BackendKind;
 use kernel_lab::finding::Class;
-use kernel_lab::image::Image;
-use kernel_lab::paths;
-use kernel_lab::run;
-use kernel_lab::toolchain;
 use kernel_lab::variant::Arch;
-use kernel_lab::vectors::{self, VectorSet};
 use rstest::rstest;
 
-use crate::common::{generated_fixture_kernels, variant, SEED};
-
-const LIMITS: Limits = Limits { batch_time: Duration::from_secs(5), call_instructions: 1_000_000 };
+use crate::common::{fixture_image, generated_fixture_kernels, one_vector_set, run_fixture_set, variant};
 
 /// What a fixture breaks.
 #[derive(Debug, Clone, Copy)]
@@ -79,17 +69,6 @@ fn named(abi: &Abi, rule: Rule) -> String {
     }
 }
 
-/// RFC 1321's "abc": one block, one `md5_implCompress` call per case.
-fn abc() -> VectorSet {
-    let path = paths::vectors_dir().join("md5/rfc1321.json");
-    let (set, errors) = vectors::load_file(&path);
-    assert!(errors.is_empty(), "{errors:?}");
-    let mut set = set.expect("rfc1321");
-    set.vectors.retain(|v| v.msg_len() == 3);
-    assert_eq!(set.vectors.len(), 1, "one \"abc\" vector");
-    set
-}
-
 #[rstest]
 fn every_callee_saved_register_sp_and_df_is_checked(#[values("riscv64", "aarch64", "x86_64")] name: &str) {
     let v = variant(name);
@@ -99,24 +78,15 @@ fn every_callee_saved_register_sp_and_df_is_checked(#[values("riscv64", "aarch64
     if v.arch == Arch::X86_64 {
         rules.push(Rule::Df);
     }
-    let set = abc();
+    // RFC 1321's "abc": one block, one `md5_implCompress` call per case.
+    let set = one_vector_set("md5/rfc1321.json", |v| v.msg_len() == 3);
     let backends: Vec<BackendKind> = BackendKind::ALL.into_iter().filter(|k| k.supports(v).is_ok()).collect();
     for rule in rules {
         let (_dir, cfg) = generated_fixture_kernels(v.arch.name(), "md5.S", &fixture(abi, rule));
-        let path = toolchain::build_image(&cfg, v).unwrap_or_else(|e| panic!("{name} {rule:?}: {e}"));
-        let image = Image::load(&path, v.arch).expect("image");
+        let image = fixture_image(&cfg, v, &format!("{name} {rule:?}"));
         let want = named(abi, rule);
         for &kind in &backends {
-            let mut backend = kind.open(v, &image, LIMITS).unwrap_or_else(|e| panic!("{kind}: {e}"));
-            let row = run::run_set_with_progress(
-                backend.as_mut(),
-                v,
-                &image,
-                &set,
-                SEED,
-                Placement::End,
-                &mut kernel_lab::progress::ignore,
-            );
+            let row = run_fixture_set(kind, v, &image, &set);
             assert_eq!(row.passed, 0, "{name} {rule:?} on {kind}: a case passed");
             assert!(!row.failed.is_empty(), "{name} {rule:?} on {kind}: no case ran");
             for case in &row.failed {

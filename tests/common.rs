@@ -2,15 +2,17 @@
 //! and a copy of the kernels with one line changed.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use kernel_lab::backend::{BackendKind, Limits};
 use kernel_lab::batch::Placement;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
+use kernel_lab::report::Row;
 use kernel_lab::run::RunConfig;
 use kernel_lab::toolchain::{self, BuildConfig};
 use kernel_lab::variant::{Kernel, Variant};
-use kernel_lab::vectors;
+use kernel_lab::vectors::{self, Vector, VectorSet};
 
 /// Fixed seed so a failure can be replayed with `lab run --seed 7`.
 pub const SEED: u64 = 7;
@@ -22,6 +24,34 @@ pub fn variant(name: &str) -> &'static Variant {
 pub fn build(v: &Variant) -> Image {
     let path = toolchain::build_image(&paths::default_build(), v).unwrap_or_else(|e| panic!("{e}"));
     Image::load(&path, v.arch).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Budgets for runs of broken fixtures: a hang or a loop fails in seconds.
+pub const FIXTURE_LIMITS: Limits = Limits { batch_time: Duration::from_secs(5), call_instructions: 1_000_000 };
+
+/// `v` built from the kernels of `cfg` (a fixture folder); `what` names the fixture in a failure.
+pub fn fixture_image(cfg: &BuildConfig, v: &Variant, what: &str) -> Image {
+    let path = toolchain::build_image(cfg, v).unwrap_or_else(|e| panic!("{what}: {e}"));
+    Image::load(&path, v.arch).expect("image")
+}
+
+/// The bundled vector file `file` (e.g. `md5/rfc1321.json`) cut down to its first vector that
+/// `keep` accepts: a set of one vector, for fast fixture runs.
+pub fn one_vector_set(file: &str, keep: impl Fn(&Vector) -> bool) -> VectorSet {
+    let (set, errors) = vectors::load_file(&paths::vectors_dir().join(file));
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut set = set.unwrap_or_else(|| panic!("{file}"));
+    let v = set.vectors.iter().find(|v| keep(v)).unwrap_or_else(|| panic!("no such vector in {file}")).clone();
+    set.vectors = vec![v];
+    set
+}
+
+/// Runs `set` on backend `kind` with [`FIXTURE_LIMITS`], the guarded cases' inputs at the end
+/// of their pages: the row.
+pub fn run_fixture_set(kind: BackendKind, v: &'static Variant, image: &Image, set: &VectorSet) -> Row {
+    let mut backend = kind.open(v, image, FIXTURE_LIMITS).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    let progress = &mut kernel_lab::progress::ignore;
+    kernel_lab::run::run_set_with_progress(backend.as_mut(), v, image, set, SEED, Placement::End, progress)
 }
 
 pub fn config(v: &'static Variant, backend: BackendKind, kernel: Kernel) -> RunConfig {

@@ -7,30 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kernel_lab::backend::{BackendKind, Limits};
-use kernel_lab::batch::Placement;
+use kernel_lab::backend::BackendKind;
 use kernel_lab::finding::Class;
-use kernel_lab::image::Image;
-use kernel_lab::paths;
 use kernel_lab::protocol;
 use kernel_lab::report::Row;
-use kernel_lab::run;
-use kernel_lab::toolchain;
-use kernel_lab::vectors::{self, VectorSet};
+use kernel_lab::vectors;
 
-use crate::common::{fixture_kernels, variant, SEED};
-
-const LIMITS: Limits = Limits { batch_time: Duration::from_secs(5), call_instructions: 1_000_000 };
-
-/// One Poly1305 vector of one block.
-fn one_block_set() -> VectorSet {
-    let (set, errors) = vectors::load_file(&paths::vectors_dir().join("poly1305/rfc8439.json"));
-    assert!(errors.is_empty(), "{errors:?}");
-    let mut set = set.expect("rfc8439");
-    let v = set.vectors.iter().find(|v| (16..32).contains(&v.msg_len())).expect("a one-block vector").clone();
-    set.vectors = vec![v];
-    set
-}
+use crate::common::{fixture_image, fixture_kernels, one_vector_set, run_fixture_set, variant};
 
 /// Pids (other than this process) whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
@@ -49,6 +32,11 @@ fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
 
 /// Runs `fixture` (replacing poly1305.S of `variant_name`, with `@ESCAPE_PATH@` set to a file in
 /// a fresh folder) on `backends`; returns the rows and the folder's path and the escape path.
+/// One Poly1305 vector of one block.
+fn one_block_set() -> kernel_lab::vectors::VectorSet {
+    one_vector_set("poly1305/rfc8439.json", |v| (16..32).contains(&v.msg_len()))
+}
+
 fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (Vec<(BackendKind, Row)>, PathBuf) {
     let v = variant(variant_name);
     let (dir, cfg) = fixture_kernels(v.arch.name(), "poly1305.S", fixture);
@@ -56,24 +44,10 @@ fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (
     let src = dir.path().join(v.arch.name()).join("poly1305.S");
     let text = std::fs::read_to_string(&src).expect("fixture").replace("@ESCAPE_PATH@", &escape.display().to_string());
     std::fs::write(&src, text).expect("fixture");
-    let path = toolchain::build_image(&cfg, v).unwrap_or_else(|e| panic!("{fixture}: {e}"));
-    let image = Image::load(&path, v.arch).expect("image");
+    let image = fixture_image(&cfg, v, fixture);
     let set = one_block_set();
-    let mut rows = Vec::new();
-    for &kind in backends {
-        let mut backend = kind.open(v, &image, LIMITS).unwrap_or_else(|e| panic!("{kind}: {e}"));
-        let row = run::run_set_with_progress(
-            backend.as_mut(),
-            v,
-            &image,
-            &set,
-            SEED,
-            Placement::End,
-            &mut kernel_lab::progress::ignore,
-        );
-        drop(backend);
-        rows.push((kind, row));
-    }
+    let rows: Vec<(BackendKind, Row)> =
+        backends.iter().map(|&kind| (kind, run_fixture_set(kind, v, &image, &set))).collect();
     let dir_name = dir.path().display().to_string();
     assert!(!escape.exists(), "{fixture}: {} was created", escape.display());
     let left = processes_mentioning(&dir_name);
