@@ -8,13 +8,13 @@
 
 use rand::Rng;
 
-use crate::abi::{Abi, X86_RFLAGS_DF};
+use crate::abi::Abi;
 use crate::backend::{BatchRun, Fault, FaultKind};
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::{self, Limbs26};
-use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
+use crate::variant::{Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
 /// Kernel entry points found in an image.
@@ -705,11 +705,8 @@ fn abi_findings(label: &str, rec: &crate::batch::CallRecord, abi: &Abi) -> Vec<F
             format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after),
         ));
     }
-    if abi.arch == Arch::X86_64 && rec.flags & X86_RFLAGS_DF != 0 {
-        out.push(Finding::new(
-            Class::Abi,
-            format!("{label}: the direction flag (DF) is set on return ({})", abi.source),
-        ));
+    if let Some(flag) = abi.clear_on_return.filter(|f| rec.flags & f.mask != 0) {
+        out.push(Finding::new(Class::Abi, format!("{label}: {} is set on return ({})", flag.name, abi.source)));
     }
     out
 }
