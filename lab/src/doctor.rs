@@ -91,7 +91,9 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let mut d = Diagnosis::default();
     let tools = [CLANG, LLD].into_iter().chain(Arch::ALL.map(toolchain::qemu_tool));
     d.checks.extend(tools.map(|t| Check { what: t.program.into(), state: tool_state(t) }));
-    d.checks.extend(VARIANTS.iter().filter(|v| v.arch == Arch::Riscv64).map(qemu_cpu_check));
+    // Variants whose `-cpu` adds properties to the model (riscv64: the Zb* switches).
+    let with_properties = VARIANTS.iter().filter(|v| v.qemu_cpu != v.arch.spec().isa.qemu_cpu_model);
+    d.checks.extend(with_properties.map(qemu_cpu_check));
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
@@ -153,13 +155,13 @@ fn unicorn_state() -> State {
     }
 }
 
-/// Does `qemu-riscv64` take the variant's `-cpu` string (`rv64,zba=false,zbb=false,...`)?
+/// Does qemu-user (`qemu-riscv64`) take the variant's `-cpu` string (`rv64,zba=false,zbb=false,...`)?
 /// qemu parses the CPU properties before it loads the program, so running it on the lab's own
 /// (x86_64) executable answers without a guest: "Invalid ELF image" means the properties were
 /// taken; "can't apply global ... Property ... not found" means this qemu lacks them.
 fn qemu_cpu_check(variant: &'static Variant) -> Check {
-    let what = format!("qemu-riscv64 -cpu ({variant})");
     let tool = toolchain::qemu_tool(variant.arch);
+    let what = format!("{} -cpu ({variant})", tool.program);
     let Ok(qemu) = toolchain::find(tool) else {
         return Check { what, state: State::Missing { program: tool.program, package: tool.package } };
     };

@@ -11,6 +11,7 @@
 //! work), [`pool`] (worker threads), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
 
 pub mod abi;
+pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod bench;

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::backend::BackendKind;
-use crate::variant::{Arch, Kernel, Variant};
+use crate::variant::{Kernel, Variant};
 
 /// The run-wide part of a replay: the command and the options that apply to every row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,7 +84,7 @@ impl Replay {
             words.extend(value.as_deref().map(quote));
         }
         match Variant::by_name(variant) {
-            Some(v) if v.arch == Arch::Riscv64 => {
+            Some(v) if v.arch.spec().isa.extension("zbb").is_some() => {
                 words.extend([format!("--arch {}", v.arch), format!("--{}zbb", if v.zbb { "" } else { "no-" })])
             }
             Some(v) => words.push(format!("--arch {}", v.arch)),

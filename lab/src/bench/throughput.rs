@@ -88,11 +88,7 @@ const TARGET: Duration = Duration::from_millis(100);
 
 /// The spin source of `arch`.
 fn spin_source(arch: Arch) -> &'static str {
-    match arch {
-        Arch::Riscv64 => include_str!("../../guest/riscv64/spin.S"),
-        Arch::Aarch64 => include_str!("../../guest/aarch64/spin.S"),
-        Arch::X86_64 => include_str!("../../guest/x86_64/spin.S"),
-    }
+    arch.spec().spin_source
 }
 
 /// Builds the spin image of `variant`: the variant's `driver.S` plus `spin.S`, cached under
