@@ -3,12 +3,17 @@
 //! and natively through a guest-side driver, and checks every result against published vectors
 //! and a portable reference.
 //!
-//! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
-//! (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the driver protocol, defined once), [`batch`] (batch layout),
-//! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
-//! [`cases`] (vector -> calls -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
-//! (differential fuzzing), [`report`] and [`run`] (orchestration), [`progress`] (events for long
-//! work), [`pool`] (worker threads), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
+//! One module per concern (docs/ARCHITECTURE.md has the data flow and a line per module):
+//! [`arch`] (per-architecture facts, one row each), [`variant`] (what is built), [`toolchain`]
+//! (building it), [`image`] (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the
+//! driver protocol, defined once), [`batch`] (batch layout), [`backend`] (what executes),
+//! [`reference`] (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
+//! -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings),
+//! [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`] (differential fuzzing),
+//! [`run`] (orchestration), [`report`] and [`reporters`] (the report; JSON and JUnit output),
+//! [`replay`] (replay command lines), [`exit`] (exit statuses), [`progress`] (events for long
+//! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`] (`lab bench`)
+//! and [`doctor`] (is the set-up complete).
 
 pub mod abi;
 pub mod arch;

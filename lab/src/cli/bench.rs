@@ -8,7 +8,7 @@ use kernel_lab::bench::baseline::{self, Baseline};
 use kernel_lab::bench::{self, BenchConfig, BenchReport};
 use kernel_lab::exit::ExitCode;
 
-use super::options::Select;
+use super::options::{Select, TextOrJson};
 
 #[derive(Args)]
 pub(crate) struct BenchArgs {
@@ -47,8 +47,8 @@ pub(crate) struct BenchArgs {
     plot: Option<PathBuf>,
     /// Report format: the human tables or JSON (the same `--format` as `lab run` and `lab fuzz`;
     /// a bench report has no JUnit form).
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    format: TextOrJson,
     /// Old spelling of `--format json`.
     #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
@@ -146,7 +146,7 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> ExitCode {
         let now = Baseline::of(&report);
         report.gate = Some(baseline::compare(base, &path.display().to_string(), &now, a.max_regression));
     }
-    let text = if a.json || a.format == "json" { report.to_json() + "\n" } else { report.to_human() };
+    let text = if a.json || a.format == TextOrJson::Json { report.to_json() + "\n" } else { report.to_human() };
     super::out::print(&text);
     report.exit_code().or_error_if(!write_outputs(a, &report))
 }

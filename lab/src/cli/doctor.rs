@@ -7,16 +7,18 @@ use kernel_lab::doctor::{self, Diagnosis, State};
 use kernel_lab::exit::ExitCode;
 use kernel_lab::paths;
 
+use super::options::TextOrJson;
+
 #[derive(Args)]
 pub(crate) struct DoctorArgs {
     /// Output format: the human lines, or JSON (`checks`: what, state, detail, package).
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    format: TextOrJson,
 }
 
 pub(crate) fn doctor_cmd(args: &DoctorArgs) -> ExitCode {
     let d = doctor::diagnose(&paths::kernels_dir(), &paths::vectors_dir());
-    if args.format == "json" {
+    if args.format == TextOrJson::Json {
         super::out::print(&(doctor_json(&d).to_string() + "\n"));
         return d.exit_code();
     }

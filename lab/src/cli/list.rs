@@ -5,15 +5,17 @@ use kernel_lab::backend::BackendKind;
 use kernel_lab::exit::ExitCode;
 use kernel_lab::variant::{Kernel, VARIANTS};
 
+use super::options::TextOrJson;
+
 #[derive(Args)]
 pub(crate) struct ListArgs {
     /// Output format: the human table, or JSON (variants with their backends, kernels).
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    format: TextOrJson,
 }
 
 pub(crate) fn list_cmd(args: &ListArgs) -> ExitCode {
-    let text = if args.format == "json" { list_json().to_string() + "\n" } else { list_text() };
+    let text = if args.format == TextOrJson::Json { list_json().to_string() + "\n" } else { list_text() };
     super::out::print(&text);
     ExitCode::Passed
 }

@@ -15,15 +15,15 @@ use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Report format: the human table, JSON (docs/report-schema.md) or JUnit XML.
-    #[arg(long, default_value = "human", value_parser = clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name)))]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub(crate) format: Format,
     /// Write the report to FILE (the human table still goes to stdout).
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// JUnit test cases: `rows` = one per variant × backend × kernel × vector set, failures
     /// listed inside (a full run: ~150 cases, kilobytes); `all` = one per case (~160,000).
-    #[arg(long, default_value = "rows", value_parser = ["rows", "all"])]
-    pub(crate) junit_cases: String,
+    #[arg(long, value_enum, default_value = "rows")]
+    pub(crate) junit_cases: JunitCases,
 }
 
 impl OutputArgs {
@@ -39,27 +39,23 @@ impl OutputArgs {
         })
     }
 
-    fn junit_cases(&self) -> JunitCases {
-        JunitCases::from_name(&self.junit_cases).unwrap_or_default()
-    }
-
     /// Whether the structured report goes to stdout (so human text must go to stderr).
     pub(crate) fn structured_on_stdout(&self) -> bool {
-        self.output.is_none() && self.format != Format::Human.name()
+        self.output.is_none() && self.format != Format::Human
     }
 
     /// Writes only the structured report (JSON or JUnit) to `--output` or stdout; for commands
     /// that print their own human text. Returns the report's [`ExitCode`], or
     /// [`ExitCode::Error`] when the report cannot be written.
     pub fn emit_structured(&self, report: &Report, command: &str) -> ExitCode {
-        let format = Format::from_name(&self.format).unwrap_or(Format::Human);
+        let format = self.format;
         let result = match &self.output {
-            Some(path) => reporters::write_with(report, format, command, self.junit_cases(), path).map(|()| {
+            Some(path) => reporters::write_with(report, format, command, self.junit_cases, path).map(|()| {
                 super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }),
             None if format == Format::Human => Ok(()),
             None => {
-                reporters::render_with(report, format, command, self.junit_cases()).map(|text| super::out::print(&text))
+                reporters::render_with(report, format, command, self.junit_cases).map(|text| super::out::print(&text))
             }
         };
         if let Err(e) = &result {
@@ -73,11 +69,11 @@ impl OutputArgs {
     /// be written. Vector file errors are not repeated in the human table: the command prints
     /// them on stderr first.
     pub fn emit(&self, report: &Report, command: &str) -> ExitCode {
-        let format = Format::from_name(&self.format).unwrap_or(Format::Human);
+        let format = self.format;
         match &self.output {
             Some(path) => {
                 super::out::print(&report.to_human_styled_errors_elsewhere(true));
-                if let Err(e) = reporters::write_with(report, format, command, self.junit_cases(), path) {
+                if let Err(e) = reporters::write_with(report, format, command, self.junit_cases, path) {
                     super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
                     return report.status().or_error_if(true);
                 }
@@ -86,7 +82,7 @@ impl OutputArgs {
             None if format == Format::Human => {
                 super::out::print(&report.to_human_styled_errors_elsewhere(true));
             }
-            None => match reporters::render_with(report, format, command, self.junit_cases()) {
+            None => match reporters::render_with(report, format, command, self.junit_cases) {
                 Ok(text) => super::out::print(&text),
                 Err(e) => {
                     super::out::eprintln(&format!("lab {command}: {e}"));
@@ -96,6 +92,16 @@ impl OutputArgs {
         }
         report.status()
     }
+}
+
+/// `--format` of the commands that print either text or JSON (`lab list`, `lab doctor`,
+/// `lab bench`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TextOrJson {
+    /// Human-readable text.
+    Human,
+    /// One JSON document.
+    Json,
 }
 
 /// Which variants, kernels and backends a command covers.

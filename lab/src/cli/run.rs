@@ -35,8 +35,8 @@ pub(crate) struct RunArgs {
     batch_seconds: u64,
     /// Which end of their pages the guarded cases' inputs touch a guard page with: `end` catches
     /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
-    #[arg(long, value_parser = ["end", "start"], default_value = "end")]
-    flush: String,
+    #[arg(long, value_enum, default_value = "end")]
+    flush: Flush,
     /// Guest instructions one call may execute on Unicorn before it fails as a hang; a call over
     /// a long input gets 4096 more per MD5 block and 512 more per Poly1305 block.
     #[arg(long, default_value_t = Limits::default().call_instructions, value_parser = clap::value_parser!(u64).range(1..))]
@@ -64,6 +64,31 @@ pub(crate) struct RunArgs {
     jobs: Option<u64>,
     #[command(flatten)]
     out: OutputArgs,
+}
+
+/// `--flush`: which end of their pages the guarded cases' inputs are flush against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Flush {
+    /// Against the guard page after them: over-reads fault.
+    End,
+    /// Against the guard page before them: under-reads fault.
+    Start,
+}
+
+impl Flush {
+    fn placement(self) -> Placement {
+        match self {
+            Flush::End => Placement::End,
+            Flush::Start => Placement::Start,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Flush::End => "end",
+            Flush::Start => "start",
+        }
+    }
 }
 
 impl RunArgs {
@@ -98,7 +123,7 @@ impl RunArgs {
                 batch_time: std::time::Duration::from_secs(self.batch_seconds),
                 call_instructions: self.call_instructions,
             },
-            flush: if self.flush == "start" { Placement::Start } else { Placement::End },
+            flush: self.flush.placement(),
             cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
             filter: Filter { sets: self.sets.clone(), cases: self.cases.clone(), fail_fast: self.fail_fast },
             jobs: self.jobs.map_or(0, |n| n as usize),
@@ -119,8 +144,8 @@ impl RunArgs {
         for v in &self.vectors {
             r.path("--vectors", v);
         }
-        if self.flush != "end" {
-            r.value("--flush", self.flush.clone());
+        if self.flush != Flush::End {
+            r.value("--flush", self.flush.name());
         }
         let defaults = Limits::default();
         if self.batch_seconds != defaults.batch_time.as_secs() {

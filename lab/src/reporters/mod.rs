@@ -12,10 +12,10 @@ use crate::report::Report;
 pub use json::SCHEMA_VERSION;
 pub use junit::FAILURES_LISTED;
 
-/// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An output format (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The table, then failures and skips (colour is the caller's business).
+    /// The table, then failures and skips.
     Human,
     /// The JSON schema of docs/report-schema.md.
     Json,
@@ -35,15 +35,10 @@ impl Format {
             Format::Junit => "junit",
         }
     }
-
-    /// Parses a command-line name.
-    pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == name)
-    }
 }
 
 /// How many JUnit test cases the rows become (`--junit-cases`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum JunitCases {
     /// One per variant × backend × kernel × set, failures listed inside (capped with a
     /// count); a variant × backend skipped whole is one skipped case. A full run: ~150 cases.
@@ -51,17 +46,6 @@ pub enum JunitCases {
     Rows,
     /// One per case (a full run: ~160,000 cases, tens of MB).
     All,
-}
-
-impl JunitCases {
-    /// Parses a `--junit-cases` value (`rows`, `all`).
-    pub fn from_name(name: &str) -> Option<JunitCases> {
-        match name {
-            "rows" => Some(JunitCases::Rows),
-            "all" => Some(JunitCases::All),
-            _ => None,
-        }
-    }
 }
 
 /// Errors while rendering or writing a report.
