@@ -20,7 +20,7 @@ use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY
 use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
 /// Kernel entry points found in an image.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Entry {
     /// `md5_implCompress`.
     pub md5_compress: Option<u64>,
