@@ -231,6 +231,7 @@ impl<R: Rng> Planner<'_, R> {
     /// The end of a tag through OpenSSL's contract: the tail (if any) padded as
     /// `Poly1305_Final` does and passed with padbit 0, then `poly1305_emit` with `s`. Returns
     /// the last context and the final check.
+    #[allow(clippy::too_many_arguments)] // a tag's parts, as in poly1305_finish
     pub(crate) fn openssl_poly_finish(
         &mut self,
         ctx: BufId,
