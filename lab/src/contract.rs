@@ -54,6 +54,8 @@ pub enum Passing {
     Int32,
     /// A 64-bit `size_t`: the full register, no garbage (the lab passes clean values).
     SizeT,
+    /// A signed 64-bit integer (`int64_t`): the full register.
+    Int64,
     /// Not read by the contract (HotSpot's `implCompress` has two arguments; the lab puts
     /// random values in the unused registers).
     Unused,
@@ -176,7 +178,7 @@ pub const CONTRACTS: [Contract; 5] = [
         kernel: Kernel::Poly1305,
         params: &[
             ptr("input", "const uint8_t *", "length bytes (whole 16-byte blocks used)", Access::ReadOnly),
-            int("length", "int"),
+            Param { name: "length", c_type: "int64_t", bits: 64, passing: Passing::Int64, memory: None },
             ptr("acc", "int64_t[5]", "accumulator, 26-bit limbs", Access::ReadWrite),
             ptr("r", "const int64_t[5]", "clamped r, 26-bit limbs", Access::ReadOnly),
         ],
@@ -254,9 +256,63 @@ pub fn intended_family(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Family
     }
 }
 
+/// The contract table as Markdown, one row per contract (docs/contracts.md holds a copy
+/// between `<!-- contracts:begin -->` and `<!-- contracts:end -->`, kept equal by a test).
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| symbol | family | kernel | arguments (C type, bits, passing; memory and access) | returns | reference |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for c in &CONTRACTS {
+        let args: Vec<String> = c.params.iter().filter(|p| p.passing != Passing::Unused).map(param_cell).collect();
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | `{}` |\n",
+            c.symbol,
+            c.family,
+            c.kernel,
+            args.join("<br>"),
+            c.returns,
+            c.reference
+        ));
+    }
+    out
+}
+
+fn param_cell(p: &Param) -> String {
+    let passing = match p.passing {
+        Passing::Pointer => "pointer",
+        Passing::Int32 => "32-bit: upper half garbage (x86_64, aarch64), sign-extended (riscv64)",
+        Passing::SizeT => "64-bit, clean",
+        Passing::Int64 => "64-bit, signed",
+        Passing::Unused => "unused",
+    };
+    let memory = p.memory.map_or(String::new(), |(what, access)| {
+        let a = match access {
+            Access::ReadOnly => "read-only",
+            Access::ReadWrite => "read-write",
+        };
+        format!(" -> {what} ({a})")
+    });
+    format!("`{} {}` ({} bits, {passing}){memory}", p.c_type, p.name, p.bits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docs_contracts_md_holds_the_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/contracts.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (head, rest) = doc.split_once("<!-- contracts:begin -->\n").expect("begin marker");
+        let (inside, tail) = rest.split_once("<!-- contracts:end -->").expect("end marker");
+        if std::env::var_os("KERNEL_LAB_BLESS").is_some() {
+            let blessed = format!("{head}<!-- contracts:begin -->\n{}<!-- contracts:end -->{tail}", markdown_table());
+            std::fs::write(path, blessed).unwrap();
+            return;
+        }
+        assert_eq!(inside, markdown_table(), "docs/contracts.md is stale: KERNEL_LAB_BLESS=1 cargo test --lib contract");
+    }
 
     #[test]
     fn every_row_has_at_most_four_params_and_pointers_name_their_memory() {
