@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use kernel_lab::backend::BackendKind;
-use kernel_lab::checks::{Class, Entry};
+use kernel_lab::cases::plan::Stubs;
 use kernel_lab::contract::Family;
+use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
@@ -92,7 +93,7 @@ fn every_bundled_vector_passes_through_the_openssl_contract(
     let v = variant(variant_name);
     let kernel = Kernel::from_name(kernel_name).unwrap();
     let (_dir, build) = openssl_kernels(|_, s| s);
-    let entry = Entry::of(&image(v, &build));
+    let entry = Stubs::of(&image(v, &build));
     assert_eq!(
         entry.family(kernel),
         Some(Family::OpenSsl),

@@ -311,9 +311,9 @@ mod no_panic {
 
     use kernel_lab::abi::X86_64;
     use kernel_lab::batch::{BatchBuilder, Placement};
-    use kernel_lab::checks::{self, Entry};
+    use kernel_lab::cases::plan::{self, Stubs};
+    use kernel_lab::cases::procedure::CaseRun;
     use kernel_lab::image::Arena;
-    use kernel_lab::procedure::CaseRun;
     use rand::SeedableRng;
 
     const KEYS: &[&str] = &[
@@ -467,7 +467,7 @@ mod no_panic {
                 prop_assert!(loaded + errors.len() >= 1, "every entry loads or has an error");
                 refused.set(refused.get() + errors.len());
                 let Some(set) = set else { return Ok(()) };
-                let e = Entry {
+                let e = Stubs {
                     md5_compress: Some(0x1000),
                     md5_compress_mb: Some(0x2000),
                     poly1305: Some(0x3000),
@@ -477,7 +477,7 @@ mod no_panic {
                 let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
                 for v in set.vectors.iter().filter(|v| v.cost().total() <= 4 << 20) {
                     planned.set(planned.get() + 1);
-                    for (layout, name) in checks::layouts(v, Placement::End, 7).zip(checks::case_names(v)) {
+                    for (layout, name) in plan::layouts(v, Placement::End, 7).zip(plan::case_names(v)) {
                         let mut case = CaseRun::new(v, &set.set, &name, layout);
                         loop {
                             let mut b = BatchBuilder::new(&X86_64);
@@ -505,10 +505,10 @@ mod no_panic {
 #[test]
 fn segment_estimates_bound_the_payload_they_add() {
     use kernel_lab::batch::{BatchBuilder, Placement};
-    use kernel_lab::checks::{self, Entry};
-    use kernel_lab::procedure::CaseRun;
+    use kernel_lab::cases::plan::{self, Stubs};
+    use kernel_lab::cases::procedure::CaseRun;
     use rand::SeedableRng;
-    let e = Entry {
+    let e = Stubs {
         md5_compress: Some(0x1000),
         md5_compress_mb: Some(0x2000),
         poly1305: Some(0x3000),
@@ -523,7 +523,7 @@ fn segment_estimates_bound_the_payload_they_add() {
             for (i, v) in set.vectors.iter().enumerate() {
                 // Every misalignment of the guarded twin (1..64) over the vectors.
                 let misalign = 1 + i % 63;
-                for (layout, name) in checks::layouts(v, Placement::End, misalign).zip(checks::case_names(v)) {
+                for (layout, name) in plan::layouts(v, Placement::End, misalign).zip(plan::case_names(v)) {
                     let mut case = CaseRun::new(v, &set.set, &name, layout);
                     loop {
                         estimate += case.estimate();

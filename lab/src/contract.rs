@@ -311,7 +311,11 @@ mod tests {
             std::fs::write(path, blessed).unwrap();
             return;
         }
-        assert_eq!(inside, markdown_table(), "docs/contracts.md is stale: KERNEL_LAB_BLESS=1 cargo test --lib contract");
+        assert_eq!(
+            inside,
+            markdown_table(),
+            "docs/contracts.md is stale: KERNEL_LAB_BLESS=1 cargo test --lib contract"
+        );
     }
 
     #[test]

@@ -15,11 +15,11 @@ use num_bigint::BigUint;
 use rand::Rng;
 
 use crate::batch::{Arg, Batch, BufId};
-use crate::checks::Class;
-use crate::checks::{
-    Expect, Final, Finding, Md5Args, Planner, MD5_INSTRUCTIONS_PER_BLOCK, POLY1305_INSTRUCTIONS_PER_BLOCK,
+use crate::cases::plan::{
+    Expect, Final, Md5Args, Planner, MD5_INSTRUCTIONS_PER_BLOCK, POLY1305_INSTRUCTIONS_PER_BLOCK,
 };
 use crate::contract::{MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
+use crate::finding::{Class, Finding};
 use crate::reference::md5::{self, State};
 use crate::reference::openssl::{self, PolyCtx};
 use crate::reference::poly1305::{self, Limbs26};
@@ -39,7 +39,7 @@ pub(crate) enum OsslExpect {
 }
 
 impl OsslExpect {
-    /// The buffer whose bytes the check reads (for [`crate::checks::CasePlan::outputs_digest`]).
+    /// The buffer whose bytes the check reads (for [`crate::cases::verdict::outputs_digest`]).
     pub(crate) fn buffer(&self) -> BufId {
         match self {
             OsslExpect::Kept { buf, .. } => *buf,
