@@ -27,6 +27,11 @@ fn examples_dir() -> PathBuf {
 /// A kernels folder with the OpenSSL examples of every arch (symbolic links resolved) and the
 /// lab's driver; `edit` may change `poly1305_blocks.S` of an arch. Builds into its own cache.
 fn openssl_kernels(edit: impl Fn(&str, String) -> String) -> (tempfile::TempDir, BuildConfig) {
+    openssl_kernels_editing("poly1305_blocks.S", edit)
+}
+
+/// [`openssl_kernels`], `edit` changing `file` of an arch.
+fn openssl_kernels_editing(file: &str, edit: impl Fn(&str, String) -> String) -> (tempfile::TempDir, BuildConfig) {
     let dir = tempfile::tempdir().expect("temp dir");
     for arch in ["riscv64", "aarch64", "x86_64"] {
         let to = dir.path().join(arch);
@@ -35,7 +40,7 @@ fn openssl_kernels(edit: impl Fn(&str, String) -> String) -> (tempfile::TempDir,
         for e in std::fs::read_dir(examples_dir().join(arch)).expect("examples") {
             let e = e.expect("entry");
             let text = std::fs::read_to_string(e.path()).expect("read (links followed)");
-            let text = if e.file_name() == "poly1305_blocks.S" { edit(arch, text) } else { text };
+            let text = if e.file_name() == file { edit(arch, text) } else { text };
             std::fs::write(to.join(e.file_name()), text).expect("write");
         }
     }
@@ -160,6 +165,30 @@ fn padbit_upper_bits_are_garbage_where_the_abi_says_so(
     let findings = all_findings(&report);
     assert_eq!(!findings.is_empty(), fails, "{findings:#?}");
     if fails {
-        assert!(findings.iter().any(|f| f.contains("padbit")), "{findings:#?}");
+        let why = |f: &&String| f.contains("depends on the upper 32 bits") && f.contains("padbit");
+        assert!(findings.iter().any(|f| why(&f)), "the diagnosis names padbit's upper half: {findings:#?}");
     }
+}
+
+/// An `md5_block_data_order` that writes `Nl` (byte 16 of `MD5_CTX`, past A..D) fails every
+/// case with a memory finding naming the byte, though every digest is right.
+#[test]
+fn an_md5_kernel_writing_past_the_state_words_is_caught() {
+    let v = variant("x86_64");
+    let clobber = |_: &str, s: String| s.replace("\tpop\t%r13\n", "\tmovb\t$0x77, 16(%rbx)\n\tpop\t%r13\n");
+    let (_dir, build) = openssl_kernels_editing("md5_block_data_order.S", clobber);
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let expected = cases_in(&vectors::load_file(&files[0]).0.expect("parses"));
+    let report = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files, build);
+    let (passed, failed, _) = report.totals();
+    assert_eq!((passed, failed), (0, expected), "{}", report.to_human());
+    let findings = all_findings(&report);
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.contains("md5_block_data_order(num=") && f.contains("byte 16 of the context is 0x77")),
+        "{findings:#?}"
+    );
+    let classes = report.rows.iter().flat_map(|r| &r.failed).flat_map(|c| &c.findings).map(|f| f.class);
+    assert!(classes.clone().all(|c| c == Class::Memory), "{findings:#?}");
 }

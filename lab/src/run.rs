@@ -493,7 +493,9 @@ pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kern
     let mut out = Vec::new();
     let defined = |s: &str| image.symbol(s).is_some();
     for &kernel in kernels.iter().filter(|&&k| crate::contract::family_of(k, defined).is_none()) {
-        let family = crate::contract::intended_family(kernel, defined);
+        // A misspelt OpenSSL name (`poly1305_blocs`) still points at the OpenSSL family.
+        let near = |s: &str| image.symbol_names().any(|n| strsim::levenshtein(n, s) <= 3 || n.eq_ignore_ascii_case(s));
+        let family = crate::contract::intended_family(kernel, |s| defined(s) || near(s));
         for symbol in crate::contract::contracts(family, kernel).map(|c| c.symbol).filter(|s| !defined(s)) {
             let near = image
                 .symbol_names()
