@@ -11,6 +11,7 @@
 //! work), [`pool`] (worker threads), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
 
 pub mod abi;
+pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod bench;
@@ -20,6 +21,7 @@ pub mod contract;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
+pub mod exit;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;
