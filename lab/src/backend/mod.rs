@@ -81,7 +81,7 @@ impl BackendKind {
             BackendKind::Unicorn => {
                 // Unicorn 2.1.5 decodes no Zbb: the backend emulates it for builds that use it.
                 let mut uc = UnicornBackend::new(image, limits)?;
-                uc.emulate_zbb(variant.zbb);
+                uc.emulate_zbb(variant.zbb)?;
                 Box::new(uc)
             }
             BackendKind::Qemu => Box::new(ProcessBackend::qemu(image, variant.qemu_cpu, limits)?),
