@@ -77,7 +77,7 @@ struct HookState {
     refused: Option<u64>,
     /// Exactly checked pages (4 KiB, the batch's granule) and the allowed `[start, end)` bytes
     /// on each: the first and last page of every buffer.
-    exact: std::collections::HashMap<u64, (u64, u64)>,
+    exact: rustc_hash::FxHashMap<u64, (u64, u64)>,
     /// Exact pages a memory hook watches during a confirmation run (their MMIO callbacks then
     /// only do the access).
     hooked: Vec<u64>,
@@ -278,7 +278,9 @@ impl UnicornBackend {
             }
             if !self.state.borrow().zbb.has_page(page) {
                 let bytes = self.uc.mem_read_as_vec(page, PAGE as usize).map_err(uc_err("read code page"))?;
-                self.uc.mem_map(page + CODE_ALIAS_OFFSET, PAGE, Prot::READ | Prot::EXEC).map_err(uc_err("map code copy"))?;
+                self.uc
+                    .mem_map(page + CODE_ALIAS_OFFSET, PAGE, Prot::READ | Prot::EXEC)
+                    .map_err(uc_err("map code copy"))?;
                 self.uc.mem_write(page + CODE_ALIAS_OFFSET, &bytes).map_err(uc_err("copy code page"))?;
             }
             let word = zbb::PATCH_WORD.to_le_bytes();
@@ -755,6 +757,27 @@ impl Backend for UnicornBackend {
                 st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
             }
         }
+        self.run_loaded(resp_len, resp_len)
+    }
+
+    /// After a fault, the arena holds what the entry left: only the header and the protection
+    /// table are rewritten (not the whole payload, which made a kernel that faults on every
+    /// call cost a copy of the batch per call). An entry that faults again returns only the
+    /// header; [`Backend::response`] reads the rest when the batch stops.
+    fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        self.uc.mem_write(self.arena.addr, &batch.resume_head(resp, start)).map_err(uc_err("write batch header"))?;
+        self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)
+    }
+
+    fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
+        self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))
+    }
+}
+
+impl UnicornBackend {
+    /// Runs the batch the arena holds (with its protections set) and reads the response:
+    /// `resp_len` bytes, or only `fault_len` when the entry ends in a fault.
+    fn run_loaded(&mut self, resp_len: usize, fault_len: usize) -> Result<RawRun, BackendError> {
         let (mut result, mut pc) = self.start()?;
         loop {
             let (refused, suspect) = {
@@ -777,8 +800,10 @@ impl Backend for UnicornBackend {
                 Confirm::Completed => (result, pc) = self.start()?,
             }
         }
-        let resp = self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))?;
-        let fault = self.classify(result, pc).map(|(kind, pc, detail)| {
+        let fault = self.classify(result, pc);
+        let len = if fault.is_some() { fault_len.min(resp_len) } else { resp_len };
+        let resp = self.uc.mem_read_as_vec(self.arena.addr, len).map_err(uc_err("read results"))?;
+        let fault = fault.map(|(kind, pc, detail)| {
             let call = usize::try_from(Batch::current(&resp)).ok();
             Fault { kind, pc: Some(pc), call, detail }
         });
