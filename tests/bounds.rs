@@ -7,7 +7,8 @@
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, Access, BackendKind, FaultKind, Limits};
 use kernel_lab::batch::{Arg, BatchBuilder, Placement, STACK_GUARD};
-use kernel_lab::checks::{Class, Entry, MISALIGNED_GUARD};
+use kernel_lab::cases::plan::{Stubs, MISALIGNED_GUARD};
+use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::reference::md5;
@@ -52,7 +53,7 @@ fn every_start_offset_is_checked_byte_exactly_on_unicorn(#[case] name: &str, #[c
     };
     let v = variant(name);
     let image = image_of(&build, name);
-    let e = Entry::of(&image);
+    let e = Stubs::of(&image);
     let block: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
     let mut want = md5::IV;
     md5::compress(&mut want, &block);
@@ -214,6 +215,6 @@ fn a_kernel_reading_its_data_and_rodata_passes(#[case] name: &str) {
     assert!(!(lo..hi).contains(&t), "md5_T at {t:#x} in the protected data [{lo:#x}, {hi:#x})");
     let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
     let report = run::run(&config_with(v, vec![U, Q], Kernel::Md5, files, build));
-    assert_eq!(run::exit_code(&report), 0, "{}", report.to_human());
+    assert_eq!(report.status(), kernel_lab::exit::ExitCode::Passed, "{}", report.to_human());
     assert_eq!(report.rows.len(), 2, "{}", report.to_human());
 }

@@ -53,6 +53,23 @@ fn replay(build: BuildConfig, kernel: Kernel, file: &std::path::Path, backend: B
     (p, f)
 }
 
+/// Runs a printed `lab run` replay line (any `VAR=value` words in front set the environment);
+/// returns the (passed, failed) totals of its JSON report.
+fn replay_as_printed(line: &str) -> (u64, u64) {
+    let words = shlex::split(line).expect("shell words");
+    let at = words.iter().position(|w| w == "lab").expect("a lab command");
+    let env = words[..at].iter().filter_map(|w| w.split_once('='));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(&words[at + 1..])
+        .args(["--format", "json"])
+        .envs(env)
+        .output()
+        .expect("run lab");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let totals = &doc["totals"];
+    (totals["passed"].as_u64().unwrap(), totals["failed"].as_u64().unwrap())
+}
+
 #[test]
 fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
     let bugs = [
@@ -69,7 +86,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
             assert!(fuzz::blocks_of(&f.case) <= 2, "{kernel}: shrunk only to {} blocks", fuzz::blocks_of(&f.case));
             assert!(!f.findings.is_empty());
             // The file holds one vector: its guarded case and its offset case.
-            let cases = kernel_lab::checks::cases_of(&f.case);
+            let cases = kernel_lab::cases::plan::cases_of(&f.case);
             assert_eq!(
                 replay(build.clone(), kernel, &f.file, r.backend),
                 (0, cases),
@@ -80,6 +97,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
                 (cases, 0),
                 "and passes on the real one"
             );
+            assert_eq!(replay_as_printed(&f.replay), (0, cases as u64), "the printed replay line fails the same cases");
         }
     }
 }

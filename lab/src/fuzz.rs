@@ -1,6 +1,6 @@
 //! Differential fuzzing: proptest strategies per contract, cases run in batches through the
 //! guest-side driver, every call compared with the portable reference (the comparison is
-//! [`checks::check`], the same as for vectors), failures shrunk with proptest's value trees and
+//! [`crate::cases::verdict::check`], the same as for vectors), failures shrunk with proptest's value trees and
 //! written as vector files that `lab run --vectors FILE` replays.
 //!
 //! The strategies are shared by `lab fuzz` and `cargo test`.
@@ -14,7 +14,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, Backend, BackendError};
 use crate::batch::{BatchBuilder, Placement};
-use crate::checks::{self, CasePlan, Entry, Finding};
+use crate::cases::plan::{self, CasePlan, Stubs};
+use crate::cases::verdict;
+use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::reference::{md5, poly1305};
 use crate::variant::{Kernel, Variant};
@@ -304,23 +306,23 @@ pub struct Target<'a> {
 }
 
 /// Runs `cases` in one batch and returns each case's findings (empty = agrees with the
-/// reference). Each case runs twice (checks::plan_vector): guarded against guard pages, and
+/// reference). Each case runs twice ([`plan::plan_vector`]): guarded against guard pages, and
 /// packed at its offset; a case's findings are those of both.
 ///
 /// # Errors
 /// When the backend itself fails or the batch does not fit the arena.
 pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, BackendError> {
-    let entry = Entry::of(t.image);
+    let entry = Stubs::of(t.image);
     let abi = Abi::of(t.variant.arch);
     let mut b = BatchBuilder::new(abi);
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
     let plans: Vec<Vec<CasePlan>> =
-        cases.iter().map(|c| checks::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
+        cases.iter().map(|c| plan::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
     let batch = b.layout(t.image.arena()?).map_err(|e| BackendError::Unsupported(e.to_string()))?;
     let run = backend::run_batch(t.backend, &batch)?;
     let findings = |ps: &Vec<CasePlan>| {
         let mut all: Vec<Finding> = Vec::new();
-        for f in ps.iter().flat_map(|p| checks::check(p, &batch, &run, abi, t.image)) {
+        for f in ps.iter().flat_map(|p| verdict::check(p, &batch, &run, abi, t.image)) {
             // The guarded and the offset case usually fail alike: say it once.
             if !all.iter().any(|g| g.text == f.text) {
                 all.push(f);
@@ -544,7 +546,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     }
                 };
                 let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
-                let why = kind.supports(variant).err().or(refused).or_else(|| Entry::of(image).missing(kernel));
+                let why = kind.supports(variant).err().or(refused).or_else(|| Stubs::of(image).missing(kernel));
                 let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| {
                     "not run: the --time budget was spent before this target's turn (earlier targets ran to it)"
                         .to_string()
@@ -600,8 +602,7 @@ fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, resul
         let Outcome::Failed(f) = &mut r.outcome else { continue };
         // Only wrong outputs are compared: a fault one backend alone sees (bounds are checked
         // by bytes on Unicorn, by pages elsewhere) is a kernel finding, not an emulator's.
-        let outputs_only =
-            f.findings.iter().all(|x| matches!(x.class, crate::checks::Class::Value | crate::checks::Class::Bounds));
+        let outputs_only = f.findings.iter().all(|x| matches!(x.class, Class::Value | Class::Bounds));
         if !outputs_only {
             continue;
         }
@@ -626,7 +627,7 @@ fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, resul
             failing.join(" and "),
             if failing.len() == 1 { "s" } else { "" }
         );
-        f.findings.insert(0, Finding::new(crate::checks::Class::Disagreement, text));
+        f.findings.insert(0, Finding::new(Class::Disagreement, text));
     }
 }
 
@@ -713,14 +714,28 @@ fn interrupted_reason() -> Option<String> {
     crate::interrupt::interrupted().map(|s| format!("interrupted by {}", crate::interrupt::name(s)))
 }
 
-/// ` --kernels-dir DIR` when the campaign did not use the repository's kernels, so that a
-/// printed command reproduces it.
-pub fn kernels_option(cfg: &FuzzConfig) -> String {
-    if cfg.build.kernels_dir == crate::paths::kernels_dir() {
-        String::new()
-    } else {
-        format!(" --kernels-dir {}", cfg.build.kernels_dir.display())
+/// The replay options of a campaign with `seed` on the kernels in `kernels_dir`: `--kernels-dir`
+/// when they are not the repository's, so that a printed command reproduces it.
+fn replay_options(seed: u64, kernels_dir: &std::path::Path) -> crate::replay::Replay {
+    let mut replay = crate::replay::Replay::new(seed);
+    if kernels_dir != crate::paths::kernels_dir() {
+        replay.path("--kernels-dir", kernels_dir);
     }
+    replay
+}
+
+/// The `lab run` line that replays a shrunk failure of `variant` saved in `file`.
+fn replay_line(
+    seed: u64,
+    kernels_dir: &std::path::Path,
+    variant: &Variant,
+    backend: backend::BackendKind,
+    kernel: Kernel,
+    file: &std::path::Path,
+) -> String {
+    let mut replay = replay_options(seed, kernels_dir);
+    replay.flag("--no-bundled").path("--vectors", file);
+    replay.narrowed(variant.name, backend, kernel, None, None)
 }
 
 /// Shrinks the failing case (until `deadline`, if any), writes it as a vector file and builds
@@ -740,11 +755,9 @@ fn report_failure(
     };
     let backend = t.backend.kind();
     case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
+    let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir).fuzz_target(t.variant.name, backend, kernel);
     case.source = format!(
-        "lab fuzz --seed {} --arch {} --kernel {kernel} --backend {backend}{}: case {case_index}, shrunk from {original_blocks} to {} blocks{}; expected values from the portable reference",
-        cfg.seed,
-        t.variant.arch,
-        kernels_option(cfg),
+        "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks{}; expected values from the portable reference",
         blocks_of(&case),
         if stopped { " (shrinking stopped at the --time deadline: maybe not minimal)" } else { "" }
     );
@@ -762,12 +775,7 @@ fn report_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    let mut replay = crate::replay::Replay::new(cfg.seed);
-    if cfg.build.kernels_dir != crate::paths::kernels_dir() {
-        replay.path("--kernels-dir", &cfg.build.kernels_dir);
-    }
-    replay.flag("--no-bundled").path("--vectors", &file);
-    let replay = replay.narrowed(t.variant.name, backend, kernel, None, None);
+    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, t.variant, backend, kernel, &file);
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
@@ -790,7 +798,7 @@ pub fn to_report(
             let verdict = match &r.outcome {
                 Outcome::Clean => Verdict::Passed,
                 Outcome::Skipped(why) => Verdict::Skipped(why.clone()),
-                Outcome::Error(e) => Verdict::Failed(vec![Finding::new(crate::checks::Class::NotRun, e.clone())]),
+                Outcome::Error(e) => Verdict::Failed(vec![Finding::new(Class::NotRun, e.clone())]),
                 Outcome::Failed(f) => {
                     let mut findings = f.findings.clone();
                     let written = format!(
@@ -801,27 +809,15 @@ pub fn to_report(
                         f.file.display(),
                         f.replay
                     );
-                    findings.push(Finding::new(crate::checks::Class::Value, written));
-                    if findings[0].class == crate::checks::Class::Disagreement {
+                    findings.push(Finding::new(Class::Value, written));
+                    if findings[0].class == Class::Disagreement {
                         Verdict::Disagreed(findings)
                     } else {
                         Verdict::Failed(findings)
                     }
                 }
             };
-            let mut row = Row {
-                variant: r.variant,
-                backend: r.backend,
-                kernel: r.kernel,
-                set: "fuzz".into(),
-                passed: 0,
-                failed: Vec::new(),
-                disagreed: Vec::new(),
-                skipped: 0,
-                skip_reason: None,
-                elapsed: r.elapsed,
-                cases: Vec::new(),
-            };
+            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })
@@ -840,7 +836,25 @@ pub fn to_report(
 
 #[cfg(test)]
 mod tests {
-    use super::shard_cases;
+    use super::{replay_line, shard_cases};
+    use crate::backend::BackendKind;
+    use crate::variant::{Kernel, Variant};
+
+    /// A shrunk failure's replay keeps the variant's Zbb choice (riscv64 and riscv64+zbb
+    /// share `--arch riscv64`), the kernels folder and the saved file.
+    #[test]
+    fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
+        let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
+        let kernels = std::path::Path::new("/tmp/my kernels");
+        let line = replay_line(9, kernels, zbb, BackendKind::Qemu, Kernel::Md5, std::path::Path::new("/f/x.json"));
+        assert!(
+            line.ends_with(
+                "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \
+                 --backend qemu --kernel md5"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn shards_0_to_n_minus_1_own_every_case_index_exactly_once() {

@@ -21,17 +21,14 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use unicorn_engine::{
-    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, RegisterARM64, RegisterRISCV, RegisterX86, TlbEntry,
-    TlbType, Unicorn, X86Insn,
-};
+use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unicorn};
 
 use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
+use crate::arch::{Arch, ReturnAddress, Trap, TrapPc, UnicornSupport};
 use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
 use crate::protocol;
-use crate::variant::Arch;
 
 const PAGE: u64 = batch::PAGE;
 
@@ -194,22 +191,16 @@ impl UnicornBackend {
     /// # Errors
     /// Missing driver symbols, or an engine set-up step Unicorn refuses.
     pub fn new(image: &Image, limits: Limits) -> Result<Self, BackendError> {
-        let (arch, mode) = match image.arch {
-            Arch::Riscv64 => (UcArch::RISCV, Mode::RISCV64),
-            Arch::Aarch64 => (UcArch::ARM64, Mode::LITTLE_ENDIAN),
-            Arch::X86_64 => (UcArch::X86, Mode::MODE_64),
-        };
-        let mut uc = Unicorn::new(arch, mode).map_err(uc_err("engine"))?;
+        let spec = &image.arch.spec().unicorn;
+        let mut uc = Unicorn::new(spec.arch, spec.mode).map_err(uc_err("engine"))?;
         for (addr, len, prot) in page_map(image) {
             uc.mem_map(addr, len, prot).map_err(uc_err("map segment"))?;
         }
         for s in &image.segments {
             uc.mem_write(s.vaddr, &s.data).map_err(uc_err("load segment"))?;
         }
-        if image.arch == Arch::Riscv64 {
-            // mstatus.FS = Dirty: the driver saves fs0-fs11, and with FS = Off every FP
-            // instruction is illegal (RISC-V privileged spec, "Extension Context Status").
-            uc.reg_write(RegisterRISCV::MSTATUS, 0x6000).map_err(uc_err("mstatus"))?;
+        for &(reg, value, what) in spec.init {
+            uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
         let state = Rc::new(RefCell::new(HookState::default()));
         let arena = image.arena()?;
@@ -245,7 +236,8 @@ impl UnicornBackend {
     /// # Errors
     /// Unicorn refuses the block hook the patches need (only added when no budget hook runs).
     pub fn emulate_zbb(&mut self, on: bool) -> Result<(), BackendError> {
-        let on = on && self.arch == Arch::Riscv64;
+        let zbb = self.arch.spec().isa.extension("zbb");
+        let on = on && zbb.is_some_and(|e| e.unicorn == UnicornSupport::Emulated);
         self.zbb.set(on);
         if on && !self.zbb_block_hook {
             let s = Rc::clone(&self.state);
@@ -475,15 +467,13 @@ impl UnicornBackend {
         })
         .transpose()
         .map_err(uc_err("block hook"))?;
-        if arch == Arch::X86_64 {
-            for insn in [X86Insn::SYSCALL, X86Insn::SYSENTER] {
-                let s = Rc::clone(state);
-                uc.add_insn_sys_hook(insn, 1, 0, move |uc| {
-                    s.borrow_mut().seen.syscall = Some(uc.pc_read().unwrap_or(0));
-                    let _ = uc.emu_stop();
-                })
-                .map_err(uc_err("syscall hook"))?;
-            }
+        for &insn in arch.spec().unicorn.syscall_hooks {
+            let s = Rc::clone(state);
+            uc.add_insn_sys_hook(insn, 1, 0, move |uc| {
+                s.borrow_mut().seen.syscall = Some(uc.pc_read().unwrap_or(0));
+                let _ = uc.emu_stop();
+            })
+            .map_err(uc_err("syscall hook"))?;
         }
         Ok(())
     }
@@ -640,20 +630,16 @@ impl UnicornBackend {
     fn set_entry_registers(&mut self) -> Result<(), BackendError> {
         let e = uc_err("registers");
         let sp = self.stack_top & !15;
-        match self.arch {
-            Arch::Riscv64 => {
-                self.uc.reg_write(RegisterRISCV::SP, sp).map_err(&e)?;
-                self.uc.reg_write(RegisterRISCV::RA, self.halt).map_err(&e)?;
+        let spec = &self.arch.spec().unicorn;
+        match spec.return_address {
+            ReturnAddress::Register(ra) => {
+                self.uc.reg_write(spec.sp, sp).map_err(&e)?;
+                self.uc.reg_write(ra, self.halt).map_err(&e)?;
             }
-            Arch::Aarch64 => {
-                self.uc.reg_write(RegisterARM64::SP, sp).map_err(&e)?;
-                self.uc.reg_write(RegisterARM64::LR, self.halt).map_err(&e)?;
-            }
-            Arch::X86_64 => {
-                // A `call` pushed the return address: rsp is 8 mod 16 at entry (SysV §3.2.2).
-                let rsp = sp - 8;
-                self.uc.mem_write(rsp, &self.halt.to_le_bytes()).map_err(&e)?;
-                self.uc.reg_write(RegisterX86::RSP, rsp).map_err(&e)?;
+            ReturnAddress::Stack => {
+                let sp = sp - 8;
+                self.uc.mem_write(sp, &self.halt.to_le_bytes()).map_err(&e)?;
+                self.uc.reg_write(spec.sp, sp).map_err(&e)?;
             }
         }
         Ok(())
@@ -697,39 +683,28 @@ impl UnicornBackend {
         }
     }
 
-    /// Interrupt numbers per QEMU target (`EXCP_*` / RISC-V `mcause`).
+    /// The fault an interrupt number stands for, from the arch row's table
+    /// (`UnicornSpec::interrupts`: QEMU `EXCP_*` / RISC-V `mcause`).
     fn interrupt(&self, intno: u32, pc: u64) -> (FaultKind, u64, String) {
         let detail = format!("interrupt {intno}");
-        // RISC-V: the engine has taken the trap, so `pc` is past the instruction; mepc holds
-        // the faulting instruction and mtval the bad address (privileged spec, "Machine Trap
-        // Handling"; Unicorn 2.1.5 leaves mtval 0). Without mepc, fall back to pc - 4.
-        let epc = || self.uc.reg_read(RegisterRISCV::MEPC).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(4));
-        match (self.arch, intno) {
-            (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, epc(), detail),
-            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall { nr: None, name: None }, epc(), detail),
-            (Arch::Riscv64, 3) => (FaultKind::Trap, epc(), detail),
-            // Load (4) and store/AMO (6) address misaligned.
-            (Arch::Riscv64, 4 | 6) => (
-                FaultKind::Bus { addr: self.uc.reg_read(RegisterRISCV::MTVAL).ok().filter(|&a| a != 0) },
-                epc(),
-                detail,
-            ),
-            // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_DATA_ABORT = 4 (here an alignment fault:
-            // unmapped memory reaches the memory hook first; FAR_EL1 may hold the address), EXCP_BKPT = 7.
-            (Arch::Aarch64, 1) => (FaultKind::IllegalInstruction, pc, detail),
-            (Arch::Aarch64, 2) => (FaultKind::SystemCall { nr: None, name: None }, pc.wrapping_sub(4), detail),
-            (Arch::Aarch64, 4) => {
-                (FaultKind::Bus { addr: self.uc.reg_read(RegisterARM64::FAR_EL1).ok().filter(|&a| a != 0) }, pc, detail)
-            }
-            (Arch::Aarch64, 7) => (FaultKind::Trap, pc, detail),
-            // x86: #UD = 6, #BP = 3, #DE = 0.
-            (Arch::X86_64, 6) => (FaultKind::IllegalInstruction, pc, detail),
-            (Arch::X86_64, 3) => (FaultKind::Trap, pc, detail),
-            (Arch::X86_64, 0) => (FaultKind::Arithmetic, pc, detail),
-            // `int 0x80`: the pc is past the 2-byte instruction.
-            (Arch::X86_64, 0x80) => (FaultKind::SystemCall { nr: None, name: None }, pc.wrapping_sub(2), detail),
-            _ => (FaultKind::Exception(intno), pc, detail),
-        }
+        let table = self.arch.spec().unicorn.interrupts;
+        let Some(row) = table.iter().find(|r| r.intnos.contains(&intno)) else {
+            return (FaultKind::Exception(intno), pc, detail);
+        };
+        let at = match row.pc {
+            TrapPc::Pc => pc,
+            TrapPc::Before(n) => pc.wrapping_sub(n),
+            TrapPc::Register(reg, n) => self.uc.reg_read(reg).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(n)),
+        };
+        let addr = || row.addr_register.and_then(|r| self.uc.reg_read(r).ok()).filter(|&a| a != 0);
+        let kind = match row.trap {
+            Trap::IllegalInstruction => FaultKind::IllegalInstruction,
+            Trap::SystemCall => FaultKind::SystemCall { nr: None, name: None },
+            Trap::Breakpoint => FaultKind::Trap,
+            Trap::Misaligned => FaultKind::Bus { addr: addr() },
+            Trap::Arithmetic => FaultKind::Arithmetic,
+        };
+        (kind, at, detail)
     }
 
     fn pc(&self) -> u64 {

@@ -24,7 +24,8 @@ use super::workload::Workload;
 use crate::abi::Abi;
 use crate::backend::{run_batch, Backend, BackendKind, Limits, UnicornBackend};
 use crate::batch::{Arg, BatchBuilder};
-use crate::checks::{describe_fault, Entry};
+use crate::cases::plan::Stubs;
+use crate::cases::verdict::{self, describe_fault};
 use crate::image::Image;
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Arch, Kernel, Variant};
@@ -87,11 +88,7 @@ const TARGET: Duration = Duration::from_millis(100);
 
 /// The spin source of `arch`.
 fn spin_source(arch: Arch) -> &'static str {
-    match arch {
-        Arch::Riscv64 => include_str!("../../guest/riscv64/spin.S"),
-        Arch::Aarch64 => include_str!("../../guest/aarch64/spin.S"),
-        Arch::X86_64 => include_str!("../../guest/x86_64/spin.S"),
-    }
+    arch.spec().spin_source
 }
 
 /// Builds the spin image of `variant`: the variant's `driver.S` plus `spin.S`, cached under
@@ -207,14 +204,16 @@ fn round(
     k: usize,
     rng: &mut impl Rng,
 ) -> Result<Duration, String> {
-    let e = Entry::of(image);
+    let e = Stubs::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     b.page_bounds_only();
-    let p = w.prepare(&mut b, rng); // random input: not the lab's work, so before the clock
+    // Random input and the reference's answer: not the lab's work, so before the clock.
+    let plan = w.plan(&mut b, &e, rng);
+    let first = b.ncalls() - 1;
     let seed: u64 = rng.gen();
     let t = Instant::now();
-    for i in 0..k {
-        w.call(&mut b, &e, &p, seed ^ i as u64);
+    for i in 1..k {
+        b.repeat(first, seed ^ i as u64);
     }
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
@@ -225,6 +224,10 @@ fn round(
     let elapsed = t.elapsed();
     if completed != k {
         return Err(format!("{}: {completed} of {k} calls completed", w.label()));
+    }
+    // Every repeat starts from the same snapshot, so the last leaves the planned call's answer.
+    if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {
+        return Err(f.text.clone());
     }
     Ok(elapsed)
 }

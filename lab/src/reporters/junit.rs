@@ -13,7 +13,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 use super::JunitCases;
-use crate::checks::{Class, Finding};
+use crate::finding::{Class, Finding};
 use crate::replay::Replay;
 use crate::report::{Report, Row, Verdict};
 
@@ -179,7 +179,7 @@ fn add_every_case(
     seen: &mut HashMap<(String, String), usize>,
 ) {
     let classname = format!("{}.{}.{}.{}", r.variant, r.backend, r.kernel, r.set);
-    for c in r.outcomes().iter() {
+    for c in &r.cases {
         // Poly1305's unsplit and split cases of a short message share a name; JUnit readers
         // merge equal names, so later ones get " #2", " #3".
         let n = seen.entry((classname.clone(), c.name.clone())).or_insert(0);
