@@ -19,6 +19,7 @@ mod gating;
 mod image;
 mod matrix;
 mod mb_semantics;
+mod openssl;
 mod predict;
 mod protocol;
 mod reports;
