@@ -615,6 +615,25 @@ impl Backend for ProcessBackend {
             Entry::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
         }
     }
+
+    /// The shared arena holds what the faulted entry left (`resp`, and inputs the guest could
+    /// not write): only the header and protection table are written again, not the whole batch.
+    fn resume(&mut self, batch: &crate::batch::Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        let Some(shared) = self.shared.as_mut() else {
+            return self.execute(&batch.resume_payload(resp, start), batch.resp_len);
+        };
+        shared.write_at(0, &batch.resume_head(resp, start));
+        let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
+        match self.run_entry(batch.resp_len, sum)? {
+            Entry::Run(run) if run.resp.is_empty() => {
+                Ok(self.hung(&batch.resume_payload(resp, start), batch.resp_len, run))
+            }
+            Entry::Run(run) => Ok(run),
+            Entry::Surprise { kind, detail } => {
+                self.step(&batch.resume_payload(resp, start), batch.resp_len, sum, (kind, detail))
+            }
+        }
+    }
 }
 
 impl Drop for ProcessBackend {
