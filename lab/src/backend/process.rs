@@ -397,12 +397,6 @@ impl ProcessBackend {
         BackendError::Process { program: self.program.display().to_string(), reason }
     }
 
-    /// Ends the guest after it reported a fault itself; returns what it wrote to stderr.
-    fn reap_stderr(&mut self) -> String {
-        let how = self.reap();
-        how.split_once("; stderr: ").map(|(_, e)| e.to_string()).unwrap_or_default()
-    }
-
     /// Ends the guest and says how it ended (exit status with its meaning, or signal, and its
     /// stderr).
     fn reap(&mut self) -> String {
@@ -520,10 +514,10 @@ impl ProcessBackend {
         Entry::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
     }
 
-    /// The fault a fault reply reports (the guest exits after it).
+    /// The fault a fault reply reports. The guest lives on: its handler returned into the
+    /// request loop (kernels/README.md), so the next entry needs no new process.
     fn fault_of(&mut self, reply: &[u64; token::REPLY_WORDS]) -> Fault {
-        // The guest said what happened; only its stderr (qemu's own words) adds to it.
-        let detail = self.reap_stderr();
+        let detail = String::new();
         let (signo, addr, pc) = (reply[token::SIGNO], reply[token::SI_ADDR], reply[token::PC]);
         let kind = match FaultKind::from_signal(signo, addr) {
             FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
