@@ -16,6 +16,7 @@ use crate::backend::{self, Backend, BackendError};
 use crate::batch::{BatchBuilder, Placement};
 use crate::cases::plan::{self, CasePlan, Stubs};
 use crate::cases::verdict;
+use crate::contract::Family;
 use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::reference::{md5, poly1305};
@@ -281,6 +282,32 @@ pub fn strategy(kernel: Kernel) -> BoxedStrategy<Case> {
         Kernel::Md5 => prop_oneof![3 => md5_call(), 1 => md5_digest()].boxed(),
         Kernel::Poly1305 => poly1305_call(),
     }
+}
+
+/// The strategy for a kernel called through `family`'s contract ([`crate::contract`]). The
+/// OpenSSL family adds whole tags to Poly1305 ([`poly1305_tag`]): their tails reach
+/// `poly1305_blocks` with padbit 0, the call entries with padbit 1. MD5 stub calls become
+/// `md5_block_data_order` calls of the same blocks.
+pub fn strategy_for(kernel: Kernel, family: Family) -> BoxedStrategy<Case> {
+    match (kernel, family) {
+        (Kernel::Poly1305, Family::OpenSsl) => prop_oneof![3 => poly1305_call(), 2 => poly1305_tag()].boxed(),
+        _ => strategy(kernel),
+    }
+}
+
+/// Whole Poly1305 tags: any key, 0..=20 whole blocks (weighted to all-0xFF and all-zero
+/// blocks) and every tail length 0..15; the tag from the reference ([`poly1305::tag`]).
+pub fn poly1305_tag() -> BoxedStrategy<Case> {
+    let blocks = proptest::collection::vec(block16(), 0..=20);
+    let tail = proptest::collection::vec(any::<u8>(), 0..16);
+    let key = prop_oneof![3 => any::<[u8; 32]>(), 1 => Just([0xff; 32]), 1 => Just([0; 32])];
+    (key, blocks, tail, 0usize..16)
+        .prop_map(|(key, blocks, tail, offset)| {
+            let msg: Vec<u8> = blocks.iter().flatten().chain(&tail).copied().collect();
+            let tag = poly1305::tag(&key, &msg);
+            case("poly1305 tag", offset, Body::Poly1305Tag { key, msg: msg.into(), tag })
+        })
+        .boxed()
 }
 
 /// A deterministic proptest runner for `seed`.
@@ -643,7 +670,8 @@ fn fuzz_target(
     let started = std::time::Instant::now();
     let label = format!("{}/{}/{}", t.variant.name, t.backend.kind(), kernel);
     let mut runner = runner(cfg.seed ^ stable_hash(&[t.variant.name, kernel.name()]));
-    let strategy = strategy(kernel);
+    let family = Stubs::of(t.image).family(kernel).unwrap_or(Family::HotSpot);
+    let strategy = strategy_for(kernel, family);
     let (shard, shards) = cfg.shard;
     let total = match budget {
         Budget::Cases(n) => Some(shard_cases(n, shard, shards)),
