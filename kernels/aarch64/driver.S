@@ -40,6 +40,7 @@
 // -> pc at 176 + 8 + 31*8 + 8 = 440 (arch/arm64/include/uapi/asm/{ucontext,sigcontext}.h).
 // Verified under qemu-aarch64 7.2: the reported pc equals the faulting instruction.
 #define UC_PC         440
+#define UC_SP         (UC_PC - 8)
 #define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
@@ -354,8 +355,12 @@ _start:
     mov     x8, #SYS_prctl
     svc     #0
 
+.Lio_resume:                                    // where the fault handler returns to
     LOADADDR x19, lab_io_req
 .Lio_loop:
+    mov     x9, sp
+    LOADADDR x10, lab_loop_sp
+    str     x9, [x10]
     mov     x1, x19
     mov     x2, #LAB_REQUEST_SIZE
     bl      read_all
@@ -424,10 +429,11 @@ _start:
 
 // void lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), on lab_altstack, every
 // other signal blocked. Sends the reply (magic, seq, kind = fault, checksum, signo, si_addr,
-// pc, current), then exit_group(LAB_EXIT_FAULT). The host restarts the process and resumes
-// at current + 1.
+// pc, current), then returns through rt_sigreturn into the request loop (the saved context's
+// pc and sp replaced), so a fault costs no new guest process; the host resumes at current + 1.
     .type   lab_fault_handler, %function
 lab_fault_handler:
+    mov     x25, x30
     mov     x22, x0
     mov     x23, x1
     mov     x24, x2
@@ -447,9 +453,17 @@ lab_fault_handler:
     ldr     x10, [x21, #LAB_H_CURRENT]
     stp     x9, x10, [x19, #LAB_RP_PC]          // pc, current
     bl      send_reply
-    mov     x0, #LAB_EXIT_FAULT
-    mov     x8, #SYS_exit_group
-    svc     #0
+    LOADADDR x9, lab_io_seq
+    ldr     x10, [x9]
+    add     x10, x10, #1
+    str     x10, [x9]
+    LOADADDR x9, .Lio_resume
+    str     x9, [x24, #UC_PC]
+    LOADADDR x9, lab_loop_sp
+    ldr     x9, [x9]
+    str     x9, [x24, #UC_SP]
+    mov     x30, x25
+    ret
     .size   lab_fault_handler, . - lab_fault_handler
     .globl  lab_syscalls_end
 lab_syscalls_end:
@@ -461,6 +475,8 @@ lab_syscalls_end:
 lab_drv_state:                                  // entry pointer, lab_batch's sp, index
     .zero   32
 lab_io_seq:                                     // sequence number of the next request
+    .zero   8
+lab_loop_sp:                                    // sp at the top of the request loop
     .zero   8
     .balign 16
 lab_io_sum:                                     // checksum range of the current request

@@ -3,7 +3,8 @@
  *
  *   lab_batch         runs calls start..ncalls of the table in lab_arena (psABI function)
  *   _start            qemu-user entry: map the shared arena, answer request tokens
- *   lab_fault         SIGILL/SIGSEGV/SIGBUS/SIGFPE/SIGTRAP/SIGSYS/SIGUSR1 handler: reply, exit
+ *   lab_fault         SIGILL/SIGSEGV/SIGBUS/SIGFPE/SIGTRAP/SIGSYS/SIGUSR1 handler: reply, then
+ *                     back to the request loop
  *   lab_unicorn_halt  return address Unicorn uses for lab_batch (never executed)
  *   lab_stack_top     top of the driver's stack in .bss
  *   lab_arena         in .bss, 4096-aligned, last object of the image
@@ -50,6 +51,7 @@
 #define SA_ONSTACK	0x08000000
 #define UC_PC		176	/* offsetof(ucontext, uc_mcontext.sc_regs.pc), see above */
 #define UC_A7		(UC_PC + 17 * 8)	/* sc_regs.a7 (x17): the system-call number */
+#define UC_SP		(UC_PC + 2 * 8)		/* sc_regs.sp (x2) */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
 /* lab_batch frame: ra, then the saved registers in ABI order, padded to 16 bytes */
@@ -388,6 +390,8 @@ _start:
 	ecall
 
 .Lio_loop:
+	lla	t0, lab_loop_sp		/* where lab_fault resumes the loop */
+	sd	sp, 0(t0)
 	lla	a0, lab_io_req
 	li	a1, LAB_REQUEST_SIZE
 	call	read_full
@@ -456,12 +460,15 @@ _start:
 /*
  * lab_fault(a0 = signo, a1 = siginfo_t *, a2 = ucontext *), on lab_sigstack, every other
  * signal blocked. Sends the reply (magic, seq, kind = fault, checksum, signo, si_addr, pc,
- * current), then exit_group(LAB_EXIT_FAULT).
- * It never returns, so it may clobber any register (the kernel's poisoned ones included).
+ * current), then returns through rt_sigreturn into the request loop (the saved context's pc
+ * and sp are replaced), so a fault costs no new guest process. It may clobber any register
+ * (the loop reloads what it needs), but returns on its own sp with its own ra.
  */
 	.type	lab_fault, @function
 	.p2align 2
 lab_fault:
+	mv	s5, sp
+	mv	s6, ra
 	andi	sp, sp, -16
 	mv	s1, a0
 	mv	s2, a1
@@ -485,9 +492,18 @@ lab_fault:
 	ld	t1, LAB_H_CURRENT(t0)
 	sd	t1, LAB_RP_CURRENT(s4)
 	call	send_reply
-	li	a0, LAB_EXIT_FAULT
-	li	a7, SYS_exit_group
-	ecall
+	lla	t0, lab_io_seq
+	ld	t1, 0(t0)
+	addi	t1, t1, 1
+	sd	t1, 0(t0)
+	lla	t1, .Lio_loop
+	sd	t1, UC_PC(s3)
+	lla	t1, lab_loop_sp
+	ld	t1, 0(t1)
+	sd	t1, UC_SP(s3)
+	mv	sp, s5
+	mv	ra, s6
+	ret
 	.size	lab_fault, . - lab_fault
 	.globl	lab_syscalls_end
 lab_syscalls_end:
@@ -500,6 +516,8 @@ lab_syscalls_end:
 	.p2align 4
 lab_saved_sp:
 	.zero	16
+lab_loop_sp:				/* sp at the top of the request loop */
+	.zero	8
 lab_io_seq:				/* sequence number of the next request */
 	.zero	8
 lab_io_sum:				/* checksum range of the current request: off, len */

@@ -52,6 +52,8 @@
 /* ucontext_t: uc_mcontext at 40 (after uc_flags, uc_link, uc_stack), gregs[REG_RIP = 16]
  * at 40 + 16*8 = 168.  Verified under qemu-x86_64 and natively. */
 #define UC_RIP          168
+#define UC_RSP          (UC_RIP - 8)    /* gregs[REG_RSP] */
+#define UC_EFL          (UC_RIP + 8)    /* gregs[REG_EFL] */
 
 /* lab_batch's frame: the integer callee-saved registers, padded so rsp is 16-aligned
  * (entry rsp = 8 mod 16). */
@@ -244,6 +246,7 @@ _start:
         call    lab_seccomp_install             /* last set-up step: the allow-list */
 
 .Lio_loop:
+        mov     [rip + lab_loop_sp], rsp        /* where the fault handler resumes the loop */
         lea     rsi, [rip + lab_io_req]
         mov     edx, LAB_REQUEST_SIZE
         call    .Lread_full
@@ -481,13 +484,15 @@ lab_seccomp_install:
 /* ------------------------------------------------------------------------------------------
  * lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), SA_SIGINFO, on the altstack,
  * every other signal blocked.  Sends the reply (magic, seq, kind = fault, checksum, signo,
- * si_addr, pc, current), then exit_group(LAB_EXIT_FAULT).  It never returns, so it may use
- * any register.
+ * si_addr, pc, current), then returns through lab_sigreturn into the request loop (the
+ * saved context's rip and rsp replaced, DF cleared), so a fault costs no new guest process.
+ * It may use any register, but returns on its own rsp.
  * ---------------------------------------------------------------------------------------- */
         .type   lab_fault_handler, @function
         .p2align 4
 lab_fault_handler:
         cld
+        mov     rbx, rsp
         and     rsp, -16
         mov     r13, rdi
         mov     r14, rsi
@@ -509,14 +514,17 @@ lab_fault_handler:
         mov     rax, [rip + lab_arena + LAB_H_CURRENT]
         mov     [r12 + LAB_RP_CURRENT], rax
         call    .Lsend_reply
-        mov     edi, LAB_EXIT_FAULT
-        mov     eax, SYS_exit_group
-        syscall
-        ud2
+        add     qword ptr [rip + lab_io_seq], 1
+        lea     rax, [rip + .Lio_loop]
+        mov     [r15 + UC_RIP], rax
+        mov     rax, [rip + lab_loop_sp]
+        mov     [r15 + UC_RSP], rax
+        and     qword ptr [r15 + UC_EFL], ~0x400    /* DF clear, as the loop expects */
+        mov     rsp, rbx
+        ret
         .size   lab_fault_handler, . - lab_fault_handler
 
-/* SA_RESTORER: rt_sigreturn.  Required for delivery on x86_64; never reached, since the
- * handler exits. */
+/* SA_RESTORER: rt_sigreturn, where the fault handler returns to. */
         .type   lab_sigreturn, @function
 lab_sigreturn:
         mov     eax, SYS_rt_sigreturn
@@ -537,6 +545,7 @@ lab_drv_entry:          .zero 8         /* its entry address */
 lab_drv_ret:            .zero 8         /* rax after the return */
 lab_drv_sp_after:       .zero 8         /* rsp after the return */
 lab_io_seq:             .zero 8         /* sequence number of the next request */
+lab_loop_sp:            .zero 8         /* rsp at the top of the request loop */
 lab_io_sum_off:         .zero 8         /* checksum range of the current request */
 lab_io_sum_len:         .zero 8
 lab_io_req:             .zero LAB_REQUEST_SIZE

@@ -317,9 +317,10 @@ impl BatchRun {
 pub const MAX_FAULTS_PER_BATCH: usize = 64;
 
 /// Wall time a batch may spend resuming after its first [`MAX_FAULTS_PER_BATCH`] faults. Each
-/// fault costs a restart of the guest and a fresh copy of the batch (on qemu-user 20 ms idle,
-/// 100+ ms on a busy machine with a 32 MiB batch), so a kernel that faults on thousands of calls
-/// would otherwise take minutes per batch. Calls given up for this are reported as not run
+/// fault costs a new entry of the batch (the guest survives its faults and only the header is
+/// rewritten, but qemu-user and native re-apply and drop the batch's page protections: several
+/// ms per fault on a busy machine), so a kernel that faults on thousands of calls would
+/// otherwise take minutes per batch. Calls given up for this are reported as not run
 /// (skipped with this reason by `lab run`), never as failed.
 pub const RESUME_TIME: Duration = Duration::from_secs(2);
 
@@ -356,7 +357,7 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
                 Some(format!("the batch was given up after a hang at call {}", next.unwrap_or(0) - 1))
             }
             _ if faults.len() + 1 >= MAX_FAULTS_PER_BATCH && started.elapsed() >= RESUME_TIME => Some(format!(
-                "{RESUME_GIVEN_UP} {} faults in {:.1} s (each fault restarts the guest; RESUME_TIME)",
+                "{RESUME_GIVEN_UP} {} faults in {:.1} s (each fault costs a new entry of the batch; RESUME_TIME)",
                 faults.len() + 1,
                 started.elapsed().as_secs_f64()
             )),

@@ -397,12 +397,6 @@ impl ProcessBackend {
         BackendError::Process { program: self.program.display().to_string(), reason }
     }
 
-    /// Ends the guest after it reported a fault itself; returns what it wrote to stderr.
-    fn reap_stderr(&mut self) -> String {
-        let how = self.reap();
-        how.split_once("; stderr: ").map(|(_, e)| e.to_string()).unwrap_or_default()
-    }
-
     /// Ends the guest and says how it ended (exit status with its meaning, or signal, and its
     /// stderr).
     fn reap(&mut self) -> String {
@@ -520,10 +514,10 @@ impl ProcessBackend {
         Answer::Surprise { kind: FaultKind::Crash(how), detail: CLOSED.into() }
     }
 
-    /// The fault a fault reply reports (the guest exits after it).
+    /// The fault a fault reply reports. The guest lives on: its handler returned into the
+    /// request loop (kernels/README.md), so the next entry needs no new process.
     fn fault_of(&mut self, reply: &[u64; token::REPLY_WORDS]) -> Fault {
-        // The guest said what happened; only its stderr (qemu's own words) adds to it.
-        let detail = self.reap_stderr();
+        let detail = String::new();
         let (signo, addr, pc) = (reply[token::SIGNO], reply[token::SI_ADDR], reply[token::PC]);
         let kind = match FaultKind::from_signal(signo, addr) {
             FaultKind::Hang(_) => FaultKind::Hang(self.limits.batch_time),
@@ -613,6 +607,25 @@ impl Backend for ProcessBackend {
             Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
             Answer::Run(run) => Ok(run),
             Answer::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
+        }
+    }
+
+    /// The shared arena holds what the faulted entry left (`resp`, and inputs the guest could
+    /// not write): only the header and protection table are written again, not the whole batch.
+    fn resume(&mut self, batch: &crate::batch::Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        let Some(shared) = self.shared.as_mut() else {
+            return self.execute(&batch.resume_payload(resp, start), batch.resp_len);
+        };
+        shared.write_at(0, &batch.resume_head(resp, start));
+        let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
+        match self.run_entry(batch.resp_len, sum)? {
+            Entry::Run(run) if run.resp.is_empty() => {
+                Ok(self.hung(&batch.resume_payload(resp, start), batch.resp_len, run))
+            }
+            Entry::Run(run) => Ok(run),
+            Entry::Surprise { kind, detail } => {
+                self.step(&batch.resume_payload(resp, start), batch.resp_len, sum, (kind, detail))
+            }
         }
     }
 }
