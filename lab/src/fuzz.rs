@@ -361,7 +361,10 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
 }
 
 /// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate
-/// loop), evaluating each candidate on the backend. Returns the case and its findings.
+/// loop), evaluating each candidate on the backend. Returns the smallest failing case found
+/// and its findings, and whether shrinking stopped at `deadline` (then the case is failing but
+/// maybe not minimal). Each candidate is one batch, so the deadline is kept to within one
+/// batch's budget (a hanging kernel makes every candidate cost the whole budget).
 ///
 /// # Errors
 /// When the backend fails.
@@ -370,13 +373,17 @@ pub fn shrink(
     mut tree: impl ValueTree<Value = Case>,
     findings: Vec<Finding>,
     max_iters: u32,
-) -> Result<(Case, Vec<Finding>), BackendError> {
+    deadline: Option<std::time::Instant>,
+) -> Result<(Case, Vec<Finding>, bool), BackendError> {
     let mut best = (tree.current(), findings);
     let mut iters = 0;
     if !tree.simplify() {
-        return Ok(best);
+        return Ok((best.0, best.1, false));
     }
     while iters < max_iters {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Ok((best.0, best.1, true));
+        }
         iters += 1;
         let candidate = tree.current();
         let f = run_cases(t, std::slice::from_ref(&candidate))?.remove(0);
@@ -391,7 +398,7 @@ pub fn shrink(
             break;
         }
     }
-    Ok(best)
+    Ok((best.0, best.1, false))
 }
 
 /// How big a case is, for messages: blocks of its input.
@@ -522,7 +529,15 @@ fn stable_hash(parts: &[&str]) -> u64 {
 }
 
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
+/// A time budget is one deadline for the whole campaign: each target gets its share, never
+/// past the deadline, and stops (shrinking included) at the first batch boundary after it, so
+/// the campaign ends by the budget plus one batch's budget; a target reached after the
+/// deadline is skipped, saying so.
 pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<TargetResult> {
+    let deadline = match cfg.budget {
+        Budget::Time(d) => Some(std::time::Instant::now() + d),
+        Budget::Cases(_) => None,
+    };
     // A time budget is shared by the targets that can run, not by the skipped ones.
     let runnable = cfg.variants.iter().flat_map(|v| cfg.backends.iter().filter(move |b| b.supports(v).is_ok())).count();
     let targets = runnable * cfg.kernels.len();
@@ -559,7 +574,11 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                 };
                 let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
                 let why = kind.supports(variant).err().or(refused).or_else(|| Stubs::of(image).missing(kernel));
-                if let Some(why) = why.or_else(interrupted_reason) {
+                let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| {
+                    "not run: the --time budget was spent before this target's turn (earlier targets ran to it)"
+                        .to_string()
+                });
+                if let Some(why) = why.or_else(interrupted_reason).or(late) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
                 }
@@ -570,9 +589,11 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                         continue;
                     }
                 };
-                let budget = match cfg.budget {
-                    Budget::Time(d) => Budget::Time(d / targets.max(1) as u32),
-                    b => b,
+                let budget = match (cfg.budget, deadline) {
+                    (Budget::Time(d), Some(end)) => Budget::Time(
+                        (d / targets.max(1) as u32).min(end.saturating_duration_since(std::time::Instant::now())),
+                    ),
+                    (b, _) => b,
                 };
                 let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
                 let mut r = fuzz_target(cfg, &mut t, kernel, budget, progress);
@@ -697,7 +718,11 @@ fn fuzz_target(
         });
         if let Some(j) = findings.iter().position(|f| !f.is_empty()) {
             let (case_index, tree) = trees.swap_remove(j);
-            break report_failure(cfg, t, kernel, case_index, tree, findings[j].clone());
+            let deadline = match budget {
+                Budget::Time(d) => Some(started + d),
+                Budget::Cases(_) => None,
+            };
+            break report_failure(cfg, t, kernel, (case_index, tree), findings[j].clone(), deadline);
         }
     };
     let elapsed = started.elapsed();
@@ -741,16 +766,18 @@ fn replay_line(
     replay.narrowed(variant.name, backend, kernel, None, None)
 }
 
+/// Shrinks the failing case (until `deadline`, if any), writes it as a vector file and builds
+/// the outcome with its replay command.
 fn report_failure(
     cfg: &FuzzConfig,
     t: &mut Target,
     kernel: Kernel,
-    case_index: u64,
-    tree: Box<dyn ValueTree<Value = Case>>,
+    (case_index, tree): (u64, Box<dyn ValueTree<Value = Case>>),
     findings: Vec<Finding>,
+    deadline: Option<std::time::Instant>,
 ) -> Outcome {
     let original_blocks = blocks_of(&tree.current());
-    let (mut case, findings) = match shrink(t, tree, findings, 4096) {
+    let (mut case, findings, stopped) = match shrink(t, tree, findings, 4096, deadline) {
         Ok(x) => x,
         Err(e) => return Outcome::Error(e.to_string()),
     };
@@ -758,8 +785,9 @@ fn report_failure(
     case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
     let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir).fuzz_target(t.variant.name, backend, kernel);
     case.source = format!(
-        "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
-        blocks_of(&case)
+        "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks{}; expected values from the portable reference",
+        blocks_of(&case),
+        if stopped { " (shrinking stopped at the --time deadline: maybe not minimal)" } else { "" }
     );
     let file =
         cfg.out_dir.join(format!("fuzz-{}-{backend}-{kernel}-seed{}.json", t.variant.name.replace('+', "_"), cfg.seed));
