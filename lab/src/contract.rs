@@ -234,6 +234,12 @@ pub fn contracts(family: Family, kernel: Kernel) -> impl Iterator<Item = &'stati
     CONTRACTS.iter().filter(move |c| c.family == family && c.kernel == kernel)
 }
 
+/// Every contract symbol of `kernel`, all families (what `--symbol CONTRACT=SYM` and a
+/// manifest may name), in table order.
+pub fn symbols(kernel: Kernel) -> impl Iterator<Item = &'static str> {
+    CONTRACTS.iter().filter(move |c| c.kernel == kernel).map(|c| c.symbol)
+}
+
 /// The contract named `symbol`.
 pub fn by_symbol(symbol: &str) -> Option<&'static Contract> {
     CONTRACTS.iter().find(|c| c.symbol == symbol)

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::disasm::{Insn, InsnClass};
+use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::toolchain::Tool;
 
 /// AAPCS64 §6.1.1 (x19–x29 callee-saved) and §6.1.2 (low 64 bits of v8–v15).
@@ -115,6 +116,13 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     mca: McaSpec { triple: "aarch64", models: &["cortex-a55", "cortex-a72", "neoverse-n1"] },
     spin_source: include_str!("../../guest/aarch64/spin.S"),
+    openssl_poly1305: PolyCtx {
+        bytes: 48,
+        r_at: 32,
+        s1_at: None,
+        emit: EmitReduction::Compare,
+        source: "poly1305-armv8.pl: h[3] at 0, is_base2_26 24 (0: base 2^64), r0 32, r1 40",
+    },
     classify,
 };
 

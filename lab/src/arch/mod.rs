@@ -110,6 +110,8 @@ pub struct ArchSpec {
     pub spin_source: &'static str,
     /// The class of one instruction for `lab bench`'s mix (see [`InsnClass`]).
     pub classify: fn(&Insn) -> InsnClass,
+    /// OpenSSL's scalar Poly1305 context on this architecture (docs/contracts.md).
+    pub openssl_poly1305: crate::reference::openssl::PolyCtx,
 }
 
 /// The base ISA the default variant builds for, and the extensions a build may add.

@@ -10,6 +10,7 @@ use super::{
 };
 use crate::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::disasm::{Insn, InsnClass};
+use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::toolchain::Tool;
 
 /// RISC-V psABI, "Integer Register Convention" and "Floating-point Register Convention":
@@ -134,6 +135,13 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     mca: McaSpec { triple: "riscv64", models: &["sifive-u74", "spacemit-x60", "sifive-p670"] },
     spin_source: include_str!("../../guest/riscv64/spin.S"),
+    openssl_poly1305: PolyCtx {
+        bytes: 56,
+        r_at: 24,
+        s1_at: Some(40),
+        emit: EmitReduction::FoldThenCompare,
+        source: "poly1305-riscv64.pl: h[3] at 0, r0 24, r1 32, s1 40, top_power (u32) 48",
+    },
     classify,
 };
 

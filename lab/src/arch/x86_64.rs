@@ -15,6 +15,7 @@ use super::{
 };
 use crate::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::disasm::{Insn, InsnClass};
+use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::toolchain::Tool;
 
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).
@@ -140,6 +141,13 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     mca: McaSpec { triple: "x86_64", models: &["skylake", "znver3"] },
     spin_source: include_str!("../../guest/x86_64/spin.S"),
+    openssl_poly1305: PolyCtx {
+        bytes: 40,
+        r_at: 24,
+        s1_at: None,
+        emit: EmitReduction::Compare,
+        source: "poly1305-x86_64.pl: h[3] at 0 (is_base2_26 = upper half of h2 for AVX), r0 24, r1 32",
+    },
     classify,
 };
 

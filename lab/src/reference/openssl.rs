@@ -54,10 +54,9 @@ pub enum EmitReduction {
 }
 
 /// One architecture's scalar context: where `r` lives and what else `poly1305_blocks` reads.
+/// Each architecture's row (`lab/src/arch/<arch>.rs`, `openssl_poly1305`) holds its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PolyCtx {
-    /// The architecture.
-    pub arch: Arch,
     /// Bytes the lab lays out (the scalar code's whole view of the context).
     pub bytes: usize,
     /// Offset of r0 (r1 follows).
@@ -70,41 +69,13 @@ pub struct PolyCtx {
     pub source: &'static str,
 }
 
-/// The scalar contexts, one per architecture.
-pub const POLY_CTXS: [PolyCtx; 3] = [
-    PolyCtx {
-        arch: Arch::Riscv64,
-        bytes: 56,
-        r_at: 24,
-        s1_at: Some(40),
-        emit: EmitReduction::FoldThenCompare,
-        source: "poly1305-riscv64.pl: h[3] at 0, r0 24, r1 32, s1 40, top_power (u32) 48",
-    },
-    PolyCtx {
-        arch: Arch::Aarch64,
-        bytes: 48,
-        r_at: 32,
-        s1_at: None,
-        emit: EmitReduction::Compare,
-        source: "poly1305-armv8.pl: h[3] at 0, is_base2_26 24 (0: base 2^64), r0 32, r1 40",
-    },
-    PolyCtx {
-        arch: Arch::X86_64,
-        bytes: 40,
-        r_at: 24,
-        s1_at: None,
-        emit: EmitReduction::Compare,
-        source: "poly1305-x86_64.pl: h[3] at 0 (is_base2_26 = upper half of h2 for AVX), r0 24, r1 32",
-    },
-];
-
 /// h as three 64-bit words.
 pub type H64 = [u64; 3];
 
 impl PolyCtx {
-    /// The context layout of `arch`.
+    /// The context layout of `arch` (its row's `openssl_poly1305`).
     pub fn of(arch: Arch) -> &'static PolyCtx {
-        POLY_CTXS.iter().find(|c| c.arch == arch).unwrap_or(&POLY_CTXS[0])
+        &arch.spec().openssl_poly1305
     }
 
     /// A context holding `h` and the clamped key `r` (what `poly1305_init` and earlier
@@ -214,11 +185,12 @@ mod tests {
         let whole = msg.len() / 16 * 16;
         let h = poly1305_blocks(&BigUint::default(), r, &msg[..whole], 1).unwrap();
         let h = poly1305_blocks(&h, r, &padded_tail(&msg[whole..]), 0).unwrap();
-        for ctx in &POLY_CTXS {
+        for arch in Arch::ALL {
+            let ctx = PolyCtx::of(arch);
             let c = ctx.init(key[..16].try_into().unwrap());
             assert_eq!(PolyCtx::h(&c), [0; 3]);
             let tag = ctx.emit(words(&h), key[16..].try_into().unwrap());
-            assert_eq!(hex::encode(tag), "a8061dc1305136c6c22b8baf0c0127a9", "{:?}", ctx.arch);
+            assert_eq!(hex::encode(tag), "a8061dc1305136c6c22b8baf0c0127a9", "{arch}");
         }
     }
 
