@@ -8,7 +8,8 @@
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
 //! [`checks`] (cases and findings), [`diagnose`] (causes named in findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
 //! (differential fuzzing), [`report`] and [`run`] (orchestration), [`progress`] (events for long
-//! work), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
+//! work), [`reporters`] (JSON and JUnit output), [`doctor`] (is the set-up complete) and [`user_kernel`]
+//! (a user's own kernel: manifest, prebuilt objects, declared ISA).
 
 pub mod abi;
 pub mod backend;
@@ -34,5 +35,6 @@ pub mod report;
 pub mod reporters;
 pub mod run;
 pub mod toolchain;
+pub mod user_kernel;
 pub mod variant;
 pub mod vectors;
