@@ -509,7 +509,8 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
         for &kind in &cfg.backends {
             for &kernel in &cfg.kernels {
                 let mut findings: Vec<Finding> = scan.iter().map(|f| f.finding.clone()).collect();
-                if let Ok(i) = &image {
+                let not_provided = crate::run::not_provided(variant, kernel);
+                if let (Ok(i), None) = (&image, &not_provided) {
                     findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
                 }
                 let result = |cases, elapsed, outcome| TargetResult {
@@ -529,7 +530,12 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     }
                 };
                 let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
-                let why = kind.supports(variant).err().or(refused).or_else(|| Entry::of(image).missing(kernel));
+                let why = kind
+                    .supports(variant)
+                    .err()
+                    .or(refused)
+                    .or(not_provided)
+                    .or_else(|| Entry::of(image).missing(kernel));
                 if let Some(why) = why.or_else(interrupted_reason) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
@@ -713,11 +719,13 @@ fn report_failure(
     };
     let backend = t.backend.kind();
     case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
+    let selection = match crate::user_kernel::of(t.variant) {
+        Some(k) => k.replay.iter().map(|(n, v)| format!(" {n} {v}")).collect(),
+        None => format!(" --arch {}{}", t.variant.arch, kernels_option(cfg)),
+    };
     case.source = format!(
-        "lab fuzz --seed {} --arch {} --kernel {kernel} --backend {backend}{}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
+        "lab fuzz --seed {}{selection} --kernel {kernel} --backend {backend}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
         cfg.seed,
-        t.variant.arch,
-        kernels_option(cfg),
         blocks_of(&case)
     );
     let file =
@@ -735,8 +743,14 @@ fn report_failure(
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
     let mut replay = crate::replay::Replay::new(cfg.seed);
-    if cfg.build.kernels_dir != crate::paths::kernels_dir() {
-        replay.path("--kernels-dir", &cfg.build.kernels_dir);
+    match crate::user_kernel::of(t.variant) {
+        Some(k) => k.replay.iter().for_each(|(name, value)| {
+            replay.value(name, value.clone());
+        }),
+        None if cfg.build.kernels_dir != crate::paths::kernels_dir() => {
+            replay.path("--kernels-dir", &cfg.build.kernels_dir);
+        }
+        None => {}
     }
     replay.flag("--no-bundled").path("--vectors", &file);
     let replay = replay.narrowed(t.variant.name, backend, kernel, None, None);

@@ -8,7 +8,8 @@
 //! `<unknown>` for what the variant's ISA does not have. x86_64: LLVM's x86 disassembler ignores
 //! features, so each instruction's bytes go through iced-x86, whose per-instruction CPUID
 //! feature list decides (x86-64 psABI "Micro-architecture levels": the baseline is CMOV, CX8,
-//! FPU, FXSR, MMX, SCE, SSE, SSE2).
+//! FPU, FXSR, MMX, SCE, SSE, SSE2). A user's kernel is scanned against its declared ISA instead
+//! (`--mattr` and CPUID features from [`crate::user_kernel::isa_decl`]).
 
 use iced_x86::{CpuidFeature, Decoder, DecoderOptions, EncodingKind};
 
@@ -88,6 +89,23 @@ fn x86_outside_baseline(bytes: &[u8], addr: u64) -> Option<String> {
     (!extra.is_empty()).then(|| format!("needs {}, not baseline x86-64", extra.join(" + ")))
 }
 
+/// Why an x86 instruction is outside a user's declared ISA (baseline x86-64 plus the CPUID
+/// features of the declared level and extensions, [`crate::user_kernel::isa_decl`]), if it is.
+fn x86_outside_declared(bytes: &[u8], addr: u64, isa: &crate::user_kernel::DeclaredIsa) -> Option<String> {
+    let i = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE).decode();
+    if i.is_invalid() {
+        return Some("does not decode as x86-64".into());
+    }
+    let declared = isa.x86_cpuid();
+    let extra: Vec<String> = i
+        .cpuid_features()
+        .iter()
+        .filter(|f| !X86_BASELINE.contains(f) && !declared.contains(f))
+        .map(|f| format!("{f:?}"))
+        .collect();
+    (!extra.is_empty()).then(|| format!("needs {}, not in the declared ISA {}", extra.join(" + "), isa.text))
+}
+
 /// Whether the x86 instruction is VEX-, EVEX- or XOP-encoded (Unicorn computes some VEX.128
 /// forms wrongly: docs/DESIGN.md "Backend facts").
 fn x86_vex_family(bytes: &[u8], addr: u64) -> bool {
@@ -130,7 +148,10 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
                 .at(insn.addr)
                 .is_some_and(Insn::unknown)
                 .then(|| format!("not in {} (`-march={}`)", variant.isa, variant.march)),
-            None => x86_outside_baseline(&insn.bytes, insn.addr),
+            None => match crate::user_kernel::of(variant) {
+                Some(k) => x86_outside_declared(&insn.bytes, insn.addr, &k.isa),
+                None => x86_outside_baseline(&insn.bytes, insn.addr),
+            },
         };
         if let Some(why) = outside {
             out.push(violation(why));

@@ -175,7 +175,8 @@ fn build_images(
 fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
     let entry = Entry::of(image);
     let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
-    backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
+    let runs = |s: &&VectorSet| entry.missing(s.kernel).is_none() && not_provided(variant, s.kernel).is_none();
+    backends * sets.iter().filter(runs).map(cases_in).sum::<usize>()
 }
 
 /// Keeps the sets and vectors `filter` selects; a `--set` or `--case` name that selects
@@ -227,7 +228,12 @@ fn run_variant(
     let entry = Entry::of(image);
     let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
     let unicorn_refusal = scan_isa(variant, image, report);
-    let selected: Vec<Kernel> = cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
+    let selected: Vec<Kernel> = cfg
+        .kernels
+        .iter()
+        .copied()
+        .filter(|k| sets.iter().any(|s| s.kernel == *k) && not_provided(variant, *k).is_none())
+        .collect();
     report.image_findings.extend(missing_symbols(variant, image, &selected));
     for &kind in &cfg.backends {
         let skip_all = |report: &mut Report, reason: String| {
@@ -259,7 +265,8 @@ fn run_variant(
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into()));
                 continue;
             }
-            if let Some(reason) = entry.missing(set.kernel).or_else(interrupted_reason) {
+            let missing = || not_provided(variant, set.kernel).or_else(|| entry.missing(set.kernel));
+            if let Some(reason) = missing().or_else(interrupted_reason) {
                 report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
                 continue;
             }
@@ -269,6 +276,13 @@ fn run_variant(
         }
     }
     compare_backends(report, &ran);
+}
+
+/// Why a user's kernel has no `kernel` to run, if it has none: its manifest entry (or
+/// `--symbol` options) maps no symbol of that kernel's contract.
+pub fn not_provided(variant: &Variant, kernel: Kernel) -> Option<String> {
+    let k = crate::user_kernel::of(variant).filter(|k| !k.provides(kernel))?;
+    Some(format!("{} maps no {kernel} contract symbol ({})", k.origin, kernel.symbols().join(", ")))
 }
 
 /// Compares every case across the backends that ran it (`ran`: row index in the report and the

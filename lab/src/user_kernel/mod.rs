@@ -36,9 +36,9 @@ pub struct UserKernel {
     /// Contract symbol (`md5_implCompressMB`) to the user's symbol (`my_md5_mb`); empty: the
     /// code uses the contract names themselves.
     pub symbols: BTreeMap<String, String>,
-    /// The command-line words that select this kernel again (`--manifest FILE --variant NAME`,
-    /// or `--object ... --symbol ... --isa ...`), for replay lines.
-    pub replay: Vec<String>,
+    /// The options that select this kernel again (`--manifest FILE --variant NAME`, or
+    /// `--object ... --symbol ... --isa ... --arch ...`), for replay lines: (option, value).
+    pub replay: Vec<(String, String)>,
 }
 
 /// Every contract symbol a kernel may provide, with its kernel.
@@ -119,4 +119,63 @@ impl UserKernel {
 /// The user's kernel behind `variant`, if it is one.
 pub fn of(variant: &Variant) -> Option<&'static UserKernel> {
     variant.custom.map(|c| c.0)
+}
+
+/// A one-off kernel from the command line (`--object`, `--symbol`, `--isa`), named after
+/// the first object's file stem (`my_md5`). `arch` comes from `--arch` or, without it, from the first
+/// object's ELF machine.
+///
+/// # Errors
+/// A missing object, an unknown contract or bad symbol, a bad ISA string, or objects whose
+/// machine does not say the arch; each names the option and value.
+pub fn from_options(
+    objects: &[PathBuf],
+    symbols: &[String],
+    isa: Option<&str>,
+    arch: Option<Arch>,
+) -> Result<UserKernel, String> {
+    let mut abs = Vec::new();
+    for o in objects {
+        let a = std::path::absolute(o).unwrap_or_else(|_| o.clone());
+        if !a.is_file() {
+            return Err(format!("--object {}: no such file", o.display()));
+        }
+        abs.push(a);
+    }
+    let first = abs.first().ok_or("--symbol and --isa need --object FILE")?;
+    let arch = match arch {
+        Some(a) => a,
+        None => objects::arch_of(first).map_err(|e| format!("--object: {e} (name the architecture with --arch)"))?,
+    };
+    let isa_text = isa.unwrap_or(DeclaredIsa::default_text(arch));
+    let isa = DeclaredIsa::parse(isa_text, arch).map_err(|e| format!("--isa: {e}"))?;
+    let mut map = BTreeMap::new();
+    for s in symbols {
+        let (c, u) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--symbol {s}: write CONTRACT=SYMBOL, e.g. md5_implCompressMB=my_md5_mb"))?;
+        if map.insert(c.trim().to_string(), u.trim().to_string()).is_some() {
+            return Err(format!("--symbol {s}: {} is mapped twice", c.trim()));
+        }
+    }
+    let symbols = manifest::symbol_map(map).map_err(|e| format!("--symbol: {e}"))?;
+    let stem = first.file_stem().unwrap_or_default().to_string_lossy();
+    let mut name: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || "._+@-".contains(c) { c } else { '_' }).take(64).collect();
+    if name.starts_with('.') {
+        name.insert(0, '_');
+    }
+    let mut replay: Vec<(String, String)> = abs.iter().map(|o| ("--object".into(), o.display().to_string())).collect();
+    replay.extend(symbols.iter().map(|(c, u)| ("--symbol".to_string(), format!("{c}={u}"))));
+    replay.push(("--isa".into(), isa.text.clone()));
+    replay.push(("--arch".into(), arch.name().into()));
+    Ok(UserKernel {
+        name,
+        origin: "the --symbol options".into(),
+        isa,
+        sources: Vec::new(),
+        objects: abs,
+        symbols,
+        replay,
+    })
 }

@@ -302,3 +302,25 @@ fn names(units: &[Unit]) -> String {
         many => format!("any of {}", many.iter().map(|u| u.name.as_str()).collect::<Vec<_>>().join(", ")),
     }
 }
+
+/// The architecture of an object (or of an archive's first member) from its ELF machine.
+///
+/// # Errors
+/// Unreadable, or for a machine the lab does not run.
+pub fn arch_of(path: &Path) -> Result<Arch, ObjectError> {
+    let data = std::fs::read(path).map_err(|source| ObjectError::Io { path: path.to_path_buf(), source })?;
+    let name = path.display().to_string();
+    let unreadable = |why: String| ObjectError::Unreadable { name: name.clone(), why };
+    let member;
+    let bytes: &[u8] = if data.starts_with(b"!<arch>\n") {
+        let archive = ArchiveFile::parse(&*data).map_err(|e| unreadable(format!("bad archive: {e}")))?;
+        member = archive.members().next().ok_or_else(|| unreadable("an empty archive".into()))?;
+        member.map_err(|e| unreadable(e.to_string()))?.data(&*data).map_err(|e| unreadable(e.to_string()))?
+    } else {
+        &data
+    };
+    let file = object::File::parse(bytes).map_err(|e| unreadable(format!("not an ELF object ({e})")))?;
+    Arch::ALL.into_iter().find(|&a| expected_arch(a) == file.architecture() && file.is_64()).ok_or_else(|| {
+        unreadable(format!("an object for {}, which the lab does not run", machine(file.architecture(), file.is_64())))
+    })
+}
