@@ -203,7 +203,7 @@ mod tests {
         }
         let p = write(d.path(), "[[variant]]\nname = \"a\"\narch = \"x86_64\"\nobjects = [\"k.o\"]\nflavour = 1\n");
         let e = load(&p).unwrap_err();
-        assert_eq!(e.entry.as_deref(), Some("variant[0]"), "{e}");
+        assert_eq!(e.entry.as_deref(), Some("variant[0].flavour"), "{e}");
         let p =
             write(d.path(), "[[variant]]\nname = \"a\"\narch = \"x86_64\"\nisa = \"x86-64-v9\"\nobjects = [\"k.o\"]\n");
         assert!(load(&p).unwrap_err().to_string().contains("variant `a` (entry 1): `isa`"));

@@ -76,7 +76,10 @@ pub fn read(path: &Path, arch: Arch) -> Result<(Vec<Unit>, bool), ObjectError> {
     for member in archive.members() {
         let member = member.map_err(bad)?;
         let member_name = format!("{name}({})", String::from_utf8_lossy(member.name()));
-        units.push(unit(&member_name, member.data(&*data).map_err(bad)?, arch)?);
+        // Members start at any even offset; `object` reads ELF headers in place and needs them
+        // aligned, so each member is copied (a fresh allocation is malloc-aligned).
+        let copy = member.data(&*data).map_err(bad)?.to_vec();
+        units.push(unit(&member_name, &copy, arch)?);
     }
     Ok((units, true))
 }
@@ -319,7 +322,8 @@ pub fn arch_of(path: &Path) -> Result<Arch, ObjectError> {
     } else {
         &data
     };
-    let file = object::File::parse(bytes).map_err(|e| unreadable(format!("not an ELF object ({e})")))?;
+    let bytes = bytes.to_vec();
+    let file = object::File::parse(&*bytes).map_err(|e| unreadable(format!("not an ELF object ({e})")))?;
     Arch::ALL.into_iter().find(|&a| expected_arch(a) == file.architecture() && file.is_64()).ok_or_else(|| {
         unreadable(format!("an object for {}, which the lab does not run", machine(file.architecture(), file.is_64())))
     })
