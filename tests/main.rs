@@ -18,6 +18,7 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod own_kernel;
 mod predict;
 mod protocol;
 mod reports;
