@@ -10,7 +10,8 @@ use rand_chacha::ChaCha8Rng;
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};
 use kernel_lab::batch::{Batch, BatchBuilder, Placement};
-use kernel_lab::checks::{self, CasePlan, Entry};
+use kernel_lab::cases::plan::{self, CasePlan, Stubs};
+use kernel_lab::cases::verdict;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::toolchain;
@@ -24,13 +25,13 @@ fn sets() -> Vec<VectorSet> {
 
 /// Every case of `sets` planned into one batch, as `lab run` plans them (first segment of each).
 fn plan(image: &Image, sets: &[VectorSet]) -> (Batch, Vec<CasePlan>) {
-    let entry = Entry::of(image);
+    let entry = Stubs::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut plans = Vec::new();
     for set in sets {
         for v in &set.vectors {
-            plans.extend(checks::plan_vector(&mut b, &entry, &mut rng, &set.set, v, Placement::End));
+            plans.extend(plan::plan_vector(&mut b, &entry, &mut rng, &set.set, v, Placement::End));
         }
     }
     (b.layout(image.arena().expect("arena")).expect("fits"), plans)
@@ -50,7 +51,7 @@ fn lab(c: &mut Criterion) {
         bench.iter(|| plan(&image, &sets));
     });
     c.bench_function("result checking: every case of the batch", |bench| {
-        bench.iter(|| plans.iter().map(|p| checks::check(p, &batch, &run, abi, &image).len()).sum::<usize>());
+        bench.iter(|| plans.iter().map(|p| verdict::check(p, &batch, &run, abi, &image).len()).sum::<usize>());
     });
     c.bench_function("unicorn round trip: the whole batch", |bench| {
         bench.iter(|| run_batch(unicorn.as_mut(), &batch).expect("run").resp.len());

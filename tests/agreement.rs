@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};
 use kernel_lab::batch::{Arg, BatchBuilder};
-use kernel_lab::checks::Entry;
+use kernel_lab::cases::plan::Stubs;
 use kernel_lab::variant::VARIANTS;
 use rstest::rstest;
 
@@ -19,7 +19,7 @@ use crate::common::{build, variant, SEED};
 fn backends_agree_on_random_calls(#[values("riscv64", "riscv64+zbb", "aarch64", "x86_64")] name: &str) {
     let v = variant(name);
     let image = build(v);
-    let e = Entry::of(&image);
+    let e = Stubs::of(&image);
     let abi = Abi::of(v.arch);
     let mut rng = ChaCha8Rng::seed_from_u64(SEED);
     let mut b = BatchBuilder::new(abi);

@@ -143,7 +143,7 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
     use kernel_lab::abi::Abi;
     use kernel_lab::backend::{run_batch, BackendKind, Limits};
     use kernel_lab::batch::BatchBuilder;
-    use kernel_lab::checks::Entry;
+    use kernel_lab::cases::plan::Stubs;
     use rand::SeedableRng;
 
     for v in &VARIANTS {
@@ -156,7 +156,7 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
                 for blocks in 1..=3 {
                     let w = Workload::of(k, blocks, misalign);
                     let p = w.prepare(&mut b, &mut rng);
-                    w.call(&mut b, &Entry::of(&image), &p, misalign as u64);
+                    w.call(&mut b, &Stubs::of(&image), &p, misalign as u64);
                     planned.push((w, p));
                 }
             }

@@ -7,7 +7,8 @@
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, Access, BackendKind, FaultKind, Limits};
 use kernel_lab::batch::{Arg, BatchBuilder, Placement, STACK_GUARD};
-use kernel_lab::checks::{Class, Entry, MISALIGNED_GUARD};
+use kernel_lab::cases::plan::{Stubs, MISALIGNED_GUARD};
+use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::reference::md5;
@@ -52,7 +53,7 @@ fn every_start_offset_is_checked_byte_exactly_on_unicorn(#[case] name: &str, #[c
     };
     let v = variant(name);
     let image = image_of(&build, name);
-    let e = Entry::of(&image);
+    let e = Stubs::of(&image);
     let block: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
     let mut want = md5::IV;
     md5::compress(&mut want, &block);

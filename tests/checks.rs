@@ -7,7 +7,8 @@ use std::time::Duration;
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};
 use kernel_lab::batch::{Arg, BatchBuilder, Placement};
-use kernel_lab::checks::{Class, Entry};
+use kernel_lab::cases::plan::Stubs;
+use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::isa::{self, Violation};
 use kernel_lab::paths;
@@ -207,7 +208,7 @@ fn relying_on_clean_upper_argument_bits_is_caught(#[values("aarch64", "x86_64")]
     let v = variant(name);
     let (_dir, cfg) = fixture_kernels(v.arch.name(), "md5.S", "upper_bits.S");
     let image = Image::load(&toolchain::build_image(&cfg, v).expect("build"), v.arch).expect("image");
-    let e = Entry::of(&image);
+    let e = Stubs::of(&image);
     let abi = Abi::of(v.arch);
     let msg: Vec<u8> = (0..192u8).collect();
     let mut want = md5::IV;

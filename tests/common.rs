@@ -48,6 +48,7 @@ pub fn config_with(
         flush: Placement::End,
         filter: kernel_lab::run::Filter::default(),
         cost_limits: Default::default(),
+        jobs: 0,
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use kernel_lab::backend::{BackendKind, Limits};
 use kernel_lab::batch::Placement;
-use kernel_lab::checks::Class;
+use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::protocol;

@@ -4,7 +4,7 @@
 //! from the last one (`lab_sigreturn+0x71034183a0d377b4`).
 
 use kernel_lab::backend::BackendKind;
-use kernel_lab::checks::Class;
+use kernel_lab::finding::Class;
 use kernel_lab::paths;
 use kernel_lab::run;
 use kernel_lab::variant::{Arch, Kernel};

@@ -6,7 +6,7 @@
 //! kernel failure.
 
 use kernel_lab::backend::BackendKind;
-use kernel_lab::checks::Class;
+use kernel_lab::finding::Class;
 use kernel_lab::paths;
 use kernel_lab::report::Verdict;
 use kernel_lab::reporters::{self, Format};

@@ -69,7 +69,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
             assert!(fuzz::blocks_of(&f.case) <= 2, "{kernel}: shrunk only to {} blocks", fuzz::blocks_of(&f.case));
             assert!(!f.findings.is_empty());
             // The file holds one vector: its guarded case and its offset case.
-            let cases = kernel_lab::checks::cases_of(&f.case);
+            let cases = kernel_lab::cases::plan::cases_of(&f.case);
             assert_eq!(
                 replay(build.clone(), kernel, &f.file, r.backend),
                 (0, cases),

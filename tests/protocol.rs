@@ -204,7 +204,7 @@ fn a_stray_write_fails_only_the_calls_that_made_it(#[case] nr: u32, #[case] fd: 
                 // was): a value finding, never an ABI one.
                 let f = &case.findings;
                 assert!(
-                    f[0].text.contains(text) && f[1..].iter().all(|f| f.class == kernel_lab::checks::Class::Value),
+                    f[0].text.contains(text) && f[1..].iter().all(|f| f.class == kernel_lab::finding::Class::Value),
                     "{backend} {}: {}: {:#?}",
                     row.set,
                     case.name,
@@ -231,7 +231,7 @@ fn the_snapshot_copy_is_a_memmove_everywhere(#[values("riscv64", "aarch64", "x86
     use kernel_lab::batch::{Arg, BatchBuilder, Placement};
     let v = crate::common::variant(name);
     let image = crate::common::build(v);
-    let md5 = kernel_lab::checks::Entry::of(&image).md5_compress.expect("md5_implCompress");
+    let md5 = kernel_lab::cases::plan::Stubs::of(&image).md5_compress.expect("md5_implCompress");
     let abi = kernel_lab::abi::Abi::of(v.arch);
     let init: Vec<u8> = (0..64).collect();
     // (src offset, dst offset, length) inside one 64-byte buffer: backwards and forwards overlap.

@@ -289,6 +289,39 @@ fn fail_fast_skips_what_follows_the_first_failure() {
     assert_eq!(native["skip_reason"], kernel_lab::run::FAIL_FAST_SKIP);
 }
 
+/// The JSON report without its wall times (`elapsed_s`, per-case `time_s`).
+fn without_times(json: &str) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.retain(|k, _| !k.ends_with("_s") && k != "time");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut doc: serde_json::Value = serde_json::from_str(json).expect("one JSON document");
+    strip(&mut doc);
+    doc
+}
+
+#[test]
+fn the_report_is_the_same_for_any_number_of_jobs() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    for extra in [&[][..], &["--fail-fast"][..]] {
+        let run = |jobs: &str| {
+            let args: Vec<&str> = ["--format", "json", "--jobs", jobs].iter().chain(extra).copied().collect();
+            let (code, json, stderr) = broken_run(dir.path(), &args);
+            assert_eq!(code, 1, "{stderr}");
+            without_times(&json)
+        };
+        let one = run("1");
+        assert!(one["rows"].as_array().is_some_and(|r| r.len() == 4), "{one}");
+        assert_eq!(one, run("4"), "{extra:?}: --jobs 1 and --jobs 4 differ");
+    }
+}
+
 #[test]
 fn json_report_has_schema_version_seed_and_every_outcome() {
     let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);

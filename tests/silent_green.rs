@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use kernel_lab::backend::BackendKind;
-use kernel_lab::checks::Class;
+use kernel_lab::finding::Class;
 use kernel_lab::paths;
 use kernel_lab::run;
 use kernel_lab::toolchain::BuildConfig;

@@ -311,9 +311,9 @@ mod no_panic {
 
     use kernel_lab::abi::X86_64;
     use kernel_lab::batch::{BatchBuilder, Placement};
-    use kernel_lab::checks::{self, Entry};
+    use kernel_lab::cases::plan::{self, Stubs};
+    use kernel_lab::cases::procedure::CaseRun;
     use kernel_lab::image::Arena;
-    use kernel_lab::procedure::CaseRun;
     use rand::SeedableRng;
 
     const KEYS: &[&str] = &[
@@ -467,12 +467,12 @@ mod no_panic {
                 prop_assert!(loaded + errors.len() >= 1, "every entry loads or has an error");
                 refused.set(refused.get() + errors.len());
                 let Some(set) = set else { return Ok(()) };
-                let e = Entry { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
+                let e = Stubs { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
                 let arena = Arena { addr: 0x10_0000, size: 32 << 20, kernel_data: None };
                 let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
                 for v in set.vectors.iter().filter(|v| v.cost().total() <= 4 << 20) {
                     planned.set(planned.get() + 1);
-                    for (layout, name) in checks::layouts(v, Placement::End, 7).zip(checks::case_names(v)) {
+                    for (layout, name) in plan::layouts(v, Placement::End, 7).zip(plan::case_names(v)) {
                         let mut case = CaseRun::new(v, &set.set, &name, layout);
                         loop {
                             let mut b = BatchBuilder::new(&X86_64);
@@ -500,10 +500,10 @@ mod no_panic {
 #[test]
 fn segment_estimates_bound_the_payload_they_add() {
     use kernel_lab::batch::{BatchBuilder, Placement};
-    use kernel_lab::checks::{self, Entry};
-    use kernel_lab::procedure::CaseRun;
+    use kernel_lab::cases::plan::{self, Stubs};
+    use kernel_lab::cases::procedure::CaseRun;
     use rand::SeedableRng;
-    let e = Entry { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
+    let e = Stubs { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     for f in kernel_lab::vectors::bundled_files(&paths::vectors_dir(), &Kernel::ALL) {
         let set = kernel_lab::vectors::load_file(&f).0.expect("bundled file loads");
@@ -513,7 +513,7 @@ fn segment_estimates_bound_the_payload_they_add() {
             for (i, v) in set.vectors.iter().enumerate() {
                 // Every misalignment of the guarded twin (1..64) over the vectors.
                 let misalign = 1 + i % 63;
-                for (layout, name) in checks::layouts(v, Placement::End, misalign).zip(checks::case_names(v)) {
+                for (layout, name) in plan::layouts(v, Placement::End, misalign).zip(plan::case_names(v)) {
                     let mut case = CaseRun::new(v, &set.set, &name, layout);
                     loop {
                         estimate += case.estimate();

@@ -2,14 +2,15 @@
 //! corrupted stack (an unbalanced push/pop sends the kernel's `ret` to the driver's poison), a
 //! runaway that walks off the end of the arena (a hang where memory is larger), and a kernel
 //! that depends on the unspecified upper 32 bits of an `int` argument (found by re-running the
-//! failing cases with them clean). The checks ([`crate::checks::check`]) call the first two on
+//! failing cases with them clean). The checks ([`crate::cases::verdict::check`]) call the first two on
 //! every fault; each returns `None` when its cause does not fit, so the plain fault sentence
 //! stays. `lab run` calls [`upper_bits`] on every batch with failures.
 
 use crate::abi::{Abi, Int32Args};
 use crate::backend::{Access, Backend, Fault, FaultKind};
 use crate::batch::{Batch, PAGE};
-use crate::checks::{CasePlan, Class, Finding, IntArg};
+use crate::cases::plan::{CasePlan, IntArg};
+use crate::finding::{Class, Finding};
 use crate::image::Image;
 
 /// When `fault` is a return through a corrupted stack, the sentence that says so: control left
@@ -63,7 +64,7 @@ pub fn runaway(fault: &Fault, batch: &Batch) -> Option<String> {
 }
 
 /// The finding for `fault` of the call `label`: the plain sentence (`describe`, from
-/// [`crate::checks::describe_fault`]) with the cause in front when a diagnosis fits.
+/// [`crate::cases::verdict::describe_fault`]) with the cause in front when a diagnosis fits.
 pub fn explain(
     label: &str,
     fault: &Fault,
@@ -158,7 +159,11 @@ fn rerun_clean(
         }
     }
     let Ok(run) = crate::backend::run_batch(backend, &b) else { return Vec::new() };
-    which.iter().copied().filter(|&i| crate::checks::check(&plans[i], &b, &run, abi, image).is_empty()).collect()
+    which
+        .iter()
+        .copied()
+        .filter(|&i| crate::cases::verdict::check(&plans[i], &b, &run, abi, image).is_empty())
+        .collect()
 }
 
 /// Puts the upper-bits finding first among `findings`: the first call of `plan` whose `int`

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::backend::{BackendError, BackendKind, Limits};
-use crate::checks::Class;
+use crate::finding::Class;
 use crate::image::Image;
 use crate::report::Row;
 use crate::run;
@@ -244,7 +244,7 @@ fn backend_state(variant: &'static Variant, kind: BackendKind, image: &Image) ->
         }
         Err(e) => return State::Failed(format!("cannot start: {e}")),
     };
-    let entry = crate::checks::Entry::of(image);
+    let entry = crate::cases::plan::Stubs::of(image);
     let rows: Vec<Row> = tiny_sets()
         .iter()
         .filter(|s| entry.missing(s.kernel).is_none())

@@ -1,6 +1,6 @@
 //! Differential fuzzing: proptest strategies per contract, cases run in batches through the
 //! guest-side driver, every call compared with the portable reference (the comparison is
-//! [`checks::check`], the same as for vectors), failures shrunk with proptest's value trees and
+//! [`crate::cases::verdict::check`], the same as for vectors), failures shrunk with proptest's value trees and
 //! written as vector files that `lab run --vectors FILE` replays.
 //!
 //! The strategies are shared by `lab fuzz` and `cargo test`.
@@ -14,7 +14,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, Backend, BackendError};
 use crate::batch::{BatchBuilder, Placement};
-use crate::checks::{self, CasePlan, Entry, Finding};
+use crate::cases::plan::{self, CasePlan, Stubs};
+use crate::cases::verdict;
+use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::reference::{md5, poly1305};
 use crate::variant::{Kernel, Variant};
@@ -304,23 +306,23 @@ pub struct Target<'a> {
 }
 
 /// Runs `cases` in one batch and returns each case's findings (empty = agrees with the
-/// reference). Each case runs twice (checks::plan_vector): guarded against guard pages, and
+/// reference). Each case runs twice ([`plan::plan_vector`]): guarded against guard pages, and
 /// packed at its offset; a case's findings are those of both.
 ///
 /// # Errors
 /// When the backend itself fails or the batch does not fit the arena.
 pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, BackendError> {
-    let entry = Entry::of(t.image);
+    let entry = Stubs::of(t.image);
     let abi = Abi::of(t.variant.arch);
     let mut b = BatchBuilder::new(abi);
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
     let plans: Vec<Vec<CasePlan>> =
-        cases.iter().map(|c| checks::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
+        cases.iter().map(|c| plan::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
     let batch = b.layout(t.image.arena()?).map_err(|e| BackendError::Unsupported(e.to_string()))?;
     let run = backend::run_batch(t.backend, &batch)?;
     let findings = |ps: &Vec<CasePlan>| {
         let mut all: Vec<Finding> = Vec::new();
-        for f in ps.iter().flat_map(|p| checks::check(p, &batch, &run, abi, t.image)) {
+        for f in ps.iter().flat_map(|p| verdict::check(p, &batch, &run, abi, t.image)) {
             // The guarded and the offset case usually fail alike: say it once.
             if !all.iter().any(|g| g.text == f.text) {
                 all.push(f);
@@ -535,7 +537,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     .err()
                     .or(refused)
                     .or(not_provided)
-                    .or_else(|| Entry::of(image).missing(kernel));
+                    .or_else(|| Stubs::of(image).missing(kernel));
                 if let Some(why) = why.or_else(interrupted_reason) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
@@ -585,8 +587,7 @@ fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, resul
         let Outcome::Failed(f) = &mut r.outcome else { continue };
         // Only wrong outputs are compared: a fault one backend alone sees (bounds are checked
         // by bytes on Unicorn, by pages elsewhere) is a kernel finding, not an emulator's.
-        let outputs_only =
-            f.findings.iter().all(|x| matches!(x.class, crate::checks::Class::Value | crate::checks::Class::Bounds));
+        let outputs_only = f.findings.iter().all(|x| matches!(x.class, Class::Value | Class::Bounds));
         if !outputs_only {
             continue;
         }
@@ -611,7 +612,7 @@ fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, resul
             failing.join(" and "),
             if failing.len() == 1 { "s" } else { "" }
         );
-        f.findings.insert(0, Finding::new(crate::checks::Class::Disagreement, text));
+        f.findings.insert(0, Finding::new(Class::Disagreement, text));
     }
 }
 
@@ -776,7 +777,7 @@ pub fn to_report(
             let verdict = match &r.outcome {
                 Outcome::Clean => Verdict::Passed,
                 Outcome::Skipped(why) => Verdict::Skipped(why.clone()),
-                Outcome::Error(e) => Verdict::Failed(vec![Finding::new(crate::checks::Class::NotRun, e.clone())]),
+                Outcome::Error(e) => Verdict::Failed(vec![Finding::new(Class::NotRun, e.clone())]),
                 Outcome::Failed(f) => {
                     let mut findings = f.findings.clone();
                     let written = format!(
@@ -787,8 +788,8 @@ pub fn to_report(
                         f.file.display(),
                         f.replay
                     );
-                    findings.push(Finding::new(crate::checks::Class::Value, written));
-                    if findings[0].class == crate::checks::Class::Disagreement {
+                    findings.push(Finding::new(Class::Value, written));
+                    if findings[0].class == Class::Disagreement {
                         Verdict::Disagreed(findings)
                     } else {
                         Verdict::Failed(findings)

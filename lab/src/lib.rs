@@ -6,27 +6,28 @@
 //! One module per concern: [`variant`] (what is built), [`toolchain`] (building it), [`image`]
 //! (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the driver protocol, defined once), [`batch`] (batch layout),
 //! [`backend`] (what executes), [`reference`] (the oracle), [`vectors`] (known answers),
-//! [`checks`] (cases and findings), [`diagnose`] (causes named in findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
+//! [`cases`] (vector -> calls -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings), [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`]
 //! (differential fuzzing), [`report`] and [`run`] (orchestration), [`progress`] (events for long
-//! work), [`reporters`] (JSON and JUnit output), [`doctor`] (is the set-up complete) and [`user_kernel`]
-//! (a user's own kernel: manifest, prebuilt objects, declared ISA).
+//! work), [`pool`] (worker threads), [`reporters`] (JSON and JUnit output), [`doctor`] (is the set-up
+//! complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt objects, declared ISA).
 
 pub mod abi;
 pub mod backend;
 pub mod batch;
 pub mod bench;
 pub mod bundled;
-pub mod checks;
+pub mod cases;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
+pub mod finding;
 pub mod fnv;
 pub mod fuzz;
 pub mod image;
 pub mod interrupt;
 pub mod isa;
 pub mod paths;
-pub mod procedure;
+pub mod pool;
 pub mod progress;
 pub mod protocol;
 pub mod reference;

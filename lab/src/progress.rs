@@ -1,5 +1,5 @@
 //! Progress events: long operations (building kernels, running vector sets, fuzzing) report
-//! what they do through a callback, and the caller decides how to show it. The library draws
+//! what they do through a callback (from the calling thread, also when workers do the work), and the caller decides how to show it. The library draws
 //! nothing; the CLI turns these into indicatif bars (nextest's split of runner events and
 //! reporters).
 
@@ -21,6 +21,14 @@ pub enum Progress<'a> {
         /// Units finished since the last event.
         by: u64,
         /// The current item ("riscv64 on qemu, md5 / rfc1321").
+        note: &'a str,
+    },
+    /// Worker `lane` (from 0) of a task run by several threads ([`crate::pool`]) now works on
+    /// `note` (empty: the worker is done). Sent beside `Advance`, which counts for the task.
+    Lane {
+        /// The worker, from 0.
+        lane: usize,
+        /// What it works on, or empty when it has finished.
         note: &'a str,
     },
     /// The task is over.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::backend::BackendKind;
-use crate::checks::{CasePlan, Class, Finding};
+use crate::finding::{Class, Finding};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{VectorError, VectorSet};
 
@@ -44,6 +44,17 @@ pub enum Verdict {
     Disagreed(Vec<Finding>),
     /// Not run, and why.
     Skipped(String),
+}
+
+impl Verdict {
+    /// The verdict on a case that ran: passed when there are no findings.
+    pub fn of(findings: Vec<Finding>) -> Verdict {
+        if findings.is_empty() {
+            Verdict::Passed
+        } else {
+            Verdict::Failed(findings)
+        }
+    }
 }
 
 /// One case of a row, in run order: what a JUnit test case or a JSON outcome stands for.
@@ -144,17 +155,6 @@ impl Row {
             row.push(CaseOutcome { name: format!("case {i}"), msg_len: 0, time: Duration::ZERO, verdict });
         }
         row
-    }
-
-    /// Records the outcome of one case (no time share).
-    pub fn record(&mut self, plan: &CasePlan, findings: Vec<Finding>) {
-        self.record_timed(plan, findings, Duration::ZERO);
-    }
-
-    /// Records the outcome of one case with its share of the wall time.
-    pub fn record_timed(&mut self, plan: &CasePlan, findings: Vec<Finding>, time: Duration) {
-        let verdict = if findings.is_empty() { Verdict::Passed } else { Verdict::Failed(findings) };
-        self.push(CaseOutcome { name: plan.name.clone(), msg_len: plan.msg_len, time, verdict });
     }
 
     /// Appends a case and updates the counts (and the skip reason) to match.

@@ -2,6 +2,7 @@
 //! the CLI and the tests share. Emits a [`Report`]; printing it is the reporter's business.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
@@ -10,11 +11,14 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
 use crate::batch::{BatchBuilder, Placement};
-use crate::checks::{self, CasePlan, Class, Entry, Finding};
+use crate::cases::plan::{self, CasePlan, Stubs};
+use crate::cases::procedure::CaseRun;
+use crate::cases::verdict;
+use crate::finding::{Class, Finding};
 use crate::fnv::fnv1a;
 use crate::image::Image;
 use crate::isa;
-use crate::procedure::CaseRun;
+use crate::pool;
 use crate::progress::{self, Progress};
 use crate::report::ImageFinding;
 use crate::report::{Report, Row, Status};
@@ -46,6 +50,9 @@ pub struct RunConfig {
     pub filter: Filter,
     /// Limits on what the vector entries may cost ([`vectors::CostLimits`]).
     pub cost_limits: CostLimits,
+    /// Worker threads for the variant × backend cells; 0 = one per CPU
+    /// ([`pool::default_jobs`]). The report does not depend on it (but for times).
+    pub jobs: usize,
 }
 
 /// The vector sets of a run, loaded and checked before anything runs.
@@ -116,7 +123,10 @@ pub fn run_with_progress(cfg: &RunConfig, progress: &mut dyn FnMut(Progress<'_>)
     run_loaded(cfg, load_sets(cfg), progress)
 }
 
-/// [`run_with_progress`] with the vector files loaded already ([`load_sets`]).
+/// [`run_with_progress`] with the vector files loaded already ([`load_sets`]). The variant ×
+/// backend cells run on [`RunConfig::jobs`] worker threads ([`crate::pool`]); the report is
+/// assembled in variant, backend, set order afterwards, so it is the same whatever the number
+/// of workers (but for times).
 pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(Progress<'_>)) -> Report {
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
@@ -129,14 +139,201 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     let sets = apply_filter(&cfg.filter, loaded.sets, &mut report);
     let images = build_images(cfg, &mut report, progress);
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
+    let scans: Vec<Scan> = images.iter().map(|(v, image)| Scan::of(cfg, v, image, &sets)).collect();
+    let cells: Vec<PlacedCell> = (0..images.len())
+        .flat_map(|image| cfg.backends.iter().map(move |&kind| Cell { image, kind }))
+        .enumerate()
+        .map(|(i, c)| c.at(i))
+        .collect();
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
-    for (variant, image) in &images {
-        run_variant(cfg, variant, image, &sets, &mut report, progress);
-    }
+    let first_failed = AtomicUsize::new(usize::MAX);
+    let rank = rank_cells(&cells, &images, &sets);
+    let outs = pool::run_ordered(
+        &cells,
+        pool::resolve_jobs(cfg.jobs),
+        &rank,
+        |cell, lane| run_cell(cfg, cell, &images, &scans, &sets, &first_failed, lane),
+        progress,
+    );
     progress(Progress::Finish);
+    assemble(cfg, &images, scans, &cells, outs, &sets, &mut report);
     report.elapsed = started.elapsed();
     report.interrupted = crate::interrupt::interrupted();
     report
+}
+
+/// One variant × backend of the run: the index of its image in the built images and the
+/// backend, placed (by [`Cell::at`]) at its position in report order.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    image: usize,
+    kind: BackendKind,
+}
+
+/// A [`Cell`] and its position among the cells in report order.
+#[derive(Debug, Clone, Copy)]
+struct PlacedCell {
+    cell: Cell,
+    pos: usize,
+}
+
+impl Cell {
+    fn at(self, pos: usize) -> PlacedCell {
+        PlacedCell { cell: self, pos }
+    }
+}
+
+/// What the static scans found in one image, before any backend runs it.
+struct Scan {
+    /// Image findings (ISA, system calls, missing contract symbols), in report order.
+    findings: Vec<ImageFinding>,
+    /// Set-up errors of the scan itself.
+    errors: Vec<String>,
+    /// Why Unicorn must not run the image, if it must not.
+    unicorn_refusal: Option<String>,
+}
+
+impl Scan {
+    fn of(cfg: &RunConfig, variant: &'static Variant, image: &Image, sets: &[VectorSet]) -> Scan {
+        let (mut findings, unicorn_refusal, errors) = scan_image(variant, image);
+        let selected: Vec<Kernel> =
+            cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
+        let provided: Vec<Kernel> = selected.into_iter().filter(|&k| not_provided(variant, k).is_none()).collect();
+        findings.extend(missing_symbols(variant, image, &provided));
+        Scan { findings, errors, unicorn_refusal }
+    }
+}
+
+/// What one cell gives back: its rows (with the case digests of the rows that ran, for
+/// [`compare_backends`]), or the error that kept its backend from opening.
+enum CellOut {
+    /// One row per set, in set order; `None` digests for rows that did not run.
+    Rows(Vec<(Row, Option<Vec<u64>>)>),
+    /// Every set of the cell skipped for the same reason, before the backend was opened.
+    Skipped(String),
+    /// The backend did not open.
+    OpenError(String),
+}
+
+/// The order the workers take the cells in: the most expensive first (its cases times a
+/// weight: Unicorn emulates Zbb by trapping each instruction, ~2.5x plain riscv64), so the
+/// longest cell does not start last and leave the other cores idle.
+fn rank_cells(cells: &[PlacedCell], images: &[(&'static Variant, Image)], sets: &[VectorSet]) -> Vec<usize> {
+    let cases: usize = sets.iter().map(cases_in).sum();
+    let weight = |c: &PlacedCell| {
+        let variant = images[c.cell.image].0;
+        let w = if c.cell.kind == BackendKind::Unicorn && variant.zbb { 5 } else { 2 };
+        cases * w
+    };
+    let mut order: Vec<usize> = (0..cells.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(weight(&cells[i])));
+    order
+}
+
+/// Runs one cell on this worker: opens its backend (here, so a `!Send` Unicorn engine never
+/// leaves the thread) and runs every set. Under `--fail-fast`, a set is not started once a
+/// row earlier in the same variant failed (`first_failed`: the lowest report position of a
+/// failed row); [`assemble`] decides the rest in report order.
+fn run_cell(
+    cfg: &RunConfig,
+    placed: &PlacedCell,
+    images: &[(&'static Variant, Image)],
+    scans: &[Scan],
+    sets: &[VectorSet],
+    first_failed: &AtomicUsize,
+    lane: &pool::Lane,
+) -> CellOut {
+    let Cell { image: i, kind } = placed.cell;
+    let (variant, image) = (images[i].0, &images[i].1);
+    if let Err(reason) = kind.supports(variant) {
+        return CellOut::Skipped(reason);
+    }
+    if let Some(reason) = interrupted_reason() {
+        return CellOut::Skipped(reason);
+    }
+    if let (BackendKind::Unicorn, Some(reason)) = (kind, &scans[i].unicorn_refusal) {
+        return CellOut::Skipped(reason.clone());
+    }
+    let mut backend = match kind.open(variant, image, cfg.limits) {
+        Ok(b) => b,
+        Err(e) => return CellOut::OpenError(format!("{variant} on {kind}: {e}")),
+    };
+    let entry = Stubs::of(image);
+    let per_variant = cfg.backends.len() * sets.len();
+    let variant_start = placed.pos / cfg.backends.len().max(1) * per_variant;
+    let mut rows = Vec::with_capacity(sets.len());
+    for (s, set) in sets.iter().enumerate() {
+        let pos = placed.pos * sets.len() + s;
+        let failed_before = first_failed.load(Ordering::SeqCst);
+        if cfg.filter.fail_fast && failed_before >= variant_start && failed_before < pos {
+            rows.push((Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into()), None));
+            continue;
+        }
+        let missing = || not_provided(variant, set.kernel).or_else(|| entry.missing(set.kernel));
+        if let Some(reason) = missing().or_else(interrupted_reason) {
+            rows.push((Row::skipped_named(variant, kind, set, case_names(set), reason), None));
+            continue;
+        }
+        let mut progress = lane.callback();
+        let (row, digests) =
+            run_set_digested(backend.as_mut(), variant, image, set, cfg.seed, cfg.flush, &mut progress);
+        if !row.failed.is_empty() {
+            first_failed.fetch_min(pos, Ordering::SeqCst);
+        }
+        rows.push((row, Some(digests)));
+    }
+    CellOut::Rows(rows)
+}
+
+/// Puts the cells' results into `report` in report order (variant, backend, set), applies
+/// `--fail-fast` as a run one cell after another would (every row after the first failed one
+/// is skipped; the backends of a variant are compared before the next variant's rows), and
+/// compares the backends of each variant.
+fn assemble(
+    cfg: &RunConfig,
+    images: &[(&'static Variant, Image)],
+    scans: Vec<Scan>,
+    cells: &[PlacedCell],
+    outs: Vec<Option<CellOut>>,
+    sets: &[VectorSet],
+    report: &mut Report,
+) {
+    let mut outs = outs.into_iter();
+    let mut cells = cells.iter();
+    for ((variant, _), scan) in images.iter().zip(scans) {
+        let variant: &'static Variant = variant;
+        report.image_findings.extend(scan.findings);
+        report.setup_errors.extend(scan.errors);
+        let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
+        for (cell, out) in cells.by_ref().take(cfg.backends.len()).zip(outs.by_ref()) {
+            let kind = cell.cell.kind;
+            let out = out.unwrap_or_else(|| {
+                CellOut::OpenError(format!("{variant} on {kind}: lab bug: the worker running this cell panicked"))
+            });
+            match out {
+                CellOut::OpenError(e) => report.setup_errors.push(e),
+                CellOut::Skipped(reason) => {
+                    for set in sets {
+                        report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason.clone()));
+                    }
+                }
+                CellOut::Rows(rows) => {
+                    for ((row, digests), set) in rows.into_iter().zip(sets) {
+                        if cfg.filter.fail_fast && report.rows.iter().any(|r| !r.failed.is_empty()) {
+                            let skip = Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into());
+                            report.rows.push(skip);
+                            continue;
+                        }
+                        if let Some(d) = digests {
+                            ran.push((report.rows.len(), d));
+                        }
+                        report.rows.push(row);
+                    }
+                }
+            }
+        }
+        compare_backends(report, &ran);
+    }
 }
 
 /// Why work is not started or not judged after SIGINT/SIGTERM (lab/src/interrupt.rs).
@@ -173,7 +370,7 @@ fn build_images(
 
 /// Cases of `variant` that will run (backend supports it, image has the kernel).
 fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
-    let entry = Entry::of(image);
+    let entry = Stubs::of(image);
     let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
     let runs = |s: &&VectorSet| entry.missing(s.kernel).is_none() && not_provided(variant, s.kernel).is_none();
     backends * sets.iter().filter(runs).map(cases_in).sum::<usize>()
@@ -193,9 +390,9 @@ fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> V
     if filter.cases.is_empty() {
         return sets;
     }
-    let selected = |v: &vectors::Vector| filter.cases.iter().any(|c| *c == v.name || checks::case_names(v).contains(c));
+    let selected = |v: &vectors::Vector| filter.cases.iter().any(|c| *c == v.name || plan::case_names(v).contains(c));
     for name in &filter.cases {
-        let hit = sets.iter().flat_map(|s| &s.vectors).any(|v| *name == v.name || checks::case_names(v).contains(name));
+        let hit = sets.iter().flat_map(|s| &s.vectors).any(|v| *name == v.name || plan::case_names(v).contains(name));
         if !hit {
             report.setup_errors.push(format!("--case {name}: no vector or case of that name in the selected sets"));
         }
@@ -207,75 +404,14 @@ fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> V
     sets
 }
 
-/// Cases a vector set makes (see [`checks::cases_of`]).
+/// Cases a vector set makes (see [`plan::cases_of`]).
 pub fn cases_in(set: &VectorSet) -> usize {
-    set.vectors.iter().map(checks::cases_of).sum()
+    set.vectors.iter().map(plan::cases_of).sum()
 }
 
 /// The names [`run_set`] gives the cases of `set`, for rows that skip it.
 pub fn case_names(set: &VectorSet) -> Vec<String> {
-    set.vectors.iter().flat_map(checks::case_names).collect()
-}
-
-fn run_variant(
-    cfg: &RunConfig,
-    variant: &'static Variant,
-    image: &Image,
-    sets: &[VectorSet],
-    report: &mut Report,
-    progress: &mut dyn FnMut(Progress<'_>),
-) {
-    let entry = Entry::of(image);
-    let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
-    let unicorn_refusal = scan_isa(variant, image, report);
-    let selected: Vec<Kernel> = cfg
-        .kernels
-        .iter()
-        .copied()
-        .filter(|k| sets.iter().any(|s| s.kernel == *k) && not_provided(variant, *k).is_none())
-        .collect();
-    report.image_findings.extend(missing_symbols(variant, image, &selected));
-    for &kind in &cfg.backends {
-        let skip_all = |report: &mut Report, reason: String| {
-            for set in sets {
-                report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason.clone()));
-            }
-        };
-        if let Err(reason) = kind.supports(variant) {
-            skip_all(report, reason);
-            continue;
-        }
-        if let Some(reason) = interrupted_reason() {
-            skip_all(report, reason);
-            continue;
-        }
-        if let (BackendKind::Unicorn, Some(reason)) = (kind, &unicorn_refusal) {
-            skip_all(report, reason.clone());
-            continue;
-        }
-        let mut backend = match kind.open(variant, image, cfg.limits) {
-            Ok(b) => b,
-            Err(e) => {
-                report.setup_errors.push(format!("{variant} on {kind}: {e}"));
-                continue;
-            }
-        };
-        for set in sets {
-            if cfg.filter.fail_fast && report.rows.iter().any(|r| !r.failed.is_empty()) {
-                report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into()));
-                continue;
-            }
-            let missing = || not_provided(variant, set.kernel).or_else(|| entry.missing(set.kernel));
-            if let Some(reason) = missing().or_else(interrupted_reason) {
-                report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason));
-                continue;
-            }
-            let (row, digests) = run_set_digested(backend.as_mut(), variant, image, set, cfg.seed, cfg.flush, progress);
-            ran.push((report.rows.len(), digests));
-            report.rows.push(row);
-        }
-    }
-    compare_backends(report, &ran);
+    set.vectors.iter().flat_map(plan::case_names).collect()
 }
 
 /// Why a user's kernel has no `kernel` to run, if it has none: its manifest entry (or
@@ -403,15 +539,8 @@ pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding
     (findings, isa::unicorn_refusal(image).ok().flatten(), errors)
 }
 
-fn scan_isa(variant: &'static Variant, image: &Image, report: &mut Report) -> Option<String> {
-    let (findings, refusal, errors) = scan_image(variant, image);
-    report.image_findings.extend(findings);
-    report.setup_errors.extend(errors);
-    refusal
-}
-
 /// Runs one vector set on one backend, in as few batches as the arena allows. `image` must hold
-/// the set's kernel (see [`Entry::missing`]); `seed` fixes poison values, garbage and splits.
+/// the set's kernel (see [`Stubs::missing`]); `seed` fixes poison values, garbage and splits.
 /// Flush cases put their inputs at the end of their pages ([`Placement::End`]).
 pub fn run_set(
     backend: &mut dyn backend::Backend,
@@ -451,7 +580,7 @@ fn run_set_digested(
 ) -> (Row, Vec<u64>) {
     let started = Instant::now();
     let kind = backend.kind();
-    let entry = &Entry::of(image);
+    let entry = &Stubs::of(image);
     let abi = Abi::of(variant.arch);
     let stream = seed ^ fnv1a(variant.name.as_bytes()) ^ fnv1a(set.set.as_bytes());
     let arena = match image.arena() {
@@ -471,7 +600,7 @@ fn run_set_digested(
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
         let mut case_rng = ChaCha8Rng::seed_from_u64(stream ^ (v.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let misalign = case_rng.gen_range(1..64);
-        for (layout, name) in checks::layouts(v, guard_at, misalign).zip(checks::case_names(v)) {
+        for (layout, name) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)) {
             let mut case = CaseRun::new(v, &set.set, &name, layout);
             loop {
                 // Flush when the next segment might not fit in the arena (a sum of upper bounds,
@@ -548,7 +677,7 @@ fn flush(
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
         Ok((batch, run)) => {
-            let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| checks::check(p, batch, run, abi, image)).collect();
+            let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| verdict::check(p, batch, run, abi, image)).collect();
             crate::diagnose::upper_bits(backend, batch, &taken, &mut f, abi, image);
             let carry: Vec<Option<Carried>> = taken
                 .iter()
@@ -582,13 +711,13 @@ fn flush(
         // did not run (every one of its findings says so).
         let given_up =
             !f.is_empty() && f.iter().all(|x| x.class == Class::NotRun && x.text.contains(backend::RESUME_GIVEN_UP));
-        if given_up {
+        let verdict = if given_up {
             let why = f[0].text.split_once(" did not run: ").map_or(f[0].text.as_str(), |(_, w)| w).to_string();
-            let verdict = crate::report::Verdict::Skipped(why);
-            row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
+            crate::report::Verdict::Skipped(why)
         } else {
-            row.record_timed(p, f, share);
-        }
+            crate::report::Verdict::of(f)
+        };
+        row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
     }
     (recorded, carry_out)
 }

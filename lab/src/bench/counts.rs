@@ -14,7 +14,8 @@ use crate::abi::Abi;
 use crate::backend::icount::BlockProfile;
 use crate::backend::{run_batch, Limits, UnicornBackend};
 use crate::batch::BatchBuilder;
-use crate::checks::{describe_fault, Entry};
+use crate::cases::plan::Stubs;
+use crate::cases::verdict::describe_fault;
 use crate::image::Image;
 use crate::variant::{Kernel, Variant};
 
@@ -87,7 +88,7 @@ pub fn profile_call(
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     b.page_bounds_only();
     let p = w.prepare(&mut b, rng);
-    w.call(&mut b, &Entry::of(image), &p, rng.gen());
+    w.call(&mut b, &Stubs::of(image), &p, rng.gen());
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     uc.start_profile(start, end).map_err(|e| e.to_string())?;
     let run = run_batch(uc, &batch);

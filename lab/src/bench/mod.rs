@@ -232,6 +232,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
         flush: crate::batch::Placement::End,
         filter: crate::run::Filter::default(),
         cost_limits: Default::default(),
+        jobs: 0,
     };
     let t = Instant::now();
     let r = run::run(&run_cfg);

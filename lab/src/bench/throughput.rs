@@ -24,7 +24,8 @@ use super::workload::Workload;
 use crate::abi::Abi;
 use crate::backend::{run_batch, Backend, BackendKind, Limits, UnicornBackend};
 use crate::batch::{Arg, BatchBuilder};
-use crate::checks::{describe_fault, Entry};
+use crate::cases::plan::Stubs;
+use crate::cases::verdict::describe_fault;
 use crate::image::Image;
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Arch, Kernel, Variant};
@@ -205,7 +206,7 @@ fn round(
     k: usize,
     rng: &mut impl Rng,
 ) -> Result<Duration, String> {
-    let e = Entry::of(image);
+    let e = Stubs::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     b.page_bounds_only();
     let p = w.prepare(&mut b, rng); // random input: not the lab's work, so before the clock

@@ -5,7 +5,7 @@
 use rand::Rng;
 
 use crate::batch::{Arg, Batch, BatchBuilder, BufId};
-use crate::checks::Entry;
+use crate::cases::plan::Stubs;
 use crate::image::Image;
 use crate::reference::md5;
 use crate::reference::poly1305::{self, Limbs26};
@@ -117,7 +117,7 @@ impl Workload {
     }
 
     /// Adds one call on the buffers of `p`; returns its index in the batch.
-    pub fn call(&self, b: &mut BatchBuilder, e: &Entry, p: &Prepared, seed: u64) -> usize {
+    pub fn call(&self, b: &mut BatchBuilder, e: &Stubs, p: &Prepared, seed: u64) -> usize {
         let abi = b.abi();
         let missing = "kernel symbols checked by code_range";
         let (func, args) = match self.kernel {

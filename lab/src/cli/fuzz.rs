@@ -154,7 +154,7 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> (String, i
         }
     }
     // Image findings (static scans, missing symbols) once per variant: they fail the campaign.
-    let mut shown: Vec<(&str, &kernel_lab::checks::Finding)> = Vec::new();
+    let mut shown: Vec<(&str, &kernel_lab::finding::Finding)> = Vec::new();
     for r in results {
         for f in &r.image_findings {
             if !shown.contains(&(r.variant, f)) {

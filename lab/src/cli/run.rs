@@ -57,6 +57,10 @@ pub(crate) struct RunArgs {
     /// Stop after the first failed row; the rest is reported as skipped.
     #[arg(long)]
     fail_fast: bool,
+    /// Variant x backend combinations run at once, each on its own thread (default: one per
+    /// CPU). The report is the same for any N, but for times.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -96,6 +100,7 @@ impl RunArgs {
             flush: if self.flush == "start" { Placement::Start } else { Placement::End },
             cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
             filter: Filter { sets: self.sets.clone(), cases: self.cases.clone(), fail_fast: self.fail_fast },
+            jobs: self.jobs.map_or(0, |n| n as usize),
         })
     }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 use super::JunitCases;
-use crate::checks::{Class, Finding};
+use crate::finding::{Class, Finding};
 use crate::replay::Replay;
 use crate::report::{Report, Row, Verdict};
 

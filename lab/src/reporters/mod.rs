@@ -159,7 +159,7 @@ mod tests {
 
     use super::*;
     use crate::backend::BackendKind;
-    use crate::checks::{Class, Finding};
+    use crate::finding::{Class, Finding};
     use crate::report::{CaseFailure, Row};
     use crate::variant::Kernel;
 

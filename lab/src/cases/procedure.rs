@@ -17,7 +17,7 @@ use std::iter::Peekable;
 use rand::Rng;
 
 use crate::batch::{BatchBuilder, BufId};
-use crate::checks::{self, CasePlan, Entry, Final, Layout, Planner, SEGMENT_BYTES, SEGMENT_CALLS};
+use crate::cases::plan::{self, CasePlan, Final, Layout, Planner, Stubs, SEGMENT_BYTES, SEGMENT_CALLS};
 use crate::reference::md5::{self, DigestSteps, State};
 use crate::reference::poly1305::{self, Limbs26};
 use crate::vectors::{self, Body, Message, Vector};
@@ -198,7 +198,7 @@ impl<'v> CaseRun<'v> {
 
     /// Plans the next segment into `b`. After a segment with [`CasePlan::more`], call
     /// [`absorb`](Self::absorb) with what the kernel left before planning the next.
-    pub fn plan_next(&mut self, b: &mut BatchBuilder, e: &Entry, rng: &mut impl Rng) -> CasePlan {
+    pub fn plan_next(&mut self, b: &mut BatchBuilder, e: &Stubs, rng: &mut impl Rng) -> CasePlan {
         if let Stage::Start = self.stage {
             self.stage = self.first_stage(rng);
         }
@@ -280,7 +280,7 @@ impl<'v> CaseRun<'v> {
                 Stage::Digest(DigestRun::new(Cow::Borrowed(msg), updates, Some(*digest), "digest "))
             }
             Body::Poly1305Tag { key, msg, tag } => {
-                let cuts = if split { checks::random_cuts(rng, msg.len() / 16) } else { Vec::new() };
+                let cuts = if split { plan::random_cuts(rng, msg.len() / 16) } else { Vec::new() };
                 Stage::Poly(PolyRun::tag(key, Cow::Borrowed(msg), *tag, &cuts, "tag ".into()))
             }
             Body::Poly1305Call(c) => Stage::Poly(PolyRun {

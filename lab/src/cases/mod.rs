@@ -1,0 +1,8 @@
+//! Cases: what the lab asks of a kernel and how it judges the answer. A vector becomes cases
+//! ([`plan`]: calls laid into a batch, with the reference's expectations), long cases are cut
+//! into segments ([`procedure`]), and a finished batch is read back into findings ([`verdict`]).
+//! The backends in between only execute; they never see an expectation.
+
+pub mod plan;
+pub mod procedure;
+pub mod verdict;

@@ -1,0 +1,254 @@
+//! Results -> findings: reads a finished batch against a [`CasePlan`] and says, call by call,
+//! what went wrong (wrong state, return value or accumulator, limbs out of bounds, a callee-saved
+//! register not restored, a fault with its place and instruction), then the case's final digest
+//! or tag. Also the digest of a case's outputs that `lab run` compares across backends.
+//!
+//! Every call is checked, not only the last one: multi-call cases start each call from a copy of
+//! the previous call's output (the driver's `copy` field), so every intermediate state stays
+//! visible.
+
+use crate::abi::{Abi, X86_RFLAGS_DF};
+use crate::backend::{BatchRun, Fault, FaultKind};
+use crate::batch::Batch;
+use crate::cases::plan::{CasePlan, Expect, Final};
+use crate::finding::{Class, Finding};
+use crate::image::Image;
+use crate::reference::md5::{self, State};
+use crate::reference::poly1305::{self, Limbs26};
+use crate::variant::Arch;
+
+impl CasePlan {
+    /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: the buffers and
+    /// the `int` return value its checks read; 0 (no result, not compared) when a call faulted
+    /// or did not run. Saved registers and flags are left out (flag bits the ISA leaves undefined
+    /// may differ between CPUs and emulators). Equal digests on two backends mean equal
+    /// results; the lab keeps only this per case and backend to compare backends.
+    pub fn outputs_digest(&self, batch: &Batch, run: &BatchRun) -> u64 {
+        let mut h = crate::fnv::Fnv1a::default();
+        for c in &self.calls {
+            let rec = batch.record(&run.resp, c.call);
+            if run.fault_of(c.call).is_some() {
+                // Faults are not compared: the backends check bounds at different granularity
+                // (bytes on Unicorn, pages elsewhere) and see system calls differently, so a
+                // fault on one backend alone is a kernel finding, not an emulator's.
+                return 0;
+            }
+            if !rec.completed {
+                // Not run (the batch was given up): no result to compare.
+                return 0;
+            }
+            h.add(&[0]);
+            for e in &c.expects {
+                match e {
+                    Expect::Md5State(buf, _)
+                    | Expect::Md5StateFile(buf, _)
+                    | Expect::Acc(buf, _)
+                    | Expect::AccFile(buf, _)
+                    | Expect::AccUntouched { acc: buf, .. } => {
+                        h.add(batch.buffer(&run.resp, *buf));
+                    }
+                    Expect::RetI32(_) | Expect::RetI32File(_) => h.add(&(rec.ret as u32).to_le_bytes()),
+                    // A lab error: no result to compare.
+                    Expect::Unplanned(_) => return 0,
+                }
+            }
+        }
+        h.finish()
+    }
+}
+
+/// Checks one planned case against a finished batch; returns every finding (empty = pass).
+pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &Image) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for c in &plan.calls {
+        let rec = batch.record(&run.resp, c.call);
+        if let Some(f) = run.fault_of(c.call) {
+            let plain = describe_fault(&c.label, f, image, batch);
+            findings.push(crate::diagnose::explain(&c.label, f, plain, image, batch, abi, rec.seed));
+            continue;
+        }
+        if !rec.completed {
+            let why = match (run.batch_fault(), &run.abandoned) {
+                (Some(f), _) => describe_fault("batch", f, image, batch).text,
+                (None, Some(reason)) => reason.clone(),
+                (None, None) => "the batch stopped before it".into(),
+            };
+            // A refused system call that killed the guest before it could say which call made
+            // it (backend/process.rs) is still the kernel's doing, not a lab failure.
+            let class = match run.batch_fault() {
+                Some(Fault { kind: FaultKind::SystemCall { .. }, .. }) => Class::Syscall,
+                _ => Class::NotRun,
+            };
+            findings.push(Finding::new(class, format!("{} did not run: {why}", c.label)));
+            continue;
+        }
+        findings.extend(abi_findings(&c.label, &rec, abi));
+        for e in &c.expects {
+            findings.extend(expect_finding(&c.label, e, batch, &run.resp, rec.ret));
+        }
+    }
+    if findings.is_empty() {
+        findings.extend(plan.last.iter().filter_map(|last| final_finding(last, batch, &run.resp)));
+    }
+    findings
+}
+
+/// The sentence for a fault: what, where the address lies relative to the call's buffers and
+/// stack (`1 byte past the end of input`), the place (symbol+offset, pc), the instruction
+/// disassembled, and the backend's words.
+pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> Finding {
+    let place =
+        f.pc.map(|pc| {
+            let insn = image.instruction_at(pc).map(|t| format!(": `{t}`")).unwrap_or_default();
+            format!(" at {} (pc {pc:#x}){insn}", image.symbolize(pc))
+        })
+        .unwrap_or_default();
+    let addr = match f.kind {
+        FaultKind::Memory { addr: Some(a), .. } | FaultKind::Bus { addr: Some(a) } => Some(a),
+        _ => None,
+    };
+    let whereabouts = addr
+        .and_then(|a| {
+            batch.locate(a).or_else(|| image.locate_data(a).map(|w| format!("in the kernel image's {w} ({a:#x})")))
+        })
+        .map(|w| format!(", {w}"))
+        .unwrap_or_default();
+    let detail = if f.detail.is_empty() { String::new() } else { format!(" [{}]", f.detail) };
+    let class = match f.kind {
+        FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
+        FaultKind::Memory { .. } => Class::Memory,
+        FaultKind::SystemCall { .. } => Class::Syscall,
+        _ => Class::Fault,
+    };
+    Finding::new(class, format!("{label}: {}{whereabouts}{place}{detail}", f.kind))
+}
+
+/// Callee-saved registers, stack pointer and (x86_64) the direction flag after a call.
+fn abi_findings(label: &str, rec: &crate::batch::CallRecord, abi: &Abi) -> Vec<Finding> {
+    let mut out: Vec<Finding> = abi
+        .saved
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| rec.saved[i] != Abi::poison(rec.seed, i))
+        .map(|(i, name)| {
+            Finding::new(
+                Class::Abi,
+                format!(
+                    "{label}: {name} was not restored: before {:#018x}, after {:#018x} ({})",
+                    Abi::poison(rec.seed, i),
+                    rec.saved[i],
+                    abi.source
+                ),
+            )
+        })
+        .collect();
+    if rec.sp_after != rec.sp_before {
+        out.push(Finding::new(
+            Class::Abi,
+            format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after),
+        ));
+    }
+    if abi.arch == Arch::X86_64 && rec.flags & X86_RFLAGS_DF != 0 {
+        out.push(Finding::new(
+            Class::Abi,
+            format!("{label}: the direction flag (DF) is set on return ({})", abi.source),
+        ));
+    }
+    out
+}
+
+fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64) -> Option<Finding> {
+    match e {
+        Expect::Md5State(buf, want) => {
+            let got = md5::state_from_bytes(batch.buffer(resp, *buf));
+            (got != *want).then(|| {
+                Finding::new(Class::Value, format!("{label}: state expected {}, got {}", words(want), words(&got)))
+            })
+        }
+        Expect::Md5StateFile(buf, want) => {
+            let got = md5::state_from_bytes(batch.buffer(resp, *buf));
+            (got != *want).then(|| {
+                let (w, g) = (words(want), words(&got));
+                Finding::new(
+                    Class::Value,
+                    format!("{label}: state expected {w} (expect_state_hex in the file), got {g}"),
+                )
+            })
+        }
+        Expect::RetI32(want) => {
+            let got = ret as u32 as i32;
+            (got != *want).then(|| Finding::new(Class::Value, format!("{label}: returned ofs {got}, expected {want}")))
+        }
+        Expect::RetI32File(want) => {
+            let got = ret as u32 as i32;
+            (got != *want).then(|| {
+                Finding::new(
+                    Class::Value,
+                    format!("{label}: returned ofs {got}, expected {want} (expect_ofs in the file)"),
+                )
+            })
+        }
+        Expect::AccFile(buf, want) => {
+            let got = Limbs26::from_bytes(batch.buffer(resp, *buf));
+            let want = want % poly1305::p();
+            (got.reduced() != want).then(|| {
+                Finding::new(
+                    Class::Value,
+                    format!(
+                        "{label}: acc mod 2^130-5 expected {want:#x} (expect_acc in the file), got {:#x} (limbs {got})",
+                        got.reduced()
+                    ),
+                )
+            })
+        }
+        Expect::Acc(buf, want) => {
+            let got = Limbs26::from_bytes(batch.buffer(resp, *buf));
+            if let Some((i, l)) = got.first_out_of_bounds() {
+                Some(Finding::new(Class::Bounds, format!("{label}: acc limb {i} = {l:#x} is out of bounds (limbs 0-3 < 2^26, limb 4 < 2^27); acc = {got}")))
+            } else if got.reduced() != want.reduced() {
+                Some(Finding::new(
+                    Class::Value,
+                    format!(
+                        "{label}: acc mod 2^130-5 expected {:#x}, got {:#x} (limbs {got})",
+                        want.reduced(),
+                        got.reduced()
+                    ),
+                ))
+            } else {
+                None
+            }
+        }
+        Expect::Unplanned(why) => Some(Finding::new(Class::NotRun, format!("{label}: lab error, not checked: {why}"))),
+        Expect::AccUntouched { acc, before } => {
+            let before = Limbs26::from_bytes(batch.buffer(resp, *before));
+            let got = Limbs26::from_bytes(batch.buffer(resp, *acc));
+            (got != before).then(|| {
+                Finding::new(
+                    Class::Value,
+                    format!("{label}: acc must be untouched for length < 16: was {before}, now {got}"),
+                )
+            })
+        }
+    }
+}
+
+fn final_finding(last: &Final, batch: &Batch, resp: &[u8]) -> Option<Finding> {
+    match last {
+        Final::Md5Digest { state, digest, what } => {
+            let got = md5::state_to_digest(&md5::state_from_bytes(batch.buffer(resp, *state)));
+            (got != *digest).then(|| {
+                Finding::new(Class::Value, format!("{what}expected {}, got {}", hex::encode(digest), hex::encode(got)))
+            })
+        }
+        Final::Poly1305Tag { acc, r, tail, s, tag, what } => {
+            let got = poly1305::finish(&Limbs26::from_bytes(batch.buffer(resp, *acc)), r, tail, s);
+            (got != *tag).then(|| {
+                Finding::new(Class::Value, format!("{what}expected {}, got {}", hex::encode(tag), hex::encode(got)))
+            })
+        }
+    }
+}
+
+fn words(s: &State) -> String {
+    format!("[{:08x} {:08x} {:08x} {:08x}]", s[0], s[1], s[2], s[3])
+}

@@ -1,0 +1,75 @@
+//! The finding vocabulary: a [`Finding`] is one sentence about what went wrong (BoringSSL's
+//! abi_test style: a wrong state after a named call, a register not restored, a fault with its
+//! place) and its [`Class`]. Planning ([`crate::cases::plan`]), judging
+//! ([`crate::cases::verdict`]), fuzzing, reports and reporters all speak it; it depends on
+//! nothing else in the lab.
+
+/// What kind of problem a finding reports (JUnit failure types and report grouping use it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    /// A wrong state, digest, tag, return value, or accumulator value.
+    Value,
+    /// Output limbs outside the contract bounds.
+    Bounds,
+    /// A psABI violation: callee-saved register, stack pointer, direction flag.
+    Abi,
+    /// An access outside the call's buffers and stack budget (guard page, read-only input,
+    /// unmapped memory).
+    Memory,
+    /// An instruction outside the variant's ISA (static scan).
+    Isa,
+    /// A system call from a kernel.
+    Syscall,
+    /// The kernel faulted otherwise (illegal instruction, misaligned access, trap, ...).
+    Fault,
+    /// The kernel ran past its budget.
+    Hang,
+    /// The call never ran (an earlier failure abandoned the batch) or the backend failed.
+    NotRun,
+    /// The image lacks a contract symbol of a selected kernel (a misspelt or missing stub).
+    MissingSymbol,
+    /// Backends returned different results for the same case: an emulator fault is likely,
+    /// not a kernel bug (counted apart from kernel failures).
+    Disagreement,
+}
+
+impl Class {
+    /// Lower-case name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Value => "value",
+            Class::Bounds => "bounds",
+            Class::Abi => "abi",
+            Class::Memory => "memory",
+            Class::Isa => "isa",
+            Class::Syscall => "syscall",
+            Class::Fault => "fault",
+            Class::Hang => "hang",
+            Class::NotRun => "not-run",
+            Class::MissingSymbol => "missing-symbol",
+            Class::Disagreement => "backends-disagree",
+        }
+    }
+}
+
+/// A finding: one sentence about what went wrong, and its class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The kind of problem.
+    pub class: Class,
+    /// The sentence: call, what, expected and actual.
+    pub text: String,
+}
+
+impl Finding {
+    /// A finding of `class` saying `text`.
+    pub fn new(class: Class, text: impl Into<String>) -> Finding {
+        Finding { class, text: text.into() }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
