@@ -327,7 +327,13 @@ fn check_objects(variant: &Variant, inputs: &Inputs, compiled: &[PathBuf]) -> Re
     let fail = |e: ObjectError| ToolchainError::Object { variant: variant.name.to_string(), source: e };
     let mut always = Vec::new();
     let mut archives = Vec::new();
-    for path in compiled.iter().chain(&inputs.objects) {
+    // Sources the lab assembles keep their old rules (their data is mapped read-only during
+    // calls and findings name it; ld.lld names what they leave undefined): only their symbols count.
+    for path in compiled {
+        let (units, _) = objects::read(path, variant.arch).map_err(fail)?;
+        always.extend(units.into_iter().map(|u| objects::Unit { refused: None, undefined: Vec::new(), ..u }));
+    }
+    for path in &inputs.objects {
         let (units, is_archive) = objects::read(path, variant.arch).map_err(fail)?;
         if is_archive {
             archives.push(units);
