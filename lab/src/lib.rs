@@ -12,14 +12,17 @@
 //! complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt objects, declared ISA).
 
 pub mod abi;
+pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod bench;
 pub mod bundled;
 pub mod cases;
+pub mod contract;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
+pub mod exit;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;

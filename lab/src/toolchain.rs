@@ -32,7 +32,7 @@ pub const LLD: Tool = Tool { program: "ld.lld", package: "lld" };
 
 /// The qemu-user binary for `arch` (package `qemu-user`).
 pub fn qemu_tool(arch: Arch) -> Tool {
-    Tool { program: arch.qemu_binary(), package: "qemu-user" }
+    arch.spec().qemu
 }
 
 /// Errors while finding tools or building an image.
@@ -72,15 +72,6 @@ pub struct BuildConfig {
     pub kernels_dir: PathBuf,
     /// Cache folder; images land in `<cache>/<variant>/<hash>/lab.elf`.
     pub cache_dir: PathBuf,
-}
-
-/// Extra assembler flags per architecture. RISC-V: no linker relaxation, so the addresses
-/// the lab reads from the image are the ones the assembler laid out.
-fn arch_flags(arch: Arch) -> &'static [&'static str] {
-    match arch {
-        Arch::Riscv64 => &["-mno-relax"],
-        Arch::Aarch64 | Arch::X86_64 => &[],
-    }
 }
 
 /// What one image is built from: kernel sources, prebuilt objects and archives, and how the
@@ -169,7 +160,7 @@ fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) ->
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    field(variant.triple.as_bytes());
+    field(variant.arch.spec().clang_triple.as_bytes());
     field(variant.march.as_bytes());
     field(header.as_bytes());
     field(KERNEL_DATA_MARK.as_bytes());
@@ -260,9 +251,9 @@ pub fn build_image_with(
         run(
             variant,
             Command::new(&clang)
-                .arg(format!("--target={}", variant.triple))
+                .arg(format!("--target={}", variant.arch.spec().clang_triple))
                 .arg(format!("-march={march}"))
-                .args(arch_flags(variant.arch))
+                .args(variant.arch.spec().clang_flags)
                 .args(flags)
                 .arg("-I")
                 .arg(&include)

@@ -101,12 +101,12 @@ impl UserKernel {
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         let kernel: &'static UserKernel = Box::leak(Box::new(self));
         let arch = kernel.arch();
-        let base = crate::variant::VARIANTS.iter().find(|v| v.arch == arch).unwrap_or(&crate::variant::VARIANTS[0]);
+        let extensions: &'static [&'static str] = Box::leak(kernel.isa.extensions.clone().into_boxed_slice());
         Box::leak(Box::new(Variant {
             name: leak(kernel.name.clone()),
             arch,
             zbb: kernel.isa.zbb(),
-            triple: base.triple,
+            extensions,
             march: leak(kernel.isa.march.clone()),
             qemu_cpu: leak(kernel.isa.qemu_cpu.clone()),
             isa: leak(format!("the declared ISA {}", kernel.isa.text)),

@@ -100,11 +100,7 @@ fn machine(found: Architecture, bits64: bool) -> String {
 }
 
 fn expected_arch(arch: Arch) -> Architecture {
-    match arch {
-        Arch::Riscv64 => Architecture::Riscv64,
-        Arch::Aarch64 => Architecture::Aarch64,
-        Arch::X86_64 => Architecture::X86_64,
-    }
+    arch.spec().elf
 }
 
 /// Reads one ELF object.
@@ -135,7 +131,7 @@ fn unit(name: &str, data: &[u8], arch: Arch) -> Result<Unit, ObjectError> {
         let why = format!("a {:?} ELF file, not a relocatable object (`.o`, built with -c)", file.kind());
         return Err(ObjectError::Refused { name: name.to_string(), why });
     }
-    let mut u = Unit { name: name.to_string(), refused: refusal(&file, arch), ..Unit::default() };
+    let mut u = Unit { name: name.to_string(), refused: refusal(&file), ..Unit::default() };
     for s in file.symbols() {
         let Ok(sym) = s.name() else { continue };
         if sym.is_empty() || s.kind() == SymbolKind::Section || s.kind() == SymbolKind::File {
@@ -158,7 +154,7 @@ fn unit(name: &str, data: &[u8], arch: Arch) -> Result<Unit, ObjectError> {
 }
 
 /// Why the freestanding image cannot hold `file`, if it cannot.
-fn refusal(file: &object::File<'_>, arch: Arch) -> Option<String> {
+fn refusal(file: &object::File<'_>) -> Option<String> {
     for sec in file.sections() {
         let SectionFlags::Elf { sh_flags } = sec.flags() else { continue };
         let sec_name = sec.name().unwrap_or("?");
@@ -176,7 +172,7 @@ fn refusal(file: &object::File<'_>, arch: Arch) -> Option<String> {
             ));
         }
         for (_, rel) in sec.relocations() {
-            if let Some(why) = relocation_refusal(file, arch, rel.flags(), rel.target()) {
+            if let Some(why) = relocation_refusal(file, rel.flags(), rel.target()) {
                 return Some(format!("relocation in `{sec_name}`: {why}"));
             }
         }
@@ -194,14 +190,9 @@ fn refusal(file: &object::File<'_>, arch: Arch) -> Option<String> {
     None
 }
 
-fn relocation_refusal(
-    file: &object::File<'_>,
-    arch: Arch,
-    flags: RelocationFlags,
-    target: RelocationTarget,
-) -> Option<String> {
+fn relocation_refusal(file: &object::File<'_>, flags: RelocationFlags, target: RelocationTarget) -> Option<String> {
     let RelocationFlags::Elf { r_type } = flags else { return None };
-    if arch == Arch::Riscv64 && r_type == elf::R_RISCV_ALIGN {
+    if file.architecture() == Architecture::Riscv64 && r_type == elf::R_RISCV_ALIGN {
         return Some(
             "R_RISCV_ALIGN: the object was assembled with linker relaxation, which ld.lld 14 cannot do; \
              rebuild it with -mno-relax"
