@@ -418,7 +418,11 @@ pub fn case_names(set: &VectorSet) -> Vec<String> {
 /// `--symbol` options) maps no symbol of that kernel's contract.
 pub fn not_provided(variant: &Variant, kernel: Kernel) -> Option<String> {
     let k = crate::user_kernel::of(variant).filter(|k| !k.provides(kernel))?;
-    Some(format!("{} maps no {kernel} contract symbol ({})", k.origin, kernel.symbols().join(", ")))
+    Some(format!(
+        "{} maps no {kernel} contract symbol ({})",
+        k.origin,
+        crate::user_kernel::symbols_of(kernel).join(", ")
+    ))
 }
 
 /// Compares every case across the backends that ran it (`ran`: row index in the report and the

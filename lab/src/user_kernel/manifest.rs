@@ -187,7 +187,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let cases = [
             ("[[variant]]\nname = \"a\"\narch = \"riscv64\"\nobjects = [\"k.o\"]\nflavour = 1\n", "unknown field `flavour`"),
-            ("[[variant]]\nname = \"a\"\narch = \"riscv64\"\nisa = \"rv64gc_zbx\"\nobjects = [\"k.o\"]\n", "unknown extension `zbx`"),
+            ("[[variant]]\nname = \"a\"\narch = \"riscv64\"\nisa = \"rv64gc_zbx\"\nobjects = [\"k.o\"]\n", "unknown riscv64 extension `zbx`"),
             ("[[variant]]\nname = \"a\"\narch = \"riscv64\"\nobjects = [\"nope.o\"]\n", "`objects[0]`"),
             ("[[variant]]\nname = \"a\"\narch = \"mips\"\nobjects = [\"k.o\"]\n", "`arch = \"mips\"`"),
             (

@@ -41,9 +41,15 @@ pub struct UserKernel {
     pub replay: Vec<(String, String)>,
 }
 
-/// Every contract symbol a kernel may provide, with its kernel.
+/// Every contract symbol a kernel may provide (every family, [`crate::contract::CONTRACTS`]),
+/// with its kernel.
 pub fn contract_symbols() -> Vec<(&'static str, Kernel)> {
-    Kernel::ALL.iter().flat_map(|&k| k.symbols().iter().map(move |&s| (s, k))).collect()
+    crate::contract::CONTRACTS.iter().map(|c| (c.symbol, c.kernel)).collect()
+}
+
+/// The contract symbols of `kernel` (every family).
+pub fn symbols_of(kernel: Kernel) -> Vec<&'static str> {
+    contract_symbols().into_iter().filter(|(_, k)| *k == kernel).map(|(s, _)| s).collect()
 }
 
 /// Whether `name` can be a variant name: also a folder name of the image cache.
@@ -70,7 +76,7 @@ impl UserKernel {
     /// Whether it provides `kernel`: every kernel when no symbol is mapped (contract names are
     /// used as they are), else the kernels with a mapped symbol.
     pub fn provides(&self, kernel: Kernel) -> bool {
-        self.symbols.is_empty() || kernel.symbols().iter().any(|s| self.symbols.contains_key(*s))
+        self.symbols.is_empty() || symbols_of(kernel).iter().any(|s| self.symbols.contains_key(*s))
     }
 
     /// ld.lld `--defsym` pairs: (contract symbol, user's symbol), for names that differ.
