@@ -8,6 +8,7 @@
 #   cmake, libclang-dev, pkg-config, build-essential
 #                    build the Unicorn C core (unicorn-engine crate, bindgen needs libclang)
 #   llvm             llvm-objdump / llvm-mc for disassembly in reports and `lab bench`'s mix
+#                    (and llvm-ar, used by examples/byok/build.sh for its static archive)
 #   llvm-19          llvm-mca-19: `lab bench`'s predicted cycles per block on named CPU models
 #                    (LLVM 14's llvm-mca rejects Zbb on sifive-u74; Debian 12 has 19.1.7 in main)
 #   libssl-dev       OpenSSL libcrypto headers for the `openssl` crate (`lab bench` compares the

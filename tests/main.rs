@@ -20,6 +20,7 @@ mod image;
 mod matrix;
 mod mb_semantics;
 mod openssl;
+mod own_kernel;
 mod predict;
 mod protocol;
 mod reports;

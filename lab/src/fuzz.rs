@@ -553,7 +553,8 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
         for &kind in &cfg.backends {
             for &kernel in &cfg.kernels {
                 let mut findings: Vec<Finding> = scan.iter().map(|f| f.finding.clone()).collect();
-                if let Ok(i) = &image {
+                let not_provided = crate::run::not_provided(variant, kernel);
+                if let (Ok(i), None) = (&image, &not_provided) {
                     findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
                 }
                 let result = |cases, elapsed, outcome| TargetResult {
@@ -573,7 +574,12 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     }
                 };
                 let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
-                let why = kind.supports(variant).err().or(refused).or_else(|| Stubs::of(image).missing(kernel));
+                let why = kind
+                    .supports(variant)
+                    .err()
+                    .or(refused)
+                    .or(not_provided)
+                    .or_else(|| Stubs::of(image).missing(kernel));
                 let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| {
                     "not run: the --time budget was spent before this target's turn (earlier targets ran to it)"
                         .to_string()
@@ -744,10 +750,17 @@ fn interrupted_reason() -> Option<String> {
 
 /// The replay options of a campaign with `seed` on the kernels in `kernels_dir`: `--kernels-dir`
 /// when they are not the repository's, so that a printed command reproduces it.
-fn replay_options(seed: u64, kernels_dir: &std::path::Path) -> crate::replay::Replay {
+fn replay_options(seed: u64, kernels_dir: &std::path::Path, variant: &Variant) -> crate::replay::Replay {
     let mut replay = crate::replay::Replay::new(seed);
-    if kernels_dir != crate::paths::kernels_dir() {
-        replay.path("--kernels-dir", kernels_dir);
+    match crate::user_kernel::of(variant) {
+        // A user's kernel: the options that select it (--manifest/--variant or --object/--symbol/--isa).
+        Some(k) => k.replay.iter().for_each(|(name, value)| {
+            replay.value(name, value.clone());
+        }),
+        None if kernels_dir != crate::paths::kernels_dir() => {
+            replay.path("--kernels-dir", kernels_dir);
+        }
+        None => {}
     }
     replay
 }
@@ -761,7 +774,7 @@ fn replay_line(
     kernel: Kernel,
     file: &std::path::Path,
 ) -> String {
-    let mut replay = replay_options(seed, kernels_dir);
+    let mut replay = replay_options(seed, kernels_dir, variant);
     replay.flag("--no-bundled").path("--vectors", file);
     replay.narrowed(variant.name, backend, kernel, None, None)
 }
@@ -783,7 +796,8 @@ fn report_failure(
     };
     let backend = t.backend.kind();
     case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
-    let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir).fuzz_target(t.variant.name, backend, kernel);
+    let campaign =
+        replay_options(cfg.seed, &cfg.build.kernels_dir, t.variant).fuzz_target(t.variant.name, backend, kernel);
     case.source = format!(
         "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks{}; expected values from the portable reference",
         blocks_of(&case),

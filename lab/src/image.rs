@@ -103,6 +103,23 @@ fn arch_of(found: Architecture) -> Option<Arch> {
     Arch::ALL.into_iter().find(|a| a.spec().elf == found)
 }
 
+/// A global symbol without a size at the address of a sized global one is an alias of it (ld.lld
+/// `--defsym md5_implCompress=my_md5`, user_kernel) and gets its size, so the contract symbols
+/// of a user's kernel are sized like the lab's own.
+fn size_aliases(elf: &ElfFile64<'_, Endianness>, symbols: &mut BTreeMap<String, Symbol>) {
+    let globals: Vec<(String, u64, u64)> = elf
+        .symbols()
+        .filter(|s| s.is_global() && s.is_definition())
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
+        .collect();
+    for (name, addr, _) in globals.iter().filter(|g| g.2 == 0) {
+        let target = globals.iter().find(|(n, a, sz)| a == addr && *sz > 0 && n != name);
+        if let (Some((_, _, sized)), Some(sym)) = (target, symbols.get_mut(name)) {
+            sym.size = *sized;
+        }
+    }
+}
+
 impl Image {
     /// Reads and parses the image at `path`, checking that it is for `expected`.
     ///
@@ -133,7 +150,7 @@ impl Image {
                 perms: Perms { read: flags & PF_R != 0, write: flags & PF_W != 0, exec: flags & PF_X != 0 },
             });
         }
-        let symbols = elf
+        let mut symbols: BTreeMap<String, Symbol> = elf
             .symbols()
             .filter(|s| {
                 matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown | SymbolKind::Label)
@@ -141,6 +158,7 @@ impl Image {
             .filter_map(|s| Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size() })))
             .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
             .collect();
+        size_aliases(&elf, &mut symbols);
         let data_sections = elf
             .sections()
             .filter(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC) == u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC)))

@@ -13,7 +13,8 @@
 //! [`run`] (orchestration), [`report`] and [`reporters`] (the report; JSON and JUnit output),
 //! [`replay`] (replay command lines), [`exit`] (exit statuses), [`progress`] (events for long
 //! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`] (`lab bench`)
-//! and [`doctor`] (is the set-up complete).
+//! [`doctor`] (is the set-up complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt
+//! objects, declared ISA).
 
 pub mod abi;
 pub mod arch;
@@ -43,5 +44,6 @@ pub mod report;
 pub mod reporters;
 pub mod run;
 pub mod toolchain;
+pub mod user_kernel;
 pub mod variant;
 pub mod vectors;

@@ -88,6 +88,10 @@ impl Replay {
                 words.extend([format!("--arch {}", v.arch), format!("--{}zbb", if v.zbb { "" } else { "no-" })])
             }
             Some(v) => words.push(format!("--arch {}", v.arch)),
+            // A user's kernel (manifest or --object): its variant by name.
+            None if !self.options.iter().any(|(n, _)| n == "--variant") => {
+                words.push(format!("--variant {}", quote(variant)))
+            }
             None => {}
         }
         words.push(format!("--backend {backend} --kernel {kernel}"));

@@ -199,7 +199,8 @@ impl Scan {
         let (mut findings, unicorn_refusal, errors) = scan_image(variant, image);
         let selected: Vec<Kernel> =
             cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
-        findings.extend(missing_symbols(variant, image, &selected));
+        let provided: Vec<Kernel> = selected.into_iter().filter(|&k| not_provided(variant, k).is_none()).collect();
+        findings.extend(missing_symbols(variant, image, &provided));
         Scan { findings, errors, unicorn_refusal }
     }
 }
@@ -269,7 +270,8 @@ fn run_cell(
             rows.push((Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into()), None));
             continue;
         }
-        if let Some(reason) = entry.missing(set.kernel).or_else(interrupted_reason) {
+        let missing = || not_provided(variant, set.kernel).or_else(|| entry.missing(set.kernel));
+        if let Some(reason) = missing().or_else(interrupted_reason) {
             rows.push((Row::skipped_named(variant, kind, set, case_names(set), reason), None));
             continue;
         }
@@ -371,7 +373,8 @@ fn build_images(
 fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
     let entry = Stubs::of(image);
     let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
-    backends * sets.iter().filter(|s| entry.missing(s.kernel).is_none()).map(cases_in).sum::<usize>()
+    let runs = |s: &&VectorSet| entry.missing(s.kernel).is_none() && not_provided(variant, s.kernel).is_none();
+    backends * sets.iter().filter(runs).map(cases_in).sum::<usize>()
 }
 
 /// Keeps the sets and vectors `filter` selects; a `--set` or `--case` name that selects
@@ -410,6 +413,17 @@ pub fn cases_in(set: &VectorSet) -> usize {
 /// The names [`run_set`] gives the cases of `set`, for rows that skip it.
 pub fn case_names(set: &VectorSet) -> Vec<String> {
     set.vectors.iter().flat_map(plan::case_names).collect()
+}
+
+/// Why a user's kernel has no `kernel` to run, if it has none: its manifest entry (or
+/// `--symbol` options) maps no symbol of that kernel's contract.
+pub fn not_provided(variant: &Variant, kernel: Kernel) -> Option<String> {
+    let k = crate::user_kernel::of(variant).filter(|k| !k.provides(kernel))?;
+    Some(format!(
+        "{} maps no {kernel} contract symbol ({})",
+        k.origin,
+        crate::user_kernel::symbols_of(kernel).join(", ")
+    ))
 }
 
 /// Compares every case across the backends that ran it (`ran`: row index in the report and the

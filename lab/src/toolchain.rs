@@ -10,7 +10,10 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
+use crate::paths;
 use crate::protocol;
+use crate::user_kernel::objects::{self, ObjectError};
+use crate::user_kernel::{self, UserKernel};
 use crate::variant::{Arch, Variant};
 
 /// An external program and the Debian package that brings it.
@@ -38,8 +41,9 @@ pub enum ToolchainError {
     /// A program is not on `PATH`.
     #[error("`{}` not found on PATH: install the Debian package `{}` (sudo apt-get install {}, or run ci/setup.sh)", .0.program, .0.package, .0.package)]
     Missing(Tool),
-    /// The kernel folder for an architecture is missing or has no `.S` files.
-    #[error("{}: no kernel sources (*.S) for {arch}", dir.display())]
+    /// The kernel folder for an architecture has no sources (`.S`, `.s`), objects (`.o`) or
+    /// archives (`.a`) besides a `driver.S`.
+    #[error("{}: no kernel sources (*.S), objects (*.o) or archives (*.a) for {arch}", dir.display())]
     NoSources { dir: PathBuf, arch: Arch },
     /// Reading sources or writing the cache failed.
     #[error("{}: {source}", path.display())]
@@ -47,6 +51,10 @@ pub enum ToolchainError {
     /// clang or ld.lld exited with an error.
     #[error("building {variant}: `{command}` failed:\n{stderr}")]
     Failed { variant: &'static str, command: String, stderr: String },
+    /// A prebuilt object or archive the image cannot hold, or a contract symbol no object
+    /// defines (checked before linking).
+    #[error("building {variant}: {source}")]
+    Object { variant: String, source: ObjectError },
 }
 
 /// Finds `tool` on `PATH`.
@@ -66,39 +74,106 @@ pub struct BuildConfig {
     pub cache_dir: PathBuf,
 }
 
-/// The `.S` sources of `arch`, sorted, with `driver.S` last so that `lab_arena` (the last
-/// object of the driver's `.bss`) ends the image.
-fn sources(dir: &Path, arch: Arch) -> Result<Vec<PathBuf>, ToolchainError> {
+/// What one image is built from: kernel sources, prebuilt objects and archives, and how the
+/// contract symbols map onto the user's.
+#[derive(Debug, Default)]
+struct Inputs {
+    /// Assembly sources of the kernels (never a `driver.S`: the lab's own is linked).
+    sources: Vec<PathBuf>,
+    /// Prebuilt relocatable objects and `ar` archives.
+    objects: Vec<PathBuf>,
+    /// Other files whose contents decide the image (headers next to the sources).
+    hashed: Vec<PathBuf>,
+    /// (contract symbol, user's symbol) that must be defined: a missing one fails the build.
+    required: Vec<(String, String)>,
+    /// ld.lld `--defsym` aliases (contract symbol, user's symbol).
+    aliases: Vec<(String, String)>,
+    /// Extra clang flags for the kernel sources (x86_64 `-madx`).
+    clang_flags: Vec<String>,
+}
+
+/// Whether `p` is a kernel source (`.S`, `.s`) other than a `driver.S`.
+fn is_source(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "S" || x == "s") && p.file_name().is_none_or(|n| n != "driver.S")
+}
+
+/// Whether `p` is a prebuilt object or archive (`.o`, `.a`).
+fn is_object(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "o" || x == "a")
+}
+
+/// A kernels folder `<dir>` (`kernels/<arch>/`): its sources, objects and archives with the
+/// contract names; a `driver.S` there is ignored (the lab links its own).
+fn folder_inputs(dir: &Path, arch: Arch) -> Result<Inputs, ToolchainError> {
     let io = |source| ToolchainError::Io { path: dir.to_path_buf(), source };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "S"))
-        .collect();
-    files.sort_by_key(|p| (p.file_name().is_some_and(|n| n == "driver.S"), p.clone()));
-    if files.is_empty() {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+    files.sort();
+    let sources: Vec<PathBuf> = files.iter().filter(|p| is_source(p)).cloned().collect();
+    let objects: Vec<PathBuf> = files.iter().filter(|p| is_object(p)).cloned().collect();
+    if sources.is_empty() && objects.is_empty() {
         return Err(ToolchainError::NoSources { dir: dir.to_path_buf(), arch });
     }
-    Ok(files)
+    let hashed = files.into_iter().filter(|p| p.file_name().is_none_or(|n| n != "driver.S")).collect();
+    Ok(Inputs { sources, objects, hashed, ..Inputs::default() })
+}
+
+/// A user's kernel: its files, its symbol map and the declared ISA's clang flags.
+fn user_inputs(k: &UserKernel) -> Inputs {
+    let mut hashed: Vec<PathBuf> = k.sources.iter().chain(&k.objects).cloned().collect();
+    // Headers a source may include from its own folder.
+    for dir in k.sources.iter().filter_map(|s| s.parent()) {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        hashed.extend(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "inc")),
+        );
+    }
+    hashed.sort();
+    hashed.dedup();
+    Inputs {
+        sources: k.sources.clone(),
+        objects: k.objects.clone(),
+        hashed,
+        required: k.wanted(),
+        aliases: k.aliases(),
+        clang_flags: k.isa.clang_flags.clone(),
+    }
+}
+
+/// The lab's driver for `arch` (`kernels/<arch>/driver.S` of the lab's own kernels: the copy
+/// built into the binary, or `$KERNEL_LAB_ROOT`'s), never a user's.
+pub fn driver_source(arch: Arch) -> PathBuf {
+    paths::kernels_dir().join(arch.name()).join("driver.S")
 }
 
 /// File name of the generated protocol header every `driver.S` includes.
 pub const PROTOCOL_HEADER: &str = "lab_protocol.h";
 
 /// Content hash of everything that determines the image: variant flags, the generated protocol
-/// header and every file of the folder (the `.S` sources and anything they `#include`).
-fn build_key(variant: &Variant, header: &str, files: &[PathBuf]) -> Result<String, ToolchainError> {
+/// header, the lab's driver, the kernel inputs (sources, objects, headers beside them) and the
+/// symbol map.
+fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) -> Result<String, ToolchainError> {
     let mut h = Sha256::new();
-    h.update(variant.arch.spec().clang_triple.as_bytes());
-    h.update(variant.march.as_bytes());
-    h.update((header.len() as u64).to_le_bytes());
-    h.update(header.as_bytes());
-    h.update(KERNEL_DATA_MARK.as_bytes());
-    for f in files {
-        let data = std::fs::read(f).map_err(|source| ToolchainError::Io { path: f.clone(), source })?;
-        h.update(f.file_name().unwrap_or_default().as_encoded_bytes());
-        h.update((data.len() as u64).to_le_bytes());
-        h.update(&data);
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(variant.arch.spec().clang_triple.as_bytes());
+    field(variant.march.as_bytes());
+    field(header.as_bytes());
+    field(KERNEL_DATA_MARK.as_bytes());
+    for flag in &inputs.clang_flags {
+        field(flag.as_bytes());
+    }
+    for (contract, user) in inputs.required.iter().chain(&inputs.aliases) {
+        field(format!("{contract}={user}").as_bytes());
+    }
+    for f in std::iter::once(driver).chain(inputs.hashed.iter().map(PathBuf::as_path)) {
+        let data = std::fs::read(f).map_err(|source| ToolchainError::Io { path: f.to_path_buf(), source })?;
+        field(f.file_name().unwrap_or_default().as_encoded_bytes());
+        field(&data);
     }
     let mut key = String::new();
     for b in &h.finalize()[..8] {
@@ -123,15 +198,19 @@ fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
 /// the kernels' writable data can be mapped read-only during calls without the driver's.
 const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_end\nlab_kernel_data_end:\n";
 
-/// Assembles and links `kernels/<arch>/*.S` for `variant`, or returns the cached image.
+/// Builds the image of `variant`, or returns the cached one: the kernels (the folder
+/// `<kernels_dir>/<arch>/`, or the user's kernel behind a manifest or `--object` variant)
+/// linked with the lab's own driver.
 ///
 /// Returns the path of a static freestanding ELF (`ld.lld -static -nostdlib -e _start`).
 /// Every source is assembled with `-I <build>/include`, where the lab writes
-/// [`PROTOCOL_HEADER`] rendered from [`crate::protocol`].
+/// [`PROTOCOL_HEADER`] rendered from [`crate::protocol`]. Prebuilt objects are checked before
+/// linking ([`crate::user_kernel::objects`]); the user's names become the contract symbols by
+/// `--defsym`.
 ///
 /// # Errors
-/// A missing tool (naming its Debian package), no sources, an I/O error, or the assembler's
-/// or linker's own message.
+/// A missing tool (naming its Debian package), no sources, an I/O error, an object the image
+/// cannot hold (naming object and symbol), or the assembler's or linker's own message.
 pub fn build_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, ToolchainError> {
     build_image_with(cfg, variant, &protocol::Spec::current())
 }
@@ -146,26 +225,19 @@ pub fn build_image_with(
     variant: &Variant,
     spec: &protocol::Spec,
 ) -> Result<PathBuf, ToolchainError> {
-    let src_dir = cfg.kernels_dir.join(variant.arch.name());
-    let files = sources(&src_dir, variant.arch)?;
-    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&src_dir)
-        .map_err(|source| ToolchainError::Io { path: src_dir.clone(), source })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    inputs.sort();
+    let inputs = match user_kernel::of(variant) {
+        Some(k) => user_inputs(k),
+        None => folder_inputs(&cfg.kernels_dir.join(variant.arch.name()), variant.arch)?,
+    };
+    let driver = driver_source(variant.arch);
     let header = protocol::c_header(spec);
-    let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &header, &inputs)?);
+    let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &header, &driver, &inputs)?);
     let elf = out_dir.join("lab.elf");
     if elf.is_file() {
         return Ok(elf);
     }
     let clang = find(CLANG)?;
     let lld = find(LLD)?;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ToolchainError::Io { path, source }
-    };
     let parent = cfg.cache_dir.join(variant.name);
     std::fs::create_dir_all(&parent).map_err(io(&parent))?;
     // A private folder per build: tests build the same variant from several threads at once.
@@ -175,31 +247,50 @@ pub fn build_image_with(
     let include = tmp_dir.join("include");
     std::fs::create_dir_all(&include).map_err(io(&include))?;
     std::fs::write(include.join(PROTOCOL_HEADER), &header).map_err(io(&include))?;
-    let mark = tmp_dir.join("lab_kernel_data_end.S");
-    std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
-    let mut sources = files.clone();
-    let driver_at = sources.iter().position(|p| p.file_name().is_some_and(|n| n == "driver.S"));
-    sources.insert(driver_at.unwrap_or(sources.len()), mark);
-    let mut objects = Vec::new();
-    for src in &sources {
-        let obj = tmp_dir.join(src.file_stem().unwrap_or_default()).with_extension("o");
+    let assemble = |src: &Path, obj: &Path, march: &str, flags: &[String]| {
         run(
             variant,
             Command::new(&clang)
                 .arg(format!("--target={}", variant.arch.spec().clang_triple))
-                .arg(format!("-march={}", variant.march))
+                .arg(format!("-march={march}"))
                 .args(variant.arch.spec().clang_flags)
+                .args(flags)
                 .arg("-I")
                 .arg(&include)
                 .arg("-c")
                 .arg("-o")
-                .arg(&obj)
+                .arg(obj)
                 .arg(src),
-        )?;
-        objects.push(obj);
+        )
+    };
+    let mut kernel_objects = Vec::new();
+    for (i, src) in inputs.sources.iter().enumerate() {
+        let obj =
+            tmp_dir.join(format!("{i}-{}", src.file_stem().unwrap_or_default().to_string_lossy())).with_extension("o");
+        assemble(src, &obj, variant.march, &inputs.clang_flags)?;
+        kernel_objects.push(obj);
     }
+    let undefined = check_objects(variant, &inputs, &kernel_objects)?;
+    let mark = tmp_dir.join("lab_kernel_data_end.S");
+    std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
+    let (mark_o, driver_o) = (tmp_dir.join("lab_kernel_data_end.o"), tmp_dir.join("lab_driver.o"));
+    // The driver and the mark are the lab's: a user's kernel gets them assembled for the arch's
+    // base ISA (the driver saves the FP registers whatever the kernel declares).
+    let driver_march = if variant.custom.is_some() { base_variant(variant.arch).march } else { variant.march };
+    assemble(&mark, &mark_o, driver_march, &[])?;
+    assemble(&driver, &driver_o, driver_march, &[])?;
     let tmp_elf = tmp_dir.join("lab.elf");
-    run(variant, Command::new(&lld).args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf).args(&objects))?;
+    let mut link = Command::new(&lld);
+    link.args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf);
+    for (contract, user) in &inputs.aliases {
+        link.arg(format!("--defsym={contract}={user}"));
+    }
+    // `-u`: pull the archive members that define the contract symbols (nothing else refers to them).
+    for symbol in undefined {
+        link.arg("-u").arg(symbol);
+    }
+    link.args(&kernel_objects).args(&inputs.objects).arg(&mark_o).arg(&driver_o);
+    run(variant, &mut link)?;
     // Rename the whole folder into place so a half-built image is never taken from the cache;
     // if another build won the race, its identical image is used.
     let tmp_dir = tmp.keep();
@@ -208,4 +299,49 @@ pub fn build_image_with(
     }
     let _ = std::fs::remove_dir_all(&tmp_dir);
     Ok(elf)
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError {
+    let path = path.to_path_buf();
+    move |source| ToolchainError::Io { path, source }
+}
+
+/// The lab's own variant of `arch` without extensions (its `-march` assembles the driver).
+fn base_variant(arch: Arch) -> &'static Variant {
+    crate::variant::VARIANTS.iter().find(|v| v.arch == arch && !v.zbb).unwrap_or(&crate::variant::VARIANTS[0])
+}
+
+/// Checks the prebuilt objects and the assembled sources together (`objects::select`) and
+/// returns the symbols to pull from archives with `-u`: the user's name for each contract (or
+/// the contract name itself when none is mapped).
+fn check_objects(variant: &Variant, inputs: &Inputs, compiled: &[PathBuf]) -> Result<Vec<String>, ToolchainError> {
+    let fail = |e: ObjectError| ToolchainError::Object { variant: variant.name.to_string(), source: e };
+    let mut always = Vec::new();
+    let mut archives = Vec::new();
+    // Sources the lab assembles keep their old rules (their data is mapped read-only during
+    // calls and findings name it; ld.lld names what they leave undefined): only their symbols count.
+    for path in compiled {
+        let (units, _) = objects::read(path, variant.arch).map_err(fail)?;
+        always.extend(units.into_iter().map(|u| objects::Unit { refused: None, undefined: Vec::new(), ..u }));
+    }
+    for path in &inputs.objects {
+        let (units, is_archive) = objects::read(path, variant.arch).map_err(fail)?;
+        if is_archive {
+            archives.push(units);
+        } else {
+            always.extend(units);
+        }
+    }
+    let mut pulled: Vec<String> = inputs.required.iter().map(|(_, u)| u.clone()).collect();
+    if inputs.required.is_empty() {
+        pulled = crate::user_kernel::contract_symbols().into_iter().map(|(s, _)| s.to_string()).collect();
+    }
+    let in_archives = |s: &String| archives.iter().flatten().any(|u| u.defined.iter().any(|(d, _)| d == s));
+    pulled.retain(in_archives);
+    let mut wanted = inputs.required.clone();
+    for s in pulled.iter().filter(|s| !inputs.required.iter().any(|(_, u)| u == *s)) {
+        wanted.push((s.clone(), s.clone()));
+    }
+    objects::select(always, archives, &wanted).map_err(fail)?;
+    Ok(pulled)
 }

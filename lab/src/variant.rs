@@ -31,6 +31,28 @@ pub struct Variant {
     /// `llvm-objdump --mattr` that decodes exactly this ISA (LLVM 14 feature names), for the
     /// static legality scan (`isa.rs`); empty for x86_64, whose disassembler ignores features.
     pub mattr: &'static str,
+    /// A kernel the user brought (a manifest entry or `--object`), with its declared ISA;
+    /// `None` for the lab's own variants, built from a kernels folder.
+    pub custom: Option<Custom>,
+}
+
+/// A user's kernel attached to a [`Variant`], compared by identity (each is made once per
+/// process, [`crate::user_kernel::UserKernel::into_variant`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Custom(pub &'static crate::user_kernel::UserKernel);
+
+impl PartialEq for Custom {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Custom {}
+
+impl std::hash::Hash for Custom {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self.0, state);
+    }
 }
 
 /// Every variant the lab builds, in report order.
@@ -44,6 +66,7 @@ pub const VARIANTS: [Variant; 4] = [
         qemu_cpu: "rv64,zba=false,zbb=false,zbc=false,zbs=false",
         isa: "RV64GC only",
         mattr: "+m,+a,+f,+d,+c",
+        custom: None,
     },
     Variant {
         name: "riscv64+zbb",
@@ -54,6 +77,7 @@ pub const VARIANTS: [Variant; 4] = [
         qemu_cpu: "rv64,zba=false,zbb=true,zbc=false,zbs=false",
         isa: "RV64GC + Zbb",
         mattr: "+m,+a,+f,+d,+c,+zbb",
+        custom: None,
     },
     Variant {
         name: "aarch64",
@@ -64,6 +88,7 @@ pub const VARIANTS: [Variant; 4] = [
         qemu_cpu: "cortex-a72",
         isa: "ARMv8.0-A base",
         mattr: "+fp-armv8,+neon",
+        custom: None,
     },
     Variant {
         name: "x86_64",
@@ -74,6 +99,7 @@ pub const VARIANTS: [Variant; 4] = [
         qemu_cpu: "qemu64",
         isa: "baseline x86-64 (no BMI, no AVX)",
         mattr: "",
+        custom: None,
     },
 ];
 

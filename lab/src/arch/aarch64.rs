@@ -32,7 +32,15 @@ pub const ABI: Abi = Abi {
 /// An extension the Cortex-A72 (qemu's model and Unicorn's default CPU) has: ID_AA64ISAR0 of
 /// the A72 lists CRC32, AES+PMULL, SHA1 and SHA2.
 const fn a72(name: &'static str, doc: &'static str, mattr: &'static str) -> IsaExtension {
-    IsaExtension { name, doc, mattr, qemu: QemuSupport::InModel, unicorn: UnicornSupport::Decoded, cpuid: &[] }
+    IsaExtension {
+        name,
+        doc,
+        mattr,
+        qemu: QemuSupport::InModel,
+        unicorn: UnicornSupport::Decoded,
+        cpuid: &[],
+        cpuinfo: name,
+    }
 }
 
 /// An extension beyond the Cortex-A72.
@@ -45,6 +53,7 @@ const fn beyond_a72(name: &'static str, doc: &'static str, mattr: &'static str) 
         qemu: QemuSupport::Missing(WHY),
         unicorn: UnicornSupport::Missing(WHY),
         cpuid: &[],
+        cpuinfo: name,
     }
 }
 
@@ -85,6 +94,8 @@ pub static SPEC: ArchSpec = ArchSpec {
         qemu_cpu_model: "cortex-a72",
         legality: Legality::Mattr,
         extensions: EXTENSIONS,
+        levels: &[],
+        march_separator: Some("+"),
     },
     objdump_args: &[],
     asm_prologue: "",

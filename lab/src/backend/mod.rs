@@ -59,7 +59,9 @@ impl BackendKind {
         }
     }
 
-    /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip.
+    /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip
+    /// (another architecture natively, or an extension a user's declared ISA needs and this
+    /// backend cannot provide).
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         match self {
             BackendKind::Native if Arch::host() != Some(variant.arch) => Err(format!(
@@ -67,7 +69,7 @@ impl BackendKind {
                 std::env::consts::ARCH,
                 variant.arch
             )),
-            _ => Ok(()),
+            _ => crate::user_kernel::of(variant).and_then(|k| k.backend_lacks(self)).map_or(Ok(()), Err),
         }
     }
 

@@ -104,6 +104,10 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport) {
             }
         };
         for &k in &cfg.kernels {
+            if let Some(why) = run::not_provided(v, k) {
+                report.skipped.push(format!("counting {k} on {v}: {why}"));
+                continue;
+            }
             for m in counts::MISALIGNS {
                 match counts::count(&image, v, &dis, k, m, cfg.seed) {
                     Ok(row) => report.counts.push(row),
@@ -202,7 +206,9 @@ fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
                 report.skipped.push(format!("throughput of {v} on {kind}: {why}"));
                 continue;
             }
-            match throughput::variant_on(kind, v, &image, &spin, &cfg.kernels, cfg.runs, cfg.seed) {
+            let kernels: Vec<Kernel> =
+                cfg.kernels.iter().copied().filter(|&k| run::not_provided(v, k).is_none()).collect();
+            match throughput::variant_on(kind, v, &image, &spin, &kernels, cfg.runs, cfg.seed) {
                 Ok((rate, rows)) => {
                     report.raw_rates.push(rate);
                     report.throughput.extend(rows);

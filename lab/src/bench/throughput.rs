@@ -91,7 +91,7 @@ fn spin_source(arch: Arch) -> &'static str {
     arch.spec().spin_source
 }
 
-/// Builds the spin image of `variant`: the variant's `driver.S` plus `spin.S`, cached under
+/// Builds the spin image of `variant`: the lab's driver plus `spin.S`, cached under
 /// `<cache>/bench`.
 ///
 /// # Errors
@@ -99,9 +99,7 @@ fn spin_source(arch: Arch) -> &'static str {
 pub fn spin_image(build: &BuildConfig, variant: &'static Variant) -> Result<Image, String> {
     let src = tempfile::tempdir().map_err(|e| e.to_string())?;
     let arch_dir = src.path().join(variant.arch.name());
-    let driver = build.kernels_dir.join(variant.arch.name()).join("driver.S");
     std::fs::create_dir_all(&arch_dir).map_err(|e| e.to_string())?;
-    std::fs::copy(&driver, arch_dir.join("driver.S")).map_err(|e| format!("{}: {e}", driver.display()))?;
     std::fs::write(arch_dir.join("spin.S"), spin_source(variant.arch)).map_err(|e| e.to_string())?;
     let cfg = BuildConfig { kernels_dir: src.path().to_path_buf(), cache_dir: build.cache_dir.join("bench") };
     let path = toolchain::build_image(&cfg, variant).map_err(|e| e.to_string())?;

@@ -10,6 +10,7 @@ use kernel_lab::paths;
 use kernel_lab::report::Report;
 use kernel_lab::reporters::{self, Format, JunitCases};
 use kernel_lab::toolchain::BuildConfig;
+use kernel_lab::user_kernel::{self, manifest, UserKernel};
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 
 #[derive(Args, Debug, Clone)]
@@ -123,9 +124,37 @@ pub(crate) struct Select {
     /// run a variant).
     #[arg(long = "backend", value_delimiter = ',', value_parser = ["unicorn", "qemu", "native"])]
     pub(crate) backend: Vec<String>,
-    /// Folder with <arch>/*.S kernel sources (default: the repository's kernels/).
+    /// Folder with <arch>/ kernel sources (*.S), objects (*.o) and archives (*.a) using the
+    /// contract names (default: the repository's kernels/); the lab's own driver is always
+    /// linked. A kernel-lab.toml in it is read as --manifest.
     #[arg(long, value_name = "DIR")]
     pub(crate) kernels_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) own: OwnKernel,
+}
+
+/// Bring your own kernel (README "Bring your own kernel"): a manifest, or one-off objects.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct OwnKernel {
+    /// Kernel manifest (kernel-lab.toml): run its [[variant]]s instead of the lab's kernels.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["object", "kernels_dir"])]
+    pub(crate) manifest: Option<PathBuf>,
+    /// Your prebuilt relocatable ELF object or static archive (repeat for more), linked with
+    /// the lab's driver; its arch comes from the file unless --arch names it.
+    #[arg(long = "object", value_name = "FILE", conflicts_with = "kernels_dir")]
+    pub(crate) object: Vec<PathBuf>,
+    /// Your symbol for a contract symbol (repeat), e.g. md5_implCompressMB=my_md5_mb. Kernels
+    /// with no mapped symbol are skipped; without --symbol the contract names are used.
+    #[arg(long = "symbol", value_name = "CONTRACT=SYMBOL", requires = "object")]
+    pub(crate) symbol: Vec<String>,
+    /// The ISA your --object code may use: rv64gc_zbb_zbkb, armv8-a+crypto, x86-64-v3+adx
+    /// (default: the arch's base ISA). Drives the ISA scan and qemu's -cpu.
+    #[arg(long, value_name = "ISA", requires = "object")]
+    pub(crate) isa: Option<String>,
+    /// Only the variants of these names (repeat or comma list): the lab's (`lab list`) or a
+    /// manifest's.
+    #[arg(long = "variant", value_name = "NAME", value_delimiter = ',')]
+    pub(crate) variant: Vec<String>,
 }
 
 impl Select {
@@ -135,15 +164,65 @@ impl Select {
     /// When no variant matches.
     pub(crate) fn variants(&self) -> Result<Vec<&'static Variant>, String> {
         let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
-        let variants: Vec<&'static Variant> = VARIANTS
-            .iter()
+        let pool: Vec<&'static Variant> = match self.user_kernels(&archs)? {
+            Some(kernels) => kernels.into_iter().map(UserKernel::into_variant).collect(),
+            None => VARIANTS.iter().collect(),
+        };
+        for name in self.own.variant.iter().filter(|n| !pool.iter().any(|v| v.name == n.as_str())) {
+            let known: Vec<&str> = pool.iter().map(|v| v.name).collect();
+            return Err(format!("--variant {name}: no such variant (here: {})", known.join(", ")));
+        }
+        let variants: Vec<&'static Variant> = pool
+            .into_iter()
             .filter(|v| archs.is_empty() || archs.contains(&v.arch))
             .filter(|v| (!self.zbb || v.zbb) && (!self.no_zbb || !v.zbb))
+            .filter(|v| self.own.variant.is_empty() || self.own.variant.iter().any(|n| n == v.name))
             .collect();
         if variants.is_empty() {
-            return Err("no variant matches these --arch/--zbb/--no-zbb options (see `lab list`)".into());
+            return Err("no variant matches these --arch/--zbb/--no-zbb/--variant options (see `lab list`)".into());
         }
         Ok(variants)
+    }
+
+    /// The manifest (--manifest, or kernel-lab.toml in --kernels-dir), if one is used.
+    fn manifest(&self) -> Option<PathBuf> {
+        let in_dir = self.kernels_dir.as_ref().map(|d| d.join(manifest::FILE_NAME)).filter(|p| p.is_file());
+        self.own.manifest.clone().or(in_dir)
+    }
+
+    /// The user's kernels: a manifest's variants, or the one-off `--object` kernel; `None`
+    /// for the lab's own variants.
+    fn user_kernels(&self, archs: &[Arch]) -> Result<Option<Vec<UserKernel>>, String> {
+        if let Some(path) = self.manifest() {
+            return manifest::load(&path).map(Some).map_err(|e| e.to_string());
+        }
+        if self.own.object.is_empty() {
+            return Ok(None);
+        }
+        let arch = match archs {
+            [] => None,
+            [one] => Some(*one),
+            _ => return Err("--object builds one architecture: give at most one --arch".into()),
+        };
+        let k = user_kernel::from_options(&self.own.object, &self.own.symbol, self.own.isa.as_deref(), arch)?;
+        Ok(Some(vec![k]))
+    }
+
+    /// Adds the options that choose the kernels (--manifest, --object, --symbol, --isa) to a
+    /// replay line; the narrowed line names the variant itself.
+    pub(crate) fn replay_options(&self, r: &mut kernel_lab::replay::Replay) {
+        if let Some(m) = &self.own.manifest {
+            r.path("--manifest", m);
+        }
+        for o in &self.own.object {
+            r.path("--object", o);
+        }
+        for s in &self.own.symbol {
+            r.value("--symbol", s.clone());
+        }
+        if let Some(isa) = &self.own.isa {
+            r.value("--isa", isa.clone());
+        }
     }
 
     /// [`variants`](Self::variants) for command `cmd`, printing the error ([`ExitCode::Error`]).

@@ -138,6 +138,7 @@ impl RunArgs {
         if let Some(dir) = &self.select.kernels_dir {
             r.path("--kernels-dir", dir);
         }
+        self.select.replay_options(&mut r);
         if self.no_bundled {
             r.flag("--no-bundled");
         }

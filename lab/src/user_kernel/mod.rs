@@ -1,0 +1,187 @@
+//! Bring your own kernel: a user's sources, prebuilt objects and static archives, with their
+//! own symbol names and a declared ISA, as a [`Variant`] the whole lab runs like its own.
+//!
+//! A [`UserKernel`] comes from a manifest entry ([`manifest`]) or from the `--object`,
+//! `--symbol`, `--isa` options; [`UserKernel::into_variant`] makes it a `&'static Variant` (made
+//! once per process and never freed, like the lab's own rows) whose `-march`, scan `--mattr`
+//! and qemu `-cpu` come from the declared ISA ([`isa_decl`]). The lab's driver is always linked
+//! (`toolchain.rs`); the contract symbols become ld.lld `--defsym` aliases of the user's names,
+//! so the driver and every check are unchanged.
+
+pub mod isa_decl;
+pub mod manifest;
+pub mod objects;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::backend::BackendKind;
+use crate::variant::{Arch, Custom, Kernel, Variant};
+
+pub use isa_decl::DeclaredIsa;
+
+/// A kernel the user brings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserKernel {
+    /// Variant name in reports (`[A-Za-z0-9._+@-]`, also a cache folder name).
+    pub name: String,
+    /// Where it was declared, for messages (`kernel-lab.toml, variant `my-rv``).
+    pub origin: String,
+    /// The ISA the code may use.
+    pub isa: DeclaredIsa,
+    /// Assembly sources (`.S`, `.s`), absolute.
+    pub sources: Vec<PathBuf>,
+    /// Relocatable ELF objects and `ar` archives, absolute.
+    pub objects: Vec<PathBuf>,
+    /// Contract symbol (`md5_implCompressMB`) to the user's symbol (`my_md5_mb`); empty: the
+    /// code uses the contract names themselves.
+    pub symbols: BTreeMap<String, String>,
+    /// The options that select this kernel again (`--manifest FILE --variant NAME`, or
+    /// `--object ... --symbol ... --isa ... --arch ...`), for replay lines: (option, value).
+    pub replay: Vec<(String, String)>,
+}
+
+/// Every contract symbol a kernel may provide (every family, [`crate::contract::CONTRACTS`]),
+/// with its kernel.
+pub fn contract_symbols() -> Vec<(&'static str, Kernel)> {
+    crate::contract::CONTRACTS.iter().map(|c| (c.symbol, c.kernel)).collect()
+}
+
+/// The contract symbols of `kernel` (every family).
+pub fn symbols_of(kernel: Kernel) -> Vec<&'static str> {
+    contract_symbols().into_iter().filter(|(_, k)| *k == kernel).map(|(s, _)| s).collect()
+}
+
+/// Whether `name` can be a variant name: also a folder name of the image cache.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._+@-".contains(c))
+}
+
+/// Whether `name` can be an ELF symbol given to ld.lld's `--defsym`.
+pub fn valid_symbol(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$".contains(c))
+}
+
+impl UserKernel {
+    /// The kernel's architecture.
+    pub fn arch(&self) -> Arch {
+        self.isa.arch
+    }
+
+    /// Whether it provides `kernel`: every kernel when no symbol is mapped (contract names are
+    /// used as they are), else the kernels with a mapped symbol.
+    pub fn provides(&self, kernel: Kernel) -> bool {
+        self.symbols.is_empty() || symbols_of(kernel).iter().any(|s| self.symbols.contains_key(*s))
+    }
+
+    /// ld.lld `--defsym` pairs: (contract symbol, user's symbol), for names that differ.
+    pub fn aliases(&self) -> Vec<(String, String)> {
+        self.symbols.iter().filter(|(c, u)| c != u).map(|(c, u)| (c.clone(), u.clone())).collect()
+    }
+
+    /// Every symbol the linked objects must define: the user's name for each mapped contract,
+    /// (contract, user's name).
+    pub fn wanted(&self) -> Vec<(String, String)> {
+        self.symbols.iter().map(|(c, u)| (c.clone(), u.clone())).collect()
+    }
+
+    /// Why `backend` cannot run code for the declared ISA, if it cannot: reported as the
+    /// reason its rows are skipped (never counted as passed).
+    pub fn backend_lacks(&self, backend: BackendKind) -> Option<String> {
+        let why = match backend {
+            BackendKind::Unicorn => self.isa.unicorn_lacks(),
+            BackendKind::Qemu => self.isa.qemu_lacks(),
+            BackendKind::Native => self.isa.host_lacks(&isa_decl::host_cpu_flags()),
+        }?;
+        Some(format!("{backend} {why}, which `{}` declares", self.isa.text))
+    }
+
+    /// Makes the kernel a variant for the rest of the lab. The variant and its strings live for
+    /// the rest of the process (a handful per run), as the lab's own rows do.
+    pub fn into_variant(self) -> &'static Variant {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let kernel: &'static UserKernel = Box::leak(Box::new(self));
+        let arch = kernel.arch();
+        let extensions: &'static [&'static str] = Box::leak(kernel.isa.extensions.clone().into_boxed_slice());
+        Box::leak(Box::new(Variant {
+            name: leak(kernel.name.clone()),
+            arch,
+            zbb: kernel.isa.zbb(),
+            extensions,
+            march: leak(kernel.isa.march.clone()),
+            qemu_cpu: leak(kernel.isa.qemu_cpu.clone()),
+            isa: leak(format!("the declared ISA {}", kernel.isa.text)),
+            mattr: leak(kernel.isa.mattr.clone()),
+            custom: Some(Custom(kernel)),
+        }))
+    }
+}
+
+/// The user's kernel behind `variant`, if it is one.
+pub fn of(variant: &Variant) -> Option<&'static UserKernel> {
+    variant.custom.map(|c| c.0)
+}
+
+/// A one-off kernel from the command line (`--object`, `--symbol`, `--isa`), named after
+/// the first object's file stem (`my_md5`). `arch` comes from `--arch` or, without it, from the first
+/// object's ELF machine.
+///
+/// # Errors
+/// A missing object, an unknown contract or bad symbol, a bad ISA string, or objects whose
+/// machine does not say the arch; each names the option and value.
+pub fn from_options(
+    objects: &[PathBuf],
+    symbols: &[String],
+    isa: Option<&str>,
+    arch: Option<Arch>,
+) -> Result<UserKernel, String> {
+    let mut abs = Vec::new();
+    for o in objects {
+        let a = std::path::absolute(o).unwrap_or_else(|_| o.clone());
+        if !a.is_file() {
+            return Err(format!("--object {}: no such file", o.display()));
+        }
+        abs.push(a);
+    }
+    let first = abs.first().ok_or("--symbol and --isa need --object FILE")?;
+    let arch = match arch {
+        Some(a) => a,
+        None => objects::arch_of(first).map_err(|e| format!("--object: {e} (name the architecture with --arch)"))?,
+    };
+    let isa_text = isa.unwrap_or(DeclaredIsa::default_text(arch));
+    let isa = DeclaredIsa::parse(isa_text, arch).map_err(|e| format!("--isa: {e}"))?;
+    let mut map = BTreeMap::new();
+    for s in symbols {
+        let (c, u) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--symbol {s}: write CONTRACT=SYMBOL, e.g. md5_implCompressMB=my_md5_mb"))?;
+        if map.insert(c.trim().to_string(), u.trim().to_string()).is_some() {
+            return Err(format!("--symbol {s}: {} is mapped twice", c.trim()));
+        }
+    }
+    let symbols = manifest::symbol_map(map).map_err(|e| format!("--symbol: {e}"))?;
+    let stem = first.file_stem().unwrap_or_default().to_string_lossy();
+    let mut name: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || "._+@-".contains(c) { c } else { '_' }).take(64).collect();
+    if name.starts_with('.') {
+        name.insert(0, '_');
+    }
+    let mut replay: Vec<(String, String)> = abs.iter().map(|o| ("--object".into(), o.display().to_string())).collect();
+    replay.extend(symbols.iter().map(|(c, u)| ("--symbol".to_string(), format!("{c}={u}"))));
+    replay.push(("--isa".into(), isa.text.clone()));
+    replay.push(("--arch".into(), arch.name().into()));
+    Ok(UserKernel {
+        name,
+        origin: "the --symbol options".into(),
+        isa,
+        sources: Vec::new(),
+        objects: abs,
+        symbols,
+        replay,
+    })
+}
