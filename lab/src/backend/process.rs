@@ -618,12 +618,12 @@ impl Backend for ProcessBackend {
         };
         shared.write_at(0, &batch.resume_head(resp, start));
         let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
-        match self.run_entry(batch.resp_len, sum)? {
-            Entry::Run(run) if run.resp.is_empty() => {
+        match self.exchange(batch.resp_len, sum)? {
+            Answer::Run(run) if run.resp.is_empty() => {
                 Ok(self.hung(&batch.resume_payload(resp, start), batch.resp_len, run))
             }
-            Entry::Run(run) => Ok(run),
-            Entry::Surprise { kind, detail } => {
+            Answer::Run(run) => Ok(run),
+            Answer::Surprise { kind, detail } => {
                 self.step(&batch.resume_payload(resp, start), batch.resp_len, sum, (kind, detail))
             }
         }
