@@ -174,15 +174,19 @@ fn classify(insn: &Insn) -> InsnClass {
         .iter()
         .any(|a| matches!(a, OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
     let reads = memory.iter().any(|a| !matches!(a, OpAccess::None | OpAccess::NoMemAccess));
-    if matches!(
-        i.flow_control(),
-        FlowControl::UnconditionalBranch
-            | FlowControl::ConditionalBranch
-            | FlowControl::IndirectBranch
-            | FlowControl::Call
-            | FlowControl::IndirectCall
-            | FlowControl::Return
-    ) {
+    // iced-x86 counts `syscall`/`sysenter` as calls; like `ecall` and `svc` they are no branch here.
+    let system_call = matches!(i.mnemonic(), Mnemonic::Syscall | Mnemonic::Sysenter);
+    if !system_call
+        && matches!(
+            i.flow_control(),
+            FlowControl::UnconditionalBranch
+                | FlowControl::ConditionalBranch
+                | FlowControl::IndirectBranch
+                | FlowControl::Call
+                | FlowControl::IndirectCall
+                | FlowControl::Return
+        )
+    {
         InsnClass::Branch
     } else if beyond_baseline(&i) {
         InsnClass::Extension
