@@ -64,31 +64,42 @@ pub const BASELINE: &[CpuidFeature] = &[
 const VEX_ON_UNICORN: UnicornSupport =
     UnicornSupport::Missing("VEX-encoded: Unicorn 2.1.5 computes some VEX.128 forms wrongly (docs/DESIGN.md)");
 
+/// An extension whose qemu `-cpu` property is `property` (qemu64 has none of them by default).
 const fn ext(
     name: &'static str,
+    property: &'static str,
     doc: &'static str,
     unicorn: UnicornSupport,
     cpuid: &'static [CpuidFeature],
 ) -> IsaExtension {
-    IsaExtension { name, doc, mattr: "", qemu: QemuSupport::Property { name, default_on: false }, unicorn, cpuid }
+    IsaExtension {
+        name,
+        doc,
+        mattr: "",
+        qemu: QemuSupport::Property { name: property, default_on: false },
+        unicorn,
+        cpuid,
+    }
 }
 
-/// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"; qemu spells the `-cpu` property
-/// the same). Unicorn's default CPU is Haswell, which has no ADX.
+/// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"); qemu's `-cpu` property names
+/// (checked with qemu-x86_64 7.2: `-cpu qemu64,<property>=true`). Unicorn's default CPU is
+/// Haswell, which has no ADX.
 const EXTENSIONS: &[IsaExtension] = &[
-    ext("popcnt", "POPCNT", UnicornSupport::Decoded, &[CpuidFeature::POPCNT]),
-    ext("lzcnt", "LZCNT (ABM)", UnicornSupport::Decoded, &[CpuidFeature::LZCNT]),
-    ext("movbe", "MOVBE", UnicornSupport::Decoded, &[CpuidFeature::MOVBE]),
-    ext("bmi1", "bit manipulation 1 (ANDN, BEXTR, BLSI, TZCNT...)", VEX_ON_UNICORN, &[CpuidFeature::BMI1]),
-    ext("bmi2", "bit manipulation 2 (MULX, RORX, SHLX, PDEP...)", VEX_ON_UNICORN, &[CpuidFeature::BMI2]),
+    ext("popcnt", "popcnt", "POPCNT", UnicornSupport::Decoded, &[CpuidFeature::POPCNT]),
+    ext("lzcnt", "abm", "LZCNT (ABM)", UnicornSupport::Decoded, &[CpuidFeature::LZCNT]),
+    ext("movbe", "movbe", "MOVBE", UnicornSupport::Decoded, &[CpuidFeature::MOVBE]),
+    ext("bmi1", "bmi1", "bit manipulation 1 (ANDN, BEXTR, BLSI, TZCNT...)", VEX_ON_UNICORN, &[CpuidFeature::BMI1]),
+    ext("bmi2", "bmi2", "bit manipulation 2 (MULX, RORX, SHLX, PDEP...)", VEX_ON_UNICORN, &[CpuidFeature::BMI2]),
     ext(
+        "adx",
         "adx",
         "multi-precision add-carry (ADCX, ADOX)",
         UnicornSupport::Missing("Unicorn 2.1.5's default CPU (Haswell) has no ADX"),
         &[CpuidFeature::ADX],
     ),
-    ext("avx", "AVX", VEX_ON_UNICORN, &[CpuidFeature::AVX]),
-    ext("avx2", "AVX2", VEX_ON_UNICORN, &[CpuidFeature::AVX2]),
+    ext("avx", "avx", "AVX", VEX_ON_UNICORN, &[CpuidFeature::AVX]),
+    ext("avx2", "avx2", "AVX2", VEX_ON_UNICORN, &[CpuidFeature::AVX2]),
 ];
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
