@@ -53,6 +53,23 @@ fn replay(build: BuildConfig, kernel: Kernel, file: &std::path::Path, backend: B
     (p, f)
 }
 
+/// Runs a printed `lab run` replay line (any `VAR=value` words in front set the environment);
+/// returns the (passed, failed) totals of its JSON report.
+fn replay_as_printed(line: &str) -> (u64, u64) {
+    let words = shlex::split(line).expect("shell words");
+    let at = words.iter().position(|w| w == "lab").expect("a lab command");
+    let env = words[..at].iter().filter_map(|w| w.split_once('='));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(&words[at + 1..])
+        .args(["--format", "json"])
+        .envs(env)
+        .output()
+        .expect("run lab");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let totals = &doc["totals"];
+    (totals["passed"].as_u64().unwrap(), totals["failed"].as_u64().unwrap())
+}
+
 #[test]
 fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
     let bugs = [
@@ -80,6 +97,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
                 (cases, 0),
                 "and passes on the real one"
             );
+            assert_eq!(replay_as_printed(&f.replay), (0, cases as u64), "the printed replay line fails the same cases");
         }
     }
 }

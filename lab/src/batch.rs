@@ -242,6 +242,20 @@ impl BatchBuilder {
         self.calls.len() - 1
     }
 
+    /// Calls added so far.
+    pub fn ncalls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Adds the call `call` again (the same function, arguments and copy) with poison `seed`:
+    /// for timing many calls of one planned case. A call that starts from a copy starts from
+    /// the same snapshot each time, so it leaves the same result.
+    pub fn repeat(&mut self, call: usize, seed: u64) -> usize {
+        let again = CallSpec { seed, ..self.calls[call].clone() };
+        self.calls.push(again);
+        self.calls.len() - 1
+    }
+
     fn entry_bytes(&self) -> u64 {
         ((ENTRY_FIXED_WORDS + self.abi.saved.len()) * 8) as u64
     }

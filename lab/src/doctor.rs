@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::backend::{BackendError, BackendKind, Limits};
+use crate::exit::ExitCode;
 use crate::finding::Class;
 use crate::image::Image;
 use crate::report::Row;
@@ -69,16 +70,17 @@ impl Diagnosis {
         p
     }
 
-    /// 0 when everything works (not-applicable cells are fine); 2 when something is missing or
-    /// broken; 1 when the set-up works but a kernel gave a wrong answer (the `lab run` table).
-    pub fn exit_code(&self) -> i32 {
+    /// Passed when everything works (not-applicable cells are fine); an error when something is
+    /// missing or broken (it wins: the set-up comes first); failed when the set-up works but a
+    /// kernel gave a wrong answer (the `lab run` table).
+    pub fn exit_code(&self) -> ExitCode {
         let any = |f: fn(&State) -> bool| self.checks.iter().any(|c| f(&c.state));
         if any(|s| matches!(s, State::Missing { .. } | State::Failed(_))) {
-            2
+            ExitCode::Error
         } else if any(|s| matches!(s, State::WrongAnswer(_))) {
-            1
+            ExitCode::Failed
         } else {
-            0
+            ExitCode::Passed
         }
     }
 }

@@ -689,14 +689,28 @@ fn interrupted_reason() -> Option<String> {
     crate::interrupt::interrupted().map(|s| format!("interrupted by {}", crate::interrupt::name(s)))
 }
 
-/// ` --kernels-dir DIR` when the campaign did not use the repository's kernels, so that a
-/// printed command reproduces it.
-pub fn kernels_option(cfg: &FuzzConfig) -> String {
-    if cfg.build.kernels_dir == crate::paths::kernels_dir() {
-        String::new()
-    } else {
-        format!(" --kernels-dir {}", cfg.build.kernels_dir.display())
+/// The replay options of a campaign with `seed` on the kernels in `kernels_dir`: `--kernels-dir`
+/// when they are not the repository's, so that a printed command reproduces it.
+fn replay_options(seed: u64, kernels_dir: &std::path::Path) -> crate::replay::Replay {
+    let mut replay = crate::replay::Replay::new(seed);
+    if kernels_dir != crate::paths::kernels_dir() {
+        replay.path("--kernels-dir", kernels_dir);
     }
+    replay
+}
+
+/// The `lab run` line that replays a shrunk failure of `variant` saved in `file`.
+fn replay_line(
+    seed: u64,
+    kernels_dir: &std::path::Path,
+    variant: &Variant,
+    backend: backend::BackendKind,
+    kernel: Kernel,
+    file: &std::path::Path,
+) -> String {
+    let mut replay = replay_options(seed, kernels_dir);
+    replay.flag("--no-bundled").path("--vectors", file);
+    replay.narrowed(variant.name, backend, kernel, None, None)
 }
 
 fn report_failure(
@@ -714,11 +728,9 @@ fn report_failure(
     };
     let backend = t.backend.kind();
     case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
+    let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir).fuzz_target(t.variant.name, backend, kernel);
     case.source = format!(
-        "lab fuzz --seed {} --arch {} --kernel {kernel} --backend {backend}{}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
-        cfg.seed,
-        t.variant.arch,
-        kernels_option(cfg),
+        "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
         blocks_of(&case)
     );
     let file =
@@ -735,12 +747,7 @@ fn report_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    let mut replay = crate::replay::Replay::new(cfg.seed);
-    if cfg.build.kernels_dir != crate::paths::kernels_dir() {
-        replay.path("--kernels-dir", &cfg.build.kernels_dir);
-    }
-    replay.flag("--no-bundled").path("--vectors", &file);
-    let replay = replay.narrowed(t.variant.name, backend, kernel, None, None);
+    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, t.variant, backend, kernel, &file);
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
@@ -782,19 +789,7 @@ pub fn to_report(
                     }
                 }
             };
-            let mut row = Row {
-                variant: r.variant,
-                backend: r.backend,
-                kernel: r.kernel,
-                set: "fuzz".into(),
-                passed: 0,
-                failed: Vec::new(),
-                disagreed: Vec::new(),
-                skipped: 0,
-                skip_reason: None,
-                elapsed: r.elapsed,
-                cases: Vec::new(),
-            };
+            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })
@@ -813,7 +808,25 @@ pub fn to_report(
 
 #[cfg(test)]
 mod tests {
-    use super::shard_cases;
+    use super::{replay_line, shard_cases};
+    use crate::backend::BackendKind;
+    use crate::variant::{Kernel, Variant};
+
+    /// A shrunk failure's replay keeps the variant's Zbb choice (riscv64 and riscv64+zbb
+    /// share `--arch riscv64`), the kernels folder and the saved file.
+    #[test]
+    fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
+        let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
+        let kernels = std::path::Path::new("/tmp/my kernels");
+        let line = replay_line(9, kernels, zbb, BackendKind::Qemu, Kernel::Md5, std::path::Path::new("/f/x.json"));
+        assert!(
+            line.ends_with(
+                "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \
+                 --backend qemu --kernel md5"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn shards_0_to_n_minus_1_own_every_case_index_exactly_once() {

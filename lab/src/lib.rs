@@ -20,6 +20,7 @@ pub mod cases;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
+pub mod exit;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;

@@ -21,7 +21,7 @@ use crate::isa;
 use crate::pool;
 use crate::progress::{self, Progress};
 use crate::report::ImageFinding;
-use crate::report::{Report, Row, Status};
+use crate::report::{Report, Row};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{self, CostLimits, VectorError, VectorSet};
@@ -724,17 +724,4 @@ fn skip_interrupted(taken: &[CasePlan], why: String, row: &mut Row) -> usize {
         });
     }
     taken.len()
-}
-
-/// The status the CLI exits with: 1 when a case or an image failed (even if some vector files
-/// were bad: a kernel failure is never reported as an input error), else 2 for input or set-up
-/// errors or when nothing ran, else 0; 128 + the signal number when SIGINT (130) or SIGTERM
-/// (143) interrupted the run.
-pub fn exit_code(report: &Report) -> i32 {
-    match report.status() {
-        Status::Passed => 0,
-        Status::Failed => 1,
-        Status::SetupError => 2,
-        Status::Interrupted(sig) => 128 + sig,
-    }
 }

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use kernel_lab::backend::BackendKind;
+use kernel_lab::exit::ExitCode;
 use kernel_lab::variant::{Kernel, VARIANTS};
 
 #[derive(Args)]
@@ -11,10 +12,10 @@ pub(crate) struct ListArgs {
     format: String,
 }
 
-pub(crate) fn list_cmd(args: &ListArgs) -> i32 {
+pub(crate) fn list_cmd(args: &ListArgs) -> ExitCode {
     let text = if args.format == "json" { list_json().to_string() + "\n" } else { list_text() };
     super::out::print(&text);
-    0
+    ExitCode::Passed
 }
 
 /// Variants (name, arch, ISA, qemu -cpu, which backend runs them and why not) and kernels.
