@@ -26,6 +26,7 @@ pub const ABI: Abi = Abi {
     saved: &["rbx", "rbp", "r12", "r13", "r14", "r15"],
     saved_gprs: 6,
     source: "System V AMD64 psABI §3.2.1 (Figure 3.4)",
+    url: "https://gitlab.com/x86-psABIs/x86-64-ABI",
     int32_args: Int32Args::UpperGarbage,
     sp: "rsp",
     args: ["rdi", "rsi", "rdx", "rcx"],
