@@ -19,6 +19,7 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod openssl;
 mod predict;
 mod protocol;
 mod reports;

@@ -17,6 +17,7 @@ pub mod batch;
 pub mod bench;
 pub mod bundled;
 pub mod cases;
+pub mod contract;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;

@@ -37,6 +37,10 @@ const PAGE: u64 = batch::PAGE;
 /// (QEMU: riscv64 56 bits, aarch64 48, x86_64 52).
 const ALIAS_OFFSET: u64 = 1 << 36;
 
+/// Distance of the patched copies of code pages ([`zbb::ZbbPatches`]) from the pages: above the
+/// arena's alias, inside riscv64's 56-bit physical address width.
+const CODE_ALIAS_OFFSET: u64 = 2 << 36;
+
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
@@ -70,7 +74,7 @@ struct HookState {
     refused: Option<u64>,
     /// Exactly checked pages (4 KiB, the batch's granule) and the allowed `[start, end)` bytes
     /// on each: the first and last page of every buffer.
-    exact: std::collections::HashMap<u64, (u64, u64)>,
+    exact: rustc_hash::FxHashMap<u64, (u64, u64)>,
     /// Exact pages a memory hook watches during a confirmation run (their MMIO callbacks then
     /// only do the access).
     hooked: Vec<u64>,
@@ -82,6 +86,8 @@ struct HookState {
     /// Blocks run in this `emu_start`, driver included.
     batch_blocks: u64,
     blocks: BlockIcounts,
+    /// Zbb instructions patched out of the code Unicorn fetches.
+    zbb: zbb::ZbbPatches,
 }
 
 impl HookState {
@@ -139,6 +145,8 @@ pub struct UnicornBackend {
     state: Rc<RefCell<HookState>>,
     /// Emulate Zbb on illegal-instruction exceptions (RISC-V images built with Zbb only).
     zbb: Rc<Cell<bool>>,
+    /// Whether a block hook runs [`zbb::ZbbPatches::enter`] (the budget's hook does).
+    zbb_block_hook: bool,
     /// The running profile and its block hook, between `start_profile` and `take_profile`.
     profile: Rc<RefCell<Option<BlockProfile>>>,
     profile_hook: Option<unicorn_engine::UcHookId>,
@@ -214,16 +222,64 @@ impl UnicornBackend {
             uc_page: u64::from(uc_page_size),
             state,
             zbb,
+            zbb_block_hook: limits.call_instructions != u64::MAX,
             profile: Rc::new(RefCell::new(None)),
             profile_hook: None,
         })
     }
 
     /// Turns Zbb emulation on or off (RISC-V only: Unicorn 2.1.5 decodes no Zbb). Off, a Zbb
-    /// instruction is an illegal instruction, which is what a build without Zbb must see.
-    pub fn emulate_zbb(&mut self, on: bool) {
+    /// instruction is an illegal instruction, which is what a build without Zbb must see. On,
+    /// each Zbb instruction traps once and is then patched ([`zbb::ZbbPatches`]). Turn it on
+    /// before the first batch and leave it on: patches are never undone.
+    ///
+    /// # Errors
+    /// Unicorn refuses the block hook the patches need (only added when no budget hook runs).
+    pub fn emulate_zbb(&mut self, on: bool) -> Result<(), BackendError> {
         let zbb = self.arch.spec().isa.extension("zbb");
-        self.zbb.set(on && zbb.is_some_and(|e| e.unicorn == UnicornSupport::Emulated));
+        let on = on && zbb.is_some_and(|e| e.unicorn == UnicornSupport::Emulated);
+        self.zbb.set(on);
+        if on && !self.zbb_block_hook {
+            let s = Rc::clone(&self.state);
+            self.uc
+                .add_block_hook(1, 0, move |uc, addr, size| s.borrow_mut().zbb.enter(uc, addr, size))
+                .map_err(uc_err("Zbb block hook"))?;
+            self.zbb_block_hook = true;
+        }
+        Ok(())
+    }
+
+    /// Zbb instructions patched so far ([`zbb::ZbbPatches`]).
+    pub fn zbb_patched(&self) -> usize {
+        self.state.borrow().zbb.len()
+    }
+
+    /// Patches the Zbb instructions that trapped since the last run: a copy of each one's code
+    /// page (made once) gets [`zbb::PATCH_WORD`] in its place, and every translation is dropped
+    /// so that no block translated from the unpatched code runs again. A word that crosses a
+    /// page keeps trapping.
+    fn patch_zbb(&mut self) -> Result<(), BackendError> {
+        let pending = self.state.borrow_mut().zbb.take_pending();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        for (addr, insn) in pending {
+            let page = addr & !(PAGE - 1);
+            if addr - page > PAGE - 4 || !self.state.borrow().zbb.fits(addr) {
+                continue;
+            }
+            if !self.state.borrow().zbb.has_page(page) {
+                let bytes = self.uc.mem_read_as_vec(page, PAGE as usize).map_err(uc_err("read code page"))?;
+                self.uc
+                    .mem_map(page + CODE_ALIAS_OFFSET, PAGE, Prot::READ | Prot::EXEC)
+                    .map_err(uc_err("map code copy"))?;
+                self.uc.mem_write(page + CODE_ALIAS_OFFSET, &bytes).map_err(uc_err("copy code page"))?;
+            }
+            let word = zbb::PATCH_WORD.to_le_bytes();
+            self.uc.mem_write(addr + CODE_ALIAS_OFFSET, &word).map_err(uc_err("patch Zbb"))?;
+            self.state.borrow_mut().zbb.patched(page, addr, insn);
+        }
+        self.uc.ctl_flush_tb().map_err(uc_err("TB flush"))
     }
 
     /// Starts profiling the translation blocks that start in `start..end` (a kernel's symbols),
@@ -300,10 +356,16 @@ impl UnicornBackend {
         uc.add_intr_hook(move |uc, intno| {
             // A Zbb instruction is executed here and the guest goes on at the next instruction;
             // anything else stops the run.
-            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION && emulator.emulate(uc) {
-                return;
+            let mut st = s.borrow_mut();
+            // Whatever block runs next was not entered through a patch.
+            st.zbb.reset_run();
+            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION {
+                if let Some((at, insn)) = emulator.emulate(uc) {
+                    st.zbb.trapped(at, insn);
+                    return;
+                }
             }
-            s.borrow_mut().seen.intno = Some(intno);
+            st.seen.intno = Some(intno);
             let _ = uc.emu_stop();
         })
         .map_err(uc_err("interrupt hook"))?;
@@ -359,6 +421,15 @@ impl UnicornBackend {
                 return Some(TlbEntry { paddr: page + ALIAS_OFFSET, perms });
             }
             let perms = if read_only { Prot::READ | Prot::EXEC } else { Prot::ALL };
+            if st.zbb.has_page(page) {
+                // Fetches see the patched copy, loads and stores the real words; QEMU's victim
+                // TLB keeps both entries, so a page that is read and run does not refill often.
+                return Some(if matches!(ty, MemType::FETCH) {
+                    TlbEntry { paddr: page + CODE_ALIAS_OFFSET, perms: Prot::EXEC }
+                } else {
+                    TlbEntry { paddr: page, perms: if read_only { Prot::READ } else { Prot::READ | Prot::WRITE } }
+                });
+            }
             Some(TlbEntry { paddr: page, perms })
         })
         .map_err(uc_err("TLB fill hook"))?;
@@ -370,6 +441,7 @@ impl UnicornBackend {
         hook.then(|| {
             uc.add_block_hook(1, 0, move |uc, addr, size| {
                 let mut st = s.borrow_mut();
+                st.zbb.enter(uc, addr, size);
                 let budget = st.budget;
                 // A whole batch may run this many blocks (driver included), so that even a kernel
                 // that scribbles over the call table cannot keep the engine running forever
@@ -416,7 +488,9 @@ impl UnicornBackend {
             st.executed = 0;
             st.batch_blocks = 0;
             st.refused = None;
+            st.zbb.reset_run();
         }
+        self.patch_zbb()?;
         // New protections: drop the pages the virtual TLB cached before.
         self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
         // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
@@ -658,6 +732,27 @@ impl Backend for UnicornBackend {
                 st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
             }
         }
+        self.run_loaded(resp_len, resp_len)
+    }
+
+    /// After a fault, the arena holds what the entry left: only the header and the protection
+    /// table are rewritten (not the whole payload, which made a kernel that faults on every
+    /// call cost a copy of the batch per call). An entry that faults again returns only the
+    /// header; [`Backend::response`] reads the rest when the batch stops.
+    fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        self.uc.mem_write(self.arena.addr, &batch.resume_head(resp, start)).map_err(uc_err("write batch header"))?;
+        self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)
+    }
+
+    fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
+        self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))
+    }
+}
+
+impl UnicornBackend {
+    /// Runs the batch the arena holds (with its protections set) and reads the response:
+    /// `resp_len` bytes, or only `fault_len` when the entry ends in a fault.
+    fn run_loaded(&mut self, resp_len: usize, fault_len: usize) -> Result<RawRun, BackendError> {
         let (mut result, mut pc) = self.start()?;
         loop {
             let (refused, suspect) = {
@@ -680,8 +775,10 @@ impl Backend for UnicornBackend {
                 Confirm::Completed => (result, pc) = self.start()?,
             }
         }
-        let resp = self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))?;
-        let fault = self.classify(result, pc).map(|(kind, pc, detail)| {
+        let fault = self.classify(result, pc);
+        let len = if fault.is_some() { fault_len.min(resp_len) } else { resp_len };
+        let resp = self.uc.mem_read_as_vec(self.arena.addr, len).map_err(uc_err("read results"))?;
+        let fault = fault.map(|(kind, pc, detail)| {
             let call = usize::try_from(Batch::current(&resp)).ok();
             Fault { kind, pc: Some(pc), call, detail }
         });

@@ -127,7 +127,7 @@ fn measure(
 ) -> Result<Raw, String> {
     // A fresh engine per measurement, so a repeat shares no translation cache with the first.
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
-    uc.emulate_zbb(variant.zbb);
+    uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new() };
     for n in BLOCKS {

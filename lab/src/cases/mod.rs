@@ -3,6 +3,7 @@
 //! into segments ([`procedure`]), and a finished batch is read back into findings ([`verdict`]).
 //! The backends in between only execute; they never see an expectation.
 
+pub mod openssl;
 pub mod plan;
 pub mod procedure;
 pub mod verdict;

@@ -47,6 +47,7 @@ impl CasePlan {
                         h.add(batch.buffer(&run.resp, *buf));
                     }
                     Expect::RetI32(_) | Expect::RetI32File(_) => h.add(&(rec.ret as u32).to_le_bytes()),
+                    Expect::OpenSsl(o) => h.add(batch.buffer(&run.resp, o.buffer())),
                     // A lab error: no result to compare.
                     Expect::Unplanned(_) => return 0,
                 }
@@ -215,6 +216,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
             }
         }
         Expect::Unplanned(why) => Some(Finding::new(Class::NotRun, format!("{label}: lab error, not checked: {why}"))),
+        Expect::OpenSsl(o) => o.finding(label, batch, resp),
         Expect::AccUntouched { acc, before } => {
             let before = Limbs26::from_bytes(batch.buffer(resp, *before));
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));
@@ -230,6 +232,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
 
 fn final_finding(last: &Final, batch: &Batch, resp: &[u8]) -> Option<Finding> {
     match last {
+        Final::OpenSsl(o) => o.finding(batch, resp),
         Final::Md5Digest { state, digest, what } => {
             let got = md5::state_to_digest(&md5::state_from_bytes(batch.buffer(resp, *state)));
             (got != *digest).then(|| {
