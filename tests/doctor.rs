@@ -1,5 +1,5 @@
-//! `lab doctor`: all well on this machine (exit 0), and on a PATH without qemu-user it names the
-//! Debian package and exits 2.
+//! `lab doctor`: all well on this machine (exit 0), and on a PATH without qemu-user or
+//! llvm-objdump it names the Debian package and exits 2, as `lab run` does.
 
 use std::process::Command;
 
@@ -41,6 +41,11 @@ fn doctor_with_everything_installed_exits_0() {
 
 /// A folder of symlinks to every program on the current PATH except `qemu-*`.
 fn path_without_qemu() -> tempfile::TempDir {
+    path_without(|name| name.starts_with("qemu-"))
+}
+
+/// A folder of symlinks to every program on the current PATH except those `hidden` names.
+fn path_without(hidden: fn(&str) -> bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let path = std::env::var_os("PATH").expect("PATH");
     for d in std::env::split_paths(&path) {
@@ -49,7 +54,7 @@ fn path_without_qemu() -> tempfile::TempDir {
             let name = e.file_name();
             let link = dir.path().join(&name);
             // The first PATH entry wins, as in a lookup.
-            if !name.to_string_lossy().starts_with("qemu-") && !link.exists() {
+            if !hidden(&name.to_string_lossy()) && !link.exists() {
                 let _ = std::os::unix::fs::symlink(e.path(), link);
             }
         }
@@ -117,4 +122,30 @@ fn doctor_names_a_qemu_without_the_zbb_cpu_property() {
     let line = out.lines().find(|l| l.contains("qemu-riscv64 -cpu (riscv64)")).expect("the -cpu check");
     assert!(line.starts_with("BROKEN") && line.contains("Property 'rv64-riscv-cpu.zba' not found"), "{line}");
     assert!(line.contains("qemu before 7.0, such as Ubuntu 22.04's 6.2"), "{line}");
+}
+
+/// Doctor checks the tools `lab run` asks for ([`toolchain::run_tools`]), llvm-objdump included:
+/// with it off PATH, doctor names it and its package and exits 2, and so does a run that has to
+/// disassemble (a fresh image cache, so no listing is cached).
+#[test]
+fn doctor_without_llvm_objdump_names_llvm_and_exits_2_like_run() {
+    let dir = path_without(|name| name == "llvm-objdump");
+    let (code, out) = doctor(Some(dir.path().as_os_str()));
+    assert_eq!(code, 2, "{out}");
+    let line = "MISSING  llvm-objdump             `llvm-objdump` not on PATH: install the Debian package `llvm`";
+    assert!(out.contains(line), "{line:?} missing: {out}");
+    assert!(out.contains("missing Debian packages: llvm\n"), "{out}");
+    for t in kernel_lab::toolchain::run_tools().iter().filter(|t| t.program != "llvm-objdump") {
+        assert!(out.contains(&format!("ok       {:<24} ", t.program)), "{} not checked: {out}", t.program);
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["run", "--arch", "x86_64", "--backend", "unicorn", "--kernel", "md5", "--set", "rfc1321"])
+        .env("PATH", dir.path())
+        .env("KERNEL_LAB_CACHE", cache.path())
+        .output()
+        .expect("run lab run");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{text}");
+    assert!(text.contains("`llvm-objdump` not found on PATH: install the Debian package `llvm`"), "{text}");
 }

@@ -28,8 +28,10 @@ pub struct Abi {
     /// How many of `saved` are integer registers; the rest are FP registers (the driver moves
     /// their raw 64-bit patterns through an integer register).
     pub saved_gprs: usize,
-    /// Where the rules come from.
+    /// Where the rules come from (named in findings).
     pub source: &'static str,
+    /// The published document `source` cites.
+    pub url: &'static str,
     /// How `int` arguments (`ofs`, `limit`) are passed.
     pub int32_args: Int32Args,
     /// Name of the stack-pointer register in findings.

@@ -13,10 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::arch::Arch;
-use crate::toolchain::{self, Tool, ToolchainError};
-
-/// The disassembler (`llvm-objdump`, package `llvm`).
-pub const LLVM_OBJDUMP: Tool = Tool { program: "llvm-objdump", package: "llvm" };
+pub use crate::toolchain::LLVM_OBJDUMP;
+use crate::toolchain::{self, ToolchainError};
 
 /// The class of one instruction for `lab bench`'s instruction mix. One class per instruction,
 /// first match wins: branch (any control transfer), multiply (integer multiply and divide),

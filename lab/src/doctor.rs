@@ -1,5 +1,5 @@
 //! `lab doctor`: is this machine set up to run the lab? Checks the external tools (naming the
-//! Debian package of each missing one), the Unicorn engine linked into the lab, the kernel and
+//! Debian package of each missing one; exactly the list `lab run` asks for, [`toolchain::run_tools`]), the Unicorn engine linked into the lab, the kernel and
 //! vector folders, and that every variant builds from scratch and runs one tiny batch on every
 //! backend that can run it.
 
@@ -12,8 +12,8 @@ use crate::finding::Class;
 use crate::image::Image;
 use crate::report::Row;
 use crate::run;
-use crate::toolchain::{self, BuildConfig, Tool, ToolchainError, CLANG, LLD};
-use crate::variant::{Arch, Kernel, Variant, VARIANTS};
+use crate::toolchain::{self, BuildConfig, Tool, ToolchainError};
+use crate::variant::{Kernel, Variant, VARIANTS};
 use crate::vectors::{Body, Vector, VectorSet};
 
 /// What one check found.
@@ -89,7 +89,7 @@ impl Diagnosis {
 /// toolchain is exercised even when the lab's own cache is warm.
 pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let mut d = Diagnosis::default();
-    let tools = [CLANG, LLD].into_iter().chain(Arch::ALL.map(toolchain::qemu_tool));
+    let tools = toolchain::run_tools().into_iter();
     d.checks.extend(tools.map(|t| Check { what: t.program.into(), state: tool_state(t) }));
     // Variants whose `-cpu` adds properties to the model (riscv64: the Zb* switches).
     let with_properties = VARIANTS.iter().filter(|v| v.qemu_cpu != v.arch.spec().isa.qemu_cpu_model);

@@ -29,10 +29,23 @@ pub struct Tool {
 pub const CLANG: Tool = Tool { program: "clang", package: "clang" };
 /// The linker (`ld.lld`, package `lld`).
 pub const LLD: Tool = Tool { program: "ld.lld", package: "lld" };
+/// The disassembler (`llvm-objdump`, package `llvm`): the static ISA scan and the instruction
+/// at a fault ([`crate::disasm`]).
+pub const LLVM_OBJDUMP: Tool = Tool { program: "llvm-objdump", package: "llvm" };
 
-/// The qemu-user binary for `arch` (package `qemu-user`).
+/// The qemu-user binary for `arch` (package `qemu-user`, named in the arch row).
 pub fn qemu_tool(arch: Arch) -> Tool {
     arch.spec().qemu
+}
+
+/// Every external program `lab run` asks for, in the order `lab doctor` lists them: the build
+/// ([`CLANG`], [`LLD`]), the static ISA scan and fault listings ([`LLVM_OBJDUMP`]) and the qemu
+/// backend (one qemu-user binary per architecture). `lab doctor` checks exactly these; a tool
+/// the run path starts to need belongs here.
+pub fn run_tools() -> Vec<Tool> {
+    let mut tools = vec![CLANG, LLD, LLVM_OBJDUMP];
+    tools.extend(Arch::ALL.map(qemu_tool));
+    tools
 }
 
 /// Errors while finding tools or building an image.

@@ -21,6 +21,7 @@ pub const ABI: Abi = Abi {
     ],
     saved_gprs: 11,
     source: "AAPCS64 §6.1.1, §6.1.2",
+    url: "https://github.com/ARM-software/abi-aa/blob/main/aapcs64/aapcs64.rst",
     int32_args: Int32Args::UpperGarbage,
     sp: "sp",
     args: ["x0", "x1", "x2", "x3"],

@@ -358,6 +358,7 @@ mod tests {
             assert_eq!(on.len(), v.extensions.len(), "{}: unknown extension in {:?}", v.name, v.extensions);
             assert_eq!(isa.mattr(&on), v.mattr, "{}", v.name);
             assert_eq!(isa.qemu_cpu(&on), v.qemu_cpu, "{}", v.name);
+            assert_eq!(v.zbb, v.extensions.contains(&"zbb"), "{}: `zbb` and `extensions` disagree", v.name);
         }
     }
 
@@ -367,5 +368,13 @@ mod tests {
         assert!(isa.wide_mattr().starts_with("+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb"), "{}", isa.wide_mattr());
         let zbkb = isa.extension("ZBKB").unwrap();
         assert_eq!(isa.qemu_cpu(&[zbkb]), "rv64,zba=false,zbb=false,zbc=false,zbs=false,zbkb=true");
+    }
+
+    #[test]
+    fn x86_extensions_use_qemu_property_names() {
+        let isa = &Arch::X86_64.spec().isa;
+        let on: Vec<_> = ["lzcnt", "bmi2"].iter().filter_map(|n| isa.extension(n)).collect();
+        assert_eq!(isa.qemu_cpu(&on), "qemu64,abm=true,bmi2=true");
+        assert_eq!(isa.mattr(&on), "", "LLVM's x86 disassembler takes no features");
     }
 }

@@ -23,6 +23,7 @@ pub const ABI: Abi = Abi {
     ],
     saved_gprs: 14,
     source: "RISC-V ELF psABI, Register Convention (LP64D)",
+    url: "https://github.com/riscv-non-isa/riscv-elf-psabi-doc/blob/master/riscv-cc.adoc",
     int32_args: Int32Args::SignExtended,
     sp: "sp",
     args: ["a0", "a1", "a2", "a3"],

@@ -27,6 +27,7 @@ pub const ABI: Abi = Abi {
     saved: &["rbx", "rbp", "r12", "r13", "r14", "r15"],
     saved_gprs: 6,
     source: "System V AMD64 psABI §3.2.1 (Figure 3.4)",
+    url: "https://gitlab.com/x86-psABIs/x86-64-ABI",
     int32_args: Int32Args::UpperGarbage,
     sp: "rsp",
     args: ["rdi", "rsi", "rdx", "rcx"],
@@ -65,8 +66,10 @@ pub const BASELINE: &[CpuidFeature] = &[
 const VEX_ON_UNICORN: UnicornSupport =
     UnicornSupport::Missing("VEX-encoded: Unicorn 2.1.5 computes some VEX.128 forms wrongly (docs/DESIGN.md)");
 
+/// An extension whose qemu `-cpu` property is `property` (qemu64 has none of them by default).
 const fn ext(
     name: &'static str,
+    property: &'static str,
     doc: &'static str,
     unicorn: UnicornSupport,
     cpuid: &'static [CpuidFeature],
@@ -75,7 +78,7 @@ const fn ext(
         name,
         doc,
         mattr: "",
-        qemu: QemuSupport::Property { name, default_on: false },
+        qemu: QemuSupport::Property { name: property, default_on: false },
         unicorn,
         cpuid,
         cpuinfo: name,
@@ -111,36 +114,38 @@ const V4: &[&str] = &[
     "movbe", "xsave", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
 ];
 
-/// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"; qemu spells the `-cpu` property
-/// the same). Unicorn's default CPU is Haswell, which has no ADX.
+/// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"); qemu's `-cpu` property names
+/// (checked with qemu-x86_64 7.2: `-cpu qemu64,<property>=true`). Unicorn's default CPU is
+/// Haswell, which has no ADX.
 const EXTENSIONS: &[IsaExtension] = &[
-    ext("popcnt", "POPCNT", UnicornSupport::Decoded, &[CpuidFeature::POPCNT]),
-    ext("lzcnt", "LZCNT (ABM)", UnicornSupport::Decoded, &[CpuidFeature::LZCNT]),
-    ext("movbe", "MOVBE", UnicornSupport::Decoded, &[CpuidFeature::MOVBE]),
-    ext("bmi1", "bit manipulation 1 (ANDN, BEXTR, BLSI, TZCNT...)", VEX_ON_UNICORN, &[CpuidFeature::BMI1]),
-    ext("bmi2", "bit manipulation 2 (MULX, RORX, SHLX, PDEP...)", VEX_ON_UNICORN, &[CpuidFeature::BMI2]),
+    ext("popcnt", "popcnt", "POPCNT", UnicornSupport::Decoded, &[CpuidFeature::POPCNT]),
+    ext("lzcnt", "abm", "LZCNT (ABM)", UnicornSupport::Decoded, &[CpuidFeature::LZCNT]),
+    ext("movbe", "movbe", "MOVBE", UnicornSupport::Decoded, &[CpuidFeature::MOVBE]),
+    ext("bmi1", "bmi1", "bit manipulation 1 (ANDN, BEXTR, BLSI, TZCNT...)", VEX_ON_UNICORN, &[CpuidFeature::BMI1]),
+    ext("bmi2", "bmi2", "bit manipulation 2 (MULX, RORX, SHLX, PDEP...)", VEX_ON_UNICORN, &[CpuidFeature::BMI2]),
     ext(
+        "adx",
         "adx",
         "multi-precision add-carry (ADCX, ADOX)",
         UnicornSupport::Missing("Unicorn 2.1.5's default CPU (Haswell) has no ADX"),
         &[CpuidFeature::ADX],
     ),
-    ext("avx", "AVX", VEX_ON_UNICORN, &[CpuidFeature::AVX]),
-    ext("avx2", "AVX2", VEX_ON_UNICORN, &[CpuidFeature::AVX2]),
-    ext("cx16", "CMPXCHG16B", UnicornSupport::Decoded, &[CpuidFeature::CMPXCHG16B]),
-    IsaExtension { cpuinfo: "pni", ..ext("sse3", "SSE3", UnicornSupport::Decoded, &[CpuidFeature::SSE3]) },
-    ext("ssse3", "SSSE3", UnicornSupport::Decoded, &[CpuidFeature::SSSE3]),
-    IsaExtension { cpuinfo: "sse4_1", ..ext("sse4.1", "SSE4.1", UnicornSupport::Decoded, &[CpuidFeature::SSE4_1]) },
-    IsaExtension { cpuinfo: "sse4_2", ..ext("sse4.2", "SSE4.2", UnicornSupport::Decoded, &[CpuidFeature::SSE4_2]) },
-    ext("aes", "AES-NI", UnicornSupport::Decoded, &[CpuidFeature::AES]),
-    ext("pclmulqdq", "carry-less multiply (PCLMULQDQ)", UnicornSupport::Decoded, &[CpuidFeature::PCLMULQDQ]),
-    ext("xsave", "XSAVE", UnicornSupport::Decoded, &[CpuidFeature::XSAVE]),
-    ext("fma", "FMA3", VEX_ON_UNICORN, &[CpuidFeature::FMA]),
-    ext("f16c", "F16C", VEX_ON_UNICORN, &[CpuidFeature::F16C]),
+    ext("avx", "avx", "AVX", VEX_ON_UNICORN, &[CpuidFeature::AVX]),
+    ext("avx2", "avx2", "AVX2", VEX_ON_UNICORN, &[CpuidFeature::AVX2]),
+    ext("cx16", "cx16", "CMPXCHG16B", UnicornSupport::Decoded, &[CpuidFeature::CMPXCHG16B]),
+    IsaExtension { cpuinfo: "pni", ..ext("sse3", "sse3", "SSE3", UnicornSupport::Decoded, &[CpuidFeature::SSE3]) },
+    ext("ssse3", "ssse3", "SSSE3", UnicornSupport::Decoded, &[CpuidFeature::SSSE3]),
+    IsaExtension { cpuinfo: "sse4_1", ..ext("sse4.1", "sse4.1", "SSE4.1", UnicornSupport::Decoded, &[CpuidFeature::SSE4_1]) },
+    IsaExtension { cpuinfo: "sse4_2", ..ext("sse4.2", "sse4.2", "SSE4.2", UnicornSupport::Decoded, &[CpuidFeature::SSE4_2]) },
+    ext("aes", "aes", "AES-NI", UnicornSupport::Decoded, &[CpuidFeature::AES]),
+    ext("pclmulqdq", "pclmulqdq", "carry-less multiply (PCLMULQDQ)", UnicornSupport::Decoded, &[CpuidFeature::PCLMULQDQ]),
+    ext("xsave", "xsave", "XSAVE", UnicornSupport::Decoded, &[CpuidFeature::XSAVE]),
+    ext("fma", "fma", "FMA3", VEX_ON_UNICORN, &[CpuidFeature::FMA]),
+    ext("f16c", "f16c", "F16C", VEX_ON_UNICORN, &[CpuidFeature::F16C]),
     IsaExtension {
         qemu: QemuSupport::Missing("qemu 7.2's TCG has no SHA-NI"),
         cpuinfo: "sha_ni",
-        ..ext("sha", "SHA-NI (SHA1, SHA256)", NO_SHA_ON_UNICORN, &[CpuidFeature::SHA])
+        ..ext("sha", "sha", "SHA-NI (SHA1, SHA256)", NO_SHA_ON_UNICORN, &[CpuidFeature::SHA])
     },
     avx512("avx512f", &[CpuidFeature::AVX512F]),
     avx512("avx512bw", &[CpuidFeature::AVX512BW]),
@@ -245,15 +250,19 @@ fn classify(insn: &Insn) -> InsnClass {
         .iter()
         .any(|a| matches!(a, OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite));
     let reads = memory.iter().any(|a| !matches!(a, OpAccess::None | OpAccess::NoMemAccess));
-    if matches!(
-        i.flow_control(),
-        FlowControl::UnconditionalBranch
-            | FlowControl::ConditionalBranch
-            | FlowControl::IndirectBranch
-            | FlowControl::Call
-            | FlowControl::IndirectCall
-            | FlowControl::Return
-    ) {
+    // iced-x86 counts `syscall`/`sysenter` as calls; like `ecall` and `svc` they are no branch here.
+    let system_call = matches!(i.mnemonic(), Mnemonic::Syscall | Mnemonic::Sysenter);
+    if !system_call
+        && matches!(
+            i.flow_control(),
+            FlowControl::UnconditionalBranch
+                | FlowControl::ConditionalBranch
+                | FlowControl::IndirectBranch
+                | FlowControl::Call
+                | FlowControl::IndirectCall
+                | FlowControl::Return
+        )
+    {
         InsnClass::Branch
     } else if beyond_baseline(&i) {
         InsnClass::Extension

@@ -156,6 +156,7 @@ mod tests {
             (Arch::X86_64, "jle 0x201180", &[0x7e, 0x10], Branch),
             (Arch::X86_64, "ret", &[0xc3], Branch),
             (Arch::X86_64, "push rbx", &[0x53], Store),
+            (Arch::X86_64, "syscall", &[0x0f, 0x05], Alu),
             (Arch::X86_64, "pop rbx", &[0x5b], Load),
             (Arch::X86_64, "rorx eax, ebx, 7", &[0xc4, 0xe3, 0x7b, 0xf0, 0xc3, 0x07], Extension),
             (Arch::X86_64, "adcx rax, rbx", &[0x66, 0x48, 0x0f, 0x38, 0xf6, 0xc3], Extension),
