@@ -13,6 +13,7 @@ mod confine;
 mod diagnoses;
 mod disagreement;
 mod doctor;
+mod draws;
 mod fuzz;
 mod gating;
 mod image;

@@ -101,8 +101,9 @@ pub struct Filter {
     /// Vector set names to run (empty: every set).
     pub sets: Vec<String>,
     /// Vector or case names to run (empty: all). A vector runs whole (every case of it) when
-    /// its name or one of its case names is listed; each vector's random draws depend only on
-    /// the seed, variant, set and its index, so the narrowed run repeats the full run's cases.
+    /// its name or one of its case names is listed; each case's random draws depend only on
+    /// the seed, set, vector index and case (never the variant, the backend or other cases),
+    /// so the narrowed run repeats the full run's cases.
     pub cases: Vec<String>,
     /// After the first row with a failed case, the remaining rows are skipped with the reason.
     pub fail_fast: bool,
@@ -572,7 +573,8 @@ fn run_set_digested(
     let kind = backend.kind();
     let entry = &Stubs::of(image);
     let abi = Abi::of(variant.arch);
-    let stream = seed ^ fnv1a(variant.name.as_bytes()) ^ fnv1a(set.set.as_bytes());
+    // Not the variant: riscv64 and riscv64+zbb (every variant) run identical cases.
+    let stream = seed ^ fnv1a(set.set.as_bytes());
     let arena = match image.arena() {
         Ok(a) => a,
         Err(e) => return (Row::error(variant, kind, set, cases_in(set), e.to_string()), Vec::new()),
@@ -588,9 +590,12 @@ fn run_set_digested(
     };
     for v in &set.vectors {
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
-        let mut case_rng = ChaCha8Rng::seed_from_u64(stream ^ (v.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let misalign = case_rng.gen_range(1..64);
-        for (layout, name) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)) {
+        let mut vector_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, 0));
+        let misalign = vector_rng.gen_range(1..64);
+        for (i, (layout, name)) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)).enumerate() {
+            // A case of its own stream: what an earlier case drew (fewer segments after a
+            // failure) never shifts a later case's poison, garbage or split points.
+            let mut case_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, i + 1));
             let mut case = CaseRun::new(v, &set.set, &name, layout);
             loop {
                 // Flush when the next segment might not fit in the arena (a sum of upper bounds,
@@ -617,6 +622,17 @@ fn run_set_digested(
     run_pending(&mut batch, &mut row);
     row.elapsed = started.elapsed();
     (row, digests)
+}
+
+/// The seed of the draws of case `case` (from 1; 0 is the vector's own draws) of vector
+/// `index` in the set whose stream is `stream` (the run's seed and the set's name): a case's
+/// identity, so every variant and backend runs the same cases.
+fn case_seed(stream: u64, index: usize, case: usize) -> u64 {
+    let mut key = [0u8; 24];
+    key[..8].copy_from_slice(&stream.to_le_bytes());
+    key[8..16].copy_from_slice(&(index as u64).to_le_bytes());
+    key[16..].copy_from_slice(&(case as u64).to_le_bytes());
+    fnv1a(&key)
 }
 
 /// The buffers a segment hands to the next one, as the kernel left them.
