@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
 use crate::batch::{BatchBuilder, Placement};
+use crate::cases::answers::Answers;
 use crate::cases::plan::{self, CasePlan, Stubs};
 use crate::cases::procedure::CaseRun;
 use crate::cases::verdict;
@@ -148,12 +149,22 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
         .collect();
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
     let first_failed = AtomicUsize::new(usize::MAX);
+    let answers = Answers::default();
     let rank = rank_cells(&cells, &images, &sets);
     let outs = pool::run_ordered(
         &cells,
         pool::resolve_jobs(cfg.jobs),
         &rank,
-        |cell, lane| run_cell(cfg, cell, &images, &scans, &sets, &first_failed, lane),
+        |cell, lane| {
+            run_cell(
+                cfg,
+                cell,
+                &images,
+                &sets,
+                &Shared { scans: &scans, first_failed: &first_failed, answers: &answers },
+                lane,
+            )
+        },
         progress,
     );
     progress(Progress::Finish);
@@ -204,6 +215,14 @@ impl Scan {
     }
 }
 
+/// What the cells of a run share: the static scans, the lowest report position of a failed
+/// row (`--fail-fast`), and the reference's answers.
+struct Shared<'a> {
+    scans: &'a [Scan],
+    first_failed: &'a AtomicUsize,
+    answers: &'a Answers,
+}
+
 /// What one cell gives back: its rows (with the case digests of the rows that ran, for
 /// [`compare_backends`]), or the error that kept its backend from opening.
 enum CellOut {
@@ -238,11 +257,11 @@ fn run_cell(
     cfg: &RunConfig,
     placed: &PlacedCell,
     images: &[(&'static Variant, Image)],
-    scans: &[Scan],
     sets: &[VectorSet],
-    first_failed: &AtomicUsize,
+    shared: &Shared<'_>,
     lane: &pool::Lane,
 ) -> CellOut {
+    let Shared { scans, first_failed, answers } = *shared;
     let Cell { image: i, kind } = placed.cell;
     let (variant, image) = (images[i].0, &images[i].1);
     if let Err(reason) = kind.supports(variant) {
@@ -274,8 +293,8 @@ fn run_cell(
             continue;
         }
         let mut progress = lane.callback();
-        let (row, digests) =
-            run_set_digested(backend.as_mut(), variant, image, set, cfg.seed, cfg.flush, &mut progress);
+        let cell = CellSet { seed: cfg.seed, guard_at: cfg.flush, answers: Some((answers, s)) };
+        let (row, digests) = run_set_digested(backend.as_mut(), variant, image, set, &cell, &mut progress);
         if !row.failed.is_empty() {
             first_failed.fetch_min(pos, Ordering::SeqCst);
         }
@@ -554,7 +573,15 @@ pub fn run_set_with_progress(
     guard_at: Placement,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Row {
-    run_set_digested(backend, variant, image, set, seed, guard_at, progress).0
+    run_set_digested(backend, variant, image, set, &CellSet { seed, guard_at, answers: None }, progress).0
+}
+
+/// How one set runs in a cell: the seed of the draws, where guarded inputs go, and the run's
+/// shared reference answers with the set's position in the run (none: compute every answer).
+struct CellSet<'a> {
+    seed: u64,
+    guard_at: Placement,
+    answers: Option<(&'a Answers, usize)>,
 }
 
 /// [`run_set_with_progress`], also returning each case's [`CasePlan::outputs_digest`] in row
@@ -565,10 +592,10 @@ fn run_set_digested(
     variant: &'static Variant,
     image: &Image,
     set: &VectorSet,
-    seed: u64,
-    guard_at: Placement,
+    how: &CellSet<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> (Row, Vec<u64>) {
+    let (seed, guard_at) = (how.seed, how.guard_at);
     let started = Instant::now();
     let kind = backend.kind();
     let entry = &Stubs::of(image);
@@ -596,7 +623,9 @@ fn run_set_digested(
             // A case of its own stream: what an earlier case drew (fewer segments after a
             // failure) never shifts a later case's poison, garbage or split points.
             let mut case_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, i + 1));
-            let mut case = CaseRun::new(v, &set.set, &name, layout);
+            let key = how.answers.map(|(a, s)| (a, (s, v.index, i)));
+            let tape = key.map(|(a, k)| a.tape(k)).unwrap_or_default();
+            let mut case = CaseRun::replaying(v, &set.set, &name, layout, tape);
             loop {
                 // Flush when the next segment might not fit in the arena (a sum of upper bounds,
                 // not `payload_size`, which walks every buffer of the batch).
@@ -616,6 +645,9 @@ fn run_set_digested(
                     Some(carried) => case.absorb(&carried),
                     None => break, // the segment failed and was recorded
                 }
+            }
+            if let Some((answers, k)) = key {
+                answers.keep(k, case.into_tape());
             }
         }
     }

@@ -1,8 +1,10 @@
 //! Cases: what the lab asks of a kernel and how it judges the answer. A vector becomes cases
 //! ([`plan`]: calls laid into a batch, with the reference's expectations), long cases are cut
 //! into segments ([`procedure`]), and a finished batch is read back into findings ([`verdict`]).
+//! The reference's answers are computed once per run and shared by every cell ([`answers`]).
 //! The backends in between only execute; they never see an expectation.
 
+pub mod answers;
 pub mod plan;
 pub mod procedure;
 pub mod verdict;
