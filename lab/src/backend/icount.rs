@@ -7,10 +7,10 @@
 //! [`BlockIcounts`] is the shared piece: anything that counts instructions in a block hook (the
 //! bench profiles, a per-call instruction budget) asks it. A TB is straight-line code from its
 //! start address, so a TB that starts inside a symbol's range belongs to that symbol; kernels
-//! are entered by a call and left by a return, both of which end a TB.
+//! are entered by a call and left by a return, both of which end a TB. The tables hash with
+//! FxHash: the block hook looks one up per executed block.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap as HashMap;
 use unicorn_engine::{TranslationBlock, Unicorn};
 
 /// Guest instructions per translation block, by block start address.

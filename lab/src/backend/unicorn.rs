@@ -73,7 +73,7 @@ struct HookState {
     refused: Option<u64>,
     /// Exactly checked pages (4 KiB, the batch's granule) and the allowed `[start, end)` bytes
     /// on each: the first and last page of every buffer.
-    exact: std::collections::HashMap<u64, (u64, u64)>,
+    exact: rustc_hash::FxHashMap<u64, (u64, u64)>,
     /// Exact pages a memory hook watches during a confirmation run (their MMIO callbacks then
     /// only do the access).
     hooked: Vec<u64>,
