@@ -144,6 +144,7 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
     use kernel_lab::backend::{run_batch, BackendKind, Limits};
     use kernel_lab::batch::BatchBuilder;
     use kernel_lab::cases::plan::Stubs;
+    use kernel_lab::cases::verdict;
     use rand::SeedableRng;
 
     for v in &VARIANTS {
@@ -155,9 +156,7 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
             for misalign in 0..16 {
                 for blocks in 1..=3 {
                     let w = Workload::of(k, blocks, misalign);
-                    let p = w.prepare(&mut b, &mut rng);
-                    w.call(&mut b, &Stubs::of(&image), &p, misalign as u64);
-                    planned.push((w, p));
+                    planned.push((w, w.plan(&mut b, &Stubs::of(&image), &mut rng)));
                 }
             }
         }
@@ -167,7 +166,8 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
             let run = run_batch(backend.as_mut(), &batch).unwrap();
             assert!(run.faults.is_empty(), "{v} on {kind}: {:?}", run.faults.first());
             for (w, p) in &planned {
-                w.verify(p, &batch, &run.resp).unwrap_or_else(|e| panic!("{v} on {kind}, input +{}: {e}", w.misalign));
+                let findings = verdict::check(p, &batch, &run, Abi::of(v.arch), &image);
+                assert!(findings.is_empty(), "{v} on {kind}, {} input +{}: {findings:?}", w.label(), w.misalign);
             }
         }
     }

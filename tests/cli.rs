@@ -154,3 +154,19 @@ fn list_speaks_json_with_the_same_format_option() {
     let aarch64_native = &doc["variants"][2]["backends"][2];
     assert_eq!((aarch64_native["backend"].as_str(), aarch64_native["runs"].as_bool()), (Some("native"), Some(false)));
 }
+
+/// `lab fuzz` exits with the status its JSON report states ([`kernel_lab::exit::ExitCode`]):
+/// a campaign where every target was skipped tested nothing, so it is a set-up error (2) like a
+/// `lab run` where nothing ran, not a pass.
+#[test]
+fn fuzz_exits_with_the_status_its_json_report_states() {
+    let foreign = if std::env::consts::ARCH == "riscv64" { "aarch64" } else { "riscv64" };
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--backend", "native", "--arch", foreign, "--cases", "4", "--format", "json"])
+        .output()
+        .expect("run lab");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    assert_eq!((doc["status"].as_str(), doc["totals"]["skipped"].as_u64()), (Some("setup-error"), Some(4)));
+    assert_eq!(out.status.code(), doc["exit_code"].as_i64().map(|c| c as i32));
+    assert_eq!(out.status.code(), Some(2));
+}

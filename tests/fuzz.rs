@@ -53,6 +53,23 @@ fn replay(build: BuildConfig, kernel: Kernel, file: &std::path::Path, backend: B
     (p, f)
 }
 
+/// Runs a printed `lab run` replay line (any `VAR=value` words in front set the environment);
+/// returns the (passed, failed) totals of its JSON report.
+fn replay_as_printed(line: &str) -> (u64, u64) {
+    let words = shlex::split(line).expect("shell words");
+    let at = words.iter().position(|w| w == "lab").expect("a lab command");
+    let env = words[..at].iter().filter_map(|w| w.split_once('='));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(&words[at + 1..])
+        .args(["--format", "json"])
+        .envs(env)
+        .output()
+        .expect("run lab");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let totals = &doc["totals"];
+    (totals["passed"].as_u64().unwrap(), totals["failed"].as_u64().unwrap())
+}
+
 #[test]
 fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
     let bugs = [
@@ -80,6 +97,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
                 (cases, 0),
                 "and passes on the real one"
             );
+            assert_eq!(replay_as_printed(&f.replay), (0, cases as u64), "the printed replay line fails the same cases");
         }
     }
 }
@@ -222,4 +240,40 @@ fn lab_fuzz_on_qemu_reports_a_kernel_that_makes_system_calls() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("FAILED x86_64 image (syscall): `syscall` at poly1305_processBlocks+0x"), "{text}");
     assert!(text.contains("no case failed; FAILED image checks below"), "the cases themselves pass: {text}");
+}
+
+/// A kernel that hangs on every call under `--time`: every shrinking candidate hangs too, so
+/// without a deadline shrinking alone would take its 4096 iterations times the hang budget.
+/// The campaign must end by the budget plus about one batch's budget (asserted generously:
+/// building the image and a loaded machine are in the same wall time).
+#[test]
+fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
+    let (dir, build) = crate::common::fixture_kernels("riscv64", "poly1305.S", "loop.S");
+    let cfg = FuzzConfig {
+        variants: vec![variant("riscv64")],
+        backends: vec![BackendKind::Unicorn, BackendKind::Qemu],
+        kernels: vec![Kernel::Poly1305],
+        build,
+        seed: SEED,
+        budget: Budget::Time(std::time::Duration::from_secs(2)),
+        shard: (0, 1),
+        batch: 8,
+        out_dir: dir.path().join("out"),
+        limits: Limits { batch_time: std::time::Duration::from_millis(500), call_instructions: 1_000_000 },
+    };
+    let started = std::time::Instant::now();
+    let results = fuzz::campaign(&cfg, &mut |_| {});
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(60), "a 2 s campaign took {took:?}");
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        match &r.outcome {
+            Outcome::Failed(f) => {
+                assert!(f.findings.iter().any(|x| x.text.contains("hang")), "{}: {:#?}", r.backend, f.findings)
+            }
+            Outcome::Skipped(why) if why.contains("--time budget was spent") => {}
+            other => panic!("{}: {other:?}", r.backend),
+        }
+    }
+    assert!(matches!(results[0].outcome, Outcome::Failed(_)), "the first target has time to find the hang");
 }

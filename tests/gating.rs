@@ -70,7 +70,7 @@ fn a_changed_rotate_amount_fails_named_vectors_on_every_backend() {
             build,
         );
         let report = run::run(&cfg);
-        assert_eq!(kernel_lab::run::exit_code(&report), 1, "{}", report.to_human());
+        assert_eq!(report.status(), kernel_lab::exit::ExitCode::Failed, "{}", report.to_human());
         for row in report.rows.iter().filter(|r| r.backend.supports(v).is_ok()) {
             assert_eq!(
                 (row.passed, row.failed.len()),

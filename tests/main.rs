@@ -3,6 +3,7 @@
 //! vector files). Needs clang, lld and qemu-user (ci/setup.sh installs them).
 
 mod agreement;
+mod arch_rows;
 mod bench;
 mod bounds;
 mod checks;
@@ -19,6 +20,7 @@ mod gating;
 mod image;
 mod layout;
 mod matrix;
+mod openssl;
 mod predict;
 mod protocol;
 mod reports;

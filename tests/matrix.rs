@@ -2,7 +2,7 @@
 //! must be reported as skipped with its reason, never as passed.
 
 use kernel_lab::backend::BackendKind;
-use kernel_lab::report::Status;
+use kernel_lab::exit::ExitCode;
 use kernel_lab::run::{self, cases_in};
 use kernel_lab::variant::Kernel;
 use kernel_lab::vectors;
@@ -29,7 +29,7 @@ fn bundled_vectors(
     match backend.supports(v) {
         Ok(()) => {
             assert_eq!((passed, failed, skipped), (expected, 0, 0), "{}", report.to_human());
-            assert_eq!(report.status(), Status::Passed);
+            assert_eq!(report.status(), ExitCode::Passed);
         }
         Err(reason) => {
             assert_eq!((passed, failed, skipped), (0, 0, expected), "{}", report.to_human());

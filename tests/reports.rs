@@ -422,3 +422,33 @@ fn image_scan_findings_reach_json_and_junit() {
         "{suites:?}"
     );
 }
+
+/// The JUnit report's replay line is built by the same builder as the human one
+/// (lab/src/replay.rs): it keeps `--flush start`, `--kernels-dir` and `--vectors`, and run as
+/// printed it finds exactly the failures of the run it came from.
+#[test]
+fn the_junit_replay_line_keeps_every_option_and_reproduces_the_run() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let flush = ["--flush", "start"];
+    let (code, xml, stderr) = broken_run(dir.path(), &[&flush[..], &["--format", "junit"]].concat());
+    assert_eq!(code, 1, "{stderr}");
+    let doc = roxmltree::Document::parse(&xml).expect("XML");
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("classname") == Some("x86_64.unicorn.md5"))
+        .and_then(|c| c.children().find(|n| n.has_tag_name("failure")))
+        .unwrap_or_else(|| panic!("no failed x86_64 unicorn row: {xml}"));
+    let body = failure.text().unwrap_or_default();
+    let line = body.lines().next().and_then(|l| l.strip_prefix("replay: lab ")).expect("a replay line first");
+    let kernels = format!("--kernels-dir {}", dir.path().display());
+    for option in ["--flush start", &kernels, "--no-bundled --vectors", "--backend unicorn", "--set rfc1321"] {
+        assert!(line.contains(option), "`{option}` missing from the replay line: {line}");
+    }
+    let args = shlex::split(line).expect("shell words");
+    let json_args: Vec<&str> = args.iter().map(String::as_str).chain(["--format", "json"]).collect();
+    let (code, replayed, stderr) = lab(&json_args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let (_, json, _) = broken_run(dir.path(), &[&flush[..], &["--format", "json"]].concat());
+    let unicorn_rows: Vec<_> = failed_cases(&json).into_iter().take(rfc1321_cases()).collect();
+    assert_eq!(failed_cases(&replayed), unicorn_rows, "the replay finds exactly what the run found");
+}

@@ -31,7 +31,7 @@ fn missing_symbol_texts(build: BuildConfig, arch: &str, kernel: Kernel) -> (i32,
         .filter(|f| f.finding.class == Class::MissingSymbol)
         .map(|f| f.finding.text.clone())
         .collect();
-    (run::exit_code(&report), texts, report.totals().0)
+    (report.status().code(), texts, report.totals().0)
 }
 
 #[test]

@@ -276,7 +276,7 @@ fn a_broken_kernel_fails_every_chained_and_multi_batch_case() {
     let files = vec![paths::vectors_dir().join("md5/chains.json")];
     let backends = vec![BackendKind::Unicorn, BackendKind::Qemu];
     let report = run::run(&config_with(variant("x86_64"), backends, Kernel::Md5, files, build));
-    assert_eq!(run::exit_code(&report), 1, "{}", report.to_human());
+    assert_eq!(report.status(), kernel_lab::exit::ExitCode::Failed, "{}", report.to_human());
     for row in &report.rows {
         assert_eq!((row.passed, row.failed.len()), (0, 9), "{}", report.to_human());
     }
@@ -467,7 +467,12 @@ mod no_panic {
                 prop_assert!(loaded + errors.len() >= 1, "every entry loads or has an error");
                 refused.set(refused.get() + errors.len());
                 let Some(set) = set else { return Ok(()) };
-                let e = Stubs { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
+                let e = Stubs {
+                    md5_compress: Some(0x1000),
+                    md5_compress_mb: Some(0x2000),
+                    poly1305: Some(0x3000),
+                    ..Default::default()
+                };
                 let arena = Arena { addr: 0x10_0000, size: 32 << 20, kernel_data: None };
                 let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
                 for v in set.vectors.iter().filter(|v| v.cost().total() <= 4 << 20) {
@@ -503,7 +508,12 @@ fn segment_estimates_bound_the_payload_they_add() {
     use kernel_lab::cases::plan::{self, Stubs};
     use kernel_lab::cases::procedure::CaseRun;
     use rand::SeedableRng;
-    let e = Stubs { md5_compress: Some(0x1000), md5_compress_mb: Some(0x2000), poly1305: Some(0x3000) };
+    let e = Stubs {
+        md5_compress: Some(0x1000),
+        md5_compress_mb: Some(0x2000),
+        poly1305: Some(0x3000),
+        ..Default::default()
+    };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     for f in kernel_lab::vectors::bundled_files(&paths::vectors_dir(), &Kernel::ALL) {
         let set = kernel_lab::vectors::load_file(&f).0.expect("bundled file loads");

@@ -73,6 +73,8 @@ fn build_test_image(dir: &std::path::Path) -> Image {
     for (name, insn) in functions() {
         let _ = writeln!(s, "\t.globl {name}\n\t.p2align 2\n{name}:\n\t{insn}\n\tmv a0, t3\n\tret");
     }
+    // Reads its own first word (the `rori`) back through a load: the real word, patched or not.
+    s.push_str("\t.globl zbb_self_read\n\t.p2align 2\nzbb_self_read:\n\trori t3, a1, 7\n\tauipc t4, 0\n\tlwu a0, -4(t4)\n\tret\n");
     for (name, word) in NOT_ZBB {
         let _ = writeln!(s, "\t.globl not_zbb_{name}\n\t.p2align 2\nnot_zbb_{name}:\n\t.word {word:#x}\n\tret");
     }
@@ -136,18 +138,27 @@ fn every_zbb_instruction_agrees_with_qemu_on_random_operands() {
         }
     }
     let batch = b.layout(image.arena().unwrap()).unwrap();
-    let mut results = Vec::new();
-    for kind in [BackendKind::Unicorn, BackendKind::Qemu] {
-        let mut backend = open(kind, &image);
-        let run = run_batch(backend.as_mut(), &batch).unwrap();
-        assert!(run.faults.is_empty(), "{kind}: {:?}", run.faults.first());
-        results.push((0..batch.ncalls()).map(|i| batch.record(&run.resp, i).ret).collect::<Vec<u64>>());
-    }
+    let rets = |backend: &mut dyn Backend, what: &str| {
+        let run = run_batch(backend, &batch).unwrap();
+        assert!(run.faults.is_empty(), "{what}: {:?}", run.faults.first());
+        (0..batch.ncalls()).map(|i| batch.record(&run.resp, i).ret).collect::<Vec<u64>>()
+    };
+    let qemu = rets(open(BackendKind::Qemu, &image).as_mut(), "qemu");
+    // Unicorn twice: the first run emulates each Zbb instruction on its trap, the second runs
+    // the patched code (backend::zbb::ZbbPatches), which must by then cover every function.
+    let mut uc = UnicornBackend::new(&image, Limits::default()).unwrap();
+    uc.emulate_zbb(true).unwrap();
+    let trapped = rets(&mut uc, "unicorn, trapping");
+    assert_eq!(uc.zbb_patched(), 0, "nothing is patched while a run is on");
+    let patched = rets(&mut uc, "unicorn, patched");
+    assert_eq!(uc.zbb_patched(), functions().len(), "every function's Zbb instruction is patched");
     let mut mismatches = Vec::new();
     for (i, (name, a1, a2, model)) in expected.iter().enumerate() {
-        let (uc, qemu) = (results[0][i], results[1][i]);
-        if uc != qemu || qemu != *model {
-            mismatches.push(format!("{name}({a1:#x}, {a2:#x}): unicorn {uc:#x}, qemu {qemu:#x}, model {model:#x}"));
+        let (t, p, q) = (trapped[i], patched[i], qemu[i]);
+        if t != q || p != q || q != *model {
+            mismatches.push(format!(
+                "{name}({a1:#x}, {a2:#x}): unicorn trapping {t:#x}, patched {p:#x}, qemu {q:#x}, model {model:#x}"
+            ));
         }
     }
     assert!(
@@ -192,4 +203,23 @@ fn without_emulation_unicorn_reports_zbb_as_illegal() {
     let run = run_batch(&mut uc, &batch).unwrap();
     let f = run.fault_of(0).expect("andn must fault without emulation");
     assert_eq!((f.kind.clone(), f.pc), (FaultKind::IllegalInstruction, Some(addr)), "{f:?}");
+}
+
+#[test]
+fn a_kernel_reading_its_patched_code_sees_the_real_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = build_test_image(dir.path());
+    let addr = image.symbol("zbb_self_read").unwrap().addr;
+    let word = u64::from(u32::from_le_bytes(image.bytes_at(addr, 4).unwrap().try_into().unwrap()));
+    let mut b = BatchBuilder::new(Abi::of(image.arch));
+    b.call(addr, [Arg::Imm(1), Arg::Imm(2), Arg::Imm(3), Arg::Imm(4)], 5);
+    let batch = b.layout(image.arena().unwrap()).unwrap();
+    let mut uc = UnicornBackend::new(&image, Limits::default()).unwrap();
+    uc.emulate_zbb(true).unwrap();
+    for round in ["trapping", "patched"] {
+        let run = run_batch(&mut uc, &batch).unwrap();
+        assert!(run.faults.is_empty(), "{round}: {:?}", run.faults.first());
+        assert_eq!(batch.record(&run.resp, 0).ret, word, "{round}: the load must see the rori word");
+    }
+    assert_eq!(uc.zbb_patched(), 1);
 }

@@ -1,7 +1,8 @@
 //! Calling-convention facts per architecture, described once as data (after BoringSSL's
 //! `abi_test.h`): the callee-saved registers the guest-side driver poisons and reads back,
 //! and how 32-bit `int` arguments are passed. Names in findings come from these tables, and
-//! the driver's call-entry layout is derived from their length.
+//! the driver's call-entry layout is derived from their length. The tables themselves are part
+//! of each architecture's row (`lab/src/arch/<arch>.rs`).
 
 use crate::variant::Arch;
 
@@ -41,70 +42,32 @@ pub struct Abi {
     /// Bytes below the lowest stack pointer a leaf may use without moving it (SysV x86-64
     /// §3.2.2: 128; none on riscv64 and AAPCS64).
     pub red_zone: u64,
+    /// A flag that must be clear on return (x86-64: DF), if the ABI has one.
+    pub clear_on_return: Option<ReturnFlag>,
 }
 
 /// The lab's per-call stack budget, bytes below `sp` at the call.
 pub const STACK_BUDGET: u64 = 4096;
 
-/// RISC-V psABI, "Integer Register Convention" and "Floating-point Register Convention":
-/// s0–s11 and fs0–fs11 are callee-saved; gp and tp must not be changed by a callee.
-pub const RISCV64: Abi = Abi {
-    arch: Arch::Riscv64,
-    saved: &[
-        "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "gp", "tp", "fs0", "fs1", "fs2",
-        "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11",
-    ],
-    saved_gprs: 14,
-    source: "RISC-V ELF psABI, Register Convention (LP64D)",
-    int32_args: Int32Args::SignExtended,
-    sp: "sp",
-    args: ["a0", "a1", "a2", "a3"],
-    stack_budget: STACK_BUDGET,
-    red_zone: 0,
-};
+pub use crate::arch::aarch64::ABI as AARCH64;
+pub use crate::arch::riscv64::ABI as RISCV64;
+pub use crate::arch::x86_64::{ABI as X86_64, RFLAGS_DF as X86_RFLAGS_DF};
 
-/// AAPCS64 §6.1.1 (x19–x29 callee-saved) and §6.1.2 (low 64 bits of v8–v15).
-pub const AARCH64: Abi = Abi {
-    arch: Arch::Aarch64,
-    saved: &[
-        "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "d8", "d9", "d10", "d11", "d12",
-        "d13", "d14", "d15",
-    ],
-    saved_gprs: 11,
-    source: "AAPCS64 §6.1.1, §6.1.2",
-    int32_args: Int32Args::UpperGarbage,
-    sp: "sp",
-    args: ["x0", "x1", "x2", "x3"],
-    stack_budget: STACK_BUDGET,
-    red_zone: 0,
-};
-
-/// System V AMD64 psABI §3.2.1, Figure 3.4: rbx, rbp, r12–r15 belong to the caller; DF clear.
-pub const X86_64: Abi = Abi {
-    arch: Arch::X86_64,
-    saved: &["rbx", "rbp", "r12", "r13", "r14", "r15"],
-    saved_gprs: 6,
-    source: "System V AMD64 psABI §3.2.1 (Figure 3.4)",
-    int32_args: Int32Args::UpperGarbage,
-    sp: "rsp",
-    args: ["rdi", "rsi", "rdx", "rcx"],
-    stack_budget: STACK_BUDGET,
-    red_zone: 128,
-};
-
-/// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).
-pub const X86_RFLAGS_DF: u64 = 1 << 10;
+/// A status flag that must be clear when a call returns.
+#[derive(Debug, Clone, Copy)]
+pub struct ReturnFlag {
+    /// The flag's bit in the flags word the driver records (`protocol::entry::FLAGS`).
+    pub mask: u64,
+    /// Its name in findings.
+    pub name: &'static str,
+}
 
 pub use crate::protocol::POISON_STEP;
 
 impl Abi {
     /// The table for `arch`.
     pub fn of(arch: Arch) -> &'static Abi {
-        match arch {
-            Arch::Riscv64 => &RISCV64,
-            Arch::Aarch64 => &AARCH64,
-            Arch::X86_64 => &X86_64,
-        }
+        arch.spec().abi
     }
 
     /// Poison value the driver puts into `saved[index]` for a call with `seed`.

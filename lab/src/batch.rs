@@ -242,6 +242,20 @@ impl BatchBuilder {
         self.calls.len() - 1
     }
 
+    /// Calls added so far.
+    pub fn ncalls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Adds the call `call` again (the same function, arguments and copy) with poison `seed`:
+    /// for timing many calls of one planned case. A call that starts from a copy starts from
+    /// the same snapshot each time, so it leaves the same result.
+    pub fn repeat(&mut self, call: usize, seed: u64) -> usize {
+        let again = CallSpec { seed, ..self.calls[call].clone() };
+        self.calls.push(again);
+        self.calls.len() - 1
+    }
+
     fn entry_bytes(&self) -> u64 {
         ((ENTRY_FIXED_WORDS + self.abi.saved.len()) * 8) as u64
     }
@@ -552,34 +566,49 @@ impl Batch {
         if (s.guard..s.bottom).contains(&addr) {
             return Some(below_budget(s.bottom - addr));
         }
-        let mut best: Option<(u64, String)> = None;
-        let mut consider = |dist: u64, text: String| {
-            if best.as_ref().map_or(true, |(d, _)| dist < *d) {
-                best = Some((dist, text));
-            }
-        };
-        for (p, name) in self.placed.iter().zip(&self.names) {
+        // The nearest buffer by index, formatted once: a kernel that faults on every call asks
+        // this per call, and formatting every buffer each time made that quadratic.
+        let mut best: Option<(u64, usize)> = None;
+        for (i, p) in self.placed.iter().enumerate() {
             let start = self.arena.addr + p.offset;
             let stop = start + p.len as u64;
-            let what = format!("{} bytes at {start:#x}{}", p.len, if p.writable { "" } else { ", read-only" });
             if (start..stop).contains(&addr) {
-                return Some(format!("inside {name} ({name}[{}]; {what})", addr - start));
-            } else if addr >= stop {
-                let n = addr - stop + 1;
-                consider(n, format!("{n} byte{} past the end of {name} ({name}[{}]; {what})", plural(n), addr - start));
-            } else {
-                let n = start - addr;
-                consider(n, format!("{n} byte{} before the start of {name} ({what})", plural(n)));
+                return Some(self.near_buffer(i, addr));
+            }
+            let dist = if addr >= stop { addr - stop + 1 } else { start - addr };
+            if best.map_or(true, |(d, _)| dist < d) {
+                best = Some((dist, i));
             }
         }
-        if addr < s.bottom {
+        let stack = if addr < s.bottom {
             let n = s.bottom - addr;
-            consider(n, below_budget(n));
+            (n, below_budget(n))
         } else {
             let n = addr - s.top + 1;
-            consider(n, format!("{n} byte{} above sp at the call (the caller's frame)", plural(n)));
+            (n, format!("{n} byte{} above sp at the call (the caller's frame)", plural(n)))
+        };
+        match best {
+            Some((d, i)) if d <= stack.0 => Some(self.near_buffer(i, addr)),
+            _ => Some(stack.1),
         }
-        best.map(|(_, t)| t)
+    }
+
+    /// [`locate`](Self::locate)'s words for `addr` relative to buffer `i`: inside it, past its
+    /// end or before its start.
+    fn near_buffer(&self, i: usize, addr: u64) -> String {
+        let (p, name) = (&self.placed[i], &self.names[i]);
+        let start = self.arena.addr + p.offset;
+        let stop = start + p.len as u64;
+        let what = format!("{} bytes at {start:#x}{}", p.len, if p.writable { "" } else { ", read-only" });
+        if (start..stop).contains(&addr) {
+            format!("inside {name} ({name}[{}]; {what})", addr - start)
+        } else if addr >= stop {
+            let n = addr - stop + 1;
+            format!("{n} byte{} past the end of {name} ({name}[{}]; {what})", plural(n), addr - start)
+        } else {
+            let n = start - addr;
+            format!("{n} byte{} before the start of {name} ({what})", plural(n))
+        }
     }
 
     /// The guest address of byte `offset` of buffer `id`.
@@ -591,6 +620,18 @@ impl Batch {
     pub fn resume_payload(&self, resp: &[u8], start: usize) -> Vec<u8> {
         let mut p = self.payload.clone();
         let n = resp.len().min(self.resp_len);
+        p[..n].copy_from_slice(&resp[..n]);
+        let head = self.resume_head(resp, start);
+        p[..head.len()].copy_from_slice(&head);
+        p
+    }
+
+    /// The header and protection table of [`resume_payload`](Self::resume_payload): all a
+    /// backend whose arena still holds what the last entry left (the response, and the
+    /// read-only inputs the guest cannot write) must rewrite to resume at call `start`.
+    pub fn resume_head(&self, resp: &[u8], start: usize) -> Vec<u8> {
+        let mut p = self.payload[..self.table_off].to_vec();
+        let n = resp.len().min(self.table_off);
         p[..n].copy_from_slice(&resp[..n]);
         // The protection table comes from the host, never from what the guest left behind.
         let prot = HEADER_WORDS * 8..self.table_off;

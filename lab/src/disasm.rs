@@ -1,29 +1,44 @@
-//! Disassembly of an image with `llvm-objdump` (Debian package `llvm`): one listing per image
-//! and feature set, cached on disk next to the image, so a report can show the instruction at
-//! a fault's PC and the ISA scan ([`crate::isa`]) can see what does not decode.
+//! The one disassembler: `llvm-objdump` (Debian package `llvm`) over an image, one listing per
+//! image and feature set, cached on disk next to the image, so a report can show the instruction
+//! at a fault's PC, the ISA scan ([`crate::isa`]) can see what does not decode, and `lab bench`
+//! can classify what ran ([`InsnClass`], per architecture in [`crate::arch`]).
 //!
 //! Two feature sets matter: a variant's own (`Variant::mattr`: what does not decode there is
-//! outside its ISA) and the widest one per architecture ([`full_mattr`]), used to print any
-//! instruction, extension or not. The x86 disassembler ignores features, so x86 legality is
-//! decided from the bytes ([`crate::isa`]).
+//! outside its ISA) and the widest one per architecture (`IsaSpec::wide_mattr`, from the arch
+//! rows), used to print any instruction, extension or not. The x86 disassembler ignores
+//! features, so x86 legality and classes are decided from the bytes with iced-x86.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::arch::Arch;
 use crate::toolchain::{self, Tool, ToolchainError};
-use crate::variant::Arch;
 
 /// The disassembler (`llvm-objdump`, package `llvm`).
 pub const LLVM_OBJDUMP: Tool = Tool { program: "llvm-objdump", package: "llvm" };
 
-/// The widest `--mattr` per architecture (LLVM 14 feature names), for printing instructions.
-pub fn full_mattr(arch: Arch) -> &'static str {
-    match arch {
-        Arch::Riscv64 => "+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb",
-        Arch::Aarch64 => "+v8.5a,+crc,+crypto,+aes,+sha2,+sha3,+sm4,+lse,+rcpc,+dotprod,+fullfp16,+sve,+sve2",
-        Arch::X86_64 => "",
-    }
+/// The class of one instruction for `lab bench`'s instruction mix. One class per instruction,
+/// first match wins: branch (any control transfer), multiply (integer multiply and divide),
+/// extension (an instruction from an ISA extension beyond the architecture's base: Zbb on
+/// RISC-V; anything beyond x86-64-v1 on x86-64; CRC/crypto on AArch64), store (writes memory),
+/// load (reads memory; an x86 ALU instruction with a memory source counts here), ALU
+/// (everything else, including moves and `nop`). Each architecture's rules live in its row
+/// (`ArchSpec::classify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InsnClass {
+    /// Reads memory.
+    Load,
+    /// Writes memory.
+    Store,
+    /// Integer arithmetic, logic, shifts, moves.
+    Alu,
+    /// Integer multiply or divide.
+    Multiply,
+    /// Jump, branch, call, return.
+    Branch,
+    /// From an ISA extension beyond the base (Zbb, BMI, ...).
+    Extension,
 }
 
 /// One decoded instruction.
@@ -41,6 +56,16 @@ impl Insn {
     /// Whether the disassembler could not decode it with the listing's features.
     pub fn unknown(&self) -> bool {
         self.text.starts_with("<unknown>")
+    }
+
+    /// The mnemonic (`ror` of `ror t0, t0, t1`).
+    pub fn mnemonic(&self) -> &str {
+        self.text.split_whitespace().next().unwrap_or("")
+    }
+
+    /// Its class on `arch` (the architecture's rules, `ArchSpec::classify`).
+    pub fn class(&self, arch: Arch) -> InsnClass {
+        (arch.spec().classify)(self)
     }
 }
 
@@ -92,6 +117,15 @@ impl Listing {
         Listing { insns }
     }
 
+    /// [`Listing::of`] with every extension the disassembler knows (`IsaSpec::wide_mattr`):
+    /// prints any instruction of `arch`.
+    ///
+    /// # Errors
+    /// As [`Listing::of`].
+    pub fn wide(image_path: &Path, arch: Arch) -> Result<Listing, DisasmError> {
+        Listing::of(image_path, arch, &arch.spec().isa.wide_mattr())
+    }
+
     /// Disassembles `image_path` for `arch` with `mattr`, or reads the cached listing
     /// (`<image>.<hash of mattr>.objdump`, next to the content-addressed image).
     ///
@@ -108,10 +142,7 @@ impl Listing {
         if !mattr.is_empty() {
             cmd.arg(format!("--mattr={mattr}"));
         }
-        if arch == Arch::X86_64 {
-            cmd.arg("--x86-asm-syntax=intel");
-        }
-        cmd.arg(image_path);
+        cmd.args(arch.spec().objdump_args).arg(image_path);
         let command = format!("{cmd:?}").replace('"', "");
         let out = cmd.output().map_err(|e| DisasmError::Failed { command: command.clone(), stderr: e.to_string() })?;
         if !out.status.success() {

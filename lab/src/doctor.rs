@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::backend::{BackendError, BackendKind, Limits};
+use crate::exit::ExitCode;
 use crate::finding::Class;
 use crate::image::Image;
 use crate::report::Row;
@@ -69,16 +70,17 @@ impl Diagnosis {
         p
     }
 
-    /// 0 when everything works (not-applicable cells are fine); 2 when something is missing or
-    /// broken; 1 when the set-up works but a kernel gave a wrong answer (the `lab run` table).
-    pub fn exit_code(&self) -> i32 {
+    /// Passed when everything works (not-applicable cells are fine); an error when something is
+    /// missing or broken (it wins: the set-up comes first); failed when the set-up works but a
+    /// kernel gave a wrong answer (the `lab run` table).
+    pub fn exit_code(&self) -> ExitCode {
         let any = |f: fn(&State) -> bool| self.checks.iter().any(|c| f(&c.state));
         if any(|s| matches!(s, State::Missing { .. } | State::Failed(_))) {
-            2
+            ExitCode::Error
         } else if any(|s| matches!(s, State::WrongAnswer(_))) {
-            1
+            ExitCode::Failed
         } else {
-            0
+            ExitCode::Passed
         }
     }
 }
@@ -89,7 +91,9 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let mut d = Diagnosis::default();
     let tools = [CLANG, LLD].into_iter().chain(Arch::ALL.map(toolchain::qemu_tool));
     d.checks.extend(tools.map(|t| Check { what: t.program.into(), state: tool_state(t) }));
-    d.checks.extend(VARIANTS.iter().filter(|v| v.arch == Arch::Riscv64).map(qemu_cpu_check));
+    // Variants whose `-cpu` adds properties to the model (riscv64: the Zb* switches).
+    let with_properties = VARIANTS.iter().filter(|v| v.qemu_cpu != v.arch.spec().isa.qemu_cpu_model);
+    d.checks.extend(with_properties.map(qemu_cpu_check));
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
@@ -151,13 +155,13 @@ fn unicorn_state() -> State {
     }
 }
 
-/// Does `qemu-riscv64` take the variant's `-cpu` string (`rv64,zba=false,zbb=false,...`)?
+/// Does qemu-user (`qemu-riscv64`) take the variant's `-cpu` string (`rv64,zba=false,zbb=false,...`)?
 /// qemu parses the CPU properties before it loads the program, so running it on the lab's own
 /// (x86_64) executable answers without a guest: "Invalid ELF image" means the properties were
 /// taken; "can't apply global ... Property ... not found" means this qemu lacks them.
 fn qemu_cpu_check(variant: &'static Variant) -> Check {
-    let what = format!("qemu-riscv64 -cpu ({variant})");
     let tool = toolchain::qemu_tool(variant.arch);
+    let what = format!("{} -cpu ({variant})", tool.program);
     let Ok(qemu) = toolchain::find(tool) else {
         return Check { what, state: State::Missing { program: tool.program, package: tool.package } };
     };

@@ -16,6 +16,7 @@ use crate::backend::{self, Backend, BackendError};
 use crate::batch::{BatchBuilder, Placement};
 use crate::cases::plan::{self, CasePlan, Stubs};
 use crate::cases::verdict;
+use crate::contract::Family;
 use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::reference::{md5, poly1305};
@@ -283,6 +284,32 @@ pub fn strategy(kernel: Kernel) -> BoxedStrategy<Case> {
     }
 }
 
+/// The strategy for a kernel called through `family`'s contract ([`crate::contract`]). The
+/// OpenSSL family adds whole tags to Poly1305 ([`poly1305_tag`]): their tails reach
+/// `poly1305_blocks` with padbit 0, the call entries with padbit 1. MD5 stub calls become
+/// `md5_block_data_order` calls of the same blocks.
+pub fn strategy_for(kernel: Kernel, family: Family) -> BoxedStrategy<Case> {
+    match (kernel, family) {
+        (Kernel::Poly1305, Family::OpenSsl) => prop_oneof![3 => poly1305_call(), 2 => poly1305_tag()].boxed(),
+        _ => strategy(kernel),
+    }
+}
+
+/// Whole Poly1305 tags: any key, 0..=20 whole blocks (weighted to all-0xFF and all-zero
+/// blocks) and every tail length 0..15; the tag from the reference ([`poly1305::tag`]).
+pub fn poly1305_tag() -> BoxedStrategy<Case> {
+    let blocks = proptest::collection::vec(block16(), 0..=20);
+    let tail = proptest::collection::vec(any::<u8>(), 0..16);
+    let key = prop_oneof![3 => any::<[u8; 32]>(), 1 => Just([0xff; 32]), 1 => Just([0; 32])];
+    (key, blocks, tail, 0usize..16)
+        .prop_map(|(key, blocks, tail, offset)| {
+            let msg: Vec<u8> = blocks.iter().flatten().chain(&tail).copied().collect();
+            let tag = poly1305::tag(&key, &msg);
+            case("poly1305 tag", offset, Body::Poly1305Tag { key, msg: msg.into(), tag })
+        })
+        .boxed()
+}
+
 /// A deterministic proptest runner for `seed`.
 pub fn runner(seed: u64) -> TestRunner {
     let mut bytes = [0u8; 32];
@@ -334,7 +361,10 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
 }
 
 /// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate
-/// loop), evaluating each candidate on the backend. Returns the case and its findings.
+/// loop), evaluating each candidate on the backend. Returns the smallest failing case found
+/// and its findings, and whether shrinking stopped at `deadline` (then the case is failing but
+/// maybe not minimal). Each candidate is one batch, so the deadline is kept to within one
+/// batch's budget (a hanging kernel makes every candidate cost the whole budget).
 ///
 /// # Errors
 /// When the backend fails.
@@ -343,13 +373,17 @@ pub fn shrink(
     mut tree: impl ValueTree<Value = Case>,
     findings: Vec<Finding>,
     max_iters: u32,
-) -> Result<(Case, Vec<Finding>), BackendError> {
+    deadline: Option<std::time::Instant>,
+) -> Result<(Case, Vec<Finding>, bool), BackendError> {
     let mut best = (tree.current(), findings);
     let mut iters = 0;
     if !tree.simplify() {
-        return Ok(best);
+        return Ok((best.0, best.1, false));
     }
     while iters < max_iters {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Ok((best.0, best.1, true));
+        }
         iters += 1;
         let candidate = tree.current();
         let f = run_cases(t, std::slice::from_ref(&candidate))?.remove(0);
@@ -364,7 +398,7 @@ pub fn shrink(
             break;
         }
     }
-    Ok(best)
+    Ok((best.0, best.1, false))
 }
 
 /// How big a case is, for messages: blocks of its input.
@@ -495,7 +529,15 @@ fn stable_hash(parts: &[&str]) -> u64 {
 }
 
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
+/// A time budget is one deadline for the whole campaign: each target gets its share, never
+/// past the deadline, and stops (shrinking included) at the first batch boundary after it, so
+/// the campaign ends by the budget plus one batch's budget; a target reached after the
+/// deadline is skipped, saying so.
 pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<TargetResult> {
+    let deadline = match cfg.budget {
+        Budget::Time(d) => Some(std::time::Instant::now() + d),
+        Budget::Cases(_) => None,
+    };
     // A time budget is shared by the targets that can run, not by the skipped ones.
     let runnable = cfg.variants.iter().flat_map(|v| cfg.backends.iter().filter(move |b| b.supports(v).is_ok())).count();
     let targets = runnable * cfg.kernels.len();
@@ -532,7 +574,11 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                 };
                 let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
                 let why = kind.supports(variant).err().or(refused).or_else(|| Stubs::of(image).missing(kernel));
-                if let Some(why) = why.or_else(interrupted_reason) {
+                let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| {
+                    "not run: the --time budget was spent before this target's turn (earlier targets ran to it)"
+                        .to_string()
+                });
+                if let Some(why) = why.or_else(interrupted_reason).or(late) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
                 }
@@ -543,9 +589,11 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                         continue;
                     }
                 };
-                let budget = match cfg.budget {
-                    Budget::Time(d) => Budget::Time(d / targets.max(1) as u32),
-                    b => b,
+                let budget = match (cfg.budget, deadline) {
+                    (Budget::Time(d), Some(end)) => Budget::Time(
+                        (d / targets.max(1) as u32).min(end.saturating_duration_since(std::time::Instant::now())),
+                    ),
+                    (b, _) => b,
                 };
                 let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
                 let mut r = fuzz_target(cfg, &mut t, kernel, budget, progress);
@@ -622,7 +670,8 @@ fn fuzz_target(
     let started = std::time::Instant::now();
     let label = format!("{}/{}/{}", t.variant.name, t.backend.kind(), kernel);
     let mut runner = runner(cfg.seed ^ stable_hash(&[t.variant.name, kernel.name()]));
-    let strategy = strategy(kernel);
+    let family = Stubs::of(t.image).family(kernel).unwrap_or(Family::HotSpot);
+    let strategy = strategy_for(kernel, family);
     let (shard, shards) = cfg.shard;
     let total = match budget {
         Budget::Cases(n) => Some(shard_cases(n, shard, shards)),
@@ -669,7 +718,11 @@ fn fuzz_target(
         });
         if let Some(j) = findings.iter().position(|f| !f.is_empty()) {
             let (case_index, tree) = trees.swap_remove(j);
-            break report_failure(cfg, t, kernel, case_index, tree, findings[j].clone());
+            let deadline = match budget {
+                Budget::Time(d) => Some(started + d),
+                Budget::Cases(_) => None,
+            };
+            break report_failure(cfg, t, kernel, (case_index, tree), findings[j].clone(), deadline);
         }
     };
     let elapsed = started.elapsed();
@@ -689,37 +742,52 @@ fn interrupted_reason() -> Option<String> {
     crate::interrupt::interrupted().map(|s| format!("interrupted by {}", crate::interrupt::name(s)))
 }
 
-/// ` --kernels-dir DIR` when the campaign did not use the repository's kernels, so that a
-/// printed command reproduces it.
-pub fn kernels_option(cfg: &FuzzConfig) -> String {
-    if cfg.build.kernels_dir == crate::paths::kernels_dir() {
-        String::new()
-    } else {
-        format!(" --kernels-dir {}", cfg.build.kernels_dir.display())
+/// The replay options of a campaign with `seed` on the kernels in `kernels_dir`: `--kernels-dir`
+/// when they are not the repository's, so that a printed command reproduces it.
+fn replay_options(seed: u64, kernels_dir: &std::path::Path) -> crate::replay::Replay {
+    let mut replay = crate::replay::Replay::new(seed);
+    if kernels_dir != crate::paths::kernels_dir() {
+        replay.path("--kernels-dir", kernels_dir);
     }
+    replay
 }
 
+/// The `lab run` line that replays a shrunk failure of `variant` saved in `file`.
+fn replay_line(
+    seed: u64,
+    kernels_dir: &std::path::Path,
+    variant: &Variant,
+    backend: backend::BackendKind,
+    kernel: Kernel,
+    file: &std::path::Path,
+) -> String {
+    let mut replay = replay_options(seed, kernels_dir);
+    replay.flag("--no-bundled").path("--vectors", file);
+    replay.narrowed(variant.name, backend, kernel, None, None)
+}
+
+/// Shrinks the failing case (until `deadline`, if any), writes it as a vector file and builds
+/// the outcome with its replay command.
 fn report_failure(
     cfg: &FuzzConfig,
     t: &mut Target,
     kernel: Kernel,
-    case_index: u64,
-    tree: Box<dyn ValueTree<Value = Case>>,
+    (case_index, tree): (u64, Box<dyn ValueTree<Value = Case>>),
     findings: Vec<Finding>,
+    deadline: Option<std::time::Instant>,
 ) -> Outcome {
     let original_blocks = blocks_of(&tree.current());
-    let (mut case, findings) = match shrink(t, tree, findings, 4096) {
+    let (mut case, findings, stopped) = match shrink(t, tree, findings, 4096, deadline) {
         Ok(x) => x,
         Err(e) => return Outcome::Error(e.to_string()),
     };
     let backend = t.backend.kind();
     case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, t.variant.name);
+    let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir).fuzz_target(t.variant.name, backend, kernel);
     case.source = format!(
-        "lab fuzz --seed {} --arch {} --kernel {kernel} --backend {backend}{}: case {case_index}, shrunk from {original_blocks} to {} blocks; expected values from the portable reference",
-        cfg.seed,
-        t.variant.arch,
-        kernels_option(cfg),
-        blocks_of(&case)
+        "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks{}; expected values from the portable reference",
+        blocks_of(&case),
+        if stopped { " (shrinking stopped at the --time deadline: maybe not minimal)" } else { "" }
     );
     let file =
         cfg.out_dir.join(format!("fuzz-{}-{backend}-{kernel}-seed{}.json", t.variant.name.replace('+', "_"), cfg.seed));
@@ -735,12 +803,7 @@ fn report_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    let mut replay = crate::replay::Replay::new(cfg.seed);
-    if cfg.build.kernels_dir != crate::paths::kernels_dir() {
-        replay.path("--kernels-dir", &cfg.build.kernels_dir);
-    }
-    replay.flag("--no-bundled").path("--vectors", &file);
-    let replay = replay.narrowed(t.variant.name, backend, kernel, None, None);
+    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, t.variant, backend, kernel, &file);
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
@@ -782,19 +845,7 @@ pub fn to_report(
                     }
                 }
             };
-            let mut row = Row {
-                variant: r.variant,
-                backend: r.backend,
-                kernel: r.kernel,
-                set: "fuzz".into(),
-                passed: 0,
-                failed: Vec::new(),
-                disagreed: Vec::new(),
-                skipped: 0,
-                skip_reason: None,
-                elapsed: r.elapsed,
-                cases: Vec::new(),
-            };
+            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })
@@ -813,7 +864,25 @@ pub fn to_report(
 
 #[cfg(test)]
 mod tests {
-    use super::shard_cases;
+    use super::{replay_line, shard_cases};
+    use crate::backend::BackendKind;
+    use crate::variant::{Kernel, Variant};
+
+    /// A shrunk failure's replay keeps the variant's Zbb choice (riscv64 and riscv64+zbb
+    /// share `--arch riscv64`), the kernels folder and the saved file.
+    #[test]
+    fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
+        let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
+        let kernels = std::path::Path::new("/tmp/my kernels");
+        let line = replay_line(9, kernels, zbb, BackendKind::Qemu, Kernel::Md5, std::path::Path::new("/f/x.json"));
+        assert!(
+            line.ends_with(
+                "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \
+                 --backend qemu --kernel md5"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn shards_0_to_n_minus_1_own_every_case_index_exactly_once() {

@@ -10,7 +10,7 @@ use object::{Architecture, Endianness, Object, ObjectSection, ObjectSymbol, Sect
 
 use std::sync::{Arc, OnceLock};
 
-use crate::disasm::{self, DisasmError, Listing};
+use crate::disasm::{DisasmError, Listing};
 use crate::variant::Arch;
 
 /// Errors while reading an image.
@@ -100,12 +100,7 @@ pub struct Arena {
 pub const KERNEL_DATA_END: &str = "lab_kernel_data_end";
 
 fn arch_of(found: Architecture) -> Option<Arch> {
-    match found {
-        Architecture::Riscv64 => Some(Arch::Riscv64),
-        Architecture::Aarch64 => Some(Arch::Aarch64),
-        Architecture::X86_64 => Some(Arch::X86_64),
-        _ => None,
-    }
+    Arch::ALL.into_iter().find(|a| a.spec().elf == found)
 }
 
 impl Image {
@@ -279,7 +274,7 @@ impl Image {
     }
 
     /// Every instruction of the image, decoded with every extension the disassembler knows
-    /// ([`disasm::full_mattr`]); computed once, cached on disk next to the image.
+    /// ([`Listing::wide`]); computed once, cached on disk next to the image.
     ///
     /// # Errors
     /// `llvm-objdump` missing (naming the Debian package `llvm`) or failing.
@@ -287,7 +282,7 @@ impl Image {
         if let Some(l) = self.listing.get() {
             return Ok(l);
         }
-        let l = Listing::of(&self.path, self.arch, disasm::full_mattr(self.arch))?;
+        let l = Listing::wide(&self.path, self.arch)?;
         Ok(self.listing.get_or_init(|| l))
     }
 

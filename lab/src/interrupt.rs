@@ -34,7 +34,7 @@ pub fn install() -> std::io::Result<()> {
             // A second signal while the run winds down (say, a long Unicorn batch): leave now,
             // without a report (the stale --output was removed at the start).
             if !first {
-                std::process::exit(128 + sig);
+                std::process::exit(crate::exit::ExitCode::Interrupted(sig).code());
             }
         }
     })?;

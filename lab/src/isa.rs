@@ -4,14 +4,16 @@
 //! system-call instruction (only the driver's I/O code, between `lab_syscalls_begin` and
 //! `lab_syscalls_end`, may).
 //!
-//! riscv64 and aarch64: `llvm-objdump --mattr=<Variant::mattr>` ([`crate::disasm`]) prints
-//! `<unknown>` for what the variant's ISA does not have. x86_64: LLVM's x86 disassembler ignores
-//! features, so each instruction's bytes go through iced-x86, whose per-instruction CPUID
-//! feature list decides (x86-64 psABI "Micro-architecture levels": the baseline is CMOV, CX8,
-//! FPU, FXSR, MMX, SCE, SSE, SSE2).
+//! How legality is decided is the arch row's `IsaSpec::legality` ([`crate::arch`]): riscv64 and
+//! aarch64: `llvm-objdump --mattr=<Variant::mattr>` ([`crate::disasm`]) prints `<unknown>` for
+//! what the variant's ISA does not have. x86_64: LLVM's x86 disassembler ignores features, so
+//! each instruction's bytes go through iced-x86, whose per-instruction CPUID feature list must
+//! stay within the row's baseline (x86-64 psABI "Micro-architecture levels": CMOV, CX8, FPU,
+//! FXSR, MMX, SCE, SSE, SSE2) plus the declared extensions' features.
 
-use iced_x86::{CpuidFeature, Decoder, DecoderOptions, EncodingKind};
+use iced_x86::{CpuidFeature, EncodingKind};
 
+use crate::arch::{x86_64, Legality};
 use crate::disasm::{DisasmError, Insn, Listing};
 use crate::image::Image;
 use crate::variant::{Arch, Variant};
@@ -35,45 +37,16 @@ impl std::fmt::Display for Violation {
     }
 }
 
-/// CPUID features of baseline x86-64 (x86-64-v1) and of every earlier x86 generation.
-const X86_BASELINE: &[CpuidFeature] = &[
-    CpuidFeature::INTEL8086,
-    CpuidFeature::INTEL186,
-    CpuidFeature::INTEL286,
-    CpuidFeature::INTEL386,
-    CpuidFeature::INTEL486,
-    CpuidFeature::X64,
-    CpuidFeature::CPUID,
-    CpuidFeature::CMOV,
-    CpuidFeature::CX8,
-    CpuidFeature::FPU,
-    CpuidFeature::FPU287,
-    CpuidFeature::FPU387,
-    CpuidFeature::FXSR,
-    CpuidFeature::MMX,
-    CpuidFeature::SSE,
-    CpuidFeature::SSE2,
-    CpuidFeature::SYSCALL,
-    CpuidFeature::TSC,
-    CpuidFeature::CLFSH,
-    CpuidFeature::PAUSE,
-    CpuidFeature::MULTIBYTENOP,
-];
-
-/// Whether the listed instruction is a system call (`ecall`, `svc`, `syscall`, `sysenter`, `int`).
+/// Whether the listed instruction is a system call (the arch row's mnemonics: `ecall`, `svc`,
+/// `syscall`, `sysenter`, `int`).
 fn is_syscall(arch: Arch, insn: &Insn) -> bool {
-    let mnemonic = insn.text.split_whitespace().next().unwrap_or("");
-    match arch {
-        Arch::Riscv64 => mnemonic == "ecall",
-        Arch::Aarch64 => mnemonic == "svc",
-        Arch::X86_64 => matches!(mnemonic, "syscall" | "sysenter" | "int"),
-    }
+    arch.spec().syscall.mnemonics.contains(&insn.mnemonic())
 }
 
-/// Why an x86 instruction is outside baseline x86-64, if it is.
-fn x86_outside_baseline(bytes: &[u8], addr: u64) -> Option<String> {
-    let mut d = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE);
-    let i = d.decode();
+/// Why an x86 instruction is outside baseline x86-64 (`baseline` CPUID features plus those of
+/// the declared extensions), if it is.
+fn x86_outside_baseline(bytes: &[u8], addr: u64, baseline: &[CpuidFeature]) -> Option<String> {
+    let i = x86_64::decode(bytes, addr);
     if i.is_invalid() {
         return Some("does not decode as x86-64".into());
     }
@@ -84,15 +57,8 @@ fn x86_outside_baseline(bytes: &[u8], addr: u64) -> Option<String> {
         other => return Some(format!("{other:?}-encoded, not baseline x86-64")),
     }
     let extra: Vec<String> =
-        i.cpuid_features().iter().filter(|f| !X86_BASELINE.contains(f)).map(|f| format!("{f:?}")).collect();
+        i.cpuid_features().iter().filter(|f| !baseline.contains(f)).map(|f| format!("{f:?}")).collect();
     (!extra.is_empty()).then(|| format!("needs {}, not baseline x86-64", extra.join(" + ")))
-}
-
-/// Whether the x86 instruction is VEX-, EVEX- or XOP-encoded (Unicorn computes some VEX.128
-/// forms wrongly: docs/DESIGN.md "Backend facts").
-fn x86_vex_family(bytes: &[u8], addr: u64) -> bool {
-    let i = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE).decode();
-    matches!(i.encoding(), EncodingKind::VEX | EncodingKind::EVEX | EncodingKind::XOP)
 }
 
 /// Addresses the scan leaves alone: `lab_unicorn_halt` is a deliberately illegal word that is
@@ -112,9 +78,14 @@ fn syscall_range(image: &Image) -> Option<std::ops::Range<u64>> {
 /// `llvm-objdump` missing (naming the Debian package `llvm`) or failing.
 pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmError> {
     let full = image.listing()?;
-    let own = match variant.arch {
-        Arch::X86_64 => None,
-        _ => Some(Listing::of(&image.path, variant.arch, variant.mattr)?),
+    let isa = &variant.arch.spec().isa;
+    // riscv64, aarch64: the variant's own listing; x86_64: the CPUID features it may use.
+    let (own, cpuid) = match isa.legality {
+        Legality::Mattr => (Some(Listing::of(&image.path, variant.arch, variant.mattr)?), Vec::new()),
+        Legality::Cpuid(base) => {
+            let declared = variant.extensions.iter().filter_map(|n| isa.extension(n));
+            (None, base.iter().chain(declared.flat_map(|e| e.cpuid)).copied().collect())
+        }
     };
     let allowed = syscall_range(image);
     let mut out = Vec::new();
@@ -130,7 +101,7 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
                 .at(insn.addr)
                 .is_some_and(Insn::unknown)
                 .then(|| format!("not in {} (`-march={}`)", variant.isa, variant.march)),
-            None => x86_outside_baseline(&insn.bytes, insn.addr),
+            None => x86_outside_baseline(&insn.bytes, insn.addr, &cpuid),
         };
         if let Some(why) = outside {
             out.push(violation(why));
@@ -142,22 +113,24 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
     Ok(out)
 }
 
-/// The first VEX/EVEX/XOP-encoded instruction of an x86_64 image, as a reason to refuse it on
-/// Unicorn; `None` for other architectures or a clean image.
+/// The first instruction of the image that the arch row says Unicorn must not run
+/// (`UnicornSpec::refuse`: x86 VEX/EVEX/XOP code), as a reason to refuse the image there;
+/// `None` for a clean image.
 ///
 /// # Errors
 /// As [`scan`].
 pub fn unicorn_refusal(image: &Image) -> Result<Option<String>, DisasmError> {
-    if image.arch != Arch::X86_64 {
+    let Some(refuse) = &image.arch.spec().unicorn.refuse else {
         return Ok(None);
-    }
+    };
     let full = image.listing()?;
-    Ok(full.iter().find(|i| x86_vex_family(&i.bytes, i.addr)).map(|i| {
+    Ok(full.iter().find(|i| (refuse.insn)(i)).map(|i| {
         format!(
-            "the image holds VEX/EVEX-encoded code (`{}` at {}), which Unicorn 2.1.5 computes wrongly for some \
-             VEX.128 forms (docs/DESIGN.md): not run there",
+            "the image holds {} (`{}` at {}), {}: not run there",
+            refuse.what,
             i.text,
-            image.symbolize(i.addr)
+            image.symbolize(i.addr),
+            refuse.why
         )
     }))
 }

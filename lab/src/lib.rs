@@ -11,14 +11,17 @@
 //! work), [`pool`] (worker threads), [`reporters`] (JSON and JUnit output) and [`doctor`] (is the set-up complete).
 
 pub mod abi;
+pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod bench;
 pub mod bundled;
 pub mod cases;
+pub mod contract;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
+pub mod exit;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;

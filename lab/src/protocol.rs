@@ -280,11 +280,7 @@ impl Spec {
 
 /// The C preprocessor guard and assembler condition for each architecture.
 fn arch_guard(abi: &Abi) -> &'static str {
-    match abi.arch {
-        crate::variant::Arch::Riscv64 => "defined(__riscv)",
-        crate::variant::Arch::Aarch64 => "defined(__aarch64__)",
-        crate::variant::Arch::X86_64 => "defined(__x86_64__)",
-    }
+    abi.arch.spec().c_guard
 }
 
 /// Renders `lab_protocol.h` for `spec`: `#define`s only, for the drivers' `.S` files.

@@ -1,12 +1,13 @@
 //! The one place that writes the command line replaying a run, a row or a case. Every report
-//! (human, JUnit, `lab fuzz`'s text) prints lines built here, so a replay carries every option
-//! that decides the findings: the seed, `--kernels-dir`, `--vectors`, `--no-bundled`,
-//! `--flush`, the budgets, `$KERNEL_LAB_ROOT`, and the row's variant, backend, kernel and set.
+//! (human, JUnit, `lab fuzz`'s text and the vector files it writes) prints lines built here, so
+//! a replay carries every option that decides the findings: the seed, `--kernels-dir`,
+//! `--vectors`, `--no-bundled`, `--flush`, the budgets, `$KERNEL_LAB_ROOT`, and the row's
+//! variant (`--zbb`/`--no-zbb` included), backend, kernel and set.
 
 use std::path::Path;
 
 use crate::backend::BackendKind;
-use crate::variant::{Arch, Kernel, Variant};
+use crate::variant::{Kernel, Variant};
 
 /// The run-wide part of a replay: the command and the options that apply to every row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,18 +56,35 @@ impl Replay {
         set: Option<&str>,
         case: Option<&str>,
     ) -> String {
+        self.line("run", variant, backend, kernel, set, case)
+    }
+
+    /// `lab fuzz` narrowed to one variant × backend × kernel: the campaign of one target.
+    pub fn fuzz_target(&self, variant: &str, backend: BackendKind, kernel: Kernel) -> String {
+        self.line("fuzz", variant, backend, kernel, None, None)
+    }
+
+    fn line(
+        &self,
+        command: &str,
+        variant: &str,
+        backend: BackendKind,
+        kernel: Kernel,
+        set: Option<&str>,
+        case: Option<&str>,
+    ) -> String {
         let mut words: Vec<String> = Vec::new();
         if let Some(root) = &self.root {
             words.push(format!("KERNEL_LAB_ROOT={}", quote(root)));
         }
-        words.extend(["lab", "run", "--seed"].map(String::from));
+        words.extend(["lab", command, "--seed"].map(String::from));
         words.push(self.seed.to_string());
         for (name, value) in &self.options {
             words.push(name.clone());
             words.extend(value.as_deref().map(quote));
         }
         match Variant::by_name(variant) {
-            Some(v) if v.arch == Arch::Riscv64 => {
+            Some(v) if v.arch.spec().isa.extension("zbb").is_some() => {
                 words.extend([format!("--arch {}", v.arch), format!("--{}zbb", if v.zbb { "" } else { "no-" })])
             }
             Some(v) => words.push(format!("--arch {}", v.arch)),
@@ -101,6 +119,11 @@ mod tests {
             line,
             "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --zbb --backend qemu \
              --kernel md5 --set jtreg --case \"1M 'a'\""
+        );
+        assert_eq!(
+            r.fuzz_target("riscv64", BackendKind::Unicorn, Kernel::Md5),
+            "lab fuzz --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --no-zbb --backend unicorn \
+             --kernel md5"
         );
         r.root = Some("/my lab".into());
         assert!(r.narrowed("x86_64", BackendKind::Native, Kernel::Poly1305, None, None).starts_with(

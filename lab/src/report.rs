@@ -1,11 +1,11 @@
 //! Results of a run and the human reporter. Rows are variant × backend × kernel × vector set;
 //! every failure keeps its findings and every skip its reason, so nothing is counted silently.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::backend::BackendKind;
+use crate::exit::ExitCode;
 use crate::finding::{Class, Finding};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{VectorError, VectorSet};
@@ -71,11 +71,11 @@ pub struct CaseOutcome {
     pub verdict: Verdict,
 }
 
-/// Outcome counts of one variant × backend × vector set, and every case in run order.
+/// Every case of one variant × backend × vector set in run order, and their counts.
 ///
-/// The count fields (`passed`, `failed`, `skipped`) stay the summary API; `cases` repeats each
-/// case with its name and time for the JSON and JUnit reporters. [`Row::push`] keeps both in
-/// step; a row filled through the count fields alone still reports (see [`Row::outcomes`]).
+/// A row is built from its cases: [`Row::new`] (or [`Row::for_set`]) and then [`Row::push`]
+/// per case, which keeps the summary fields (`passed`, `failed`, `disagreed`, `skipped`,
+/// `skip_reason`) in step with `cases`; the reporters list `cases`.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// Variant name.
@@ -105,11 +105,17 @@ pub struct Row {
 impl Row {
     /// An empty row to fill.
     pub fn new(variant: &'static Variant, backend: BackendKind, set: &VectorSet) -> Row {
+        Row::for_set(variant.name, backend, set.kernel, &set.set)
+    }
+
+    /// An empty row of variant `variant` for the cases of `kernel` called `set` (`fuzz` for a
+    /// campaign).
+    pub fn for_set(variant: &'static str, backend: BackendKind, kernel: Kernel, set: &str) -> Row {
         Row {
-            variant: variant.name,
+            variant,
             backend,
-            kernel: set.kernel,
-            set: set.set.clone(),
+            kernel,
+            set: set.into(),
             passed: 0,
             failed: Vec::new(),
             disagreed: Vec::new(),
@@ -118,17 +124,6 @@ impl Row {
             elapsed: Duration::ZERO,
             cases: Vec::new(),
         }
-    }
-
-    /// A row whose `cases` were all skipped for `reason`.
-    pub fn skipped(
-        variant: &'static Variant,
-        backend: BackendKind,
-        set: &VectorSet,
-        cases: usize,
-        reason: String,
-    ) -> Row {
-        Row { skipped: cases, skip_reason: Some(reason), ..Row::new(variant, backend, set) }
     }
 
     /// A row whose cases, named in `names`, were all skipped for `reason`.
@@ -193,58 +188,12 @@ impl Row {
         case.verdict = Verdict::Disagreed(findings.clone());
         self.disagreed.push(CaseFailure { name: case.name.clone(), msg_len: case.msg_len, findings });
     }
-
-    /// Every case in run order. When the counts and `cases` disagree (a row filled through the
-    /// count fields alone) the cases are rebuilt from the counts: failures by name, passed and
-    /// skipped cases as `case N` in the order passed, failed, skipped.
-    pub fn outcomes(&self) -> Cow<'_, [CaseOutcome]> {
-        if self.cases.len() == self.passed + self.failed.len() + self.disagreed.len() + self.skipped {
-            return Cow::Borrowed(&self.cases);
-        }
-        let unnamed = |i: usize, verdict: Verdict| CaseOutcome {
-            name: format!("case {i}"),
-            msg_len: 0,
-            time: Duration::ZERO,
-            verdict,
-        };
-        let mut v: Vec<CaseOutcome> = (0..self.passed).map(|i| unnamed(i, Verdict::Passed)).collect();
-        v.extend(self.failed.iter().map(|f| CaseOutcome {
-            name: f.name.clone(),
-            msg_len: f.msg_len,
-            time: Duration::ZERO,
-            verdict: Verdict::Failed(f.findings.clone()),
-        }));
-        v.extend(self.disagreed.iter().map(|f| CaseOutcome {
-            name: f.name.clone(),
-            msg_len: f.msg_len,
-            time: Duration::ZERO,
-            verdict: Verdict::Disagreed(f.findings.clone()),
-        }));
-        let reason = self.skip_reason.clone().unwrap_or_else(|| "no reason recorded".into());
-        let first = v.len();
-        v.extend((0..self.skipped).map(|i| unnamed(first + i, Verdict::Skipped(reason.clone()))));
-        Cow::Owned(v)
-    }
 }
 
 /// Failed cases the human report prints per row (the JSON and JUnit reports list all).
 const FAILURES_SHOWN: usize = 8;
 /// Findings the human report prints per failed case.
 const FINDINGS_SHOWN: usize = 6;
-
-/// Overall verdict, mapped to the exit status by the CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Everything that ran passed (skips are listed with reasons).
-    Passed,
-    /// At least one case failed.
-    Failed,
-    /// Input or set-up problems (bad vector file, missing tool, build failure), or nothing ran
-    /// at all (every case skipped) and no image finding explains why.
-    SetupError,
-    /// SIGINT or SIGTERM stopped the run (the signal number): the report is incomplete.
-    Interrupted(i32),
-}
 
 /// Everything a run found.
 #[derive(Debug, Clone, Default)]
@@ -287,16 +236,16 @@ impl Report {
     /// The verdict. A failed case, a disagreement between backends or an image finding wins
     /// over input and set-up errors (a kernel failure must not read as a configuration
     /// problem); those win over a pass, and so does a run where nothing ran.
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> ExitCode {
         let (passed, failed, _) = self.totals();
         if let Some(sig) = self.interrupted {
-            Status::Interrupted(sig)
+            ExitCode::Interrupted(sig)
         } else if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
-            Status::Failed
+            ExitCode::Failed
         } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed == 0 {
-            Status::SetupError
+            ExitCode::Error
         } else {
-            Status::Passed
+            ExitCode::Passed
         }
     }
 
@@ -418,7 +367,7 @@ impl Report {
         if !self.image_findings.is_empty() {
             let _ = write!(verdict, ", {} image findings", self.image_findings.len());
         }
-        let style = if self.status() == Status::Passed { PASS } else { FAIL };
+        let style = if self.status() == ExitCode::Passed { PASS } else { FAIL };
         let _ =
             writeln!(s, "\n{} (seed {}, {:.2} s)", paint.apply(style, &verdict), self.seed, self.elapsed.as_secs_f64());
         s

@@ -22,7 +22,7 @@ use crate::isa;
 use crate::pool;
 use crate::progress::{self, Progress};
 use crate::report::ImageFinding;
-use crate::report::{Report, Row, Status};
+use crate::report::{Report, Row};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{self, CostLimits, VectorError, VectorSet};
@@ -503,15 +503,20 @@ fn disagreement_text(report: &Report, results: &[(usize, u64)], case: usize) -> 
     format!("{lead}: {}; an emulator fault is likely (a kernel bug fails alike on every backend)", parts.join("; "))
 }
 
-/// One finding per contract symbol ([`Kernel::symbols`]) of a selected kernel that `image` does
-/// not define: a kernels folder without `poly1305.S`, or with `md5_implCompressMB` misspelt,
+/// One finding per contract symbol of a selected kernel that `image` does not define, for
+/// kernels no contract family ([`crate::contract::family_of`]) is complete for (the symbols of
+/// [`crate::contract::intended_family`]): a kernels folder without `poly1305.S`, or with `md5_implCompressMB` misspelt,
 /// fails its variant instead of passing with the kernel's cases skipped. Names the closest
 /// symbol the image does define, when one is close (edit distance at most 3, or equal ignoring
 /// case).
 pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kernel]) -> Vec<ImageFinding> {
     let mut out = Vec::new();
-    for &kernel in kernels {
-        for &symbol in kernel.symbols().iter().filter(|s| image.symbol(s).is_none()) {
+    let defined = |s: &str| image.symbol(s).is_some();
+    for &kernel in kernels.iter().filter(|&&k| crate::contract::family_of(k, defined).is_none()) {
+        // A misspelt OpenSSL name (`poly1305_blocs`) still points at the OpenSSL family.
+        let near = |s: &str| image.symbol_names().any(|n| strsim::levenshtein(n, s) <= 3 || n.eq_ignore_ascii_case(s));
+        let family = crate::contract::intended_family(kernel, |s| defined(s) || near(s));
+        for symbol in crate::contract::contracts(family, kernel).map(|c| c.symbol).filter(|s| !defined(s)) {
             let near = image
                 .symbol_names()
                 .map(|n| (strsim::levenshtein(n, symbol), n))
@@ -772,17 +777,4 @@ fn skip_interrupted(taken: &[CasePlan], why: String, row: &mut Row) -> usize {
         });
     }
     taken.len()
-}
-
-/// The status the CLI exits with: 1 when a case or an image failed (even if some vector files
-/// were bad: a kernel failure is never reported as an input error), else 2 for input or set-up
-/// errors or when nothing ran, else 0; 128 + the signal number when SIGINT (130) or SIGTERM
-/// (143) interrupted the run.
-pub fn exit_code(report: &Report) -> i32 {
-    match report.status() {
-        Status::Passed => 0,
-        Status::Failed => 1,
-        Status::SetupError => 2,
-        Status::Interrupted(sig) => 128 + sig,
-    }
 }

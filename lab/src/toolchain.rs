@@ -29,7 +29,7 @@ pub const LLD: Tool = Tool { program: "ld.lld", package: "lld" };
 
 /// The qemu-user binary for `arch` (package `qemu-user`).
 pub fn qemu_tool(arch: Arch) -> Tool {
-    Tool { program: arch.qemu_binary(), package: "qemu-user" }
+    arch.spec().qemu
 }
 
 /// Errors while finding tools or building an image.
@@ -66,15 +66,6 @@ pub struct BuildConfig {
     pub cache_dir: PathBuf,
 }
 
-/// Extra assembler flags per architecture. RISC-V: no linker relaxation, so the addresses
-/// the lab reads from the image are the ones the assembler laid out.
-fn arch_flags(arch: Arch) -> &'static [&'static str] {
-    match arch {
-        Arch::Riscv64 => &["-mno-relax"],
-        Arch::Aarch64 | Arch::X86_64 => &[],
-    }
-}
-
 /// The `.S` sources of `arch`, sorted, with `driver.S` last so that `lab_arena` (the last
 /// object of the driver's `.bss`) ends the image.
 fn sources(dir: &Path, arch: Arch) -> Result<Vec<PathBuf>, ToolchainError> {
@@ -98,7 +89,7 @@ pub const PROTOCOL_HEADER: &str = "lab_protocol.h";
 /// header and every file of the folder (the `.S` sources and anything they `#include`).
 fn build_key(variant: &Variant, header: &str, files: &[PathBuf]) -> Result<String, ToolchainError> {
     let mut h = Sha256::new();
-    h.update(variant.triple.as_bytes());
+    h.update(variant.arch.spec().clang_triple.as_bytes());
     h.update(variant.march.as_bytes());
     h.update((header.len() as u64).to_le_bytes());
     h.update(header.as_bytes());
@@ -195,9 +186,9 @@ pub fn build_image_with(
         run(
             variant,
             Command::new(&clang)
-                .arg(format!("--target={}", variant.triple))
+                .arg(format!("--target={}", variant.arch.spec().clang_triple))
                 .arg(format!("-march={}", variant.march))
-                .args(arch_flags(variant.arch))
+                .args(variant.arch.spec().clang_flags)
                 .arg("-I")
                 .arg(&include)
                 .arg("-c")

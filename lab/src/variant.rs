@@ -1,65 +1,13 @@
 //! Variants: one row per (architecture, ISA extensions) pair a kernel is built for.
 //!
-//! Choosing a variant is a table lookup ([`VARIANTS`]), never a chain of `if`s: the target
-//! triple, `-march`, the qemu-user `-cpu` model and the kernel folder all live in one row.
+//! Choosing a variant is a table lookup ([`VARIANTS`]), never a chain of `if`s: `-march`, the
+//! declared ISA extensions, the qemu-user `-cpu` model and the kernel folder all live in one row;
+//! what is true of the whole architecture (triple, ABI, tools) lives in its [`crate::arch`] row.
 //! The rows follow docs/DESIGN.md "Variants".
 
 use std::fmt;
 
-/// A guest instruction-set architecture with its own kernel folder (`kernels/<arch>/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arch {
-    /// RV64GC (LP64D ABI).
-    Riscv64,
-    /// ARMv8-A AArch64 (AAPCS64).
-    Aarch64,
-    /// x86-64 (System V AMD64 psABI).
-    X86_64,
-}
-
-impl Arch {
-    /// Every architecture, in report order.
-    pub const ALL: [Arch; 3] = [Arch::Riscv64, Arch::Aarch64, Arch::X86_64];
-
-    /// Folder name under `kernels/`, also the name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Riscv64 => "riscv64",
-            Arch::Aarch64 => "aarch64",
-            Arch::X86_64 => "x86_64",
-        }
-    }
-
-    /// Parses a command-line name (`riscv64`, `aarch64`, `x86_64`).
-    pub fn from_name(name: &str) -> Option<Arch> {
-        Arch::ALL.into_iter().find(|a| a.name() == name)
-    }
-
-    /// Name of the qemu-user binary that runs this architecture (Debian package `qemu-user`).
-    pub fn qemu_binary(self) -> &'static str {
-        match self {
-            Arch::Riscv64 => "qemu-riscv64",
-            Arch::Aarch64 => "qemu-aarch64",
-            Arch::X86_64 => "qemu-x86_64",
-        }
-    }
-
-    /// The architecture this `lab` binary itself runs on, if it is one of the guests.
-    pub fn host() -> Option<Arch> {
-        match std::env::consts::ARCH {
-            "x86_64" => Some(Arch::X86_64),
-            "aarch64" => Some(Arch::Aarch64),
-            "riscv64" => Some(Arch::Riscv64),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::arch::Arch;
 
 /// One build of the kernels: an architecture plus the ISA extensions the code may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,8 +18,9 @@ pub struct Variant {
     pub arch: Arch,
     /// Whether the build may use the RISC-V Zbb extension (basic bit manipulation).
     pub zbb: bool,
-    /// clang `--target` triple.
-    pub triple: &'static str,
+    /// The ISA extensions the build declares, by their arch-row names (`IsaSpec::extension`);
+    /// `mattr` and `qemu_cpu` are what the arch row derives from them (a unit test keeps them equal).
+    pub extensions: &'static [&'static str],
     /// clang `-march`: the ISA the assembler accepts for this variant.
     pub march: &'static str,
     /// qemu-user `-cpu` argument. qemu 7.2 turns Zba/Zbb/Zbc/Zbs on by default for `rv64`,
@@ -90,7 +39,7 @@ pub const VARIANTS: [Variant; 4] = [
         name: "riscv64",
         arch: Arch::Riscv64,
         zbb: false,
-        triple: "riscv64-linux-gnu",
+        extensions: &[],
         march: "rv64gc",
         qemu_cpu: "rv64,zba=false,zbb=false,zbc=false,zbs=false",
         isa: "RV64GC only",
@@ -100,7 +49,7 @@ pub const VARIANTS: [Variant; 4] = [
         name: "riscv64+zbb",
         arch: Arch::Riscv64,
         zbb: true,
-        triple: "riscv64-linux-gnu",
+        extensions: &["zbb"],
         march: "rv64gc_zbb",
         qemu_cpu: "rv64,zba=false,zbb=true,zbc=false,zbs=false",
         isa: "RV64GC + Zbb",
@@ -110,7 +59,7 @@ pub const VARIANTS: [Variant; 4] = [
         name: "aarch64",
         arch: Arch::Aarch64,
         zbb: false,
-        triple: "aarch64-linux-gnu",
+        extensions: &[],
         march: "armv8-a",
         qemu_cpu: "cortex-a72",
         isa: "ARMv8.0-A base",
@@ -120,7 +69,7 @@ pub const VARIANTS: [Variant; 4] = [
         name: "x86_64",
         arch: Arch::X86_64,
         zbb: false,
-        triple: "x86_64-linux-gnu",
+        extensions: &[],
         march: "x86-64",
         qemu_cpu: "qemu64",
         isa: "baseline x86-64 (no BMI, no AVX)",

@@ -369,13 +369,7 @@ fn program_pipe(prog: &BpfProgram) -> std::io::Result<OwnedFd> {
 
 /// The Linux name of system call `nr` on `arch` (crate `syscalls`), if it has one.
 pub fn syscall_name(arch: crate::variant::Arch, nr: u64) -> Option<&'static str> {
-    use crate::variant::Arch;
-    let nr = usize::try_from(nr).ok()?;
-    match arch {
-        Arch::X86_64 => syscalls::x86_64::Sysno::new(nr).map(|s| s.name()),
-        Arch::Aarch64 => syscalls::aarch64::Sysno::new(nr).map(|s| s.name()),
-        Arch::Riscv64 => syscalls::riscv64::Sysno::new(nr).map(|s| s.name()),
-    }
+    (arch.spec().syscall.name)(usize::try_from(nr).ok()?)
 }
 
 /// Kills a guest's whole process group and the guest itself (`SIGKILL`).

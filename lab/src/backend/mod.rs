@@ -81,7 +81,7 @@ impl BackendKind {
             BackendKind::Unicorn => {
                 // Unicorn 2.1.5 decodes no Zbb: the backend emulates it for builds that use it.
                 let mut uc = UnicornBackend::new(image, limits)?;
-                uc.emulate_zbb(variant.zbb);
+                uc.emulate_zbb(variant.zbb)?;
                 Box::new(uc)
             }
             BackendKind::Qemu => Box::new(ProcessBackend::qemu(image, variant.qemu_cpu, limits)?),
@@ -267,6 +267,26 @@ pub trait Backend {
     fn set_call_instructions(&mut self, need: u64) {
         let _ = need;
     }
+
+    /// Runs `batch` again from call `start` after an entry of the same batch ended in a fault;
+    /// `resp` is what that entry returned. By default a fresh [`Batch::resume_payload`].
+    ///
+    /// # Errors
+    /// As [`execute`](Self::execute).
+    fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        self.execute(&batch.resume_payload(resp, start), batch.resp_len)
+    }
+
+    /// The whole response of the last entry, for a backend whose [`resume`](Self::resume)
+    /// returned only the header with a fault (an in-process engine keeps the arena, so a kernel
+    /// that faults on every call need not cost a copy of the response per call).
+    ///
+    /// # Errors
+    /// By default always: backends that return whole responses never need it.
+    fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
+        let _ = resp_len;
+        Err(BackendError::Unsupported("this backend returns whole responses".into()))
+    }
 }
 
 /// A finished batch: the final response and every fault, in order.
@@ -318,10 +338,13 @@ pub const RESUME_GIVEN_UP: &str = "not run: the batch was given up after";
 pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, BackendError> {
     let started = std::time::Instant::now();
     let mut faults: Vec<Fault> = Vec::new();
-    // The batch's own payload first; a resumed run needs a patched copy.
-    let mut resumed: Option<Vec<u8>> = None;
+    // The batch's own payload first, then resumed entries after each fault.
+    let mut resumed: Option<(Vec<u8>, usize)> = None;
     loop {
-        let run = backend.execute(resumed.as_deref().unwrap_or(&batch.payload), batch.resp_len)?;
+        let run = match &resumed {
+            None => backend.execute(&batch.payload, batch.resp_len)?,
+            Some((resp, n)) => backend.resume(batch, resp, *n)?,
+        };
         let Some(fault) = run.fault else {
             return Ok(BatchRun { resp: run.resp, faults, abandoned: None });
         };
@@ -341,8 +364,11 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
         };
         faults.push(fault);
         match (next, abandoned) {
-            (Some(n), None) => resumed = Some(batch.resume_payload(&run.resp, n)),
-            (_, abandoned) => return Ok(BatchRun { resp: run.resp, faults, abandoned }),
+            (Some(n), None) => resumed = Some((run.resp, n)),
+            (_, abandoned) => {
+                let resp = if run.resp.len() < batch.resp_len { backend.response(batch.resp_len)? } else { run.resp };
+                return Ok(BatchRun { resp, faults, abandoned });
+            }
         }
     }
 }

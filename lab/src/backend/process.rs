@@ -184,10 +184,7 @@ pub struct ProcessBackend {
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
-    match arch {
-        crate::variant::Arch::X86_64 => 2,
-        _ => 4,
-    }
+    arch.spec().syscall.len
 }
 
 /// Waits up to `timeout` for one whole reply token on `from` (poll, then read; no thread in

@@ -21,17 +21,14 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use unicorn_engine::{
-    uc_error, Arch as UcArch, HookType, MemType, Mode, Prot, RegisterARM64, RegisterRISCV, RegisterX86, TlbEntry,
-    TlbType, Unicorn, X86Insn,
-};
+use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unicorn};
 
 use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
+use crate::arch::{Arch, ReturnAddress, Trap, TrapPc, UnicornSupport};
 use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
 use crate::protocol;
-use crate::variant::Arch;
 
 const PAGE: u64 = batch::PAGE;
 
@@ -39,6 +36,10 @@ const PAGE: u64 = batch::PAGE;
 /// above every image the lab links and inside the physical address width of every target
 /// (QEMU: riscv64 56 bits, aarch64 48, x86_64 52).
 const ALIAS_OFFSET: u64 = 1 << 36;
+
+/// Distance of the patched copies of code pages ([`zbb::ZbbPatches`]) from the pages: above the
+/// arena's alias, inside riscv64's 56-bit physical address width.
+const CODE_ALIAS_OFFSET: u64 = 2 << 36;
 
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
@@ -85,6 +86,8 @@ struct HookState {
     /// Blocks run in this `emu_start`, driver included.
     batch_blocks: u64,
     blocks: BlockIcounts,
+    /// Zbb instructions patched out of the code Unicorn fetches.
+    zbb: zbb::ZbbPatches,
 }
 
 impl HookState {
@@ -142,6 +145,8 @@ pub struct UnicornBackend {
     state: Rc<RefCell<HookState>>,
     /// Emulate Zbb on illegal-instruction exceptions (RISC-V images built with Zbb only).
     zbb: Rc<Cell<bool>>,
+    /// Whether a block hook runs [`zbb::ZbbPatches::enter`] (the budget's hook does).
+    zbb_block_hook: bool,
     /// The running profile and its block hook, between `start_profile` and `take_profile`.
     profile: Rc<RefCell<Option<BlockProfile>>>,
     profile_hook: Option<unicorn_engine::UcHookId>,
@@ -186,22 +191,16 @@ impl UnicornBackend {
     /// # Errors
     /// Missing driver symbols, or an engine set-up step Unicorn refuses.
     pub fn new(image: &Image, limits: Limits) -> Result<Self, BackendError> {
-        let (arch, mode) = match image.arch {
-            Arch::Riscv64 => (UcArch::RISCV, Mode::RISCV64),
-            Arch::Aarch64 => (UcArch::ARM64, Mode::LITTLE_ENDIAN),
-            Arch::X86_64 => (UcArch::X86, Mode::MODE_64),
-        };
-        let mut uc = Unicorn::new(arch, mode).map_err(uc_err("engine"))?;
+        let spec = &image.arch.spec().unicorn;
+        let mut uc = Unicorn::new(spec.arch, spec.mode).map_err(uc_err("engine"))?;
         for (addr, len, prot) in page_map(image) {
             uc.mem_map(addr, len, prot).map_err(uc_err("map segment"))?;
         }
         for s in &image.segments {
             uc.mem_write(s.vaddr, &s.data).map_err(uc_err("load segment"))?;
         }
-        if image.arch == Arch::Riscv64 {
-            // mstatus.FS = Dirty: the driver saves fs0-fs11, and with FS = Off every FP
-            // instruction is illegal (RISC-V privileged spec, "Extension Context Status").
-            uc.reg_write(RegisterRISCV::MSTATUS, 0x6000).map_err(uc_err("mstatus"))?;
+        for &(reg, value, what) in spec.init {
+            uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
         let state = Rc::new(RefCell::new(HookState::default()));
         let arena = image.arena()?;
@@ -223,15 +222,64 @@ impl UnicornBackend {
             uc_page: u64::from(uc_page_size),
             state,
             zbb,
+            zbb_block_hook: limits.call_instructions != u64::MAX,
             profile: Rc::new(RefCell::new(None)),
             profile_hook: None,
         })
     }
 
     /// Turns Zbb emulation on or off (RISC-V only: Unicorn 2.1.5 decodes no Zbb). Off, a Zbb
-    /// instruction is an illegal instruction, which is what a build without Zbb must see.
-    pub fn emulate_zbb(&mut self, on: bool) {
-        self.zbb.set(on && self.arch == Arch::Riscv64);
+    /// instruction is an illegal instruction, which is what a build without Zbb must see. On,
+    /// each Zbb instruction traps once and is then patched ([`zbb::ZbbPatches`]). Turn it on
+    /// before the first batch and leave it on: patches are never undone.
+    ///
+    /// # Errors
+    /// Unicorn refuses the block hook the patches need (only added when no budget hook runs).
+    pub fn emulate_zbb(&mut self, on: bool) -> Result<(), BackendError> {
+        let zbb = self.arch.spec().isa.extension("zbb");
+        let on = on && zbb.is_some_and(|e| e.unicorn == UnicornSupport::Emulated);
+        self.zbb.set(on);
+        if on && !self.zbb_block_hook {
+            let s = Rc::clone(&self.state);
+            self.uc
+                .add_block_hook(1, 0, move |uc, addr, size| s.borrow_mut().zbb.enter(uc, addr, size))
+                .map_err(uc_err("Zbb block hook"))?;
+            self.zbb_block_hook = true;
+        }
+        Ok(())
+    }
+
+    /// Zbb instructions patched so far ([`zbb::ZbbPatches`]).
+    pub fn zbb_patched(&self) -> usize {
+        self.state.borrow().zbb.len()
+    }
+
+    /// Patches the Zbb instructions that trapped since the last run: a copy of each one's code
+    /// page (made once) gets [`zbb::PATCH_WORD`] in its place, and every translation is dropped
+    /// so that no block translated from the unpatched code runs again. A word that crosses a
+    /// page keeps trapping.
+    fn patch_zbb(&mut self) -> Result<(), BackendError> {
+        let pending = self.state.borrow_mut().zbb.take_pending();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        for (addr, insn) in pending {
+            let page = addr & !(PAGE - 1);
+            if addr - page > PAGE - 4 || !self.state.borrow().zbb.fits(addr) {
+                continue;
+            }
+            if !self.state.borrow().zbb.has_page(page) {
+                let bytes = self.uc.mem_read_as_vec(page, PAGE as usize).map_err(uc_err("read code page"))?;
+                self.uc
+                    .mem_map(page + CODE_ALIAS_OFFSET, PAGE, Prot::READ | Prot::EXEC)
+                    .map_err(uc_err("map code copy"))?;
+                self.uc.mem_write(page + CODE_ALIAS_OFFSET, &bytes).map_err(uc_err("copy code page"))?;
+            }
+            let word = zbb::PATCH_WORD.to_le_bytes();
+            self.uc.mem_write(addr + CODE_ALIAS_OFFSET, &word).map_err(uc_err("patch Zbb"))?;
+            self.state.borrow_mut().zbb.patched(page, addr, insn);
+        }
+        self.uc.ctl_flush_tb().map_err(uc_err("TB flush"))
     }
 
     /// Starts profiling the translation blocks that start in `start..end` (a kernel's symbols),
@@ -308,10 +356,16 @@ impl UnicornBackend {
         uc.add_intr_hook(move |uc, intno| {
             // A Zbb instruction is executed here and the guest goes on at the next instruction;
             // anything else stops the run.
-            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION && emulator.emulate(uc) {
-                return;
+            let mut st = s.borrow_mut();
+            // Whatever block runs next was not entered through a patch.
+            st.zbb.reset_run();
+            if z.get() && intno == RISCV_ILLEGAL_INSTRUCTION {
+                if let Some((at, insn)) = emulator.emulate(uc) {
+                    st.zbb.trapped(at, insn);
+                    return;
+                }
             }
-            s.borrow_mut().seen.intno = Some(intno);
+            st.seen.intno = Some(intno);
             let _ = uc.emu_stop();
         })
         .map_err(uc_err("interrupt hook"))?;
@@ -367,6 +421,15 @@ impl UnicornBackend {
                 return Some(TlbEntry { paddr: page + ALIAS_OFFSET, perms });
             }
             let perms = if read_only { Prot::READ | Prot::EXEC } else { Prot::ALL };
+            if st.zbb.has_page(page) {
+                // Fetches see the patched copy, loads and stores the real words; QEMU's victim
+                // TLB keeps both entries, so a page that is read and run does not refill often.
+                return Some(if matches!(ty, MemType::FETCH) {
+                    TlbEntry { paddr: page + CODE_ALIAS_OFFSET, perms: Prot::EXEC }
+                } else {
+                    TlbEntry { paddr: page, perms: if read_only { Prot::READ } else { Prot::READ | Prot::WRITE } }
+                });
+            }
             Some(TlbEntry { paddr: page, perms })
         })
         .map_err(uc_err("TLB fill hook"))?;
@@ -378,6 +441,7 @@ impl UnicornBackend {
         hook.then(|| {
             uc.add_block_hook(1, 0, move |uc, addr, size| {
                 let mut st = s.borrow_mut();
+                st.zbb.enter(uc, addr, size);
                 let budget = st.budget;
                 // A whole batch may run this many blocks (driver included), so that even a kernel
                 // that scribbles over the call table cannot keep the engine running forever
@@ -403,15 +467,13 @@ impl UnicornBackend {
         })
         .transpose()
         .map_err(uc_err("block hook"))?;
-        if arch == Arch::X86_64 {
-            for insn in [X86Insn::SYSCALL, X86Insn::SYSENTER] {
-                let s = Rc::clone(state);
-                uc.add_insn_sys_hook(insn, 1, 0, move |uc| {
-                    s.borrow_mut().seen.syscall = Some(uc.pc_read().unwrap_or(0));
-                    let _ = uc.emu_stop();
-                })
-                .map_err(uc_err("syscall hook"))?;
-            }
+        for &insn in arch.spec().unicorn.syscall_hooks {
+            let s = Rc::clone(state);
+            uc.add_insn_sys_hook(insn, 1, 0, move |uc| {
+                s.borrow_mut().seen.syscall = Some(uc.pc_read().unwrap_or(0));
+                let _ = uc.emu_stop();
+            })
+            .map_err(uc_err("syscall hook"))?;
         }
         Ok(())
     }
@@ -426,7 +488,9 @@ impl UnicornBackend {
             st.executed = 0;
             st.batch_blocks = 0;
             st.refused = None;
+            st.zbb.reset_run();
         }
+        self.patch_zbb()?;
         // New protections: drop the pages the virtual TLB cached before.
         self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
         // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
@@ -566,20 +630,16 @@ impl UnicornBackend {
     fn set_entry_registers(&mut self) -> Result<(), BackendError> {
         let e = uc_err("registers");
         let sp = self.stack_top & !15;
-        match self.arch {
-            Arch::Riscv64 => {
-                self.uc.reg_write(RegisterRISCV::SP, sp).map_err(&e)?;
-                self.uc.reg_write(RegisterRISCV::RA, self.halt).map_err(&e)?;
+        let spec = &self.arch.spec().unicorn;
+        match spec.return_address {
+            ReturnAddress::Register(ra) => {
+                self.uc.reg_write(spec.sp, sp).map_err(&e)?;
+                self.uc.reg_write(ra, self.halt).map_err(&e)?;
             }
-            Arch::Aarch64 => {
-                self.uc.reg_write(RegisterARM64::SP, sp).map_err(&e)?;
-                self.uc.reg_write(RegisterARM64::LR, self.halt).map_err(&e)?;
-            }
-            Arch::X86_64 => {
-                // A `call` pushed the return address: rsp is 8 mod 16 at entry (SysV §3.2.2).
-                let rsp = sp - 8;
-                self.uc.mem_write(rsp, &self.halt.to_le_bytes()).map_err(&e)?;
-                self.uc.reg_write(RegisterX86::RSP, rsp).map_err(&e)?;
+            ReturnAddress::Stack => {
+                let sp = sp - 8;
+                self.uc.mem_write(sp, &self.halt.to_le_bytes()).map_err(&e)?;
+                self.uc.reg_write(spec.sp, sp).map_err(&e)?;
             }
         }
         Ok(())
@@ -623,39 +683,28 @@ impl UnicornBackend {
         }
     }
 
-    /// Interrupt numbers per QEMU target (`EXCP_*` / RISC-V `mcause`).
+    /// The fault an interrupt number stands for, from the arch row's table
+    /// (`UnicornSpec::interrupts`: QEMU `EXCP_*` / RISC-V `mcause`).
     fn interrupt(&self, intno: u32, pc: u64) -> (FaultKind, u64, String) {
         let detail = format!("interrupt {intno}");
-        // RISC-V: the engine has taken the trap, so `pc` is past the instruction; mepc holds
-        // the faulting instruction and mtval the bad address (privileged spec, "Machine Trap
-        // Handling"; Unicorn 2.1.5 leaves mtval 0). Without mepc, fall back to pc - 4.
-        let epc = || self.uc.reg_read(RegisterRISCV::MEPC).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(4));
-        match (self.arch, intno) {
-            (Arch::Riscv64, 2) => (FaultKind::IllegalInstruction, epc(), detail),
-            (Arch::Riscv64, 8 | 9 | 11) => (FaultKind::SystemCall { nr: None, name: None }, epc(), detail),
-            (Arch::Riscv64, 3) => (FaultKind::Trap, epc(), detail),
-            // Load (4) and store/AMO (6) address misaligned.
-            (Arch::Riscv64, 4 | 6) => (
-                FaultKind::Bus { addr: self.uc.reg_read(RegisterRISCV::MTVAL).ok().filter(|&a| a != 0) },
-                epc(),
-                detail,
-            ),
-            // AArch64: EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_DATA_ABORT = 4 (here an alignment fault:
-            // unmapped memory reaches the memory hook first; FAR_EL1 may hold the address), EXCP_BKPT = 7.
-            (Arch::Aarch64, 1) => (FaultKind::IllegalInstruction, pc, detail),
-            (Arch::Aarch64, 2) => (FaultKind::SystemCall { nr: None, name: None }, pc.wrapping_sub(4), detail),
-            (Arch::Aarch64, 4) => {
-                (FaultKind::Bus { addr: self.uc.reg_read(RegisterARM64::FAR_EL1).ok().filter(|&a| a != 0) }, pc, detail)
-            }
-            (Arch::Aarch64, 7) => (FaultKind::Trap, pc, detail),
-            // x86: #UD = 6, #BP = 3, #DE = 0.
-            (Arch::X86_64, 6) => (FaultKind::IllegalInstruction, pc, detail),
-            (Arch::X86_64, 3) => (FaultKind::Trap, pc, detail),
-            (Arch::X86_64, 0) => (FaultKind::Arithmetic, pc, detail),
-            // `int 0x80`: the pc is past the 2-byte instruction.
-            (Arch::X86_64, 0x80) => (FaultKind::SystemCall { nr: None, name: None }, pc.wrapping_sub(2), detail),
-            _ => (FaultKind::Exception(intno), pc, detail),
-        }
+        let table = self.arch.spec().unicorn.interrupts;
+        let Some(row) = table.iter().find(|r| r.intnos.contains(&intno)) else {
+            return (FaultKind::Exception(intno), pc, detail);
+        };
+        let at = match row.pc {
+            TrapPc::Pc => pc,
+            TrapPc::Before(n) => pc.wrapping_sub(n),
+            TrapPc::Register(reg, n) => self.uc.reg_read(reg).ok().filter(|&e| e != 0).unwrap_or(pc.wrapping_sub(n)),
+        };
+        let addr = || row.addr_register.and_then(|r| self.uc.reg_read(r).ok()).filter(|&a| a != 0);
+        let kind = match row.trap {
+            Trap::IllegalInstruction => FaultKind::IllegalInstruction,
+            Trap::SystemCall => FaultKind::SystemCall { nr: None, name: None },
+            Trap::Breakpoint => FaultKind::Trap,
+            Trap::Misaligned => FaultKind::Bus { addr: addr() },
+            Trap::Arithmetic => FaultKind::Arithmetic,
+        };
+        (kind, at, detail)
     }
 
     fn pc(&self) -> u64 {
@@ -683,6 +732,27 @@ impl Backend for UnicornBackend {
                 st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
             }
         }
+        self.run_loaded(resp_len, resp_len)
+    }
+
+    /// After a fault, the arena holds what the entry left: only the header and the protection
+    /// table are rewritten (not the whole payload, which made a kernel that faults on every
+    /// call cost a copy of the batch per call). An entry that faults again returns only the
+    /// header; [`Backend::response`] reads the rest when the batch stops.
+    fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        self.uc.mem_write(self.arena.addr, &batch.resume_head(resp, start)).map_err(uc_err("write batch header"))?;
+        self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)
+    }
+
+    fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
+        self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))
+    }
+}
+
+impl UnicornBackend {
+    /// Runs the batch the arena holds (with its protections set) and reads the response:
+    /// `resp_len` bytes, or only `fault_len` when the entry ends in a fault.
+    fn run_loaded(&mut self, resp_len: usize, fault_len: usize) -> Result<RawRun, BackendError> {
         let (mut result, mut pc) = self.start()?;
         loop {
             let (refused, suspect) = {
@@ -705,8 +775,10 @@ impl Backend for UnicornBackend {
                 Confirm::Completed => (result, pc) = self.start()?,
             }
         }
-        let resp = self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))?;
-        let fault = self.classify(result, pc).map(|(kind, pc, detail)| {
+        let fault = self.classify(result, pc);
+        let len = if fault.is_some() { fault_len.min(resp_len) } else { resp_len };
+        let resp = self.uc.mem_read_as_vec(self.arena.addr, len).map_err(uc_err("read results"))?;
+        let fault = fault.map(|(kind, pc, detail)| {
             let call = usize::try_from(Batch::current(&resp)).ok();
             Fault { kind, pc: Some(pc), call, detail }
         });

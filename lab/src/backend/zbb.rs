@@ -185,40 +185,173 @@ fn xreg(n: u32) -> i32 {
     RegisterRISCV::X0 as i32 + n as i32
 }
 
-/// Emulates the Zbb instructions of one engine, remembering each decoded word by its address
-/// (the lab never writes to guest code, so a word at an address does not change).
+/// Emulates the Zbb instructions of one engine on the illegal-instruction exception,
+/// remembering each decoded word by its address (the lab never writes to guest code, so a word
+/// at an address does not change).
 #[derive(Debug, Default)]
 pub struct ZbbEmulator {
     decoded: HashMap<u64, Option<ZbbInsn>>,
 }
 
 impl ZbbEmulator {
-    /// Emulates the instruction that just raised an illegal-instruction exception, if it is Zbb.
+    /// Emulates the instruction that just raised an illegal-instruction exception, if it is Zbb,
+    /// and returns its address and decoding.
     ///
     /// Call from the interrupt hook on `intno == 2` (RISC-V "illegal instruction" cause).
     /// Unicorn has already set pc to fault + 4 (docs/DESIGN.md, measured; `cpu_handle_exception`
     /// adds 4 on RISC-V), which is the next instruction because every Zbb instruction is 32
-    /// bits wide. Returns `false`, touching nothing, when the word is not Zbb or cannot be read:
+    /// bits wide. Returns `None`, touching nothing, when the word is not Zbb or cannot be read:
     /// the caller then reports the illegal instruction as before.
-    pub fn emulate<D>(&mut self, uc: &mut Unicorn<D>) -> bool {
-        let Ok(next) = uc.reg_read(RegisterRISCV::PC) else { return false };
+    pub fn emulate<D>(&mut self, uc: &mut Unicorn<D>) -> Option<(u64, ZbbInsn)> {
+        let next = uc.reg_read(RegisterRISCV::PC).ok()?;
         let at = next.wrapping_sub(4);
         let insn = match self.decoded.get(&at) {
             Some(&d) => d,
             None => {
                 let mut bytes = [0u8; 4];
-                if uc.mem_read(at, &mut bytes).is_err() {
-                    return false;
-                }
+                uc.mem_read(at, &mut bytes).ok()?;
                 let d = decode(u32::from_le_bytes(bytes));
                 self.decoded.insert(at, d);
                 d
             }
         };
-        let Some(insn) = insn else { return false };
-        let (Ok(a), Ok(b)) = (uc.reg_read(xreg(insn.rs1)), uc.reg_read(xreg(insn.rs2))) else { return false };
-        // Writes to x0 are discarded (unprivileged spec, "Integer Register State").
-        insn.rd == 0 || uc.reg_write(xreg(insn.rd), execute(insn.op, a, b)).is_ok()
+        let insn = insn?;
+        apply(uc, insn).then_some((at, insn))
+    }
+}
+
+/// Executes `insn` on the register file: reads rs1 and rs2, writes rd. `false` if Unicorn
+/// refused a register access.
+fn apply<D>(uc: &mut Unicorn<D>, insn: ZbbInsn) -> bool {
+    let (Ok(a), Ok(b)) = (uc.reg_read(xreg(insn.rs1)), uc.reg_read(xreg(insn.rs2))) else { return false };
+    // Writes to x0 are discarded (unprivileged spec, "Integer Register State").
+    insn.rd == 0 || uc.reg_write(xreg(insn.rd), execute(insn.op, a, b)).is_ok()
+}
+
+/// `beq zero, zero, .+4`: the base-ISA word that replaces a Zbb instruction in the code Unicorn
+/// fetches ([`ZbbPatches`]). Same length (4 bytes), writes no register, both outcomes go to the
+/// next instruction, and it ends its translation block. Its upper half is 0x0000, the defined
+/// illegal compressed parcel, so a jump into the middle of it is an illegal instruction.
+pub const PATCH_WORD: u32 = 0x0000_0263;
+
+/// Largest span of code, in bytes, that patched instructions may cover (one table slot per
+/// 2-byte parcel); a Zbb instruction farther away keeps trapping.
+const MAX_SPAN: u64 = 1 << 20;
+
+/// Zbb without an exception per instruction. Each Zbb instruction that trapped once (and was
+/// emulated by [`ZbbEmulator`]) is replaced by [`PATCH_WORD`] in a copy of its code page that
+/// only instruction fetches see (loads still read the real words); the translation block that
+/// ends with the patch falls through to the next instruction, and the block hook at the start of
+/// that next block executes the Zbb instruction on the register file ([`ZbbPatches::enter`]).
+/// Counts stay exact: the patch is one instruction in place of one, and no block is added to
+/// the kernel's code. Fault addresses stay exact: Zbb instructions do not access memory, and no
+/// other word moves.
+#[derive(Debug, Default)]
+pub struct ZbbPatches {
+    /// Emulated on a trap, not yet patched (patched between runs, never while one runs).
+    pending: Vec<(u64, ZbbInsn)>,
+    /// The address of the first slot of `after`.
+    base: u64,
+    /// By 2-byte parcel from `base`: the patched instruction that ends just before that address.
+    /// A direct table because the block hook asks at every block start.
+    after: Vec<Option<ZbbInsn>>,
+    patched: usize,
+    /// Code pages (4 KiB) that have a patched copy.
+    pages: Vec<u64>,
+    /// End of the translation block that ran last (0 at the start of a run).
+    last_end: u64,
+}
+
+impl ZbbPatches {
+    /// Queues the Zbb instruction `insn` at `addr`, just emulated on a trap, for patching.
+    pub fn trapped(&mut self, addr: u64, insn: ZbbInsn) {
+        if !self.pending.iter().any(|&(a, _)| a == addr) {
+            self.pending.push((addr, insn));
+        }
+    }
+
+    /// Takes the queued instructions to patch, leaving out any already patched.
+    pub fn take_pending(&mut self) -> Vec<(u64, ZbbInsn)> {
+        let mut p = std::mem::take(&mut self.pending);
+        p.retain(|&(a, _)| self.get(a + 4).is_none());
+        p
+    }
+
+    /// The patched instruction that ends right before `next`, if any.
+    fn get(&self, next: u64) -> Option<ZbbInsn> {
+        let i = next.wrapping_sub(self.base) / 2;
+        *self.after.get(usize::try_from(i).ok()?)?
+    }
+
+    /// Whether `insn` at `addr` may be patched: the table would stay within [`MAX_SPAN`].
+    pub fn fits(&self, addr: u64) -> bool {
+        if self.after.is_empty() {
+            return true;
+        }
+        let lo = self.base.min(addr + 4);
+        let hi = (self.base + 2 * self.after.len() as u64).max(addr + 6);
+        hi - lo <= MAX_SPAN
+    }
+
+    /// Records that `insn` at `addr` is now patched in the copy of code page `page`. Call only
+    /// when [`fits`](Self::fits).
+    pub fn patched(&mut self, page: u64, addr: u64, insn: ZbbInsn) {
+        let next = addr + 4;
+        if self.after.is_empty() {
+            self.base = next;
+        }
+        if next < self.base {
+            let grow = ((self.base - next) / 2) as usize;
+            self.after.splice(0..0, std::iter::repeat_n(None, grow));
+            self.base = next;
+        }
+        let i = ((next - self.base) / 2) as usize;
+        if i >= self.after.len() {
+            self.after.resize(i + 1, None);
+        }
+        if self.after[i].replace(insn).is_none() {
+            self.patched += 1;
+        }
+        if !self.pages.contains(&page) {
+            self.pages.push(page);
+        }
+    }
+
+    /// Instructions patched so far.
+    pub fn len(&self) -> usize {
+        self.patched
+    }
+
+    /// Whether nothing is patched yet.
+    pub fn is_empty(&self) -> bool {
+        self.patched == 0
+    }
+
+    /// Whether code page `page` has a patched copy (fetches go there, loads do not).
+    pub fn has_page(&self, page: u64) -> bool {
+        self.pages.contains(&page)
+    }
+
+    /// A new run starts, or a trap interrupted the flow: no block ran through a patch.
+    pub fn reset_run(&mut self) {
+        self.last_end = 0;
+    }
+
+    /// Called by the block hook at the start of every translation block (`addr`, `size` bytes).
+    /// When the block that ran before ended exactly here, after a patched instruction, control
+    /// came through that patch (it ends its block and goes nowhere else): execute the Zbb
+    /// instruction now. A block entered here from anywhere else is left alone.
+    pub fn enter<D>(&mut self, uc: &mut Unicorn<D>, addr: u64, size: u32) {
+        if self.patched == 0 {
+            return;
+        }
+        let through_patch = self.last_end == addr;
+        self.last_end = addr + u64::from(size);
+        if through_patch {
+            if let Some(insn) = self.get(addr) {
+                let _ = apply(uc, insn);
+            }
+        }
     }
 }
 

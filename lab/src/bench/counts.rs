@@ -15,7 +15,7 @@ use crate::backend::icount::BlockProfile;
 use crate::backend::{run_batch, Limits, UnicornBackend};
 use crate::batch::BatchBuilder;
 use crate::cases::plan::Stubs;
-use crate::cases::verdict::describe_fault;
+use crate::cases::verdict::{self, describe_fault};
 use crate::image::Image;
 use crate::variant::{Kernel, Variant};
 
@@ -87,8 +87,7 @@ pub fn profile_call(
     let (start, end) = Workload::code_range(w.kernel, image)?;
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     b.page_bounds_only();
-    let p = w.prepare(&mut b, rng);
-    w.call(&mut b, &Stubs::of(image), &p, rng.gen());
+    let plan = w.plan(&mut b, &Stubs::of(image), rng);
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     uc.start_profile(start, end).map_err(|e| e.to_string())?;
     let run = run_batch(uc, &batch);
@@ -97,7 +96,9 @@ pub fn profile_call(
     if let Some(f) = run.faults.first() {
         return Err(describe_fault(&w.label(), f, image, &batch).text);
     }
-    w.verify(&p, &batch, &run.resp)?;
+    if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {
+        return Err(f.text.clone());
+    }
     if profile.mismatches() != 0 {
         return Err(format!(
             "{}: {} translation blocks changed size; counts are not exact",
@@ -126,7 +127,7 @@ fn measure(
 ) -> Result<Raw, String> {
     // A fresh engine per measurement, so a repeat shares no translation cache with the first.
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
-    uc.emulate_zbb(variant.zbb);
+    uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new() };
     for n in BLOCKS {

@@ -34,20 +34,12 @@ pub const ITERATIONS: u32 = 100;
 /// SiFive P670; aarch64 Cortex-A55, Cortex-A72, Neoverse N1; x86_64 Skylake and Zen 3 (the
 /// host's own model is added by [`Mca::default_models`]).
 pub fn standard_models(arch: Arch) -> &'static [&'static str] {
-    match arch {
-        Arch::Riscv64 => &["sifive-u74", "spacemit-x60", "sifive-p670"],
-        Arch::Aarch64 => &["cortex-a55", "cortex-a72", "neoverse-n1"],
-        Arch::X86_64 => &["skylake", "znver3"],
-    }
+    arch.spec().mca.models
 }
 
 /// `-mtriple` for `arch`.
 fn triple(arch: Arch) -> &'static str {
-    match arch {
-        Arch::Riscv64 => "riscv64",
-        Arch::Aarch64 => "aarch64",
-        Arch::X86_64 => "x86_64",
-    }
+    arch.spec().mca.triple
 }
 
 /// mca's own bottleneck analysis: shares of all simulated cycles, percent.
@@ -303,7 +295,7 @@ impl Mca {
     /// [`standard_models`] of `arch`, with the host's model first on x86_64 hosts.
     pub fn default_models(&self, arch: Arch) -> Vec<String> {
         let mut models: Vec<String> = Vec::new();
-        if arch == Arch::X86_64 && Arch::host() == Some(Arch::X86_64) {
+        if Arch::host() == Some(arch) {
             models.extend(self.host_cpu());
         }
         for m in standard_models(arch) {

@@ -1,42 +1,16 @@
-//! Instruction mix: the image is disassembled once with `llvm-objdump` (Debian package `llvm`),
-//! every instruction gets one class, and a block profile weights the classes by how often each
-//! translation block ran.
-//!
-//! One class per instruction, first match wins: branch (any control transfer), multiply
-//! (integer multiply and divide), extension (an instruction from an ISA extension beyond the
-//! variant's base: Zbb on RISC-V; BMI/ADX/AVX/POPCNT on x86-64; CRC/crypto on AArch64), store
-//! (writes memory), load (reads memory; an x86 ALU instruction with a memory source counts here),
-//! ALU (everything else, including moves and `nop`).
+//! Instruction mix: the image's listing (the one disassembler, [`crate::disasm`]) gives every
+//! instruction one class ([`InsnClass`], by the architecture's rules in [`crate::arch`]), and a
+//! block profile weights the classes by how often each translation block ran.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use serde::Serialize;
 
+use crate::arch::Arch;
 use crate::backend::icount::BlockProfile;
+pub use crate::disasm::InsnClass;
+use crate::disasm::Listing;
 use crate::image::Image;
-use crate::toolchain::{self, Tool};
-use crate::variant::Arch;
-
-/// `llvm-objdump` (package `llvm`, which ci/setup.sh installs).
-pub const LLVM_OBJDUMP: Tool = Tool { program: "llvm-objdump", package: "llvm" };
-
-/// The class of one instruction (see the module docs for the rules).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InsnClass {
-    /// Reads memory.
-    Load,
-    /// Writes memory.
-    Store,
-    /// Integer arithmetic, logic, shifts, moves.
-    Alu,
-    /// Integer multiply or divide.
-    Multiply,
-    /// Jump, branch, call, return.
-    Branch,
-    /// From an ISA extension beyond the base (Zbb, BMI, ...).
-    Extension,
-}
 
 /// Executed instructions by class (per block, per call, or in total).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -93,50 +67,18 @@ pub struct Disassembly {
     insns: BTreeMap<u64, (String, InsnClass)>,
 }
 
-/// `llvm-objdump` options per architecture: RV64GC and all of Zbb decoded on RISC-V (so a Zbb
-/// instruction in a build without Zbb shows as one; `--mattr` replaces the defaults, hence
-/// the whole list), Intel syntax on x86 (destination first).
-fn objdump_args(arch: Arch) -> &'static [&'static str] {
-    match arch {
-        Arch::Riscv64 => &["--mattr=+m,+a,+f,+d,+c,+zbb"],
-        Arch::Aarch64 => &[],
-        Arch::X86_64 => &["-M", "intel"],
-    }
-}
-
 impl Disassembly {
-    /// Disassembles `image` with `llvm-objdump -d`.
+    /// The image's listing ([`Image::listing`], every extension decoded), classified.
     ///
     /// # Errors
     /// `llvm-objdump` missing (naming the Debian package) or failing.
     pub fn of(image: &Image) -> Result<Disassembly, String> {
-        let objdump = toolchain::find(LLVM_OBJDUMP).map_err(|e| e.to_string())?;
-        let out = Command::new(objdump)
-            .args(["-d", "--no-show-raw-insn"])
-            .args(objdump_args(image.arch))
-            .arg(&image.path)
-            .output()
-            .map_err(|e| format!("llvm-objdump: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("llvm-objdump {}: {}", image.path.display(), String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(Disassembly::parse(image.arch, &String::from_utf8_lossy(&out.stdout)))
+        Ok(Disassembly::classify(image.arch, image.listing().map_err(|e| e.to_string())?))
     }
 
-    /// Parses `llvm-objdump -d --no-show-raw-insn` output: lines `   addr: \tmnemonic\toperands`.
-    pub fn parse(arch: Arch, text: &str) -> Disassembly {
-        let mut insns = BTreeMap::new();
-        for line in text.lines() {
-            let Some((addr, rest)) = line.trim_start().split_once(':') else { continue };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-            let mut fields = rest.trim().splitn(2, char::is_whitespace);
-            let Some(mnemonic) = fields.next().filter(|m| !m.is_empty()) else { continue };
-            let operands = fields.next().unwrap_or("").trim();
-            insns.insert(
-                addr,
-                (format!("{mnemonic} {operands}").trim().to_string(), classify(arch, mnemonic, operands)),
-            );
-        }
+    /// Classifies every instruction of `listing` by `arch`'s rules.
+    pub fn classify(arch: Arch, listing: &Listing) -> Disassembly {
+        let insns = listing.iter().map(|i| (i.addr, (i.text.clone(), i.class(arch)))).collect();
         Disassembly { insns }
     }
 
@@ -181,128 +123,55 @@ impl Disassembly {
     }
 }
 
-/// Zbb mnemonics (RISC-V Bitmanip v1.0.0 §1.3).
-const ZBB: &[&str] = &[
-    "andn", "orn", "xnor", "clz", "clzw", "ctz", "ctzw", "cpop", "cpopw", "max", "maxu", "min", "minu", "sext.b",
-    "sext.h", "zext.h", "rol", "rolw", "ror", "rori", "roriw", "rorw", "orc.b", "rev8",
-];
-
-/// The class of one instruction of `arch`.
-pub fn classify(arch: Arch, mnemonic: &str, operands: &str) -> InsnClass {
-    let m = mnemonic.to_ascii_lowercase();
-    match arch {
-        Arch::Riscv64 => classify_riscv(m.strip_prefix("c.").unwrap_or(&m)),
-        Arch::Aarch64 => classify_aarch64(&m),
-        Arch::X86_64 => classify_x86(&m, operands),
-    }
-}
-
-fn classify_riscv(m: &str) -> InsnClass {
-    const BRANCH: &[&str] = &[
-        "beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz", "bgtz", "bgt", "ble",
-        "bgtu", "bleu", "j", "jal", "jr", "jalr", "ret", "call", "tail",
-    ];
-    const MUL: &[&str] =
-        &["mul", "mulh", "mulhsu", "mulhu", "mulw", "div", "divu", "divw", "divuw", "rem", "remu", "remw", "remuw"];
-    const LOAD: &[&str] = &["lb", "lh", "lw", "ld", "lbu", "lhu", "lwu", "flh", "flw", "fld", "lr.w", "lr.d"];
-    const STORE: &[&str] = &["sb", "sh", "sw", "sd", "fsh", "fsw", "fsd", "sc.w", "sc.d"];
-    if BRANCH.contains(&m) {
-        InsnClass::Branch
-    } else if MUL.contains(&m) {
-        InsnClass::Multiply
-    } else if ZBB.contains(&m) {
-        InsnClass::Extension
-    } else if STORE.contains(&m) || m.starts_with("amo") {
-        InsnClass::Store
-    } else if LOAD.contains(&m) {
-        InsnClass::Load
-    } else {
-        InsnClass::Alu
-    }
-}
-
-fn classify_aarch64(m: &str) -> InsnClass {
-    const BRANCH: &[&str] = &["b", "bl", "br", "blr", "ret", "cbz", "cbnz", "tbz", "tbnz"];
-    const MUL: &[&str] = &[
-        "mul", "madd", "msub", "mneg", "smull", "umull", "smulh", "umulh", "smaddl", "umaddl", "smsubl", "umsubl",
-        "smnegl", "umnegl", "sdiv", "udiv",
-    ];
-    if BRANCH.contains(&m) || m.starts_with("b.") {
-        InsnClass::Branch
-    } else if MUL.contains(&m) {
-        InsnClass::Multiply
-    } else if m.starts_with("crc32") || m.starts_with("aes") || m.starts_with("sha") || m.starts_with("pmull") {
-        InsnClass::Extension
-    } else if m.starts_with("st") {
-        InsnClass::Store
-    } else if m.starts_with("ld") || m == "prfm" {
-        InsnClass::Load
-    } else {
-        InsnClass::Alu
-    }
-}
-
-fn classify_x86(m: &str, operands: &str) -> InsnClass {
-    const EXT: &[&str] = &[
-        "andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi", "mulx", "pdep", "pext", "rorx", "sarx", "shlx", "shrx",
-        "adcx", "adox", "lzcnt", "tzcnt", "popcnt", "movbe",
-    ];
-    let memory = operands.contains('[') && m != "lea" && m != "nop";
-    let dest_memory = memory && operands.split(',').next().is_some_and(|d| d.contains('['));
-    if m.starts_with('j') || m == "call" || m == "ret" || m.starts_with("loop") {
-        InsnClass::Branch
-    } else if EXT.contains(&m) || m.starts_with('v') {
-        InsnClass::Extension
-    } else if matches!(m, "mul" | "imul" | "div" | "idiv") {
-        InsnClass::Multiply
-    } else if m == "push" || (dest_memory && !matches!(m, "cmp" | "test")) {
-        InsnClass::Store
-    } else if m == "pop" || memory {
-        InsnClass::Load
-    } else {
-        InsnClass::Alu
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disasm::Insn;
 
     #[test]
     fn classes_follow_the_rules() {
         use InsnClass::*;
-        let cases = [
-            (Arch::Riscv64, "lw", "s0, 0(a0)", Load),
-            (Arch::Riscv64, "sd", "s0, 0(sp)", Store),
-            (Arch::Riscv64, "roriw", "a4, a4, 25", Extension),
-            (Arch::Riscv64, "bset", "a0, a0, a1", Alu),
-            (Arch::Riscv64, "bge", "a3, a2, 0x1128a", Branch),
-            (Arch::Riscv64, "mulhu", "t0, a0, a1", Multiply),
-            (Arch::Aarch64, "ldp", "x10, x11, [x3]", Load),
-            (Arch::Aarch64, "stp", "x19, x20, [sp, #-32]!", Store),
-            (Arch::Aarch64, "b.ne", "0x210aa8", Branch),
-            (Arch::Aarch64, "umulh", "x1, x2, x3", Multiply),
-            (Arch::Aarch64, "ror", "w9, w9, #25", Alu),
-            (Arch::X86_64, "add", "r8d, dword ptr [rdi + 4]", Load),
-            (Arch::X86_64, "mov", "dword ptr [rsi], r8d", Store),
-            (Arch::X86_64, "cmp", "qword ptr [rsi], 0", Load),
-            (Arch::X86_64, "lea", "r8d, [r8 + rax - 0x28955b88]", Alu),
-            (Arch::X86_64, "rol", "r8d, 7", Alu),
-            (Arch::X86_64, "mul", "r11", Multiply),
-            (Arch::X86_64, "jle", "0x201180", Branch),
-            (Arch::X86_64, "push", "rbx", Store),
-            (Arch::X86_64, "rorx", "eax, ebx, 7", Extension),
+        let cases: &[(Arch, &str, &[u8], InsnClass)] = &[
+            (Arch::Riscv64, "lw s0, 0(a0)", &[], Load),
+            (Arch::Riscv64, "sd s0, 0(sp)", &[], Store),
+            (Arch::Riscv64, "roriw a4, a4, 25", &[], Extension),
+            (Arch::Riscv64, "bset a0, a0, a1", &[], Alu),
+            (Arch::Riscv64, "bge a3, a2, 0x1128a", &[], Branch),
+            (Arch::Riscv64, "c.sd s0, 0(sp)", &[], Store),
+            (Arch::Riscv64, "mulhu t0, a0, a1", &[], Multiply),
+            (Arch::Aarch64, "ldp x10, x11, [x3]", &[], Load),
+            (Arch::Aarch64, "stp x19, x20, [sp, #-32]!", &[], Store),
+            (Arch::Aarch64, "b.ne 0x210aa8", &[], Branch),
+            (Arch::Aarch64, "umulh x1, x2, x3", &[], Multiply),
+            (Arch::Aarch64, "ror w9, w9, #25", &[], Alu),
+            // x86: classes from the bytes (encodings from `llvm-mc --show-encoding`).
+            (Arch::X86_64, "add r8d, dword ptr [rdi + 4]", &[0x44, 0x03, 0x47, 0x04], Load),
+            (Arch::X86_64, "mov dword ptr [rsi], r8d", &[0x44, 0x89, 0x06], Store),
+            (Arch::X86_64, "add dword ptr [rdi], eax", &[0x01, 0x07], Store),
+            (Arch::X86_64, "cmp qword ptr [rsi], 0", &[0x48, 0x83, 0x3e, 0x00], Load),
+            (Arch::X86_64, "lea r8d, [r8 + rax - 0x28955b88]", &[0x45, 0x8d, 0x84, 0x00, 0x78, 0xa4, 0x6a, 0xd7], Alu),
+            (Arch::X86_64, "nop dword ptr [rax + rax]", &[0x0f, 0x1f, 0x04, 0x00], Alu),
+            (Arch::X86_64, "rol r8d, 7", &[0x41, 0xc1, 0xc0, 0x07], Alu),
+            (Arch::X86_64, "mul r11", &[0x49, 0xf7, 0xe3], Multiply),
+            (Arch::X86_64, "jle 0x201180", &[0x7e, 0x10], Branch),
+            (Arch::X86_64, "ret", &[0xc3], Branch),
+            (Arch::X86_64, "push rbx", &[0x53], Store),
+            (Arch::X86_64, "pop rbx", &[0x5b], Load),
+            (Arch::X86_64, "rorx eax, ebx, 7", &[0xc4, 0xe3, 0x7b, 0xf0, 0xc3, 0x07], Extension),
+            (Arch::X86_64, "adcx rax, rbx", &[0x66, 0x48, 0x0f, 0x38, 0xf6, 0xc3], Extension),
+            (Arch::X86_64, "pshufb xmm0, xmm1", &[0x66, 0x0f, 0x38, 0x00, 0xc1], Extension),
         ];
-        for (arch, m, ops, want) in cases {
-            assert_eq!(classify(arch, m, ops), want, "{arch} {m} {ops}");
+        for &(arch, text, bytes, want) in cases {
+            let insn = Insn { addr: 0x1000, bytes: bytes.to_vec(), text: text.into() };
+            assert_eq!(insn.class(arch), want, "{arch} {text}");
         }
     }
 
     #[test]
-    fn parses_objdump_lines_and_maps_blocks() {
-        let text = "\n0000000000011258 <md5_implCompress>:\n   11258:      \tli\ta2, 0\n   1125a:      \tli\ta3, 0\n\n\
-                    000000000001125c <md5_implCompressMB>:\n   1125c:      \taddi\tsp, sp, -96\n   1125e:      \tsd\ts0, 0(sp)\n";
-        let d = Disassembly::parse(Arch::Riscv64, text);
+    fn classifies_a_listing_and_maps_blocks() {
+        let text = "\n0000000000011258 <md5_implCompress>:\n   11258: 01 46        \tli\ta2, 0\n   1125a: 81 46        \tli\ta3, 0\n\n\
+                    000000000001125c <md5_implCompressMB>:\n   1125c: 5d 71        \taddi\tsp, sp, -96\n   1125e: 22 e0        \tsd\ts0, 0(sp)\n";
+        let d = Disassembly::classify(Arch::Riscv64, &Listing::parse(text));
         assert_eq!(d.text(0x1125e), Some("sd s0, 0(sp)"));
         assert_eq!(
             d.block(0x11258, 4).unwrap(),

@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::exit::ExitCode;
+
 use super::baseline::Gate;
 use super::board::BoardComparison;
 use super::counts::{CountRow, BLOCKS};
@@ -92,18 +94,18 @@ fn si(x: f64) -> String {
 }
 
 impl BenchReport {
-    /// Exit status: 0 all measured, 1 a measurement failed or the gate found a regression,
-    /// 2 set-up errors.
-    pub fn exit_code(&self) -> i32 {
+    /// Exit status: passed when all was measured; failed when a measurement failed or the gate
+    /// found a regression; an error (it wins) for set-up errors.
+    pub fn exit_code(&self) -> ExitCode {
         if !self.setup_errors.is_empty() {
-            2
+            ExitCode::Error
         } else if !self.errors.is_empty()
             || self.counts.iter().any(|r| !r.repeatable || !r.linear)
             || self.gate.as_ref().is_some_and(|g| g.regressions().next().is_some())
         {
-            1
+            ExitCode::Failed
         } else {
-            0
+            ExitCode::Passed
         }
     }
 

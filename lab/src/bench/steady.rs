@@ -8,8 +8,8 @@
 //! [`SteadyLoop::mca_source`] turns the loop into assembly text for `llvm-mca` (branch targets
 //! become labels; x86 keeps the listing's Intel syntax).
 
-use crate::bench::mix::{classify, InsnClass};
 use crate::disasm::Insn;
+use crate::disasm::InsnClass;
 use crate::image::Image;
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 
@@ -48,16 +48,15 @@ fn branch_target(text: &str) -> Option<u64> {
     u64::from_str_radix(last.strip_prefix("0x")?, 16).ok()
 }
 
-fn is_branch(arch: Arch, text: &str) -> bool {
-    let (mnemonic, operands) = text.split_once(' ').unwrap_or((text, ""));
-    classify(arch, mnemonic, operands) == InsnClass::Branch
+fn is_branch(arch: Arch, insn: &Insn) -> bool {
+    insn.class(arch) == InsnClass::Branch
 }
 
 /// Every back-edge of the stub: (branch address, target), in address order.
 fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
     insns
         .iter()
-        .filter(|i| is_branch(arch, &i.text))
+        .filter(|i| is_branch(arch, i))
         .filter_map(|i| Some((i.addr, branch_target(&i.text)?)))
         .filter(|&(at, target)| target >= start && target <= at)
         .collect()
@@ -126,20 +125,18 @@ impl SteadyLoop {
         let targets: Vec<u64> = self
             .insns
             .iter()
-            .filter(|i| is_branch(self.arch, &i.text))
+            .filter(|i| is_branch(self.arch, i))
             .filter_map(|i| branch_target(&i.text))
             .filter(|t| (first..=last).contains(t))
             .collect();
         let mut s = String::new();
-        if self.arch == Arch::X86_64 {
-            s.push_str(".intel_syntax noprefix\n");
-        }
+        s.push_str(self.arch.spec().asm_prologue);
         for i in &self.insns {
             if targets.contains(&i.addr) {
                 s.push_str(&format!(".Lat_{:x}:\n", i.addr));
             }
             let text = i.text.split('<').next().unwrap_or_default().trim_end();
-            match branch_target(text).filter(|_| is_branch(self.arch, text)) {
+            match branch_target(text).filter(|_| is_branch(self.arch, i)) {
                 Some(t) => {
                     let label = if (first..=last).contains(&t) { format!(".Lat_{t:x}") } else { ".Lexit".to_string() };
                     let cut = text.rfind("0x").unwrap_or(text.len());

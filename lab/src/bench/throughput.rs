@@ -25,7 +25,7 @@ use crate::abi::Abi;
 use crate::backend::{run_batch, Backend, BackendKind, Limits, UnicornBackend};
 use crate::batch::{Arg, BatchBuilder};
 use crate::cases::plan::Stubs;
-use crate::cases::verdict::describe_fault;
+use crate::cases::verdict::{self, describe_fault};
 use crate::image::Image;
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Arch, Kernel, Variant};
@@ -88,11 +88,7 @@ const TARGET: Duration = Duration::from_millis(100);
 
 /// The spin source of `arch`.
 fn spin_source(arch: Arch) -> &'static str {
-    match arch {
-        Arch::Riscv64 => include_str!("../../guest/riscv64/spin.S"),
-        Arch::Aarch64 => include_str!("../../guest/aarch64/spin.S"),
-        Arch::X86_64 => include_str!("../../guest/x86_64/spin.S"),
-    }
+    arch.spec().spin_source
 }
 
 /// Builds the spin image of `variant`: the variant's `driver.S` plus `spin.S`, cached under
@@ -211,11 +207,13 @@ fn round(
     let e = Stubs::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     b.page_bounds_only();
-    let p = w.prepare(&mut b, rng); // random input: not the lab's work, so before the clock
+    // Random input and the reference's answer: not the lab's work, so before the clock.
+    let plan = w.plan(&mut b, &e, rng);
+    let first = b.ncalls() - 1;
     let seed: u64 = rng.gen();
     let t = Instant::now();
-    for i in 0..k {
-        w.call(&mut b, &e, &p, seed ^ i as u64);
+    for i in 1..k {
+        b.repeat(first, seed ^ i as u64);
     }
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
@@ -226,6 +224,10 @@ fn round(
     let elapsed = t.elapsed();
     if completed != k {
         return Err(format!("{}: {completed} of {k} calls completed", w.label()));
+    }
+    // Every repeat starts from the same snapshot, so the last leaves the planned call's answer.
+    if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {
+        return Err(f.text.clone());
     }
     Ok(elapsed)
 }
@@ -291,7 +293,7 @@ pub fn measure(
     let mut rows = Vec::new();
     // Instruction counts come from a Unicorn profile of the same image.
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
-    uc.emulate_zbb(variant.zbb);
+    uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
     let mut loop_rates: Vec<(Kernel, f64)> = Vec::new();
     for (name, w) in workloads().into_iter().filter(|(_, w)| kernels.contains(&w.kernel)) {
         let instructions = profile_call(&mut uc, image, &w, &mut rng)?.instructions();

@@ -1,15 +1,17 @@
 //! The kernel calls `lab bench` counts and times: which stub, how many blocks, where the input
-//! sits, and the reference result of one call, so a count or a timing is only reported for a
-//! kernel that computed the right answer.
+//! sits. A workload is a call entry planned and judged like any other case ([`crate::cases`]),
+//! so a count or a timing is only reported for a kernel that computed the right answer.
 
 use rand::Rng;
 
-use crate::batch::{Arg, Batch, BatchBuilder, BufId};
-use crate::cases::plan::Stubs;
+use crate::batch::BatchBuilder;
+use crate::cases::plan::{CasePlan, Layout, Stubs};
+use crate::cases::procedure::CaseRun;
 use crate::image::Image;
 use crate::reference::md5;
 use crate::reference::poly1305::{self, Limbs26};
 use crate::variant::{Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
+use crate::vectors::{Body, Md5Call, Md5Expect, Md5Stub, Message, Poly1305Call, Poly1305Expect, Vector};
 
 /// One kind of kernel call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,17 +24,6 @@ pub struct Workload {
     pub misalign: usize,
     /// MD5 only: call `md5_implCompress` (one block) instead of `md5_implCompressMB`.
     pub single: bool,
-}
-
-/// The buffers of one call and what the reference says it must leave.
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    input: BufId,
-    out: BufId,
-    r: Option<BufId>,
-    msg: Vec<u8>,
-    out_init: Vec<u8>,
-    r_limbs: Limbs26,
 }
 
 impl Workload {
@@ -100,75 +91,36 @@ impl Workload {
         Ok(range)
     }
 
-    /// Adds the buffers of one call: random input, a random valid state or accumulator and r.
-    pub fn prepare(&self, b: &mut BatchBuilder, rng: &mut impl Rng) -> Prepared {
-        let msg: Vec<u8> = (0..self.bytes()).map(|_| rng.gen()).collect();
-        let input = b.input(&msg, self.misalign);
-        let (out_init, r_limbs) = match self.kernel {
-            Kernel::Md5 => (rng.gen::<[u8; 16]>().to_vec(), Limbs26::default()),
+    /// The call as a call entry: random input, a random state (MD5) or a random accumulator
+    /// within the contract bounds and a clamped random r (Poly1305), drawn from `rng`.
+    pub fn vector(&self, rng: &mut impl Rng) -> Vector {
+        let input = Message::Bytes((0..self.bytes()).map(|_| rng.gen()).collect());
+        let body = match self.kernel {
+            Kernel::Md5 => {
+                let state = md5::state_from_bytes(&rng.gen::<[u8; 16]>());
+                let (stub, limit) = match self.single {
+                    true => (Md5Stub::Compress, 0),
+                    false => (Md5Stub::CompressMb, (self.blocks as i32 - 1) * 64),
+                };
+                Body::Md5Call(Md5Call { stub, state, input, ofs: 0, limit, expect: Md5Expect::default() })
+            }
             Kernel::Poly1305 => {
                 let acc = Limbs26(std::array::from_fn(|i| rng.gen_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 })));
-                (acc.to_bytes().to_vec(), poly1305::clamp_r(&rng.gen()))
+                let r = poly1305::clamp_r(&rng.gen());
+                let lengths = vec![self.bytes() as i64];
+                Body::Poly1305Call(Poly1305Call { acc, r, input, lengths, expect: Poly1305Expect::default() })
             }
         };
-        let out = b.output(&out_init);
-        let r = (self.kernel == Kernel::Poly1305).then(|| b.input(&r_limbs.to_bytes(), 0));
-        Prepared { input, out, r, msg, out_init, r_limbs }
+        Vector { index: 0, name: self.label(), source: "lab bench".into(), offsets: vec![self.misalign], body }
     }
 
-    /// Adds one call on the buffers of `p`; returns its index in the batch.
-    pub fn call(&self, b: &mut BatchBuilder, e: &Stubs, p: &Prepared, seed: u64) -> usize {
-        let abi = b.abi();
-        let missing = "kernel symbols checked by code_range";
-        let (func, args) = match self.kernel {
-            Kernel::Md5 if self.single => {
-                (e.md5_compress.expect(missing), [Arg::Ptr(p.input, 0), Arg::Ptr(p.out, 0), Arg::Imm(0), Arg::Imm(0)])
-            }
-            Kernel::Md5 => {
-                let limit = (self.blocks as i32 - 1) * 64;
-                let args = [
-                    Arg::Ptr(p.input, 0),
-                    Arg::Ptr(p.out, 0),
-                    Arg::Imm(abi.int32_arg(0, 0)),
-                    Arg::Imm(abi.int32_arg(limit, 0)),
-                ];
-                (e.md5_compress_mb.expect(missing), args)
-            }
-            Kernel::Poly1305 => {
-                let r = p.r.expect("poly1305 has r");
-                (
-                    e.poly1305.expect(missing),
-                    [Arg::Ptr(p.input, 0), Arg::Imm(self.bytes()), Arg::Ptr(p.out, 0), Arg::Ptr(r, 0)],
-                )
-            }
-        };
-        b.call(func, args, seed)
-    }
-
-    /// Checks the output of the single call made on `p` against the reference.
-    ///
-    /// # Errors
-    /// A sentence saying what differs.
-    pub fn verify(&self, p: &Prepared, batch: &Batch, resp: &[u8]) -> Result<(), String> {
-        let got = batch.buffer(resp, p.out);
-        match self.kernel {
-            Kernel::Md5 => {
-                let mut want = md5::state_from_bytes(&p.out_init);
-                for block in p.msg.chunks(64) {
-                    md5::compress(&mut want, block);
-                }
-                let got = md5::state_from_bytes(got);
-                (got == want)
-                    .then_some(())
-                    .ok_or_else(|| format!("{}: state {got:08x?}, expected {want:08x?}", self.label()))
-            }
-            Kernel::Poly1305 => {
-                let want = poly1305::process_blocks(&Limbs26::from_bytes(&p.out_init), &p.r_limbs, &p.msg);
-                let got = Limbs26::from_bytes(got);
-                (got.reduced() == want.reduced() && got.within_bounds())
-                    .then_some(())
-                    .ok_or_else(|| format!("{}: acc {got}, expected {want} (mod 2^130-5, within bounds)", self.label()))
-            }
-        }
+    /// Plans the call into `b` the way `lab run` plans a call entry ([`crate::cases`]): the input
+    /// `misalign` bytes past a 64-byte boundary, and what the reference says the call must
+    /// leave, for [`crate::cases::verdict::check`]. Returns the one-call case; its call is the
+    /// batch's last.
+    pub fn plan(&self, b: &mut BatchBuilder, stubs: &Stubs, rng: &mut impl Rng) -> CasePlan {
+        let v = self.vector(rng);
+        let plan = CaseRun::new(&v, "bench", &v.name, Layout::Offset(self.misalign)).plan_next(b, stubs, rng);
+        plan
     }
 }

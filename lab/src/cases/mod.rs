@@ -5,6 +5,7 @@
 //! The backends in between only execute; they never see an expectation.
 
 pub mod answers;
+pub mod openssl;
 pub mod plan;
 pub mod procedure;
 pub mod verdict;

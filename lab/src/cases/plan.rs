@@ -11,14 +11,17 @@ use rand::Rng;
 
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
+use crate::cases::openssl::{OsslExpect, OsslFinal};
+use crate::contract::{self, Family, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::Limbs26;
 use crate::variant::{Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
-/// The addresses of the HotSpot stubs (the kernels' entry points) in an image.
-#[derive(Debug, Clone, Copy)]
+/// The addresses of the contract entry points (HotSpot's stubs, OpenSSL's block functions:
+/// [`crate::contract`]) in an image.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Stubs {
     /// `md5_implCompress`.
     pub md5_compress: Option<u64>,
@@ -26,6 +29,10 @@ pub struct Stubs {
     pub md5_compress_mb: Option<u64>,
     /// `poly1305_processBlocks`.
     pub poly1305: Option<u64>,
+    /// OpenSSL's `md5_block_data_order` ([`crate::contract`]).
+    pub md5_block_data_order: Option<u64>,
+    /// OpenSSL's `poly1305_blocks`.
+    pub poly1305_blocks: Option<u64>,
 }
 
 impl Stubs {
@@ -36,11 +43,39 @@ impl Stubs {
             md5_compress: a(MD5_IMPL_COMPRESS),
             md5_compress_mb: a(MD5_IMPL_COMPRESS_MB),
             poly1305: a(POLY1305_PROCESS_BLOCKS),
+            md5_block_data_order: a(MD5_BLOCK_DATA_ORDER),
+            poly1305_blocks: a(POLY1305_BLOCKS),
         }
+    }
+
+    /// Whether the image defines contract symbol `symbol`.
+    fn defines(&self, symbol: &str) -> bool {
+        let addr = match symbol {
+            MD5_IMPL_COMPRESS => self.md5_compress,
+            MD5_IMPL_COMPRESS_MB => self.md5_compress_mb,
+            POLY1305_PROCESS_BLOCKS => self.poly1305,
+            MD5_BLOCK_DATA_ORDER => self.md5_block_data_order,
+            POLY1305_BLOCKS => self.poly1305_blocks,
+            _ => None,
+        };
+        addr.is_some()
+    }
+
+    /// The contract family `kernel` runs through ([`contract::family_of`]).
+    pub fn family(&self, kernel: Kernel) -> Option<Family> {
+        contract::family_of(kernel, |s| self.defines(s))
     }
 
     /// Why `kernel` cannot run from this image, if it cannot.
     pub fn missing(&self, kernel: Kernel) -> Option<String> {
+        if self.family(kernel).is_some() {
+            return None;
+        }
+        if contract::intended_family(kernel, |s| self.defines(s)) == Family::OpenSsl {
+            let lacking: Vec<&str> =
+                contract::contracts(Family::OpenSsl, kernel).map(|c| c.symbol).filter(|s| !self.defines(s)).collect();
+            return Some(format!("the image defines no {}", lacking.join(", ")));
+        }
         let lacking: Vec<&str> = match kernel {
             Kernel::Md5 => [(MD5_IMPL_COMPRESS, self.md5_compress), (MD5_IMPL_COMPRESS_MB, self.md5_compress_mb)]
                 .into_iter()
@@ -80,6 +115,8 @@ pub(crate) enum Expect {
     AccUntouched { acc: BufId, before: BufId },
     /// The planner could not compute the expectation (a lab bug, never a pass).
     Unplanned(String),
+    /// An expectation of an OpenSSL-contract call ([`crate::cases::openssl`]).
+    OpenSsl(OsslExpect),
 }
 
 /// One planned call: its index in the batch, its label in findings and what it must leave.
@@ -95,8 +132,21 @@ pub(crate) struct CallCheck {
 /// The last thing a case checks, after all its calls.
 #[derive(Debug, Clone)]
 pub(crate) enum Final {
-    Md5Digest { state: BufId, digest: [u8; 16], what: &'static str },
-    Poly1305Tag { acc: BufId, r: Limbs26, tail: Vec<u8>, s: [u8; 16], tag: [u8; 16], what: String },
+    Md5Digest {
+        state: BufId,
+        digest: [u8; 16],
+        what: &'static str,
+    },
+    Poly1305Tag {
+        acc: BufId,
+        r: Limbs26,
+        tail: Vec<u8>,
+        s: [u8; 16],
+        tag: [u8; 16],
+        what: String,
+    },
+    /// The last check of an OpenSSL-contract case ([`crate::cases::openssl`]).
+    OpenSsl(OsslFinal),
 }
 
 /// A case laid into a batch: its calls and expectations. A case too long for one batch (a long
@@ -257,20 +307,73 @@ impl<'a, R: Rng> Planner<'a, R> {
     }
 
     /// An `int` argument as the ABI passes it (garbage or sign-extended upper half).
-    fn int(&mut self, v: i32) -> Arg {
+    pub(crate) fn int(&mut self, v: i32) -> Arg {
         Arg::Imm(self.b.abi().int32_arg(v, self.rng.gen()))
     }
 
     /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
-    fn call(&mut self, func: u64, args: [Arg; 4], prev: BufId, out: BufId, label: String, expects: Vec<Expect>) {
+    pub(crate) fn call(
+        &mut self,
+        func: u64,
+        args: [Arg; 4],
+        prev: BufId,
+        out: BufId,
+        label: String,
+        expects: Vec<Expect>,
+    ) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
         let label = format!("{}{label}", self.label_prefix);
         self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
 
+    /// The contract family `kernel`'s calls go through (HotSpot's when the image has none).
+    pub(crate) fn family(&self, kernel: Kernel) -> Family {
+        self.e.family(kernel).unwrap_or(Family::HotSpot)
+    }
+
+    /// A fresh MD5 state buffer holding `init`: the state words (HotSpot) or an `MD5_CTX`.
+    fn md5_state(&mut self, init: &[u8; 16]) -> BufId {
+        match self.family(Kernel::Md5) {
+            Family::HotSpot => self.output("state", init),
+            Family::OpenSsl => self.openssl_md5_ctx(init),
+        }
+    }
+
+    /// The bytes a Poly1305 chain starts from when nothing is carried in: `acc` as limbs
+    /// (HotSpot) or a base 2^64 context with `r` (OpenSSL).
+    pub(crate) fn poly1305_start(&self, acc: &Limbs26, r: &Limbs26) -> Vec<u8> {
+        match self.family(Kernel::Poly1305) {
+            Family::HotSpot => acc.to_bytes().to_vec(),
+            Family::OpenSsl => self.openssl_poly_ctx(acc, r),
+        }
+    }
+
+    /// The end of a Poly1305 tag after the whole blocks left their result in `out`: the host
+    /// adds the tail and s (HotSpot), or the tail goes through the kernel and the tag is
+    /// `poly1305_emit`'s (OpenSSL). Returns the buffer holding the last result and the check.
+    #[allow(clippy::too_many_arguments)] // a tag's parts
+    pub(crate) fn poly1305_finish(
+        &mut self,
+        out: BufId,
+        acc: &mut Limbs26,
+        r: Limbs26,
+        tail: &[u8],
+        s: [u8; 16],
+        tag: [u8; 16],
+        what: String,
+    ) -> (BufId, Final) {
+        match self.family(Kernel::Poly1305) {
+            Family::HotSpot => (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what }),
+            Family::OpenSsl => self.openssl_poly_finish(out, acc, r, tail, s, tag, what),
+        }
+    }
+
     /// One MD5 stub call on `state` (the reference's state, advanced); returns the buffer
     /// holding the kernel's new state. `file` adds the vector file's expectations.
     pub fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State, file: &Md5Expect) -> BufId {
+        if self.family(Kernel::Md5) == Family::OpenSsl {
+            return self.openssl_md5_step(c, prev, state, file);
+        }
         let out = self.output("state", &[0u8; 16]);
         let (func, args, label, mut expects) = match c.stub {
             Md5Stub::CompressMb => {
@@ -353,7 +456,7 @@ impl<'a, R: Rng> Planner<'a, R> {
             .copied()
             .collect();
         let host_buf = self.input("buffer", &host, 1);
-        let mut prev = self.output("state", init);
+        let mut prev = self.md5_state(init);
         let mut host_at = 0;
         for step in &taken {
             let args = match step {
@@ -385,7 +488,7 @@ impl<'a, R: Rng> Planner<'a, R> {
         let used = if c.stub == Md5Stub::Compress { 64 } else { md5::mb_blocks(c.ofs, c.limit) * 64 };
         let bytes = c.input.read(0, used);
         let input = self.input("input", &bytes, 0);
-        let prev = self.output("state", &md5::state_to_bytes(&c.state));
+        let prev = self.md5_state(&md5::state_to_bytes(&c.state));
         let mut state = c.state;
         let args = Md5Args {
             stub: c.stub,
@@ -406,7 +509,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     #[allow(clippy::too_many_arguments)] // one call chain's inputs; a struct would only rename them
     pub fn poly1305_chain(
         &mut self,
-        init: &[u8; 40],
+        init: &[u8],
         acc: &mut Limbs26,
         r: Limbs26,
         msg: &Message,
@@ -414,6 +517,9 @@ impl<'a, R: Rng> Planner<'a, R> {
         lengths: &[i64],
         expect: Option<&num_bigint::BigUint>,
     ) -> BufId {
+        if self.family(Kernel::Poly1305) == Family::OpenSsl {
+            return self.openssl_poly_chain(init, acc, r, msg, at, lengths, expect, 1);
+        }
         let used: usize = lengths.iter().map(|&l| vectors::whole_blocks(l) * 16).sum();
         let bytes = msg.read(at, used);
         let input = self.input("input", &bytes, 0);

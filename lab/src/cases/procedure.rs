@@ -18,9 +18,12 @@ use rand::Rng;
 
 use crate::batch::{BatchBuilder, BufId};
 use crate::cases::answers::Tape;
+use crate::cases::openssl::OsslFinal;
 use crate::cases::plan::{self, CasePlan, Final, Layout, Planner, Stubs, SEGMENT_BYTES, SEGMENT_CALLS};
+use crate::contract::Family;
 use crate::reference::md5::{self, DigestSteps, State};
 use crate::reference::poly1305::{self, Limbs26};
+use crate::variant::{Arch, Kernel};
 use crate::vectors::{self, Body, Message, Vector};
 
 /// Bytes of one chunk long digests and tags are cut into ([`crate::vectors`] cost model).
@@ -66,9 +69,10 @@ struct PolyRun<'v> {
     /// Index of the next call in `lengths`, and the message byte it starts at.
     next: usize,
     at: usize,
-    /// The reference's accumulator, and the kernel's at the end of the previous segment.
+    /// The reference's accumulator, and the kernel's result (accumulator or context) at the end
+    /// of the previous segment (`None` before the first: the planner lays `acc` out).
     acc: Limbs26,
-    kernel: [u8; 40],
+    kernel: Option<Vec<u8>>,
     /// `expect_acc` of a call entry.
     expect: Option<&'v num_bigint::BigUint>,
     /// For a tag: what the host adds after the last call, and the expected tag.
@@ -99,7 +103,7 @@ impl<'v> PolyRun<'v> {
         let s: [u8; 16] = key[16..].try_into().unwrap_or_default();
         let acc = Limbs26::default();
         let t = Some(TagEnd { tail, s, tag, what });
-        PolyRun { msg, r, lengths, next: 0, at: 0, acc, kernel: acc.to_bytes(), expect: None, tag: t }
+        PolyRun { msg, r, lengths, next: 0, at: 0, acc, kernel: None, expect: None, tag: t }
     }
 
     fn plan<R: Rng>(&mut self, p: &mut Planner<'_, R>) -> (BufId, Option<Final>) {
@@ -115,21 +119,17 @@ impl<'v> PolyRun<'v> {
         let last_segment = end == self.lengths.len();
         let expect = if last_segment { self.expect } else { None };
         let lengths = &self.lengths[self.next..end];
-        let out = p.poly1305_chain(&self.kernel, &mut self.acc, self.r, &self.msg, self.at, lengths, expect);
+        let init = self.kernel.clone().unwrap_or_else(|| p.poly1305_start(&self.acc, &self.r));
+        let out = p.poly1305_chain(&init, &mut self.acc, self.r, &self.msg, self.at, lengths, expect);
         self.next = end;
         self.at += bytes;
-        let fin = match (&self.tag, last_segment) {
-            (Some(t), true) => Some(Final::Poly1305Tag {
-                acc: out,
-                r: self.r,
-                tail: t.tail.clone(),
-                s: t.s,
-                tag: t.tag,
-                what: t.what.clone(),
-            }),
-            _ => None,
-        };
-        (out, fin)
+        match (&self.tag, last_segment) {
+            (Some(t), true) => {
+                let (out, fin) = p.poly1305_finish(out, &mut self.acc, self.r, &t.tail, t.s, t.tag, t.what.clone());
+                (out, Some(fin))
+            }
+            _ => (out, None),
+        }
     }
 
     fn done(&self) -> bool {
@@ -163,6 +163,10 @@ pub struct CaseRun<'v> {
     stage: Stage<'v>,
     /// The reference's answers, computed or replayed ([`crate::cases::answers`]).
     tape: Tape,
+    /// The family the Poly1305 calls went through (how carried results become tags).
+    poly_family: Family,
+    /// The architecture of the batch (the OpenSSL context layout).
+    arch: Arch,
 }
 
 impl<'v> CaseRun<'v> {
@@ -175,7 +179,16 @@ impl<'v> CaseRun<'v> {
     /// [`CaseRun::new`] taking the reference's answers from `tape` where it has them
     /// ([`crate::cases::answers::Answers::tape`]).
     pub fn replaying(v: &'v Vector, set: &str, name: &str, layout: Layout, tape: Tape) -> Self {
-        CaseRun { v, set: set.into(), name: name.into(), layout, stage: Stage::Start, tape }
+        CaseRun {
+            v,
+            set: set.into(),
+            name: name.into(),
+            layout,
+            stage: Stage::Start,
+            poly_family: Family::HotSpot,
+            arch: Arch::X86_64,
+            tape,
+        }
     }
 
     /// The reference's answers given so far, to keep for other cells
@@ -219,6 +232,8 @@ impl<'v> CaseRun<'v> {
             self.stage = self.first_stage(rng);
         }
         let mut p = Planner::new(b, e, rng, self.layout, &mut self.tape);
+        self.poly_family = p.family(Kernel::Poly1305);
+        self.arch = p.b.abi().arch;
         let (carry, last, done) = match &mut self.stage {
             Stage::Digest(run) => {
                 let (out, fin) = run.plan(&mut p);
@@ -260,11 +275,11 @@ impl<'v> CaseRun<'v> {
     pub fn absorb(&mut self, carried: &[Vec<u8>]) {
         let first = carried.first().map(Vec::as_slice).unwrap_or_default();
         match &mut self.stage {
-            Stage::Digest(run) => run.kernel = first.try_into().unwrap_or_default(),
-            Stage::Poly(run) | Stage::OuterTag(run) => run.kernel = first.try_into().unwrap_or([0; 40]),
+            Stage::Digest(run) => run.kernel = state_part(first),
+            Stage::Poly(run) | Stage::OuterTag(run) => run.kernel = Some(first.to_vec()),
             Stage::Chain { step, run } => {
                 if run.steps.peek().is_some() {
-                    run.kernel = first.try_into().unwrap_or_default();
+                    run.kernel = state_part(first);
                 } else {
                     // The step's digest is the next step's message.
                     let digest = md5::state_to_bytes(&md5::state_from_bytes(first.get(..16).unwrap_or(&[0; 16])));
@@ -279,7 +294,10 @@ impl<'v> CaseRun<'v> {
                 let mut tags = Vec::with_capacity(16 * m.count);
                 for (i, acc) in carried.iter().enumerate() {
                     let (r, s, tail) = inner_key(i);
-                    tags.extend(poly1305::finish(&Limbs26::from_bytes(acc), &r, &tail, &s));
+                    tags.extend(match self.poly_family {
+                        Family::HotSpot => poly1305::finish(&Limbs26::from_bytes(acc), &r, &tail, &s),
+                        Family::OpenSsl => OsslFinal::tag_of(self.arch, acc, &s),
+                    });
                 }
                 let what = "tag of the tags ".to_owned();
                 self.stage = Stage::OuterTag(PolyRun::tag(&m.key, Cow::Owned(Message::Bytes(tags)), m.tag, &[], what));
@@ -306,7 +324,7 @@ impl<'v> CaseRun<'v> {
                 next: 0,
                 at: 0,
                 acc: c.acc,
-                kernel: c.acc.to_bytes(),
+                kernel: None,
                 expect: c.expect.acc.as_ref(),
                 tag: None,
             }),
@@ -318,6 +336,11 @@ impl<'v> CaseRun<'v> {
             Body::Md5Call(_) | Body::Poly1305MacOfMacs(_) => Stage::Start,
         }
     }
+}
+
+/// The MD5 state words at the start of a carried state or `MD5_CTX`.
+fn state_part(carried: &[u8]) -> [u8; 16] {
+    carried.get(..16).and_then(|s| s.try_into().ok()).unwrap_or_default()
 }
 
 /// Whether a chain step's digest still has segments to plan.
@@ -357,9 +380,11 @@ fn inner_tags<R: Rng>(p: &mut Planner<'_, R>, count: usize) -> (Vec<BufId>, Vec<
         p.label_prefix = format!("tag {i}: ");
         let whole = (i / 16 * 16) as i64;
         let mut acc = Limbs26::default();
-        let out = p.poly1305_chain(&acc.to_bytes(), &mut acc, r, &msg, 0, &[whole], None);
+        let init = p.poly1305_start(&acc, &r);
+        let out = p.poly1305_chain(&init, &mut acc, r, &msg, 0, &[whole], None);
         let tag = poly1305::tag(&[b; 32], &msg.to_vec());
-        last.push(Final::Poly1305Tag { acc: out, r, tail, s, tag, what: format!("tag {i}: tag ") });
+        let (out, fin) = p.poly1305_finish(out, &mut acc, r, &tail, s, tag, format!("tag {i}: tag "));
+        last.push(fin);
         carry.push(out);
     }
     p.label_prefix.clear();

@@ -7,7 +7,7 @@
 //! the previous call's output (the driver's `copy` field), so every intermediate state stays
 //! visible.
 
-use crate::abi::{Abi, X86_RFLAGS_DF};
+use crate::abi::Abi;
 use crate::backend::{BatchRun, Fault, FaultKind};
 use crate::batch::Batch;
 use crate::cases::plan::{CasePlan, Expect, Final};
@@ -15,7 +15,6 @@ use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::reference::md5::{self, State};
 use crate::reference::poly1305::{self, Limbs26};
-use crate::variant::Arch;
 
 impl CasePlan {
     /// A 64-bit digest (FNV-1a) of what this case's calls left behind in `run`: the buffers and
@@ -48,6 +47,7 @@ impl CasePlan {
                         h.add(batch.buffer(&run.resp, *buf));
                     }
                     Expect::RetI32(_) | Expect::RetI32File(_) => h.add(&(rec.ret as u32).to_le_bytes()),
+                    Expect::OpenSsl(o) => h.add(batch.buffer(&run.resp, o.buffer())),
                     // A lab error: no result to compare.
                     Expect::Unplanned(_) => return 0,
                 }
@@ -148,11 +148,8 @@ fn abi_findings(label: &str, rec: &crate::batch::CallRecord, abi: &Abi) -> Vec<F
             format!("{label}: {} was not restored: before {:#x}, after {:#x}", abi.sp, rec.sp_before, rec.sp_after),
         ));
     }
-    if abi.arch == Arch::X86_64 && rec.flags & X86_RFLAGS_DF != 0 {
-        out.push(Finding::new(
-            Class::Abi,
-            format!("{label}: the direction flag (DF) is set on return ({})", abi.source),
-        ));
+    if let Some(flag) = abi.clear_on_return.filter(|f| rec.flags & f.mask != 0) {
+        out.push(Finding::new(Class::Abi, format!("{label}: {} is set on return ({})", flag.name, abi.source)));
     }
     out
 }
@@ -219,6 +216,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
             }
         }
         Expect::Unplanned(why) => Some(Finding::new(Class::NotRun, format!("{label}: lab error, not checked: {why}"))),
+        Expect::OpenSsl(o) => o.finding(label, batch, resp),
         Expect::AccUntouched { acc, before } => {
             let before = Limbs26::from_bytes(batch.buffer(resp, *before));
             let got = Limbs26::from_bytes(batch.buffer(resp, *acc));
@@ -234,6 +232,7 @@ fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64)
 
 fn final_finding(last: &Final, batch: &Batch, resp: &[u8]) -> Option<Finding> {
     match last {
+        Final::OpenSsl(o) => o.finding(batch, resp),
         Final::Md5Digest { state, digest, what } => {
             let got = md5::state_to_digest(&md5::state_from_bytes(batch.buffer(resp, *state)));
             (got != *digest).then(|| {

@@ -6,6 +6,7 @@ use clap::Args;
 
 use kernel_lab::bench::baseline::{self, Baseline};
 use kernel_lab::bench::{self, BenchConfig, BenchReport};
+use kernel_lab::exit::ExitCode;
 
 use super::options::Select;
 
@@ -66,15 +67,15 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Writes the files the options ask for; returns 2 when one cannot be written.
-fn write_outputs(a: &BenchArgs, report: &BenchReport) -> i32 {
-    let mut status = 0;
+/// Writes the files the options ask for; false when one cannot be written.
+fn write_outputs(a: &BenchArgs, report: &BenchReport) -> bool {
+    let mut written = true;
     if let Some(path) = &a.save_baseline {
         match Baseline::of(report).save(path) {
             Ok(()) => eprintln!("lab bench: baseline written to {}", path.display()),
             Err(e) => {
                 eprintln!("lab bench: cannot write the baseline: {e}");
-                status = 2;
+                written = false;
             }
         }
     }
@@ -83,24 +84,24 @@ fn write_outputs(a: &BenchArgs, report: &BenchReport) -> i32 {
             Ok(()) => eprintln!("lab bench: plot written to {}", path.display()),
             Err(e) => {
                 eprintln!("lab bench: cannot draw the plot: {e}");
-                status = 2;
+                written = false;
             }
         }
     }
-    status
+    written
 }
 
 /// The OpenSSL timing child (`native::CHILD_ENV` set by the parent `lab bench`): prints its
 /// JSON rows and exits.
-fn openssl_child(runs: usize) -> i32 {
+fn openssl_child(runs: usize) -> ExitCode {
     match bench::native::child_main(runs) {
         Ok(json) => {
             println!("{json}");
-            0
+            ExitCode::Passed
         }
         Err(e) => {
             eprintln!("lab bench (OpenSSL child): {e}");
-            1
+            ExitCode::Failed
         }
     }
 }
@@ -112,7 +113,7 @@ impl BenchArgs {
     }
 }
 
-pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
+pub(crate) fn bench_cmd(a: &BenchArgs) -> ExitCode {
     if let Some(runs) = bench::native::child_request() {
         return openssl_child(runs);
     }
@@ -125,7 +126,7 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
         Ok(b) => b,
         Err(e) => {
             eprintln!("lab bench: --baseline {e}");
-            return 2;
+            return ExitCode::Error;
         }
     };
     let cfg = BenchConfig {
@@ -147,5 +148,5 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> i32 {
     }
     let text = if a.json || a.format == "json" { report.to_json() + "\n" } else { report.to_human() };
     super::out::print(&text);
-    report.exit_code().max(write_outputs(a, &report))
+    report.exit_code().or_error_if(!write_outputs(a, &report))
 }

@@ -4,6 +4,7 @@ use std::io::Write as _;
 
 use clap::Args;
 use kernel_lab::doctor::{self, Diagnosis, State};
+use kernel_lab::exit::ExitCode;
 use kernel_lab::paths;
 
 #[derive(Args)]
@@ -13,7 +14,7 @@ pub(crate) struct DoctorArgs {
     format: String,
 }
 
-pub(crate) fn doctor_cmd(args: &DoctorArgs) -> i32 {
+pub(crate) fn doctor_cmd(args: &DoctorArgs) -> ExitCode {
     let d = doctor::diagnose(&paths::kernels_dir(), &paths::vectors_dir());
     if args.format == "json" {
         super::out::print(&(doctor_json(&d).to_string() + "\n"));
@@ -47,9 +48,11 @@ pub(crate) fn doctor_cmd(args: &DoctorArgs) -> i32 {
         );
     }
     let verdict = match d.exit_code() {
-        0 => format!("{ok}lab doctor: all well{ok:#}"),
-        1 => format!("{bad}lab doctor: the set-up works but a kernel gave a wrong answer (see `lab run`){bad:#}"),
-        _ => format!("{bad}lab doctor: the set-up is incomplete{bad:#}"),
+        ExitCode::Passed => format!("{ok}lab doctor: all well{ok:#}"),
+        ExitCode::Failed => {
+            format!("{bad}lab doctor: the set-up works but a kernel gave a wrong answer (see `lab run`){bad:#}")
+        }
+        ExitCode::Error | ExitCode::Interrupted(_) => format!("{bad}lab doctor: the set-up is incomplete{bad:#}"),
     };
     let _ = writeln!(out, "\n{verdict}");
     d.exit_code()
@@ -75,6 +78,6 @@ fn doctor_json(d: &Diagnosis) -> serde_json::Value {
     serde_json::json!({
         "checks": checks,
         "missing_packages": d.missing_packages(),
-        "exit_code": d.exit_code(),
+        "exit_code": d.exit_code().code(),
     })
 }

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use kernel_lab::backend::BackendKind;
+use kernel_lab::exit::ExitCode;
 use kernel_lab::variant::{Kernel, VARIANTS};
 
 #[derive(Args)]
@@ -11,10 +12,10 @@ pub(crate) struct ListArgs {
     format: String,
 }
 
-pub(crate) fn list_cmd(args: &ListArgs) -> i32 {
+pub(crate) fn list_cmd(args: &ListArgs) -> ExitCode {
     let text = if args.format == "json" { list_json().to_string() + "\n" } else { list_text() };
     super::out::print(&text);
-    0
+    ExitCode::Passed
 }
 
 /// Variants (name, arch, ISA, qemu -cpu, which backend runs them and why not) and kernels.
@@ -36,7 +37,11 @@ fn list_json() -> serde_json::Value {
         .collect();
     let kernels: Vec<serde_json::Value> =
         Kernel::ALL.iter().map(|k| serde_json::json!({ "name": k.name(), "symbols": k.symbols() })).collect();
-    serde_json::json!({ "variants": variants, "kernels": kernels })
+    let contracts: Vec<serde_json::Value> = kernel_lab::contract::CONTRACTS
+        .iter()
+        .map(|c| serde_json::json!({ "symbol": c.symbol, "family": c.family.name(), "kernel": c.kernel.name() }))
+        .collect();
+    serde_json::json!({ "variants": variants, "kernels": kernels, "contracts": contracts })
 }
 
 /// The table `lab list` prints.
@@ -62,6 +67,15 @@ fn list_text() -> String {
     println(format!(
         "\nkernels: {}",
         Kernel::ALL.map(|k| format!("{} ({})", k.name(), k.symbols().join(", "))).join("; ")
+    ));
+    let families = kernel_lab::contract::Family::ALL.map(|f| {
+        let symbols: Vec<&str> =
+            kernel_lab::contract::CONTRACTS.iter().filter(|c| c.family == f).map(|c| c.symbol).collect();
+        format!("{f} ({})", symbols.join(", "))
+    });
+    println(format!(
+        "contracts: {} - an image runs each kernel through the first family it defines completely (docs/contracts.md)",
+        families.join("; ")
     ));
     s
 }

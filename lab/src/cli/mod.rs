@@ -10,6 +10,7 @@ mod out;
 mod run;
 
 use clap::{Parser, Subcommand};
+use kernel_lab::exit::ExitCode;
 
 use bench::{bench_cmd, BenchArgs};
 use doctor::{doctor_cmd, DoctorArgs};
@@ -22,7 +23,7 @@ use run::{run_cmd, RunArgs};
     name = "lab",
     version,
     about = "Cross-architecture emulation test lab for MD5 and Poly1305 kernels",
-    after_help = "Examples:\n  lab doctor                  # is everything installed?\n  lab run                     # every kernel on every variant and backend\n  lab run --format junit --output lab.xml\n\nExit status: 0 nothing failed, 1 a case failed, 2 usage, input or set-up error."
+    after_help = "Examples:\n  lab doctor                  # is everything installed?\n  lab run                     # every kernel on every variant and backend\n  lab run --format junit --output lab.xml\n\nExit status: 0 nothing failed, 1 a case failed, 2 usage, input or set-up error,\n130/143 interrupted by SIGINT/SIGTERM."
 )]
 struct Cli {
     /// Parse and resolve the arguments (variants, vector files, shard...) without running
@@ -70,12 +71,12 @@ enum Command {
     Doctor(DoctorArgs),
 }
 
-pub fn main() -> i32 {
+pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
+            return if e.use_stderr() { ExitCode::Error } else { ExitCode::Passed };
         }
     };
     if let Some(dir) = &cli.cache_dir {
@@ -95,7 +96,7 @@ pub fn main() -> i32 {
 }
 
 /// `--check-args`: resolves the command's options as the command itself would, runs nothing.
-fn check_args(command: &Command) -> i32 {
+fn check_args(command: &Command) -> ExitCode {
     let resolved = match command {
         Command::Run(a) => a.check(),
         Command::Fuzz(a) => a.check(),
@@ -103,10 +104,10 @@ fn check_args(command: &Command) -> i32 {
         Command::List(_) | Command::Doctor(_) => Ok(()),
     };
     match resolved {
-        Ok(()) => 0,
+        Ok(()) => ExitCode::Passed,
         Err(e) => {
             out::eprintln(&format!("lab: {e}"));
-            2
+            ExitCode::Error
         }
     }
 }

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use kernel_lab::backend::BackendKind;
+use kernel_lab::exit::ExitCode;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
 use kernel_lab::reporters::{self, Format, JunitCases};
-use kernel_lab::run;
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 
@@ -29,13 +29,13 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// Before a run: removes a report an earlier run left at `--output` (a run that dies
     /// leaves no stale verdict) and handles SIGINT/SIGTERM from now on (lab/src/interrupt.rs).
-    /// Err carries the exit status (2) after printing why.
-    pub(crate) fn start(&self, command: &str) -> Result<(), i32> {
+    /// Err carries the exit status ([`ExitCode::Error`]) after printing why.
+    pub(crate) fn start(&self, command: &str) -> Result<(), ExitCode> {
         let removed = self.output.as_deref().map_or(Ok(()), reporters::remove_stale);
         let installed = kernel_lab::interrupt::install().map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"));
         removed.map_err(|e| e.to_string()).and(installed).map_err(|e| {
             eprintln!("lab {command}: {e}");
-            2
+            ExitCode::Error
         })
     }
 
@@ -43,16 +43,15 @@ impl OutputArgs {
         JunitCases::from_name(&self.junit_cases).unwrap_or_default()
     }
 
-    /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
-    /// status: the report's ([`run::exit_code`]), or 2 when the report cannot be written.
     /// Whether the structured report goes to stdout (so human text must go to stderr).
     pub(crate) fn structured_on_stdout(&self) -> bool {
         self.output.is_none() && self.format != Format::Human.name()
     }
 
     /// Writes only the structured report (JSON or JUnit) to `--output` or stdout; for commands
-    /// that print their own human text. Returns 0, or 2 when it cannot be written.
-    pub fn emit_structured(&self, report: &Report, command: &str) -> i32 {
+    /// that print their own human text. Returns the report's [`ExitCode`], or
+    /// [`ExitCode::Error`] when the report cannot be written.
+    pub fn emit_structured(&self, report: &Report, command: &str) -> ExitCode {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         let result = match &self.output {
             Some(path) => reporters::write_with(report, format, command, self.junit_cases(), path).map(|()| {
@@ -63,25 +62,24 @@ impl OutputArgs {
                 reporters::render_with(report, format, command, self.junit_cases()).map(|text| super::out::print(&text))
             }
         };
-        match result {
-            Ok(()) => 0,
-            Err(e) => {
-                super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
-                2
-            }
+        if let Err(e) = &result {
+            super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
         }
+        report.status().or_error_if(result.is_err())
     }
 
-    /// Vector file errors are not repeated in the human table: the command prints them on
-    /// stderr first.
-    pub fn emit(&self, report: &Report, command: &str) -> i32 {
+    /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
+    /// status: the report's ([`Report::status`]), or [`ExitCode::Error`] when the report cannot
+    /// be written. Vector file errors are not repeated in the human table: the command prints
+    /// them on stderr first.
+    pub fn emit(&self, report: &Report, command: &str) -> ExitCode {
         let format = Format::from_name(&self.format).unwrap_or(Format::Human);
         match &self.output {
             Some(path) => {
                 super::out::print(&report.to_human_styled_errors_elsewhere(true));
                 if let Err(e) = reporters::write_with(report, format, command, self.junit_cases(), path) {
                     super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
-                    return 2;
+                    return report.status().or_error_if(true);
                 }
                 super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }
@@ -92,11 +90,11 @@ impl OutputArgs {
                 Ok(text) => super::out::print(&text),
                 Err(e) => {
                     super::out::eprintln(&format!("lab {command}: {e}"));
-                    return 2;
+                    return report.status().or_error_if(true);
                 }
             },
         }
-        run::exit_code(report)
+        report.status()
     }
 }
 
@@ -142,11 +140,11 @@ impl Select {
         Ok(variants)
     }
 
-    /// [`variants`](Self::variants) for command `cmd`, printing the error (exit status 2).
-    pub(crate) fn variants_or_usage_error(&self, cmd: &str) -> Result<Vec<&'static Variant>, i32> {
+    /// [`variants`](Self::variants) for command `cmd`, printing the error ([`ExitCode::Error`]).
+    pub(crate) fn variants_or_usage_error(&self, cmd: &str) -> Result<Vec<&'static Variant>, ExitCode> {
         self.variants().map_err(|e| {
             super::out::eprintln(&format!("lab {cmd}: {e}"));
-            2
+            ExitCode::Error
         })
     }
 

@@ -6,6 +6,7 @@ use clap::Args;
 
 use kernel_lab::backend::Limits;
 use kernel_lab::batch::Placement;
+use kernel_lab::exit::ExitCode;
 use kernel_lab::paths;
 use kernel_lab::replay::Replay;
 use kernel_lab::run::{self, Filter, RunConfig};
@@ -146,12 +147,12 @@ impl RunArgs {
     }
 }
 
-pub(crate) fn run_cmd(args: &RunArgs) -> i32 {
+pub(crate) fn run_cmd(args: &RunArgs) -> ExitCode {
     let cfg = match args.resolve() {
         Ok(c) => c,
         Err(e) => {
             super::out::eprintln(&format!("lab run: {e}"));
-            return 2;
+            return ExitCode::Error;
         }
     };
     if let Err(status) = args.out.start("run") {

@@ -1,7 +1,9 @@
 //! Poly1305 (RFC 8439 §2.5) in the JDK's `IntegerPolynomial1305` limb form: five 26-bit limbs in
 //! 64-bit words, value = Σ limb[i]·2^(26·i), with the `poly1305_processBlocks` contract of the
-//! HotSpot stub. The arithmetic is done on big integers so that the oracle is obviously right;
-//! speed is the kernels' business.
+//! HotSpot stub. Two implementations of `processBlocks`: [`process_blocks`], fixed-width (64-bit
+//! limbs, `u128` products) for the lab's hot path, and [`process_blocks_bigint`], on big
+//! integers so that the oracle is obviously right; tests hold them equal to each other and to
+//! RustCrypto's `poly1305`.
 
 use std::fmt;
 
@@ -118,8 +120,133 @@ pub fn is_clamped(r: &Limbs26) -> bool {
 
 /// `poly1305_processBlocks`: for each whole 16-byte block of `input`,
 /// `acc = (acc + block + 2^128) * r mod p`; a tail under 16 bytes is ignored. With no whole block
-/// `acc` is returned unchanged (the same limbs, not a reduced form).
+/// `acc` is returned unchanged (the same limbs, not a reduced form); otherwise the result is
+/// fully reduced mod p. Same output as [`process_blocks_bigint`] for every input: fixed-width
+/// ([`Fixed130`]) when `acc` is within the contract's bounds and `r` is clamped (all the lab
+/// plans), big integers otherwise.
 pub fn process_blocks(acc: &Limbs26, r: &Limbs26, input: &[u8]) -> Limbs26 {
+    let blocks = input.chunks_exact(BLOCK);
+    if blocks.len() == 0 {
+        return *acc;
+    }
+    let (Some(mut h), Some(r)) = (Fixed130::from_limbs(acc), ClampedR::from_limbs(r)) else {
+        return process_blocks_bigint(acc, r, input);
+    };
+    for b in blocks {
+        h.add_block(b, 1);
+        h.mul_r(&r);
+    }
+    h.reduce_fully().to_limbs()
+}
+
+/// A number below 2^131 (and below 2^130 + 2^64 between blocks) as three 64-bit words
+/// `h0 + h1·2^64 + h2·2^128`. The multiply by r and partial reduction mod p = 2^130 - 5 follow
+/// the 64-bit (`u128` product) form of RFC 8439 §2.5 that poly1305-donna and OpenSSL's
+/// `crypto/poly1305/poly1305.c` use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fixed130 {
+    h: [u64; 3],
+}
+
+/// A clamped r as two 64-bit words, with `s1 = r1 + r1/4`: clamping clears the low two bits of
+/// r1, so `h·r1·2^128 = h·(r1/4)·2^130 ≡ h·s1 (mod p)` (2^130 ≡ 5).
+#[derive(Debug, Clone, Copy)]
+pub struct ClampedR {
+    r0: u64,
+    r1: u64,
+    s1: u64,
+}
+
+impl ClampedR {
+    /// r from limbs, or `None` when the limbs are out of bounds or the value is not clamped.
+    pub fn from_limbs(r: &Limbs26) -> Option<ClampedR> {
+        let h = Fixed130::unreduced(r)?;
+        let v = u128::from(h.h[0]) | u128::from(h.h[1]) << 64;
+        (h.h[2] == 0 && v & !CLAMP == 0).then(|| {
+            let (r0, r1) = (v as u64, (v >> 64) as u64);
+            ClampedR { r0, r1, s1: r1 + (r1 >> 2) }
+        })
+    }
+}
+
+impl Fixed130 {
+    /// The value of in-bounds limbs (< 2^131), partly reduced (h2 < 4 + 1); `None` when a limb
+    /// is out of the contract's bounds.
+    pub fn from_limbs(l: &Limbs26) -> Option<Fixed130> {
+        let mut f = Fixed130::unreduced(l)?;
+        f.fold();
+        Some(f)
+    }
+
+    /// The exact value of in-bounds limbs, h2 < 8.
+    fn unreduced(l: &Limbs26) -> Option<Fixed130> {
+        if !l.within_bounds() {
+            return None;
+        }
+        // In-bounds limbs occupy disjoint bits; l4 < 2^27 puts its top 3 bits above 2^128.
+        let [l0, l1, l2, l3, l4] = l.0.map(u128::from);
+        let lo = l0 | l1 << 26 | l2 << 52 | l3 << 78 | (l4 & 0xff_ffff) << 104;
+        Some(Fixed130 { h: [lo as u64, (lo >> 64) as u64, l.0[4] >> 24] })
+    }
+
+    /// `h += block + pad·2^128` for a 16-byte block (pad 1 for whole blocks).
+    fn add_block(&mut self, block: &[u8], pad: u64) {
+        let t0 = u64::from_le_bytes(block[..8].try_into().expect("16-byte block"));
+        let t1 = u64::from_le_bytes(block[8..16].try_into().expect("16-byte block"));
+        let d0 = u128::from(self.h[0]) + u128::from(t0);
+        let d1 = u128::from(self.h[1]) + u128::from(t1) + (d0 >> 64);
+        self.h = [d0 as u64, d1 as u64, self.h[2] + (d1 >> 64) as u64 + pad];
+    }
+
+    /// `h = h·r`, partly reduced mod p. Needs h2 <= 6 (true after [`add_block`](Self::add_block)
+    /// on a partly reduced h): every product then fits in `u128`, h2·r0 + carry stays below
+    /// 2^63, and the result is below 2^130 + 2^64.
+    fn mul_r(&mut self, r: &ClampedR) {
+        let [h0, h1, h2] = self.h.map(u128::from);
+        let (r0, r1, s1) = (u128::from(r.r0), u128::from(r.r1), u128::from(r.s1));
+        let d0 = h0 * r0 + h1 * s1;
+        let d1 = h0 * r1 + h1 * r0 + h2 * s1 + (d0 >> 64);
+        self.h = [d0 as u64, d1 as u64, (h2 * r0) as u64 + (d1 >> 64) as u64];
+        self.fold();
+    }
+
+    /// Folds the bits from 2^130 up back in as `5·(h2 >> 2)` (2^130 ≡ 5 mod p): h2 ends <= 4.
+    fn fold(&mut self) {
+        let c = (self.h[2] >> 2) * 5;
+        let d0 = u128::from(self.h[0]) + u128::from(c);
+        let d1 = u128::from(self.h[1]) + (d0 >> 64);
+        self.h = [d0 as u64, d1 as u64, (self.h[2] & 3) + (d1 >> 64) as u64];
+    }
+
+    /// The unique representative in [0, p): after [`fold`](Self::fold) h < 2^130 + 2^64 < 2p,
+    /// so one conditional subtraction of p (add 5, drop 2^130) is enough.
+    fn reduce_fully(mut self) -> Fixed130 {
+        self.fold();
+        let d0 = u128::from(self.h[0]) + 5;
+        let d1 = u128::from(self.h[1]) + (d0 >> 64);
+        let g2 = self.h[2] + (d1 >> 64) as u64;
+        if g2 >= 4 {
+            self.h = [d0 as u64, d1 as u64, g2 - 4];
+        }
+        self
+    }
+
+    /// Limbs of 26 bits; limb 4 takes the bits from 2^104 up.
+    fn to_limbs(self) -> Limbs26 {
+        let lo = u128::from(self.h[0]) | u128::from(self.h[1]) << 64;
+        let m = LIMB_BOUND as u128 - 1;
+        Limbs26([
+            (lo & m) as u64,
+            (lo >> 26 & m) as u64,
+            (lo >> 52 & m) as u64,
+            (lo >> 78 & m) as u64,
+            (lo >> 104) as u64 | self.h[2] << 24,
+        ])
+    }
+}
+
+/// [`process_blocks`] on big integers: the test oracle.
+pub fn process_blocks_bigint(acc: &Limbs26, r: &Limbs26, input: &[u8]) -> Limbs26 {
     let blocks = input.chunks_exact(BLOCK);
     if blocks.len() == 0 {
         return *acc;
@@ -140,7 +267,29 @@ pub fn tag(key: &[u8; 32], msg: &[u8]) -> [u8; 16] {
 
 /// The host's part of a tag after the kernel processed the whole blocks: the tail block
 /// (`tail.len() < 16`; none when empty) and `+ s` mod 2^128 (RFC 8439 §2.5.1).
+/// Fixed-width when `acc` is within bounds, `r` clamped and the tail shorter than a block
+/// (always, for what the lab plans); [`finish_bigint`] otherwise, with the same output.
 pub fn finish(acc: &Limbs26, r: &Limbs26, tail: &[u8], s: &[u8; 16]) -> [u8; 16] {
+    let (Some(mut h), Some(cr)) = (Fixed130::from_limbs(acc), ClampedR::from_limbs(r)) else {
+        return finish_bigint(acc, r, tail, s);
+    };
+    if tail.len() >= BLOCK {
+        return finish_bigint(acc, r, tail, s);
+    }
+    if !tail.is_empty() {
+        let mut block = [0u8; BLOCK];
+        block[..tail.len()].copy_from_slice(tail);
+        block[tail.len()] = 1;
+        h.add_block(&block, 0);
+        h.mul_r(&cr);
+    }
+    let h = h.reduce_fully();
+    let lo = u128::from(h.h[0]) | u128::from(h.h[1]) << 64;
+    lo.wrapping_add(u128::from_le_bytes(*s)).to_le_bytes()
+}
+
+/// [`finish`] on big integers: the test oracle.
+pub fn finish_bigint(acc: &Limbs26, r: &Limbs26, tail: &[u8], s: &[u8; 16]) -> [u8; 16] {
     let p = p();
     let mut h = acc.value() % &p;
     if !tail.is_empty() {
@@ -159,6 +308,7 @@ pub fn finish(acc: &Limbs26, r: &Limbs26, tail: &[u8], s: &[u8; 16]) -> [u8; 16]
 mod tests {
     use super::*;
     use poly1305::universal_hash::KeyInit;
+    use proptest::prelude::*;
 
     #[test]
     fn rfc8439_2_5_2() {
@@ -178,6 +328,78 @@ mod tests {
             let theirs = poly1305::Poly1305::new(&key.into()).compute_unpadded(&msg[..n]);
             assert_eq!(tag(&key, &msg[..n]), <[u8; 16]>::from(theirs), "length {n}");
         }
+    }
+
+    /// In-bounds accumulators: random limbs, the largest limbs, and values around p and 2^130.
+    fn acc_strategy() -> impl Strategy<Value = Limbs26> {
+        let top = Limbs26([LIMB_BOUND - 1, LIMB_BOUND - 1, LIMB_BOUND - 1, LIMB_BOUND - 1, TOP_LIMB_BOUND - 1]);
+        let near_p = (0u64..16).prop_map(|d| {
+            let v = p() + d - 8u32;
+            Limbs26::from_value(&v)
+        });
+        prop_oneof![
+            (0..LIMB_BOUND, 0..LIMB_BOUND, 0..LIMB_BOUND, 0..LIMB_BOUND, 0..TOP_LIMB_BOUND)
+                .prop_map(|(a, b, c, d, e)| Limbs26([a, b, c, d, e])),
+            Just(top),
+            Just(Limbs26::default()),
+            near_p,
+        ]
+    }
+
+    /// Clamped r: random, all clamp bits set, zero.
+    fn r_strategy() -> impl Strategy<Value = Limbs26> {
+        prop_oneof![any::<u128>(), Just(u128::MAX), Just(0)].prop_map(|v| clamp_r(&v.to_le_bytes()))
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_width_process_blocks_equals_the_bigint_oracle(
+            acc in acc_strategy(),
+            r in r_strategy(),
+            input in prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..200),
+                (0usize..12).prop_map(|n| vec![0xff; n * 16]),
+            ],
+        ) {
+            prop_assert_eq!(process_blocks(&acc, &r, &input), process_blocks_bigint(&acc, &r, &input));
+        }
+
+        #[test]
+        fn fixed_width_finish_equals_the_bigint_oracle(
+            acc in acc_strategy(),
+            r in r_strategy(),
+            tail in proptest::collection::vec(any::<u8>(), 0..16),
+            s in any::<[u8; 16]>(),
+        ) {
+            prop_assert_eq!(finish(&acc, &r, &tail, &s), finish_bigint(&acc, &r, &tail, &s));
+        }
+
+        #[test]
+        fn tags_equal_rustcrypto(key in any::<[u8; 32]>(), msg in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let theirs = poly1305::Poly1305::new(&key.into()).compute_unpadded(&msg);
+            prop_assert_eq!(tag(&key, &msg), <[u8; 16]>::from(theirs));
+        }
+    }
+
+    #[test]
+    fn full_reduction_at_p_and_around_it() {
+        for d in 0u32..12 {
+            let acc = Limbs26::from_value(&(p() + d - 6u32));
+            let (r, s) = (clamp_r(&[0x5a; 16]), [0u8; 16]);
+            assert_eq!(finish(&acc, &r, &[], &s), finish_bigint(&acc, &r, &[], &s), "p + {d} - 6");
+            assert_eq!(process_blocks(&acc, &r, &[0; 16]), process_blocks_bigint(&acc, &r, &[0; 16]), "p + {d} - 6");
+        }
+    }
+
+    #[test]
+    fn outside_the_contract_falls_back_to_big_integers() {
+        // Out-of-bounds acc and unclamped r are not what the lab plans, yet stay exact.
+        let acc = Limbs26([u64::MAX, 1, 2, 3, u64::MAX]);
+        let r = Limbs26([LIMB_BOUND - 1; 5]);
+        let input = [0xa5u8; 48];
+        assert!(Fixed130::from_limbs(&acc).is_none() && ClampedR::from_limbs(&r).is_none());
+        assert_eq!(process_blocks(&acc, &r, &input), process_blocks_bigint(&acc, &r, &input));
+        assert_eq!(finish(&acc, &r, &input[..5], &[7; 16]), finish_bigint(&acc, &r, &input[..5], &[7; 16]));
     }
 
     #[test]

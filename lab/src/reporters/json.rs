@@ -4,7 +4,6 @@
 use serde::Serialize;
 
 use crate::report::{Report, Row, Verdict};
-use crate::run::exit_code;
 
 /// Version of the JSON schema; bumped when a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -109,13 +108,8 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
         command,
         seed: report.seed.to_string(),
         elapsed_s: report.elapsed.as_secs_f64(),
-        status: match report.status() {
-            crate::report::Status::Passed => "passed",
-            crate::report::Status::Failed => "failed",
-            crate::report::Status::SetupError => "setup-error",
-            crate::report::Status::Interrupted(_) => "interrupted",
-        },
-        exit_code: exit_code(report),
+        status: report.status().name(),
+        exit_code: report.status().code(),
         totals: Totals { passed, failed, skipped, disagreed: report.disagreed() },
         rows: report.rows.iter().map(row).collect(),
         vector_errors: report
@@ -146,7 +140,7 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
 
 fn row(r: &Row) -> JsonRow<'_> {
     let cases = r
-        .outcomes()
+        .cases
         .iter()
         .map(|c| {
             let (outcome, findings, skip_reason) = match &c.verdict {

@@ -160,36 +160,30 @@ mod tests {
     use super::*;
     use crate::backend::BackendKind;
     use crate::finding::{Class, Finding};
-    use crate::report::{CaseFailure, Row};
+    use crate::report::{CaseFailure, CaseOutcome, Row, Verdict};
     use crate::variant::Kernel;
 
-    /// A row filled through the count fields alone, as another command might build one: the
-    /// reporters must still list every case (2 passed, 1 failed, 3 skipped).
-    fn count_only_report() -> Report {
-        let row = Row {
-            variant: "aarch64",
-            backend: BackendKind::Qemu,
-            kernel: Kernel::Poly1305,
-            set: "fuzz".into(),
-            passed: 2,
-            failed: vec![CaseFailure {
-                name: "shrunk".into(),
-                msg_len: 32,
-                findings: vec![Finding::new(Class::Bounds, "limb 2 is 0x4000000, above 2^26")],
-            }],
-            disagreed: Vec::new(),
-            skipped: 3,
-            skip_reason: Some("campaign ended".into()),
+    /// A row of 2 passed cases, 1 failed and 3 skipped, built case by case.
+    fn sample_report() -> Report {
+        let mut row = Row {
             elapsed: Duration::from_millis(5),
-            cases: Vec::new(),
+            ..Row::for_set("aarch64", BackendKind::Qemu, Kernel::Poly1305, "fuzz")
         };
+        let bounds = vec![Finding::new(Class::Bounds, "limb 2 is 0x4000000, above 2^26")];
+        let verdicts = [Verdict::Passed, Verdict::Passed, Verdict::Failed(bounds)]
+            .into_iter()
+            .chain(std::iter::repeat(Verdict::Skipped("campaign ended".into())).take(3));
+        for (i, verdict) in verdicts.enumerate() {
+            let (name, msg_len) = if i == 2 { ("shrunk".to_string(), 32) } else { (format!("case {i}"), 0) };
+            row.push(CaseOutcome { name, msg_len, time: Duration::ZERO, verdict });
+        }
         let replay = Some(crate::replay::Replay { root: None, seed: u64::MAX, options: Vec::new() });
         Report { rows: vec![row], seed: u64::MAX, replay, ..Report::default() }
     }
 
     #[test]
-    fn junit_of_a_count_only_row_lists_every_case() {
-        let xml = render_with(&count_only_report(), Format::Junit, "fuzz", JunitCases::All).unwrap();
+    fn junit_all_lists_every_case_of_a_row() {
+        let xml = render_with(&sample_report(), Format::Junit, "fuzz", JunitCases::All).unwrap();
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let root = doc.root_element();
         let counts: Vec<Option<&str>> =
@@ -205,7 +199,7 @@ mod tests {
 
     #[test]
     fn default_junit_is_one_case_per_row_listing_its_failures() {
-        let xml = render(&count_only_report(), Format::Junit, "fuzz").unwrap();
+        let xml = render(&sample_report(), Format::Junit, "fuzz").unwrap();
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
         assert_eq!(cases.len(), 1, "{xml}");
@@ -228,7 +222,7 @@ mod tests {
 
     #[test]
     fn default_junit_caps_the_failures_it_lists_and_counts_the_rest() {
-        let mut report = count_only_report();
+        let mut report = sample_report();
         let failure = report.rows[0].failed[0].clone();
         report.rows[0].failed =
             (0..FAILURES_LISTED + 5).map(|i| CaseFailure { name: format!("case {i}"), ..failure.clone() }).collect();
@@ -239,7 +233,7 @@ mod tests {
 
     #[test]
     fn json_keeps_a_u64_seed_exact_and_lists_every_case() {
-        let text = render(&count_only_report(), Format::Json, "fuzz").unwrap();
+        let text = render(&sample_report(), Format::Json, "fuzz").unwrap();
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(doc["seed"], "18446744073709551615");
         assert_eq!(doc["schema_version"], SCHEMA_VERSION);
@@ -252,8 +246,8 @@ mod tests {
     /// An interrupted report says so in every format, exits 128 + signal and never looks green.
     #[test]
     fn an_interrupted_report_says_so_in_every_format() {
-        let report = Report { interrupted: Some(15), ..count_only_report() };
-        assert_eq!(crate::run::exit_code(&report), 143);
+        let report = Report { interrupted: Some(15), ..sample_report() };
+        assert_eq!(report.status().code(), 143);
         let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Json, "run").unwrap()).unwrap();
         assert_eq!((doc["status"].as_str(), doc["interrupted"].as_str()), (Some("interrupted"), Some("SIGTERM")));
         assert_eq!(doc["exit_code"], 143);
@@ -271,7 +265,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         std::fs::write(&path, "stale").unwrap();
-        write(&count_only_report(), Format::Json, "run", &path).unwrap();
+        write(&sample_report(), Format::Json, "run", &path).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(doc["schema_version"], SCHEMA_VERSION);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -282,7 +276,7 @@ mod tests {
 
     #[test]
     fn write_names_the_file_it_cannot_write() {
-        let e = write(&count_only_report(), Format::Json, "run", Path::new("/nonexistent/dir/r.json")).unwrap_err();
+        let e = write(&sample_report(), Format::Json, "run", Path::new("/nonexistent/dir/r.json")).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/dir/r.json: "), "{e}");
     }
 }

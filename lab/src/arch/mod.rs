@@ -1,0 +1,351 @@
+//! Per-architecture facts, one row per architecture ([`ArchSpec`], one file each:
+//! [`riscv64`], [`aarch64`], [`x86_64`]): toolchain triple and flags, the ISA and its extensions
+//! (llvm-objdump `--mattr`, qemu `-cpu` properties, Unicorn support, x86 CPUID features), the
+//! system-call instruction and names, Unicorn's engine mode, registers and exceptions, the psABI
+//! table, the qemu-user binary, llvm-mca's triple and models, and the instruction classes of
+//! `lab bench`'s mix.
+//!
+//! This folder owns every `match` on [`Arch`]: [`Arch::spec`] is the only one, and everything else
+//! reads the row. A new architecture is one file here, one arm in [`Arch::spec`] and its kernels
+//! (`kernels/<arch>/`); `tests/arch_rows.rs` fails on a `match` over the architecture elsewhere.
+
+pub mod aarch64;
+pub mod riscv64;
+pub mod x86_64;
+
+use std::fmt;
+
+use iced_x86::CpuidFeature;
+
+use crate::abi::Abi;
+use crate::disasm::{Insn, InsnClass};
+use crate::toolchain::Tool;
+
+/// A guest instruction-set architecture with its own kernel folder (`kernels/<arch>/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    /// RV64GC (LP64D ABI).
+    Riscv64,
+    /// ARMv8-A AArch64 (AAPCS64).
+    Aarch64,
+    /// x86-64 (System V AMD64 psABI).
+    X86_64,
+}
+
+impl Arch {
+    /// Every architecture, in report order.
+    pub const ALL: [Arch; 3] = [Arch::Riscv64, Arch::Aarch64, Arch::X86_64];
+
+    /// The architecture's row: every per-architecture fact the lab uses.
+    pub fn spec(self) -> &'static ArchSpec {
+        match self {
+            Arch::Riscv64 => &riscv64::SPEC,
+            Arch::Aarch64 => &aarch64::SPEC,
+            Arch::X86_64 => &x86_64::SPEC,
+        }
+    }
+
+    /// Folder name under `kernels/`, also the name used on the command line.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Parses a command-line name (`riscv64`, `aarch64`, `x86_64`).
+    pub fn from_name(name: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Name of the qemu-user binary that runs this architecture (Debian package `qemu-user`).
+    pub fn qemu_binary(self) -> &'static str {
+        self.spec().qemu.program
+    }
+
+    /// The architecture this `lab` binary itself runs on, if it is one of the guests.
+    pub fn host() -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.spec().rust_arch == std::env::consts::ARCH)
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything the lab knows about one architecture.
+#[derive(Debug)]
+pub struct ArchSpec {
+    /// The enum value this row describes.
+    pub arch: Arch,
+    /// Folder under `kernels/`, command-line and report name.
+    pub name: &'static str,
+    /// `std::env::consts::ARCH` of a host of this architecture (the native backend).
+    pub rust_arch: &'static str,
+    /// ELF `e_machine` as the `object` crate names it (image loading).
+    pub elf: object::Architecture,
+    /// C preprocessor condition true when assembling for it (`lab_protocol.h`).
+    pub c_guard: &'static str,
+    /// clang `--target` triple.
+    pub clang_triple: &'static str,
+    /// Extra clang flags for every source of this architecture.
+    pub clang_flags: &'static [&'static str],
+    /// The base ISA and its extensions.
+    pub isa: IsaSpec,
+    /// Extra `llvm-objdump` options (x86: Intel syntax, destination first).
+    pub objdump_args: &'static [&'static str],
+    /// First line of assembly text handed to `llvm-mca` (x86: declares the Intel syntax the
+    /// listing is in).
+    pub asm_prologue: &'static str,
+    /// The system-call instruction.
+    pub syscall: SyscallSpec,
+    /// The calling convention.
+    pub abi: &'static Abi,
+    /// The qemu-user binary and its Debian package.
+    pub qemu: Tool,
+    /// Unicorn's engine for it.
+    pub unicorn: UnicornSpec,
+    /// llvm-mca `-mtriple` and the scheduling models `lab bench` predicts by default.
+    pub mca: McaSpec,
+    /// `lab bench`'s straight-line spin loop (`lab/guest/<arch>/spin.S`).
+    pub spin_source: &'static str,
+    /// The class of one instruction for `lab bench`'s mix (see [`InsnClass`]).
+    pub classify: fn(&Insn) -> InsnClass,
+}
+
+/// The base ISA the default variant builds for, and the extensions a build may add.
+#[derive(Debug)]
+pub struct IsaSpec {
+    /// ISA-string base (`rv64gc`, `armv8-a`, `x86-64`).
+    pub base: &'static str,
+    /// `llvm-objdump --mattr` that decodes exactly the base (LLVM 14 feature names); empty on
+    /// x86_64, whose disassembler ignores features.
+    pub base_mattr: &'static str,
+    /// qemu-user `-cpu` model the properties are added to.
+    pub qemu_cpu_model: &'static str,
+    /// How the static scan decides an instruction is inside the declared ISA.
+    pub legality: Legality,
+    /// Extensions a build may declare, in ISA-string order.
+    pub extensions: &'static [IsaExtension],
+}
+
+/// How instructions outside a declared ISA are found.
+#[derive(Debug)]
+pub enum Legality {
+    /// `llvm-objdump --mattr=<declared>` prints `<unknown>` for them.
+    Mattr,
+    /// The disassembler ignores features: each instruction's CPUID features (iced-x86) must be
+    /// in this baseline or in a declared extension's [`IsaExtension::cpuid`].
+    Cpuid(&'static [CpuidFeature]),
+}
+
+/// One ISA extension as data: how each tool turns it on.
+#[derive(Debug)]
+pub struct IsaExtension {
+    /// ISA-string name (`zbb`, `crc`, `bmi2`), lower case.
+    pub name: &'static str,
+    /// What it is, with the document that defines it.
+    pub doc: &'static str,
+    /// llvm-objdump `--mattr` feature(s) that decode it (`+zbb`); empty on x86_64.
+    pub mattr: &'static str,
+    /// Whether and how qemu-user provides it.
+    pub qemu: QemuSupport,
+    /// Whether the Unicorn backend can run code that uses it.
+    pub unicorn: UnicornSupport,
+    /// x86: the CPUID features its instructions need (iced-x86 names); empty elsewhere.
+    pub cpuid: &'static [CpuidFeature],
+}
+
+/// How qemu-user (7.2, `-cpu` [`IsaSpec::qemu_cpu_model`]) provides an extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QemuSupport {
+    /// A `-cpu` property turns it on or off (`zbb` in `rv64,zbb=true`).
+    Property {
+        /// Property name.
+        name: &'static str,
+        /// Whether qemu turns it on by default (then a build without it says `=false`).
+        default_on: bool,
+    },
+    /// The CPU model always has it and cannot turn it off: the static scan alone keeps a
+    /// build without it honest.
+    InModel,
+    /// The CPU model lacks it; the reason, for a skip.
+    Missing(&'static str),
+}
+
+/// Whether Unicorn 2.1.5 runs an extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnicornSupport {
+    /// Unicorn decodes and runs it.
+    Decoded,
+    /// Unicorn does not, the lab emulates it on the illegal-instruction exception
+    /// (`backend/zbb.rs`).
+    Emulated,
+    /// Unicorn cannot run it; the reason, for a skip.
+    Missing(&'static str),
+}
+
+impl IsaSpec {
+    /// The extension called `name` (case-insensitive), if this architecture has it.
+    pub fn extension(&self, name: &str) -> Option<&'static IsaExtension> {
+        self.extensions.iter().find(|e| e.name.eq_ignore_ascii_case(name))
+    }
+
+    /// `llvm-objdump --mattr` decoding exactly the base plus `on`.
+    pub fn mattr(&self, on: &[&IsaExtension]) -> String {
+        let parts = std::iter::once(self.base_mattr).chain(on.iter().map(|e| e.mattr));
+        parts.filter(|p| !p.is_empty()).collect::<Vec<_>>().join(",")
+    }
+
+    /// `llvm-objdump --mattr` decoding the base and every extension: prints any instruction.
+    pub fn wide_mattr(&self) -> String {
+        self.mattr(&self.extensions.iter().collect::<Vec<_>>())
+    }
+
+    /// qemu-user `-cpu` for the base plus `on`: every extension qemu turns on by default and
+    /// every declared one is named, so the guest CPU has exactly the declared ISA.
+    pub fn qemu_cpu(&self, on: &[&IsaExtension]) -> String {
+        let mut cpu = self.qemu_cpu_model.to_string();
+        for e in self.extensions {
+            let QemuSupport::Property { name, default_on } = e.qemu else { continue };
+            let wanted = on.iter().any(|o| o.name == e.name);
+            if wanted || default_on {
+                cpu.push_str(&format!(",{name}={wanted}"));
+            }
+        }
+        cpu
+    }
+}
+
+/// The architecture's system-call instruction.
+#[derive(Debug)]
+pub struct SyscallSpec {
+    /// Mnemonics (as llvm-objdump prints them) that make a system call.
+    pub mnemonics: &'static [&'static str],
+    /// Bytes of the instruction the drivers use (`ecall`, `svc #0`: 4; `syscall`: 2).
+    pub len: u64,
+    /// The Linux name of a system-call number (crate `syscalls`).
+    pub name: fn(usize) -> Option<&'static str>,
+}
+
+/// Unicorn's engine for one architecture.
+#[derive(Debug)]
+pub struct UnicornSpec {
+    /// Engine architecture.
+    pub arch: unicorn_engine::Arch,
+    /// Engine mode.
+    pub mode: unicorn_engine::Mode,
+    /// Registers set once after the engine is created: (register id, value, why).
+    pub init: &'static [(i32, u64, &'static str)],
+    /// The stack-pointer register id.
+    pub sp: i32,
+    /// Where a call's return address goes.
+    pub return_address: ReturnAddress,
+    /// Instructions Unicorn reports through an instruction hook, not an interrupt (x86
+    /// `syscall`/`sysenter`): each is a system call.
+    pub syscall_hooks: &'static [unicorn_engine::X86Insn],
+    /// What each interrupt number means (QEMU `EXCP_*`, RISC-V `mcause`).
+    pub interrupts: &'static [UcInterrupt],
+    /// Code Unicorn is known to compute wrongly: an image holding it is not run there.
+    pub refuse: Option<UnicornRefusal>,
+}
+
+/// Instructions the Unicorn backend refuses to run, and why.
+#[derive(Debug)]
+pub struct UnicornRefusal {
+    /// Whether an instruction is one of them.
+    pub insn: fn(&Insn) -> bool,
+    /// What they are, for the message (`VEX/EVEX-encoded code`).
+    pub what: &'static str,
+    /// Why, for the message.
+    pub why: &'static str,
+}
+
+/// Where the caller's return address lives at a call.
+#[derive(Debug, Clone, Copy)]
+pub enum ReturnAddress {
+    /// In this register (`ra`, `x30`).
+    Register(i32),
+    /// Pushed on the stack by `call`: the stack pointer is 8 below the 16-byte aligned top.
+    Stack,
+}
+
+/// One Unicorn interrupt number and the fault it is.
+#[derive(Debug)]
+pub struct UcInterrupt {
+    /// Interrupt numbers with this meaning.
+    pub intnos: &'static [u32],
+    /// The fault.
+    pub trap: Trap,
+    /// Where the faulting instruction is.
+    pub pc: TrapPc,
+    /// Register holding the faulting data address, if the engine sets one (0: unknown).
+    pub addr_register: Option<i32>,
+}
+
+/// The fault an interrupt number stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trap {
+    /// Undefined instruction.
+    IllegalInstruction,
+    /// A system-call instruction.
+    SystemCall,
+    /// A breakpoint instruction.
+    Breakpoint,
+    /// A misaligned or otherwise refused data access.
+    Misaligned,
+    /// Divide error.
+    Arithmetic,
+}
+
+/// Where the faulting instruction is, given Unicorn's pc after the interrupt.
+#[derive(Debug, Clone, Copy)]
+pub enum TrapPc {
+    /// The pc itself.
+    Pc,
+    /// This many bytes before the pc (the engine stepped past the instruction).
+    Before(u64),
+    /// In this register (RISC-V `mepc`); when it reads 0, this many bytes before the pc.
+    Register(i32, u64),
+}
+
+/// llvm-mca facts.
+#[derive(Debug)]
+pub struct McaSpec {
+    /// `-mtriple`.
+    pub triple: &'static str,
+    /// Scheduling models predicted by default.
+    pub models: &'static [&'static str],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::VARIANTS;
+
+    #[test]
+    fn every_row_describes_its_own_arch() {
+        for a in Arch::ALL {
+            assert_eq!((a.spec().arch, a.spec().abi.arch), (a, a), "{a}");
+        }
+    }
+
+    /// The variant table's `--mattr` and `-cpu` strings are what the ISA rows derive.
+    #[test]
+    fn variant_strings_follow_the_isa_rows() {
+        for v in &VARIANTS {
+            let isa = &v.arch.spec().isa;
+            let on: Vec<&IsaExtension> = v.extensions.iter().filter_map(|n| isa.extension(n)).collect();
+            assert_eq!(on.len(), v.extensions.len(), "{}: unknown extension in {:?}", v.name, v.extensions);
+            assert_eq!(isa.mattr(&on), v.mattr, "{}", v.name);
+            assert_eq!(isa.qemu_cpu(&on), v.qemu_cpu, "{}", v.name);
+        }
+    }
+
+    #[test]
+    fn riscv_isa_strings_render_as_before() {
+        let isa = &Arch::Riscv64.spec().isa;
+        assert_eq!(isa.wide_mattr(), "+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb");
+        let zbkb = isa.extension("ZBKB").unwrap();
+        assert_eq!(isa.qemu_cpu(&[zbkb]), "rv64,zba=false,zbb=false,zbc=false,zbs=false,zbkb=true");
+    }
+}

@@ -1,0 +1,349 @@
+//! Kernel contracts as a table: one row per entry point a kernel image may define, saying
+//! what each argument is (C type, width, how the psABI passes it, what memory it points to
+//! and whether the kernel may write it), which reference function is the oracle, and which
+//! planner turns a vector into calls. docs/contracts.md prints the same table in words.
+//!
+//! Two families live here: HotSpot's intrinsic stubs (the JDK's `StubRoutines`) and
+//! OpenSSL's block functions (`crypto/md5/md5_local.h`, `crypto/poly1305/poly1305.c`). An
+//! image runs an algorithm through one family: the first family in [`Family::ALL`] whose
+//! every symbol for that algorithm the image defines ([`family_of`]). A further contract with
+//! the call shape of an existing row (e.g. BoringSSL's `md5_block_asm_data_order(uint32_t
+//! *state, const uint8_t *in, size_t num)`, the OpenSSL shape with a 16-byte context) is a
+//! new row; one with a new shape needs a planner ([`Shape`]) and a reference function.
+
+use std::fmt;
+
+use crate::variant::{Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
+
+/// Who defined a contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// HotSpot intrinsic stubs (`md5_implCompress`, `md5_implCompressMB`,
+    /// `poly1305_processBlocks`), OpenJDK `src/hotspot/share/runtime/stubRoutines.hpp`.
+    HotSpot,
+    /// OpenSSL block functions (`md5_block_data_order`, `poly1305_blocks`).
+    OpenSsl,
+}
+
+impl Family {
+    /// Every family, in precedence order: an image defining both runs HotSpot's.
+    pub const ALL: [Family; 2] = [Family::HotSpot, Family::OpenSsl];
+
+    /// Report and command-line name (`hotspot`, `openssl`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::HotSpot => "hotspot",
+            Family::OpenSsl => "openssl",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a scalar argument travels in its 64-bit argument register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Passing {
+    /// A pointer: the full register.
+    Pointer,
+    /// A 32-bit `int` / `unsigned int`: upper half unspecified on x86_64 and aarch64 (the lab
+    /// fills it with garbage), sign-extended on riscv64 ([`crate::abi::Int32Args`]).
+    Int32,
+    /// A 64-bit `size_t`: the full register, no garbage (the lab passes clean values).
+    SizeT,
+    /// A signed 64-bit integer (`int64_t`): the full register.
+    Int64,
+    /// Not read by the contract (HotSpot's `implCompress` has two arguments; the lab puts
+    /// random values in the unused registers).
+    Unused,
+}
+
+/// What an argument's memory is to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read only; the lab maps it read-only during the call.
+    ReadOnly,
+    /// Read and written (state, accumulator, context); parts the call must not change are
+    /// named in [`Param::memory`] and checked bit for bit.
+    ReadWrite,
+}
+
+/// One parameter of a contract.
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    /// The C parameter name (`buf`, `num`, `padbit`).
+    pub name: &'static str,
+    /// The C type as the contract's source declares it.
+    pub c_type: &'static str,
+    /// Width of the value in bits (64 for pointers and `size_t`).
+    pub bits: u32,
+    /// How the register carries it.
+    pub passing: Passing,
+    /// For pointers: what the memory holds, in words, and how the kernel may access it.
+    pub memory: Option<(&'static str, Access)>,
+}
+
+/// Which planner lays a vector's calls for a contract: the call shapes the lab knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// MD5, one block, state words (HotSpot `implCompress`).
+    Md5One,
+    /// MD5, blocks counted by `int` offsets `ofs..=limit` (HotSpot `implCompressMB`).
+    Md5OfsLimit,
+    /// MD5, `num` blocks, state words at the start of a context (OpenSSL).
+    Md5Num,
+    /// Poly1305, `int length` bytes, 26-bit limbs, the 2^128 bit always set (HotSpot).
+    Poly1305Limbs26,
+    /// Poly1305, `size_t len` bytes, base 2^64 context, `padbit` (OpenSSL scalar).
+    Poly1305Base64,
+}
+
+/// One contract: a symbol a kernel image defines, and everything the lab needs to call it.
+#[derive(Debug, Clone, Copy)]
+pub struct Contract {
+    /// The symbol (the C function name).
+    pub symbol: &'static str,
+    /// Who defined it.
+    pub family: Family,
+    /// The algorithm it computes.
+    pub kernel: Kernel,
+    /// Parameters in argument-register order (at most four: the driver passes four).
+    pub params: &'static [Param],
+    /// The C return type.
+    pub returns: &'static str,
+    /// The planner's call shape.
+    pub shape: Shape,
+    /// The reference function the lab compares with (a path in this crate).
+    pub reference: &'static str,
+    /// Where the contract is defined.
+    pub source: &'static str,
+}
+
+const fn ptr(name: &'static str, c_type: &'static str, what: &'static str, access: Access) -> Param {
+    Param { name, c_type, bits: 64, passing: Passing::Pointer, memory: Some((what, access)) }
+}
+
+const fn int(name: &'static str, c_type: &'static str) -> Param {
+    Param { name, c_type, bits: 32, passing: Passing::Int32, memory: None }
+}
+
+const fn size_t(name: &'static str) -> Param {
+    Param { name, c_type: "size_t", bits: 64, passing: Passing::SizeT, memory: None }
+}
+
+/// `md5_block_data_order`, OpenSSL's MD5 block function.
+pub const MD5_BLOCK_DATA_ORDER: &str = "md5_block_data_order";
+/// `poly1305_blocks`, OpenSSL's scalar Poly1305 block function.
+pub const POLY1305_BLOCKS: &str = "poly1305_blocks";
+
+/// Every contract, HotSpot's first. Order within a family is the order of
+/// [`crate::variant::Kernel::symbols`].
+pub const CONTRACTS: [Contract; 5] = [
+    Contract {
+        symbol: MD5_IMPL_COMPRESS,
+        family: Family::HotSpot,
+        kernel: Kernel::Md5,
+        params: &[
+            ptr("buf", "const uint8_t *", "one 64-byte block", Access::ReadOnly),
+            ptr("state", "uint32_t[4]", "MD5 state words A..D", Access::ReadWrite),
+            Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
+            Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
+        ],
+        returns: "void",
+        shape: Shape::Md5One,
+        reference: "reference::md5::compress",
+        source: "OpenJDK sun.security.provider.MD5.implCompress0 (HotSpot intrinsic _md5_implCompress)",
+    },
+    Contract {
+        symbol: MD5_IMPL_COMPRESS_MB,
+        family: Family::HotSpot,
+        kernel: Kernel::Md5,
+        params: &[
+            ptr("buf", "const uint8_t *", "the blocks from ofs to limit", Access::ReadOnly),
+            ptr("state", "uint32_t[4]", "MD5 state words A..D", Access::ReadWrite),
+            int("ofs", "int"),
+            int("limit", "int"),
+        ],
+        returns: "int (ofs after the last block)",
+        shape: Shape::Md5OfsLimit,
+        reference: "reference::md5::compress_mb",
+        source: "OpenJDK sun.security.provider.DigestBase.implCompressMultiBlock0 (HotSpot _md5_implCompressMB)",
+    },
+    Contract {
+        symbol: POLY1305_PROCESS_BLOCKS,
+        family: Family::HotSpot,
+        kernel: Kernel::Poly1305,
+        params: &[
+            ptr("input", "const uint8_t *", "length bytes (whole 16-byte blocks used)", Access::ReadOnly),
+            Param { name: "length", c_type: "int64_t", bits: 64, passing: Passing::Int64, memory: None },
+            ptr("acc", "int64_t[5]", "accumulator, 26-bit limbs", Access::ReadWrite),
+            ptr("r", "const int64_t[5]", "clamped r, 26-bit limbs", Access::ReadOnly),
+        ],
+        returns: "void",
+        shape: Shape::Poly1305Limbs26,
+        reference: "reference::poly1305::process_blocks",
+        source: "OpenJDK com.sun.crypto.provider.Poly1305.processMultipleBlocks (HotSpot _poly1305_processBlocks)",
+    },
+    Contract {
+        symbol: MD5_BLOCK_DATA_ORDER,
+        family: Family::OpenSsl,
+        kernel: Kernel::Md5,
+        params: &[
+            ptr(
+                "c",
+                "MD5_CTX *",
+                "MD5_CTX: A..D (words 0-3) read and written; Nl, Nh, data[16], num (bytes 16-91) untouched",
+                Access::ReadWrite,
+            ),
+            ptr("p", "const void *", "num 64-byte blocks", Access::ReadOnly),
+            size_t("num"),
+            Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
+        ],
+        returns: "void",
+        shape: Shape::Md5Num,
+        reference: "reference::md5::compress (num times)",
+        source: "OpenSSL crypto/md5/md5_local.h, include/openssl/md5.h (MD5_CTX)",
+    },
+    Contract {
+        symbol: POLY1305_BLOCKS,
+        family: Family::OpenSsl,
+        kernel: Kernel::Poly1305,
+        params: &[
+            ptr(
+                "ctx",
+                "void *",
+                "scalar base 2^64 context: h[3] read and written; r (and per arch s1, flags) untouched",
+                Access::ReadWrite,
+            ),
+            ptr("inp", "const unsigned char *", "len bytes (whole 16-byte blocks used)", Access::ReadOnly),
+            size_t("len"),
+            int("padbit", "unsigned int"),
+        ],
+        returns: "void",
+        shape: Shape::Poly1305Base64,
+        reference: "reference::openssl::poly1305_blocks",
+        source: "OpenSSL crypto/poly1305/poly1305.c; asm/poly1305-{x86_64,armv8,riscv64}.pl context layouts",
+    },
+];
+
+/// The contracts of `family` for `kernel`, in table order.
+pub fn contracts(family: Family, kernel: Kernel) -> impl Iterator<Item = &'static Contract> {
+    CONTRACTS.iter().filter(move |c| c.family == family && c.kernel == kernel)
+}
+
+/// The contract named `symbol`.
+pub fn by_symbol(symbol: &str) -> Option<&'static Contract> {
+    CONTRACTS.iter().find(|c| c.symbol == symbol)
+}
+
+/// The family an image runs `kernel` through: the first in [`Family::ALL`] all of whose
+/// symbols for `kernel` `defined` says are there.
+pub fn family_of(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Option<Family> {
+    Family::ALL.into_iter().find(|&f| contracts(f, kernel).all(|c| defined(c.symbol)))
+}
+
+/// The family whose symbols a report names as missing when none is complete: OpenSSL's when
+/// the image defines any of them (a user porting OpenSSL code), HotSpot's otherwise.
+pub fn intended_family(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Family {
+    let any = |f| contracts(f, kernel).any(|c| defined(c.symbol));
+    if !any(Family::HotSpot) && any(Family::OpenSsl) {
+        Family::OpenSsl
+    } else {
+        Family::HotSpot
+    }
+}
+
+/// The contract table as Markdown, one row per contract (docs/contracts.md holds a copy
+/// between `<!-- contracts:begin -->` and `<!-- contracts:end -->`, kept equal by a test).
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| symbol | family | kernel | arguments (C type, bits, passing; memory and access) | returns | reference |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for c in &CONTRACTS {
+        let args: Vec<String> = c.params.iter().filter(|p| p.passing != Passing::Unused).map(param_cell).collect();
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | `{}` |\n",
+            c.symbol,
+            c.family,
+            c.kernel,
+            args.join("<br>"),
+            c.returns,
+            c.reference
+        ));
+    }
+    out
+}
+
+fn param_cell(p: &Param) -> String {
+    let passing = match p.passing {
+        Passing::Pointer => "pointer",
+        Passing::Int32 => "32-bit: upper half garbage (x86_64, aarch64), sign-extended (riscv64)",
+        Passing::SizeT => "64-bit, clean",
+        Passing::Int64 => "64-bit, signed",
+        Passing::Unused => "unused",
+    };
+    let memory = p.memory.map_or(String::new(), |(what, access)| {
+        let a = match access {
+            Access::ReadOnly => "read-only",
+            Access::ReadWrite => "read-write",
+        };
+        format!(" -> {what} ({a})")
+    });
+    format!("`{} {}` ({} bits, {passing}){memory}", p.c_type, p.name, p.bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_contracts_md_holds_the_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/contracts.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (head, rest) = doc.split_once("<!-- contracts:begin -->\n").expect("begin marker");
+        let (inside, tail) = rest.split_once("<!-- contracts:end -->").expect("end marker");
+        if std::env::var_os("KERNEL_LAB_BLESS").is_some() {
+            let blessed = format!("{head}<!-- contracts:begin -->\n{}<!-- contracts:end -->{tail}", markdown_table());
+            std::fs::write(path, blessed).unwrap();
+            return;
+        }
+        assert_eq!(
+            inside,
+            markdown_table(),
+            "docs/contracts.md is stale: KERNEL_LAB_BLESS=1 cargo test --lib contract"
+        );
+    }
+
+    #[test]
+    fn every_row_has_at_most_four_params_and_pointers_name_their_memory() {
+        for c in &CONTRACTS {
+            assert!(c.params.len() <= 4, "{}", c.symbol);
+            for p in c.params {
+                assert_eq!(p.passing == Passing::Pointer, p.memory.is_some(), "{}: {}", c.symbol, p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn hotspot_rows_match_the_kernel_symbols() {
+        for k in Kernel::ALL {
+            let names: Vec<&str> = contracts(Family::HotSpot, k).map(|c| c.symbol).collect();
+            assert_eq!(names, k.symbols(), "{k}");
+        }
+    }
+
+    #[test]
+    fn hotspot_wins_when_both_are_defined_and_openssl_alone_selects_openssl() {
+        assert_eq!(family_of(Kernel::Md5, |_| true), Some(Family::HotSpot));
+        let openssl_only = |s: &str| s == MD5_BLOCK_DATA_ORDER || s == POLY1305_BLOCKS;
+        assert_eq!(family_of(Kernel::Md5, openssl_only), Some(Family::OpenSsl));
+        assert_eq!(family_of(Kernel::Poly1305, openssl_only), Some(Family::OpenSsl));
+        assert_eq!(family_of(Kernel::Md5, |s| s == MD5_IMPL_COMPRESS), None);
+        assert_eq!(intended_family(Kernel::Md5, |s| s == MD5_IMPL_COMPRESS), Family::HotSpot);
+        assert_eq!(intended_family(Kernel::Poly1305, |_| false), Family::HotSpot);
+    }
+}
