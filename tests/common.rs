@@ -82,9 +82,17 @@ pub fn config_with(
     }
 }
 
+/// Builds from the kernels copied into `dir`, into the lab's shared image cache
+/// ([`paths::cache_dir`]): images are keyed by a hash of every file of the architecture's folder
+/// (lab/src/toolchain.rs), so a fixture's image never stands in for another's, and a suite run
+/// after the first builds no fixture again.
+pub fn fixture_build(dir: &Path) -> BuildConfig {
+    BuildConfig { kernels_dir: dir.to_path_buf(), cache_dir: paths::cache_dir() }
+}
+
 /// A copy of `kernels/` in a temporary folder with `<arch>/<file>` replaced by the fixture
 /// `tests/fixtures/<arch>/<fixture>`; the original is kept as `<arch>/real_<stem>.inc` for
-/// fixtures that wrap it (tests/fixtures/README.md). Builds into the copy's own cache.
+/// fixtures that wrap it (tests/fixtures/README.md). Builds into the shared cache ([`fixture_build`]).
 pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::TempDir, BuildConfig) {
     let dir = tempfile::tempdir().expect("temp dir");
     copy_dir(&paths::kernels_dir(), dir.path());
@@ -93,7 +101,7 @@ pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::Temp
     std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(arch).join(fixture);
     std::fs::copy(&src, &target).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    let build = fixture_build(dir.path());
     (dir, build)
 }
 
@@ -105,12 +113,12 @@ pub fn generated_fixture_kernels(arch: &str, file: &str, source: &str) -> (tempf
     let stem = file.strip_suffix(".S").expect("a .S file");
     std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
     std::fs::write(&target, source).expect("write the fixture");
-    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    let build = fixture_build(dir.path());
     (dir, build)
 }
 
 /// A copy of `kernels/` in a temporary folder with `from` replaced by `to` (exactly once) in
-/// `<arch>/<file>`, and a build configuration that builds from it into its own cache.
+/// `<arch>/<file>`, and a build configuration that builds from it ([`fixture_build`]).
 pub fn mutated_kernels(arch: &str, file: &str, from: &str, to: &str) -> (tempfile::TempDir, BuildConfig) {
     let dir = tempfile::tempdir().expect("temp dir");
     copy_dir(&paths::kernels_dir(), dir.path());
@@ -118,7 +126,7 @@ pub fn mutated_kernels(arch: &str, file: &str, from: &str, to: &str) -> (tempfil
     let src = std::fs::read_to_string(&path).expect("kernel source");
     assert_eq!(src.matches(from).count(), 1, "{from:?} must occur once in {}", path.display());
     std::fs::write(&path, src.replacen(from, to, 1)).expect("write mutated kernel");
-    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    let build = fixture_build(dir.path());
     (dir, build)
 }
 

@@ -14,6 +14,7 @@ mod confine;
 mod diagnoses;
 mod disagreement;
 mod doctor;
+mod draws;
 mod fuzz;
 mod gating;
 mod image;

@@ -172,6 +172,17 @@ impl Image {
         self.symbols.get(name).copied()
     }
 
+    /// A copy of this image whose symbol `name` has the address and size of symbol `target`
+    /// (added when `name` is not there), or `None` when `target` is not defined. One image can
+    /// so carry several versions of a stub, each run as the contract symbol in turn (tests
+    /// build one image for many generated fixtures instead of one each).
+    pub fn rebound(&self, name: &str, target: &str) -> Option<Image> {
+        let sym = self.symbol(target)?;
+        let mut image = self.clone();
+        image.symbols.insert(name.to_string(), sym);
+        Some(image)
+    }
+
     /// The symbol called `name`, or [`ImageError::MissingSymbol`].
     ///
     /// # Errors

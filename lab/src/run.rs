@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
 use crate::batch::{BatchBuilder, Placement};
+use crate::cases::answers::Answers;
 use crate::cases::plan::{self, CasePlan, Stubs};
 use crate::cases::procedure::CaseRun;
 use crate::cases::verdict;
@@ -102,8 +103,9 @@ pub struct Filter {
     /// Vector set names to run (empty: every set).
     pub sets: Vec<String>,
     /// Vector or case names to run (empty: all). A vector runs whole (every case of it) when
-    /// its name or one of its case names is listed; each vector's random draws depend only on
-    /// the seed, variant, set and its index, so the narrowed run repeats the full run's cases.
+    /// its name or one of its case names is listed; each case's random draws depend only on
+    /// the seed, set, vector index and case (never the variant, the backend or other cases),
+    /// so the narrowed run repeats the full run's cases.
     pub cases: Vec<String>,
     /// After the first row with a failed case, the remaining rows are skipped with the reason.
     pub fail_fast: bool,
@@ -148,12 +150,22 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
         .collect();
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
     let first_failed = AtomicUsize::new(usize::MAX);
+    let answers = Answers::default();
     let rank = rank_cells(&cells, &images, &sets);
     let outs = pool::run_ordered(
         &cells,
         pool::resolve_jobs(cfg.jobs),
         &rank,
-        |cell, lane| run_cell(cfg, cell, &images, &scans, &sets, &first_failed, lane),
+        |cell, lane| {
+            run_cell(
+                cfg,
+                cell,
+                &images,
+                &sets,
+                &Shared { scans: &scans, first_failed: &first_failed, answers: &answers },
+                lane,
+            )
+        },
         progress,
     );
     progress(Progress::Finish);
@@ -205,6 +217,14 @@ impl Scan {
     }
 }
 
+/// What the cells of a run share: the static scans, the lowest report position of a failed
+/// row (`--fail-fast`), and the reference's answers.
+struct Shared<'a> {
+    scans: &'a [Scan],
+    first_failed: &'a AtomicUsize,
+    answers: &'a Answers,
+}
+
 /// What one cell gives back: its rows (with the case digests of the rows that ran, for
 /// [`compare_backends`]), or the error that kept its backend from opening.
 enum CellOut {
@@ -239,11 +259,11 @@ fn run_cell(
     cfg: &RunConfig,
     placed: &PlacedCell,
     images: &[(&'static Variant, Image)],
-    scans: &[Scan],
     sets: &[VectorSet],
-    first_failed: &AtomicUsize,
+    shared: &Shared<'_>,
     lane: &pool::Lane,
 ) -> CellOut {
+    let Shared { scans, first_failed, answers } = *shared;
     let Cell { image: i, kind } = placed.cell;
     let (variant, image) = (images[i].0, &images[i].1);
     if let Err(reason) = kind.supports(variant) {
@@ -276,8 +296,8 @@ fn run_cell(
             continue;
         }
         let mut progress = lane.callback();
-        let (row, digests) =
-            run_set_digested(backend.as_mut(), variant, image, set, cfg.seed, cfg.flush, &mut progress);
+        let cell = CellSet { seed: cfg.seed, guard_at: cfg.flush, answers: Some((answers, s)) };
+        let (row, digests) = run_set_digested(backend.as_mut(), variant, image, set, &cell, &mut progress);
         if !row.failed.is_empty() {
             first_failed.fetch_min(pos, Ordering::SeqCst);
         }
@@ -573,7 +593,15 @@ pub fn run_set_with_progress(
     guard_at: Placement,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Row {
-    run_set_digested(backend, variant, image, set, seed, guard_at, progress).0
+    run_set_digested(backend, variant, image, set, &CellSet { seed, guard_at, answers: None }, progress).0
+}
+
+/// How one set runs in a cell: the seed of the draws, where guarded inputs go, and the run's
+/// shared reference answers with the set's position in the run (none: compute every answer).
+struct CellSet<'a> {
+    seed: u64,
+    guard_at: Placement,
+    answers: Option<(&'a Answers, usize)>,
 }
 
 /// [`run_set_with_progress`], also returning each case's [`CasePlan::outputs_digest`] in row
@@ -584,15 +612,16 @@ fn run_set_digested(
     variant: &'static Variant,
     image: &Image,
     set: &VectorSet,
-    seed: u64,
-    guard_at: Placement,
+    how: &CellSet<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> (Row, Vec<u64>) {
+    let (seed, guard_at) = (how.seed, how.guard_at);
     let started = Instant::now();
     let kind = backend.kind();
     let entry = &Stubs::of(image);
     let abi = Abi::of(variant.arch);
-    let stream = seed ^ fnv1a(variant.name.as_bytes()) ^ fnv1a(set.set.as_bytes());
+    // Not the variant: riscv64 and riscv64+zbb (every variant) run identical cases.
+    let stream = seed ^ fnv1a(set.set.as_bytes());
     let arena = match image.arena() {
         Ok(a) => a,
         Err(e) => return (Row::error(variant, kind, set, cases_in(set), e.to_string()), Vec::new()),
@@ -608,10 +637,15 @@ fn run_set_digested(
     };
     for v in &set.vectors {
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
-        let mut case_rng = ChaCha8Rng::seed_from_u64(stream ^ (v.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let misalign = case_rng.gen_range(1..64);
-        for (layout, name) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)) {
-            let mut case = CaseRun::new(v, &set.set, &name, layout);
+        let mut vector_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, 0));
+        let misalign = vector_rng.gen_range(1..64);
+        for (i, (layout, name)) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)).enumerate() {
+            // A case of its own stream: what an earlier case drew (fewer segments after a
+            // failure) never shifts a later case's poison, garbage or split points.
+            let mut case_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, i + 1));
+            let key = how.answers.map(|(a, s)| (a, (s, v.index, i)));
+            let tape = key.map(|(a, k)| a.tape(k)).unwrap_or_default();
+            let mut case = CaseRun::replaying(v, &set.set, &name, layout, tape);
             loop {
                 // Run the batch when the next segment might not fit in the arena (a sum of upper bounds,
                 // not `payload_size`, which walks every buffer of the batch).
@@ -632,11 +666,25 @@ fn run_set_digested(
                     None => break, // the segment failed and was recorded
                 }
             }
+            if let Some((answers, k)) = key {
+                answers.keep(k, case.into_tape());
+            }
         }
     }
     run_pending(&mut batch, &mut row);
     row.elapsed = started.elapsed();
     (row, digests)
+}
+
+/// The seed of the draws of case `case` (from 1; 0 is the vector's own draws) of vector
+/// `index` in the set whose stream is `stream` (the run's seed and the set's name): a case's
+/// identity, so every variant and backend runs the same cases.
+fn case_seed(stream: u64, index: usize, case: usize) -> u64 {
+    let mut key = [0u8; 24];
+    key[..8].copy_from_slice(&stream.to_le_bytes());
+    key[8..16].copy_from_slice(&(index as u64).to_le_bytes());
+    key[16..].copy_from_slice(&(case as u64).to_le_bytes());
+    fnv1a(&key)
 }
 
 /// The buffers a segment hands to the next one, as the kernel left them.

@@ -10,11 +10,12 @@
 use rand::Rng;
 
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
+use crate::cases::answers::Tape;
 use crate::cases::openssl::{OsslExpect, OsslFinal};
 use crate::contract::{self, Family, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
-use crate::reference::poly1305::{self, Limbs26};
+use crate::reference::poly1305::Limbs26;
 use crate::variant::{Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
@@ -253,12 +254,15 @@ pub(crate) struct Planner<'a, R> {
     pub instructions: u64,
     /// Put before every call label (`step 3: `).
     pub label_prefix: String,
+    /// Where the reference's answers come from: computed, or replayed from another cell's
+    /// planning of the same case ([`crate::cases::answers`]).
+    pub tape: &'a mut Tape,
 }
 
 impl<'a, R: Rng> Planner<'a, R> {
-    /// A planner laying one case into `b`.
-    pub fn new(b: &'a mut BatchBuilder, e: &'a Stubs, rng: &'a mut R, layout: Layout) -> Self {
-        Planner { b, e, rng, layout, calls: Vec::new(), instructions: 0, label_prefix: String::new() }
+    /// A planner laying one case into `b`, taking the reference's answers from `tape`.
+    pub fn new(b: &'a mut BatchBuilder, e: &'a Stubs, rng: &'a mut R, layout: Layout, tape: &'a mut Tape) -> Self {
+        Planner { b, e, rng, layout, calls: Vec::new(), instructions: 0, label_prefix: String::new(), tape }
     }
 
     /// The plan of what was laid out.
@@ -377,7 +381,7 @@ impl<'a, R: Rng> Planner<'a, R> {
                     self.instructions.max(md5::mb_blocks(c.ofs, c.limit) as u64 * MD5_INSTRUCTIONS_PER_BLOCK);
                 // The loader and the planner give the blocks the call takes; a short input
                 // would be a lab bug, reported as a not-run finding rather than a panic.
-                let ret = md5::compress_mb(state, c.input, c.ofs, c.limit);
+                let ret = self.tape.compress_mb(state, c.input, c.ofs, c.limit);
                 let args = [c.buf, buf_ptr(out), self.int(c.ofs), self.int(c.limit)];
                 let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={}, limit={})", c.ofs, c.limit);
                 let expects = match ret {
@@ -390,7 +394,7 @@ impl<'a, R: Rng> Planner<'a, R> {
                 self.instructions = self.instructions.max(MD5_INSTRUCTIONS_PER_BLOCK);
                 let expects = match c.input.get(..64) {
                     Some(block) => {
-                        md5::compress(state, block);
+                        self.tape.compress(state, block);
                         vec![Expect::Md5State(out, *state)]
                     }
                     None => vec![Expect::Unplanned(format!("the reference had {} bytes for this call", c.input.len()))],
@@ -530,7 +534,7 @@ impl<'a, R: Rng> Planner<'a, R> {
             let mut expects = vec![if take == 0 {
                 Expect::AccUntouched { acc: out, before: prev }
             } else {
-                *acc = poly1305::process_blocks(acc, &r, bytes.get(off..off + take).unwrap_or_default());
+                *acc = self.tape.process_blocks(acc, &r, bytes.get(off..off + take).unwrap_or_default());
                 Expect::Acc(out, *acc)
             }];
             if i + 1 == lengths.len() {

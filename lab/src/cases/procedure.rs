@@ -17,6 +17,7 @@ use std::iter::Peekable;
 use rand::Rng;
 
 use crate::batch::{BatchBuilder, BufId};
+use crate::cases::answers::Tape;
 use crate::cases::openssl::OsslFinal;
 use crate::cases::plan::{self, CasePlan, Final, Layout, Planner, Stubs, SEGMENT_BYTES, SEGMENT_CALLS};
 use crate::contract::Family;
@@ -160,6 +161,8 @@ pub struct CaseRun<'v> {
     name: String,
     layout: Layout,
     stage: Stage<'v>,
+    /// The reference's answers, computed or replayed ([`crate::cases::answers`]).
+    tape: Tape,
     /// The family the Poly1305 calls went through (how carried results become tags).
     poly_family: Family,
     /// The architecture of the batch (the OpenSSL context layout), once planned.
@@ -167,8 +170,15 @@ pub struct CaseRun<'v> {
 }
 
 impl<'v> CaseRun<'v> {
-    /// The case of `v` named `name` with its buffers laid out as `layout`.
+    /// The case of `v` named `name` with its buffers laid out as `layout`; the reference
+    /// computes every answer.
     pub fn new(v: &'v Vector, set: &str, name: &str, layout: Layout) -> Self {
+        Self::replaying(v, set, name, layout, Tape::default())
+    }
+
+    /// [`CaseRun::new`] taking the reference's answers from `tape` where it has them
+    /// ([`crate::cases::answers::Answers::tape`]).
+    pub fn replaying(v: &'v Vector, set: &str, name: &str, layout: Layout, tape: Tape) -> Self {
         CaseRun {
             v,
             set: set.into(),
@@ -177,7 +187,14 @@ impl<'v> CaseRun<'v> {
             stage: Stage::Start,
             poly_family: Family::HotSpot,
             arch: None,
+            tape,
         }
+    }
+
+    /// The reference's answers given so far, to keep for other cells
+    /// ([`crate::cases::answers::Answers::keep`]).
+    pub fn into_tape(self) -> Tape {
+        self.tape
     }
 
     /// An upper bound of the bytes the next segment adds to a batch's payload: its buffers'
@@ -214,7 +231,7 @@ impl<'v> CaseRun<'v> {
         if let Stage::Start = self.stage {
             self.stage = self.first_stage(rng);
         }
-        let mut p = Planner::new(b, e, rng, self.layout);
+        let mut p = Planner::new(b, e, rng, self.layout, &mut self.tape);
         self.poly_family = p.family(Kernel::Poly1305);
         self.arch = Some(p.b.abi().arch);
         let (carry, last, done) = match &mut self.stage {
