@@ -4,6 +4,7 @@
 //! alone and the rest of the batch still runs.
 
 pub mod confine;
+mod guest_ram;
 pub mod icount;
 mod process;
 mod unicorn;

@@ -23,6 +23,7 @@ use std::rc::Rc;
 
 use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unicorn};
 
+use super::guest_ram::GuestRam;
 use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::arch::{Arch, ReturnAddress, Trap, TrapPc, UnicornSupport};
@@ -88,6 +89,12 @@ struct HookState {
     blocks: BlockIcounts,
     /// Zbb instructions patched out of the code Unicorn fetches.
     zbb: zbb::ZbbPatches,
+    /// The arena's pages `[start, end)` (see [`GuestRam`]).
+    arena_pages: std::ops::Range<u64>,
+    /// Whether the guest fetched code from the arena since the last translation flush: the
+    /// lab's plain copies into [`GuestRam`] bypass QEMU's tracking of written code, so code
+    /// translated from the arena must be dropped before the lab writes it again.
+    arena_fetched: bool,
 }
 
 impl HookState {
@@ -136,6 +143,10 @@ pub struct UnicornBackend {
     uc: Unicorn<'static, ()>,
     arch: Arch,
     arena: Arena,
+    /// The RAM behind the arena's pages; the arena starts `ram_offset` bytes into it. Declared
+    /// after `uc`, so the engine is dropped first.
+    ram: Rc<GuestRam>,
+    ram_offset: usize,
     entry: u64,
     halt: u64,
     stack_top: u64,
@@ -154,6 +165,40 @@ pub struct UnicornBackend {
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
     move |e| BackendError::Unicorn(format!("{step}: {e:?}"))
+}
+
+/// Page ranges of all segments with the union of their rights, merged where they touch, and
+/// the rights of the arena's pages `arena` (left out of the ranges: they are mapped on
+/// [`GuestRam`]), which must be alike.
+fn page_map_around(image: &Image, arena: &std::ops::Range<u64>) -> Result<(Vec<(u64, u64, Prot)>, Prot), BackendError> {
+    let mut arena_prot: Option<Prot> = None;
+    let mut out = Vec::new();
+    for (start, len, prot) in page_map(image) {
+        let end = start + len;
+        let (lo, hi) = (start.max(arena.start), end.min(arena.end));
+        if lo >= hi {
+            out.push((start, len, prot));
+            continue;
+        }
+        match arena_prot {
+            Some(p) if p != prot => {
+                return Err(BackendError::Unicorn("lab_arena spans pages of different rights".into()))
+            }
+            _ => arena_prot = Some(prot),
+        }
+        if start < lo {
+            out.push((start, lo - start, prot));
+        }
+        if hi < end {
+            out.push((hi, end - hi, prot));
+        }
+    }
+    let covered: u64 =
+        page_map(image).iter().map(|&(s, l, _)| (s + l).min(arena.end).saturating_sub(s.max(arena.start))).sum();
+    match arena_prot {
+        Some(p) if covered == arena.end - arena.start => Ok((out, p)),
+        _ => Err(BackendError::Unicorn("lab_arena is not inside the image's segments".into())),
+    }
 }
 
 /// Page ranges of all segments with the union of their rights, merged where they touch.
@@ -193,8 +238,20 @@ impl UnicornBackend {
     pub fn new(image: &Image, limits: Limits) -> Result<Self, BackendError> {
         let spec = &image.arch.spec().unicorn;
         let mut uc = Unicorn::new(spec.arch, spec.mode).map_err(uc_err("engine"))?;
-        for (addr, len, prot) in page_map(image) {
+        let arena = image.arena()?;
+        let arena_pages = arena.addr / PAGE * PAGE..(arena.addr + arena.size).div_ceil(PAGE) * PAGE;
+        let (runs, arena_prot) = page_map_around(image, &arena_pages)?;
+        for (addr, len, prot) in runs {
             uc.mem_map(addr, len, prot).map_err(uc_err("map segment"))?;
+        }
+        let ram =
+            Rc::new(GuestRam::new((arena_pages.end - arena_pages.start) as usize).map_err(BackendError::Unicorn)?);
+        let ram_offset = (arena.addr - arena_pages.start) as usize;
+        // SAFETY: `ram` is page-aligned, as long as the range, and outlives the engine (the
+        // backend holds it, declared after the engine; the alias's callbacks hold it too).
+        unsafe {
+            uc.mem_map_ptr(arena_pages.start, ram.len() as u64, arena_prot, ram.as_ptr().cast())
+                .map_err(uc_err("map lab_arena"))?;
         }
         for s in &image.segments {
             uc.mem_write(s.vaddr, &s.data).map_err(uc_err("load segment"))?;
@@ -202,9 +259,8 @@ impl UnicornBackend {
         for &(reg, value, what) in spec.init {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
-        let state = Rc::new(RefCell::new(HookState::default()));
-        let arena = image.arena()?;
-        Self::map_alias(&mut uc, arena, &state)?;
+        let state = Rc::new(RefCell::new(HookState { arena_pages, ..HookState::default() }));
+        Self::map_alias(&mut uc, arena, &state, (Rc::clone(&ram), ram_offset))?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));
         let driver_code = driver.addr..driver.addr + driver.size.max(1);
@@ -215,6 +271,8 @@ impl UnicornBackend {
             uc,
             arch: image.arch,
             arena,
+            ram,
+            ram_offset,
             entry: driver.addr,
             halt: image.require("lab_unicorn_halt")?.addr,
             stack_top: image.require("lab_stack_top")?.addr,
@@ -314,13 +372,19 @@ impl UnicornBackend {
     /// Maps the arena's MMIO alias at `arena.addr + ALIAS_OFFSET`: each access is done on the
     /// arena itself; one that touches bytes outside the allowed range of its exact page is not
     /// done, is recorded as a suspect and stops the run.
+    ///
+    /// The callbacks reach the bytes in `ram` (the arena at its offset) directly, not through
+    /// `uc_mem_read`/`uc_mem_write`, except for a write after the guest fetched code from the
+    /// arena, which goes through the engine so that stale translations are dropped.
     fn map_alias(
         uc: &mut Unicorn<'static, ()>,
         arena: Arena,
         state: &Rc<RefCell<HookState>>,
+        (ram, ram_offset): (Rc<GuestRam>, usize),
     ) -> Result<(), BackendError> {
         let size = arena.size.div_ceil(PAGE) * PAGE;
         let (r, w) = (Rc::clone(state), Rc::clone(state));
+        let ram_w = Rc::clone(&ram);
         let read = move |uc: &mut Unicorn<'_, ()>, offset: u64, size: usize| {
             let addr = arena.addr + offset;
             let mut bytes = [0u8; 8];
@@ -328,14 +392,19 @@ impl UnicornBackend {
             // A read is done even outside its buffer: an unaligned load reaches MMIO as aligned
             // pieces, so a suspect read may be a legal load whose value the run needs.
             r.borrow_mut().allowed(uc, addr, size as u64);
-            let _ = uc.mem_read(addr, &mut bytes[..size]);
+            ram.read(ram_offset + offset as usize, &mut bytes[..size]);
             u64::from_le_bytes(bytes)
         };
         let write = move |uc: &mut Unicorn<'_, ()>, offset: u64, size: usize, value: u64| {
             let addr = arena.addr + offset;
             let size = size.min(8);
-            if w.borrow_mut().allowed(uc, addr, size as u64) {
-                let _ = uc.mem_write(addr, &value.to_le_bytes()[..size]);
+            let mut st = w.borrow_mut();
+            if st.allowed(uc, addr, size as u64) {
+                if st.arena_fetched {
+                    let _ = uc.mem_write(addr, &value.to_le_bytes()[..size]);
+                } else {
+                    ram_w.write(ram_offset + offset as usize, &value.to_le_bytes()[..size]);
+                }
             }
         };
         uc.mmio_map(arena.addr + ALIAS_OFFSET, size, Some(read), Some(write)).map_err(uc_err("map MMIO alias"))
@@ -393,6 +462,9 @@ impl UnicornBackend {
         uc.add_tlb_hook(1, 0, move |_, vaddr, ty| {
             let page = vaddr & !(uc_page - 1);
             let mut st = s.borrow_mut();
+            if matches!(ty, MemType::FETCH) && st.arena_pages.contains(&page) {
+                st.arena_fetched = true;
+            }
             let i = st.prots.partition_point(|p| p.addr + p.len <= page);
             let prot = st.prots.get(i).filter(|p| p.contains(page)).map(|p| p.prot);
             let write = matches!(ty, MemType::WRITE);
@@ -723,7 +795,10 @@ impl Backend for UnicornBackend {
     }
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
-        self.uc.mem_write(self.arena.addr, payload).map_err(uc_err("write batch"))?;
+        if payload.len() as u64 > self.arena.size {
+            return Err(BackendError::Unicorn(format!("write batch: {} bytes do not fit lab_arena", payload.len())));
+        }
+        self.write_arena(payload)?;
         {
             let mut st = self.state.borrow_mut();
             st.prots = batch::protections(payload, self.arena.addr);
@@ -741,12 +816,34 @@ impl Backend for UnicornBackend {
     /// call cost a copy of the batch per call). An entry that faults again returns only the
     /// header; [`Backend::response`] reads the rest when the batch stops.
     fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
-        self.uc.mem_write(self.arena.addr, &batch.resume_head(resp, start)).map_err(uc_err("write batch header"))?;
+        self.write_arena(&batch.resume_head(resp, start))?;
         self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)
     }
 
     fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
-        self.uc.mem_read_as_vec(self.arena.addr, resp_len).map_err(uc_err("read results"))
+        self.read_arena(resp_len)
+    }
+}
+
+impl UnicornBackend {
+    /// Copies `bytes` to the start of the arena: a plain copy into [`GuestRam`], after dropping
+    /// the translations of code the guest fetched from the arena (the copy bypasses QEMU's
+    /// tracking of written code).
+    fn write_arena(&mut self, bytes: &[u8]) -> Result<(), BackendError> {
+        let fetched = std::mem::take(&mut self.state.borrow_mut().arena_fetched);
+        if fetched {
+            self.uc.ctl_flush_tb().map_err(uc_err("TB flush"))?;
+        }
+        self.ram.write(self.ram_offset, bytes);
+        Ok(())
+    }
+
+    /// The first `len` bytes of the arena (an error past its end, as `uc_mem_read` gave).
+    fn read_arena(&self, len: usize) -> Result<Vec<u8>, BackendError> {
+        if self.ram_offset + len > self.ram.len() {
+            return Err(BackendError::Unicorn(format!("read results: {len} bytes are past lab_arena")));
+        }
+        Ok(self.ram.read_vec(self.ram_offset, len))
     }
 }
 
@@ -778,7 +875,7 @@ impl UnicornBackend {
         }
         let fault = self.classify(result, pc);
         let len = if fault.is_some() { fault_len.min(resp_len) } else { resp_len };
-        let resp = self.uc.mem_read_as_vec(self.arena.addr, len).map_err(uc_err("read results"))?;
+        let resp = self.read_arena(len)?;
         let fault = fault.map(|(kind, pc, detail)| {
             let call = usize::try_from(Batch::current(&resp)).ok();
             Fault { kind, pc: Some(pc), call, detail }

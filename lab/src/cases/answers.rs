@@ -3,8 +3,10 @@
 //! so the reference's answers to them are the same in every cell: the first cell to plan a case
 //! records them on a [`Tape`], the others replay it ([`Answers`]). Each answer keeps what it was
 //! computed from (the state or accumulator before the call, the call's length and offsets, and
-//! an FNV-1a sum of its input bytes, ~10x cheaper than MD5 and ~50x than the big-integer
-//! Poly1305); an answer whose inputs differ is computed afresh, never replayed.
+//! a sum of its input bytes: foldhash, keyed with a seed drawn once per process, so a kernel
+//! cannot aim an output at a recorded sum; it reads ~16 bytes a cycle, where the byte-wise FNV-1a
+//! it replaces took ~4 cycles a byte and was most of the cost of a replay); an answer whose
+//! inputs differ is computed afresh, never replayed.
 //!
 //! Only reference arithmetic is recorded (MD5 compressions, Poly1305 block sums); what depends
 //! on the kernel's own outputs (the state a segment starts from) never is.
@@ -12,11 +14,17 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::fnv::fnv1a;
 use crate::reference::md5::{self, State};
 use crate::reference::poly1305::{self, Limbs26};
 
-/// One reference answer with the inputs it was computed from (`sum`: FNV-1a of the input).
+/// The keyed sum of an answer's input bytes (see the module docs); the length is summed too.
+fn input_sum(bytes: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    static KEY: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
+    KEY.get_or_init(foldhash::quality::RandomState::default).hash_one(bytes)
+}
+
+/// One reference answer with the inputs it was computed from (`sum`: [`input_sum`] of the input).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Answer {
     /// `md5_implCompressMB(ofs, limit)` over `len` bytes from `before`: the state after, and
@@ -60,7 +68,7 @@ impl Tape {
 
     /// [`md5::compress_mb`] on `state` (advanced in place); returns its result.
     pub fn compress_mb(&mut self, state: &mut State, input: &[u8], ofs: i32, limit: i32) -> Option<i32> {
-        let (before, len, sum) = (*state, input.len(), fnv1a(input));
+        let (before, len, sum) = (*state, input.len(), input_sum(input));
         let a = self.next(
             |a| matches!(a, Answer::CompressMb { before: b, sum: x, len: l, ofs: o, limit: m, .. } if (*b, *x, *l, *o, *m) == (before, sum, len, ofs, limit)),
             || {
@@ -80,7 +88,7 @@ impl Tape {
 
     /// [`md5::compress`] of the 64-byte `block` on `state` (advanced in place).
     pub fn compress(&mut self, state: &mut State, block: &[u8]) {
-        let (before, sum) = (*state, fnv1a(block));
+        let (before, sum) = (*state, input_sum(block));
         let a = self.next(
             |a| matches!(a, Answer::Compress { before: b, sum: x, .. } if (*b, *x) == (before, sum)),
             || {
@@ -96,7 +104,7 @@ impl Tape {
 
     /// [`poly1305::process_blocks`] of `input` on `acc` with `r`.
     pub fn process_blocks(&mut self, acc: &Limbs26, r: &Limbs26, input: &[u8]) -> Limbs26 {
-        let (before, r, len, sum) = (*acc, *r, input.len(), fnv1a(input));
+        let (before, r, len, sum) = (*acc, *r, input.len(), input_sum(input));
         let a = self.next(
             |a| matches!(a, Answer::Blocks { before: b, r: rr, sum: x, len: l, .. } if (*b, *rr, *x, *l) == (before, r, sum, len)),
             || Answer::Blocks { before, r, sum, len, after: poly1305::process_blocks(&before, &r, input) },

@@ -1,0 +1,101 @@
+//! Host memory the Unicorn backend lends the engine as the RAM behind `lab_arena`
+//! (`uc_mem_map_ptr`), so the lab writes a batch and reads its results with plain copies and
+//! the MMIO alias's callbacks reach the bytes directly: each `uc_mem_read`/`uc_mem_write`
+//! walks QEMU's flat view of the address space (`flatview_translate`, `phys_page_find`), which
+//! was ~10% of a Unicorn run when every checked access of a kernel paid it.
+//!
+//! The engine writes the same memory while it runs, so no Rust reference into it outlives a
+//! call here: every access is a raw copy, made on the engine's own thread while it is stopped
+//! or from inside one of its callbacks.
+
+use std::ptr::NonNull;
+
+/// Anonymous, page-aligned, zero-filled host memory of a fixed length (`mmap`), unmapped on
+/// drop. Pages the guest never touches are never backed.
+#[derive(Debug)]
+pub(crate) struct GuestRam {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl GuestRam {
+    /// Maps `len` bytes (a multiple of the host page size).
+    ///
+    /// # Errors
+    /// The `mmap` error.
+    pub fn new(len: usize) -> Result<Self, String> {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+        // SAFETY: an anonymous mapping at an address the kernel picks; the result is checked.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, rw, flags, -1, 0) };
+        if ptr == libc::MAP_FAILED {
+            return Err(format!("mmap of {len} bytes for lab_arena: {}", std::io::Error::last_os_error()));
+        }
+        NonNull::new(ptr.cast()).map(|ptr| GuestRam { ptr, len }).ok_or_else(|| "mmap returned null".to_string())
+    }
+
+    /// The start of the memory, for `uc_mem_map_ptr`.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `bytes` to `offset`; the part past the end is dropped.
+    pub fn write(&self, offset: usize, bytes: &[u8]) {
+        let n = bytes.len().min(self.len.saturating_sub(offset));
+        // SAFETY: `offset + n <= len`; `bytes` is host memory outside the mapping.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr().add(offset), n) };
+    }
+
+    /// Copies bytes from `offset` into `out`; the part past the end is zero-filled.
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        let n = out.len().min(self.len.saturating_sub(offset));
+        // SAFETY: `offset + n <= len`; `out` is host memory outside the mapping.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), out.as_mut_ptr(), n) };
+        out[n..].fill(0);
+    }
+
+    /// A copy of `len` bytes from `offset` (zero-filled past the end).
+    pub fn read_vec(&self, offset: usize, len: usize) -> Vec<u8> {
+        let n = len.min(self.len.saturating_sub(offset));
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: `offset + n <= len` and `n` fits the capacity of `out` (disjoint memory);
+        // after the copy the first `n` bytes are initialised. Not `vec![0; len]`: a zeroed
+        // allocation of a large response costs fresh pages and their faults before the copy.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), out.as_mut_ptr(), n);
+            out.set_len(n);
+        }
+        out.resize(len, 0);
+        out
+    }
+}
+
+impl Drop for GuestRam {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`; the engine that used it is dropped
+        // before (the backend keeps the engine in a field declared first).
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_in_and_out_and_clamps_at_the_end() {
+        let ram = GuestRam::new(8192).unwrap();
+        assert_eq!(ram.read_vec(0, 4), vec![0; 4], "fresh memory is zero");
+        ram.write(8190, &[1, 2, 3, 4]);
+        assert_eq!(ram.read_vec(8188, 6), vec![0, 0, 1, 2, 0, 0], "past the end: dropped, read as zero");
+        ram.write(5, &[9; 3]);
+        let mut out = [0u8; 4];
+        ram.read(4, &mut out);
+        assert_eq!(out, [0, 9, 9, 9]);
+    }
+}
