@@ -538,6 +538,14 @@ impl Batch {
         self.table_off..self.table_end()
     }
 
+    /// The byte ranges of [`payload`](Self::payload) that may hold anything but zeros: the
+    /// header and tables, then every buffer (possibly empty ranges). Every other payload byte
+    /// (guard pages, the rest of a buffer's pages) is zero.
+    pub fn data_ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let buffers = self.placed.iter().map(|p| p.offset as usize..p.offset as usize + p.len);
+        std::iter::once(0..self.table_end()).chain(buffers)
+    }
+
     /// The protection table this batch asks the guest to apply, sorted by address.
     pub fn protections(&self) -> Vec<Protection> {
         protections(&self.payload, self.arena.addr)
@@ -778,6 +786,26 @@ mod tests {
         let far = batch.locate(s.guard).unwrap();
         assert!(far.starts_with(&format!("{} bytes below the stack budget", s.bottom - s.guard)), "{far}");
         assert!(batch.locate(s.bottom - 4104).unwrap().starts_with("4104 bytes below the stack budget"));
+    }
+
+    #[test]
+    fn every_nonzero_payload_byte_is_inside_a_data_range() {
+        let mut b = BatchBuilder::new(&RISCV64);
+        let input = b.buffer("input", &[0xa5; 5000], false, Placement::Misaligned(3));
+        let state = b.output(&[0x5a; 16]);
+        b.buffer("packed", &[0x77; 9], false, Placement::Packed(5));
+        b.call(0x1234, [Arg::Ptr(input, 0), Arg::Ptr(state, 0), Arg::Imm(7), Arg::Imm(9)], 1);
+        let batch = b.layout(ARENA).unwrap();
+        let ranges: Vec<_> = batch.data_ranges().collect();
+        assert_eq!(ranges.len(), 4, "the tables and three buffers");
+        assert_eq!(ranges[1], {
+            let at = (batch.addr_of(input, 0) - ARENA.addr) as usize;
+            at..at + 5000
+        });
+        let covered = |i: usize| ranges.iter().any(|r| r.contains(&i));
+        let stray: Vec<usize> = (0..batch.payload.len()).filter(|&i| batch.payload[i] != 0 && !covered(i)).collect();
+        assert!(stray.is_empty(), "nonzero bytes outside the data ranges at {:?}", &stray[..stray.len().min(4)]);
+        assert!(batch.payload[ranges[2].clone()].iter().all(|&x| x == 0x5a));
     }
 
     #[test]

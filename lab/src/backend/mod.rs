@@ -263,6 +263,15 @@ pub trait Backend {
     /// Only for failures of the backend itself; guest faults come back in [`RawRun::fault`].
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError>;
 
+    /// [`execute`](Self::execute) of `batch`'s payload; a backend that can skip the payload's
+    /// zero pages ([`Batch::data_ranges`]) overrides it.
+    ///
+    /// # Errors
+    /// As [`execute`](Self::execute).
+    fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
+        self.execute(&batch.payload, batch.resp_len)
+    }
+
     /// Sets the instruction budget of each call in the next batches to the configured
     /// [`Limits::call_instructions`] plus `need` (what the batch's longest call may need: its
     /// blocks times a generous count per block), so a long input is not taken for a hang.
@@ -346,7 +355,7 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
     let mut resumed: Option<(Vec<u8>, usize)> = None;
     loop {
         let run = match &resumed {
-            None => backend.execute(&batch.payload, batch.resp_len)?,
+            None => backend.execute_batch(batch)?,
             Some((resp, n)) => backend.resume(batch, resp, *n)?,
         };
         let Some(fault) = run.fault else {

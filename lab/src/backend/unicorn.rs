@@ -95,6 +95,34 @@ struct HookState {
     /// lab's plain copies into [`GuestRam`] bypass QEMU's tracking of written code, so code
     /// translated from the arena must be dropped before the lab writes it again.
     arena_fetched: bool,
+    /// Per arena page ([`PAGE`] bytes from the arena's start): whether it holds only zeros, as
+    /// far as the lab knows. A batch's payload is mostly zero pages (guards, the rest of each
+    /// buffer's pages); those need no copy where the arena is zero already. `None`: the arena
+    /// does not start on a page, every batch is copied whole.
+    zero_pages: Option<Vec<bool>>,
+}
+
+impl HookState {
+    /// After a run: every arena page the guest could write (no guard, not read-only under
+    /// `prots`; the page a pin-down let through) may no longer be zero.
+    fn forget_written_pages(&mut self, arena: Arena) {
+        let Some(zero) = self.zero_pages.as_mut() else { return };
+        let page_of = |addr: u64| (addr.saturating_sub(arena.addr) / PAGE) as usize;
+        let mut next = 0; // first page not yet decided
+        for p in self.prots.iter().filter(|p| p.prot & PROT_WRITE == 0) {
+            let (lo, hi) = (page_of(p.addr).min(zero.len()), page_of(p.addr + p.len).min(zero.len()));
+            if p.addr < arena.addr {
+                continue; // outside the arena: the kernels' data
+            }
+            if lo < next {
+                next = next.max(hi); // overlaps the range before: protected as far as it reaches
+                continue;
+            }
+            zero[next..lo].fill(false);
+            next = hi;
+        }
+        zero[next..].fill(false);
+    }
 }
 
 impl HookState {
@@ -147,6 +175,8 @@ pub struct UnicornBackend {
     /// after `uc`, so the engine is dropped first.
     ram: Rc<GuestRam>,
     ram_offset: usize,
+    /// Scratch for [`Backend::execute_batch`]: which payload pages hold data.
+    data_pages: Vec<bool>,
     entry: u64,
     halt: u64,
     stack_top: u64,
@@ -199,6 +229,19 @@ fn page_map_around(image: &Image, arena: &std::ops::Range<u64>) -> Result<(Vec<(
         Some(p) if covered == arena.end - arena.start => Ok((out, p)),
         _ => Err(BackendError::Unicorn("lab_arena is not inside the image's segments".into())),
     }
+}
+
+/// Which pages of the page-aligned `arena` hold only zeros once the image is loaded: all but
+/// those a segment's file bytes reach (`lab_arena` is `.bss`, so normally all).
+fn arena_zero_pages(image: &Image, arena: Arena) -> Vec<bool> {
+    let mut zero = vec![true; arena.size.div_ceil(PAGE) as usize];
+    for s in image.segments.iter().filter(|s| !s.data.is_empty()) {
+        let (lo, hi) = (s.vaddr.max(arena.addr), (s.vaddr + s.data.len() as u64).min(arena.addr + arena.size));
+        if lo < hi {
+            zero[((lo - arena.addr) / PAGE) as usize..=((hi - 1 - arena.addr) / PAGE) as usize].fill(false);
+        }
+    }
+    zero
 }
 
 /// Page ranges of all segments with the union of their rights, merged where they touch.
@@ -259,7 +302,8 @@ impl UnicornBackend {
         for &(reg, value, what) in spec.init {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
-        let state = Rc::new(RefCell::new(HookState { arena_pages, ..HookState::default() }));
+        let zero_pages = (ram_offset == 0).then(|| arena_zero_pages(image, arena));
+        let state = Rc::new(RefCell::new(HookState { arena_pages, zero_pages, ..HookState::default() }));
         Self::map_alias(&mut uc, arena, &state, (Rc::clone(&ram), ram_offset))?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));
@@ -273,6 +317,7 @@ impl UnicornBackend {
             arena,
             ram,
             ram_offset,
+            data_pages: Vec::new(),
             entry: driver.addr,
             halt: image.require("lab_unicorn_halt")?.addr,
             stack_top: image.require("lab_stack_top")?.addr,
@@ -567,6 +612,7 @@ impl UnicornBackend {
         self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
         // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
         let result = self.uc.emu_start(self.entry, self.halt, 0, 0);
+        self.state.borrow_mut().forget_written_pages(self.arena);
         Ok((result, self.pc()))
     }
 
@@ -610,6 +656,11 @@ impl UnicornBackend {
         let _ = self.uc.remove_hook(hook);
         let mut st = self.state.borrow_mut();
         st.open_page = None;
+        // The page was let through: the guest may have written it.
+        let opened = (page.saturating_sub(self.arena.addr) / PAGE) as usize;
+        if let Some(z) = st.zero_pages.as_mut().and_then(|z| z.get_mut(opened)) {
+            *z = page < self.arena.addr && *z;
+        }
         let pinned = st.seen.pinned.take();
         // Keep what the first run saw if the second did not reach the page.
         if pinned.is_none() {
@@ -794,20 +845,46 @@ impl Backend for UnicornBackend {
         self.state.borrow_mut().budget = self.limits.call_instructions.saturating_add(need);
     }
 
+    /// Copies only the payload's pages that hold data or land on arena pages that may not be
+    /// zero ([`HookState::zero_pages`]): the arena then holds exactly the payload, as after a
+    /// whole copy.
+    fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
+        let payload = &batch.payload;
+        if payload.len() as u64 > self.arena.size || self.state.borrow().zero_pages.is_none() {
+            return self.execute(payload, batch.resp_len);
+        }
+        self.flush_arena_code()?;
+        let pages = payload.len().div_ceil(PAGE as usize);
+        let mut data = std::mem::take(&mut self.data_pages);
+        data.clear();
+        data.resize(pages, false);
+        for r in batch.data_ranges().filter(|r| !r.is_empty()) {
+            data[r.start / PAGE as usize..=(r.end - 1) / PAGE as usize].fill(true);
+        }
+        {
+            let mut st = self.state.borrow_mut();
+            let zero = st.zero_pages.as_mut().expect("checked above");
+            for (p, &has_data) in data.iter().enumerate() {
+                if !has_data && zero[p] {
+                    continue;
+                }
+                let range = p * PAGE as usize..((p + 1) * PAGE as usize).min(payload.len());
+                let whole = range.len() == PAGE as usize;
+                self.ram.write(self.ram_offset + range.start, &payload[range]);
+                zero[p] = !has_data && (whole || zero[p]);
+            }
+        }
+        self.data_pages = data;
+        self.load_protections(payload);
+        self.run_loaded(batch.resp_len, batch.resp_len)
+    }
+
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         if payload.len() as u64 > self.arena.size {
             return Err(BackendError::Unicorn(format!("write batch: {} bytes do not fit lab_arena", payload.len())));
         }
         self.write_arena(payload)?;
-        {
-            let mut st = self.state.borrow_mut();
-            st.prots = batch::protections(payload, self.arena.addr);
-            st.exact.clear();
-            for (lo, hi) in batch::exact_ranges(payload, self.arena.addr).into_iter().filter(|(lo, hi)| lo < hi) {
-                st.exact.insert(lo & !(PAGE - 1), (lo, hi));
-                st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
-            }
-        }
+        self.load_protections(payload);
         self.run_loaded(resp_len, resp_len)
     }
 
@@ -830,12 +907,34 @@ impl UnicornBackend {
     /// the translations of code the guest fetched from the arena (the copy bypasses QEMU's
     /// tracking of written code).
     fn write_arena(&mut self, bytes: &[u8]) -> Result<(), BackendError> {
+        self.flush_arena_code()?;
+        self.ram.write(self.ram_offset, bytes);
+        if let Some(zero) = self.state.borrow_mut().zero_pages.as_mut() {
+            let n = bytes.len().div_ceil(PAGE as usize).min(zero.len());
+            zero[..n].fill(false);
+        }
+        Ok(())
+    }
+
+    /// Drops the translations of code the guest fetched from the arena, before the lab writes
+    /// the arena with plain copies (which bypass QEMU's tracking of written code).
+    fn flush_arena_code(&mut self) -> Result<(), BackendError> {
         let fetched = std::mem::take(&mut self.state.borrow_mut().arena_fetched);
         if fetched {
             self.uc.ctl_flush_tb().map_err(uc_err("TB flush"))?;
         }
-        self.ram.write(self.ram_offset, bytes);
         Ok(())
+    }
+
+    /// Takes the protection table and the exact ranges of the batch `payload` for the hooks.
+    fn load_protections(&mut self, payload: &[u8]) {
+        let mut st = self.state.borrow_mut();
+        st.prots = batch::protections(payload, self.arena.addr);
+        st.exact.clear();
+        for (lo, hi) in batch::exact_ranges(payload, self.arena.addr).into_iter().filter(|(lo, hi)| lo < hi) {
+            st.exact.insert(lo & !(PAGE - 1), (lo, hi));
+            st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
+        }
     }
 
     /// The first `len` bytes of the arena (an error past its end, as `uc_mem_read` gave).
