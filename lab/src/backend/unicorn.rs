@@ -175,8 +175,8 @@ pub struct UnicornBackend {
     /// after `uc`, so the engine is dropped first.
     ram: Rc<GuestRam>,
     ram_offset: usize,
-    /// Scratch for [`Backend::execute_batch`]: which payload pages hold data.
-    data_pages: Vec<bool>,
+    /// Scratch for [`Backend::execute_batch`]: the span of data bytes on each payload page.
+    data_pages: Vec<(usize, usize)>,
     entry: u64,
     halt: u64,
     stack_top: u64,
@@ -845,9 +845,9 @@ impl Backend for UnicornBackend {
         self.state.borrow_mut().budget = self.limits.call_instructions.saturating_add(need);
     }
 
-    /// Copies only the payload's pages that hold data or land on arena pages that may not be
-    /// zero ([`HookState::zero_pages`]): the arena then holds exactly the payload, as after a
-    /// whole copy.
+    /// Copies only what differs from the arena: on arena pages known to be zero
+    /// ([`HookState::zero_pages`]) the span of the payload's data on the page, on the others
+    /// the whole page. The arena then holds exactly the payload, as after a whole copy.
     fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
         let payload = &batch.payload;
         if payload.len() as u64 > self.arena.size || self.state.borrow().zero_pages.is_none() {
@@ -855,23 +855,29 @@ impl Backend for UnicornBackend {
         }
         self.flush_arena_code()?;
         let pages = payload.len().div_ceil(PAGE as usize);
+        let page = PAGE as usize;
+        // Per payload page, the span of its data bytes (empty: none).
         let mut data = std::mem::take(&mut self.data_pages);
         data.clear();
-        data.resize(pages, false);
+        data.resize(pages, (usize::MAX, 0));
         for r in batch.data_ranges().filter(|r| !r.is_empty()) {
-            data[r.start / PAGE as usize..=(r.end - 1) / PAGE as usize].fill(true);
+            for p in r.start / page..=(r.end - 1) / page {
+                let (lo, hi) = &mut data[p];
+                *lo = (*lo).min(r.start.max(p * page));
+                *hi = (*hi).max(r.end.min((p + 1) * page));
+            }
         }
         {
             let mut st = self.state.borrow_mut();
             let zero = st.zero_pages.as_mut().expect("checked above");
-            for (p, &has_data) in data.iter().enumerate() {
-                if !has_data && zero[p] {
-                    continue;
+            for (p, &(lo, hi)) in data.iter().enumerate() {
+                let has_data = lo < hi;
+                let range = if zero[p] { lo..hi } else { p * page..((p + 1) * page).min(payload.len()) };
+                if !range.is_empty() {
+                    self.ram.write(self.ram_offset + range.start, &payload[range.clone()]);
                 }
-                let range = p * PAGE as usize..((p + 1) * PAGE as usize).min(payload.len());
-                let whole = range.len() == PAGE as usize;
-                self.ram.write(self.ram_offset + range.start, &payload[range]);
-                zero[p] = !has_data && (whole || zero[p]);
+                // A partial last page keeps what was past the payload's end.
+                zero[p] = !has_data && (zero[p] || range.len() == page);
             }
         }
         self.data_pages = data;
