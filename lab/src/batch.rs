@@ -299,6 +299,16 @@ impl BatchBuilder {
     /// # Errors
     /// [`BatchError::TooLarge`] when it does not fit.
     pub fn layout(self, arena: Arena) -> Result<Batch, BatchError> {
+        self.layout_reusing(arena, Vec::new())
+    }
+
+    /// [`layout`](Self::layout) into the allocation of `spare` (an earlier batch's payload,
+    /// [`Batch::into_payload`]): a run lays hundreds of batches of hundreds of KiB, and a fresh
+    /// zeroed allocation each time cost its pages' faults.
+    ///
+    /// # Errors
+    /// As [`layout`](Self::layout).
+    pub fn layout_reusing(self, arena: Arena, spare: Vec<u8>) -> Result<Batch, BatchError> {
         let entry = self.entry_bytes();
         let prot_off = (HEADER_WORDS * 8) as u64;
         let exact_off = prot_off + self.prot_size();
@@ -369,7 +379,9 @@ impl BatchBuilder {
         if let Some((lo, hi)) = arena.kernel_data {
             prots.push(Protection { addr: lo, len: hi - lo, prot: PROT_READ });
         }
-        let mut payload = vec![0u8; payload_len as usize];
+        let mut payload = spare;
+        payload.clear();
+        payload.resize(payload_len as usize, 0);
         for (b, p) in self.bufs.iter().zip(&placed) {
             payload[p.offset as usize..p.offset as usize + p.len].copy_from_slice(&b.data);
         }
@@ -536,6 +548,11 @@ impl Batch {
     /// qemu/native guest checksums after a batch ([`crate::protocol::checksum`]).
     pub fn table_range(&self) -> std::ops::Range<usize> {
         self.table_off..self.table_end()
+    }
+
+    /// The payload's allocation, for [`BatchBuilder::layout_reusing`].
+    pub fn into_payload(self) -> Vec<u8> {
+        self.payload
     }
 
     /// The byte ranges of [`payload`](Self::payload) that may hold anything but zeros: the

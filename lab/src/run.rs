@@ -629,7 +629,7 @@ fn run_set_digested(
     let mut digests = Vec::with_capacity(cases_in(set));
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0 };
+    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: Vec::new() };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
         let (n, carried) = run_pending_batch(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
@@ -694,12 +694,13 @@ type Carried = Vec<Vec<u8>>;
 /// the stack guard ([`crate::batch::STACK_GUARD`]), table alignment (an upper bound).
 pub const BATCH_OVERHEAD: u64 = crate::batch::STACK_GUARD + 64 * 1024;
 
-/// The batch being filled: its builder, the case segments laid into it, and the sum of their
-/// [`CaseRun::estimate`]s.
+/// The batch being filled: its builder, the case segments laid into it, the sum of their
+/// [`CaseRun::estimate`]s, and the payload allocation of the batch before, to lay this one into.
 struct Pending {
     builder: BatchBuilder,
     plans: Vec<CasePlan>,
     estimate: u64,
+    spare: Vec<u8>,
 }
 
 /// Runs the planned segments as one batch and records every case that ends in it in `row`,
@@ -730,7 +731,7 @@ fn run_pending_batch(
         return (skip_interrupted(&taken, why, row), None);
     }
     let outcome = b
-        .layout(arena)
+        .layout_reusing(arena, std::mem::take(&mut pending.spare))
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
@@ -751,6 +752,10 @@ fn run_pending_batch(
             taken.iter().map(|_| 0).collect(),
         ),
     };
+    if let Ok((batch, run)) = outcome {
+        pending.spare = batch.into_payload();
+        backend.recycle(run.resp);
+    }
     // A batch the interruption killed proves nothing about its cases either way.
     if let Some(why) = interrupted_reason() {
         return (skip_interrupted(&taken, why, row), None);

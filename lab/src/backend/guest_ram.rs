@@ -59,10 +59,13 @@ impl GuestRam {
         out[n..].fill(0);
     }
 
-    /// A copy of `len` bytes from `offset` (zero-filled past the end).
-    pub fn read_vec(&self, offset: usize, len: usize) -> Vec<u8> {
+    /// A copy of `len` bytes from `offset` (zero-filled past the end), in the allocation of
+    /// `spare`.
+    pub fn read_vec(&self, offset: usize, len: usize, spare: Vec<u8>) -> Vec<u8> {
         let n = len.min(self.len.saturating_sub(offset));
-        let mut out = Vec::with_capacity(len);
+        let mut out = spare;
+        out.clear();
+        out.reserve(len);
         // SAFETY: `offset + n <= len` and `n` fits the capacity of `out` (disjoint memory);
         // after the copy the first `n` bytes are initialised. Not `vec![0; len]`: a zeroed
         // allocation of a large response costs fresh pages and their faults before the copy.
@@ -90,9 +93,9 @@ mod tests {
     #[test]
     fn copies_in_and_out_and_clamps_at_the_end() {
         let ram = GuestRam::new(8192).unwrap();
-        assert_eq!(ram.read_vec(0, 4), vec![0; 4], "fresh memory is zero");
+        assert_eq!(ram.read_vec(0, 4, Vec::new()), vec![0; 4], "fresh memory is zero");
         ram.write(8190, &[1, 2, 3, 4]);
-        assert_eq!(ram.read_vec(8188, 6), vec![0, 0, 1, 2, 0, 0], "past the end: dropped, read as zero");
+        assert_eq!(ram.read_vec(8188, 6, vec![5; 9]), vec![0, 0, 1, 2, 0, 0], "past the end: dropped, read as zero");
         ram.write(5, &[9; 3]);
         let mut out = [0u8; 4];
         ram.read(4, &mut out);

@@ -289,6 +289,12 @@ pub trait Backend {
         self.execute(&batch.resume_payload(resp, start), batch.resp_len)
     }
 
+    /// Takes back a response this backend returned, once the caller is done with it, to reuse
+    /// its allocation. By default it is dropped.
+    fn recycle(&mut self, resp: Vec<u8>) {
+        drop(resp);
+    }
+
     /// The whole response of the last entry, for a backend whose [`resume`](Self::resume)
     /// returned only the header with a fault (an in-process engine keeps the arena, so a kernel
     /// that faults on every call need not cost a copy of the response per call).

@@ -175,6 +175,8 @@ pub struct UnicornBackend {
     /// after `uc`, so the engine is dropped first.
     ram: Rc<GuestRam>,
     ram_offset: usize,
+    /// A response given back ([`Backend::recycle`]), whose allocation the next one reuses.
+    spare_resp: RefCell<Vec<u8>>,
     /// Scratch for [`Backend::execute_batch`]: the span of data bytes on each payload page.
     data_pages: Vec<(usize, usize)>,
     entry: u64,
@@ -318,6 +320,7 @@ impl UnicornBackend {
             ram,
             ram_offset,
             data_pages: Vec::new(),
+            spare_resp: RefCell::new(Vec::new()),
             entry: driver.addr,
             halt: image.require("lab_unicorn_halt")?.addr,
             stack_top: image.require("lab_stack_top")?.addr,
@@ -906,6 +909,10 @@ impl Backend for UnicornBackend {
     fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
         self.read_arena(resp_len)
     }
+
+    fn recycle(&mut self, resp: Vec<u8>) {
+        *self.spare_resp.borrow_mut() = resp;
+    }
 }
 
 impl UnicornBackend {
@@ -948,7 +955,7 @@ impl UnicornBackend {
         if self.ram_offset + len > self.ram.len() {
             return Err(BackendError::Unicorn(format!("read results: {len} bytes are past lab_arena")));
         }
-        Ok(self.ram.read_vec(self.ram_offset, len))
+        Ok(self.ram.read_vec(self.ram_offset, len, std::mem::take(&mut *self.spare_resp.borrow_mut())))
     }
 }
 
