@@ -428,7 +428,7 @@ impl BatchBuilder {
             resp_len: resp_len as usize,
             arena,
             table_off: table_off as usize,
-            names: self.bufs.iter().map(|b| b.name.clone()).collect(),
+            names: self.bufs.into_iter().map(|b| b.name).collect(),
             placed,
             stack,
             seeds: self.calls.iter().map(|c| c.seed).collect(),

@@ -76,6 +76,8 @@ struct HookState {
     /// Exactly checked pages (4 KiB, the batch's granule) and the allowed `[start, end)` bytes
     /// on each: the first and last page of every buffer.
     exact: rustc_hash::FxHashMap<u64, (u64, u64)>,
+    /// The exact page [`allowed`](Self::allowed) looked up last, with its range.
+    last_exact: Option<(u64, u64, u64)>,
     /// Exact pages a memory hook watches during a confirmation run (their MMIO callbacks then
     /// only do the access).
     hooked: Vec<u64>,
@@ -131,7 +133,15 @@ impl HookState {
     /// run's suspect and the run stops.
     fn allowed(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, size: u64) -> bool {
         let page = addr & !(PAGE - 1);
-        let Some(&(lo, hi)) = self.exact.get(&page) else { return true };
+        // Most accesses hit the page the one before hit (a kernel walks its buffer).
+        let (lo, hi) = match self.last_exact {
+            Some((p, lo, hi)) if p == page => (lo, hi),
+            _ => {
+                let Some(&(lo, hi)) = self.exact.get(&page) else { return true };
+                self.last_exact = Some((page, lo, hi));
+                (lo, hi)
+            }
+        };
         if lo <= addr && addr + size <= hi {
             return true;
         }
@@ -944,6 +954,7 @@ impl UnicornBackend {
         let mut st = self.state.borrow_mut();
         st.prots = batch::protections(payload, self.arena.addr);
         st.exact.clear();
+        st.last_exact = None;
         for (lo, hi) in batch::exact_ranges(payload, self.arena.addr).into_iter().filter(|(lo, hi)| lo < hi) {
             st.exact.insert(lo & !(PAGE - 1), (lo, hi));
             st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
