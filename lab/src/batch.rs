@@ -681,6 +681,13 @@ impl Batch {
         put(&mut self.payload, self.table_off + self.entry_words * call * 8 + ent::ARG0.offset() + i * 8, value);
     }
 
+    /// Whether call `call` returned (`status`), and its return register (`ret`), from a response:
+    /// [`record`](Self::record) without the saved registers.
+    pub fn outcome(&self, resp: &[u8], call: usize) -> (bool, u64) {
+        let base = self.table_off + self.entry_words * call * 8;
+        (get(resp, base + ent::STATUS.offset()) == 1, get(resp, base + ent::RET.offset()))
+    }
+
     /// Decodes one call entry from a response.
     pub fn record(&self, resp: &[u8], call: usize) -> CallRecord {
         let base = self.table_off + self.entry_words * call * 8;
