@@ -137,7 +137,7 @@ pub enum Arg {
 
 #[derive(Debug, Clone)]
 struct BufSpec {
-    name: String,
+    name: &'static str,
     data: Vec<u8>,
     writable: bool,
     placement: Placement,
@@ -212,14 +212,14 @@ impl BatchBuilder {
 
     /// Adds a buffer called `name` in findings (`input`, `state`, ...), read-only unless
     /// `writable`, placed as `placement` says.
-    pub fn buffer(&mut self, name: &str, bytes: &[u8], writable: bool, placement: Placement) -> BufId {
+    pub fn buffer(&mut self, name: &'static str, bytes: &[u8], writable: bool, placement: Placement) -> BufId {
         let placement = match placement {
             Placement::Offset(m) => Placement::Offset(m % 64),
             Placement::Misaligned(m) => Placement::Misaligned(m % 64),
             Placement::Packed(m) => Placement::Packed(m % PAGE as usize),
             p => p,
         };
-        self.push(BufSpec { name: name.into(), data: bytes.to_vec(), writable, placement })
+        self.push(BufSpec { name, data: bytes.to_vec(), writable, placement })
     }
 
     fn push(&mut self, b: BufSpec) -> BufId {
@@ -499,7 +499,7 @@ pub struct Batch {
     /// The kernel stack of every call.
     pub stack: StackWindow,
     table_off: usize,
-    names: Vec<String>,
+    names: Vec<&'static str>,
     placed: Vec<Placed>,
     seeds: Vec<u64>,
     entry_words: usize,

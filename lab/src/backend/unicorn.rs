@@ -97,22 +97,55 @@ struct HookState {
     /// lab's plain copies into [`GuestRam`] bypass QEMU's tracking of written code, so code
     /// translated from the arena must be dropped before the lab writes it again.
     arena_fetched: bool,
-    /// Per arena page ([`PAGE`] bytes from the arena's start): whether it holds only zeros, as
-    /// far as the lab knows. A batch's payload is mostly zero pages (guards, the rest of each
-    /// buffer's pages); those need no copy where the arena is zero already. `None`: the arena
-    /// does not start on a page, every batch is copied whole.
-    zero_pages: Option<Vec<bool>>,
+    /// Per arena page ([`PAGE`] bytes from the arena's start): the span of its bytes that may
+    /// not be zero, as far as the lab knows ([`Span`]). A batch's payload is mostly zeros (guard
+    /// pages, the rest of each buffer's pages); only its data and what may not be zero in the
+    /// arena need a copy. `None`: the arena does not start on a page, every batch is copied whole.
+    dirty: Option<Vec<Span>>,
+}
+
+/// A span `[lo, hi)` of byte offsets within a page; empty when `lo >= hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    lo: u32,
+    hi: u32,
+}
+
+impl Span {
+    const CLEAN: Span = Span { lo: PAGE as u32, hi: 0 };
+    const WHOLE: Span = Span { lo: 0, hi: PAGE as u32 };
+
+    fn is_empty(self) -> bool {
+        self.lo >= self.hi
+    }
+
+    /// The smallest span holding both.
+    fn union(self, o: Span) -> Span {
+        match (self.is_empty(), o.is_empty()) {
+            (true, _) => o,
+            (_, true) => self,
+            _ => Span { lo: self.lo.min(o.lo), hi: self.hi.max(o.hi) },
+        }
+    }
+
+    /// The part of the absolute byte range `[lo, hi)` on the page starting at `page`.
+    fn on_page(page: u64, lo: u64, hi: u64) -> Span {
+        let (lo, hi) = (lo.clamp(page, page + PAGE), hi.clamp(page, page + PAGE));
+        Span { lo: (lo - page) as u32, hi: (hi - page) as u32 }
+    }
 }
 
 impl HookState {
-    /// After a run: every arena page the guest could write (no guard, not read-only under
-    /// `prots`; the page a pin-down let through) may no longer be zero.
+    /// After a run: what the guest could write may no longer be zero. That is every arena page
+    /// with no guard and not read-only under `prots`: on an exact page only the buffer's bytes
+    /// (every write there goes through [`allowed`](Self::allowed), which refuses the others),
+    /// elsewhere the whole page.
     fn forget_written_pages(&mut self, arena: Arena) {
-        let Some(zero) = self.zero_pages.as_mut() else { return };
+        let Some(mut dirty) = self.dirty.take() else { return };
         let page_of = |addr: u64| (addr.saturating_sub(arena.addr) / PAGE) as usize;
         let mut next = 0; // first page not yet decided
         for p in self.prots.iter().filter(|p| p.prot & PROT_WRITE == 0) {
-            let (lo, hi) = (page_of(p.addr).min(zero.len()), page_of(p.addr + p.len).min(zero.len()));
+            let (lo, hi) = (page_of(p.addr).min(dirty.len()), page_of(p.addr + p.len).min(dirty.len()));
             if p.addr < arena.addr {
                 continue; // outside the arena: the kernels' data
             }
@@ -120,10 +153,24 @@ impl HookState {
                 next = next.max(hi); // overlaps the range before: protected as far as it reaches
                 continue;
             }
-            zero[next..lo].fill(false);
+            self.written(&mut dirty[next..lo], arena.addr + next as u64 * PAGE);
             next = hi;
         }
-        zero[next..].fill(false);
+        let end = dirty.len();
+        self.written(&mut dirty[next..end], arena.addr + next as u64 * PAGE);
+        self.dirty = Some(dirty);
+    }
+
+    /// Marks the writable pages `dirty` (the first at guest address `first`) as written.
+    fn written(&self, dirty: &mut [Span], first: u64) {
+        for (i, d) in dirty.iter_mut().enumerate() {
+            let page = first + i as u64 * PAGE;
+            let span = match self.exact.get(&page) {
+                Some(&(lo, hi)) => Span::on_page(page, lo, hi),
+                None => Span::WHOLE,
+            };
+            *d = d.union(span);
+        }
     }
 }
 
@@ -188,7 +235,7 @@ pub struct UnicornBackend {
     /// A response given back ([`Backend::recycle`]), whose allocation the next one reuses.
     spare_resp: RefCell<Vec<u8>>,
     /// Scratch for [`Backend::execute_batch`]: the span of data bytes on each payload page.
-    data_pages: Vec<(usize, usize)>,
+    data_pages: Vec<Span>,
     entry: u64,
     halt: u64,
     stack_top: u64,
@@ -243,17 +290,17 @@ fn page_map_around(image: &Image, arena: &std::ops::Range<u64>) -> Result<(Vec<(
     }
 }
 
-/// Which pages of the page-aligned `arena` hold only zeros once the image is loaded: all but
-/// those a segment's file bytes reach (`lab_arena` is `.bss`, so normally all).
-fn arena_zero_pages(image: &Image, arena: Arena) -> Vec<bool> {
-    let mut zero = vec![true; arena.size.div_ceil(PAGE) as usize];
+/// What may not be zero on each page of the page-aligned `arena` once the image is loaded:
+/// the pages a segment's file bytes reach (`lab_arena` is `.bss`, so normally none).
+fn arena_dirty_pages(image: &Image, arena: Arena) -> Vec<Span> {
+    let mut dirty = vec![Span::CLEAN; arena.size.div_ceil(PAGE) as usize];
     for s in image.segments.iter().filter(|s| !s.data.is_empty()) {
         let (lo, hi) = (s.vaddr.max(arena.addr), (s.vaddr + s.data.len() as u64).min(arena.addr + arena.size));
         if lo < hi {
-            zero[((lo - arena.addr) / PAGE) as usize..=((hi - 1 - arena.addr) / PAGE) as usize].fill(false);
+            dirty[((lo - arena.addr) / PAGE) as usize..=((hi - 1 - arena.addr) / PAGE) as usize].fill(Span::WHOLE);
         }
     }
-    zero
+    dirty
 }
 
 /// Page ranges of all segments with the union of their rights, merged where they touch.
@@ -314,8 +361,8 @@ impl UnicornBackend {
         for &(reg, value, what) in spec.init {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
-        let zero_pages = (ram_offset == 0).then(|| arena_zero_pages(image, arena));
-        let state = Rc::new(RefCell::new(HookState { arena_pages, zero_pages, ..HookState::default() }));
+        let dirty = (ram_offset == 0).then(|| arena_dirty_pages(image, arena));
+        let state = Rc::new(RefCell::new(HookState { arena_pages, dirty, ..HookState::default() }));
         Self::map_alias(&mut uc, arena, &state, (Rc::clone(&ram), ram_offset))?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));
@@ -670,9 +717,11 @@ impl UnicornBackend {
         let mut st = self.state.borrow_mut();
         st.open_page = None;
         // The page was let through: the guest may have written it.
-        let opened = (page.saturating_sub(self.arena.addr) / PAGE) as usize;
-        if let Some(z) = st.zero_pages.as_mut().and_then(|z| z.get_mut(opened)) {
-            *z = page < self.arena.addr && *z;
+        if page >= self.arena.addr {
+            let opened = ((page - self.arena.addr) / PAGE) as usize;
+            if let Some(d) = st.dirty.as_mut().and_then(|d| d.get_mut(opened)) {
+                *d = Span::WHOLE;
+            }
         }
         let pinned = st.seen.pinned.take();
         // Keep what the first run saw if the second did not reach the page.
@@ -858,39 +907,42 @@ impl Backend for UnicornBackend {
         self.state.borrow_mut().budget = self.limits.call_instructions.saturating_add(need);
     }
 
-    /// Copies only what differs from the arena: on arena pages known to be zero
-    /// ([`HookState::zero_pages`]) the span of the payload's data on the page, on the others
-    /// the whole page. The arena then holds exactly the payload, as after a whole copy.
+    /// Copies only what may differ from the arena: on each page the span of the payload's
+    /// data and of what may not be zero in the arena ([`HookState::dirty`]). The arena then
+    /// holds exactly the payload, as after a whole copy.
     fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
         let payload = &batch.payload;
-        if payload.len() as u64 > self.arena.size || self.state.borrow().zero_pages.is_none() {
+        if payload.len() as u64 > self.arena.size || self.state.borrow().dirty.is_none() {
             return self.execute(payload, batch.resp_len);
         }
         self.flush_arena_code()?;
         let pages = payload.len().div_ceil(PAGE as usize);
         let page = PAGE as usize;
-        // Per payload page, the span of its data bytes (empty: none).
+        // Per payload page, the span of its data bytes.
         let mut data = std::mem::take(&mut self.data_pages);
         data.clear();
-        data.resize(pages, (usize::MAX, 0));
+        data.resize(pages, Span::CLEAN);
         for r in batch.data_ranges().filter(|r| !r.is_empty()) {
             for p in r.start / page..=(r.end - 1) / page {
-                let (lo, hi) = &mut data[p];
-                *lo = (*lo).min(r.start.max(p * page));
-                *hi = (*hi).max(r.end.min((p + 1) * page));
+                let at = (p * page) as u64;
+                data[p] = data[p].union(Span::on_page(at, r.start as u64, r.end as u64));
             }
         }
         {
             let mut st = self.state.borrow_mut();
-            let zero = st.zero_pages.as_mut().expect("checked above");
-            for (p, &(lo, hi)) in data.iter().enumerate() {
-                let has_data = lo < hi;
-                let range = if zero[p] { lo..hi } else { p * page..((p + 1) * page).min(payload.len()) };
-                if !range.is_empty() {
-                    self.ram.write(self.ram_offset + range.start, &payload[range.clone()]);
+            let dirty = st.dirty.as_mut().expect("checked above");
+            for (p, &d) in data.iter().enumerate() {
+                let at = p * page;
+                // The payload ends inside its last page: what lies past it stays as it was.
+                let end = (payload.len() - at).min(page) as u32;
+                let span = d.union(dirty[p]);
+                let copy = Span { lo: span.lo, hi: span.hi.min(end) };
+                if !copy.is_empty() {
+                    let range = at + copy.lo as usize..at + copy.hi as usize;
+                    self.ram.write(self.ram_offset + range.start, &payload[range]);
                 }
-                // A partial last page keeps what was past the payload's end.
-                zero[p] = !has_data && (zero[p] || range.len() == page);
+                let beyond = Span { lo: dirty[p].lo.max(end), hi: dirty[p].hi };
+                dirty[p] = d.union(beyond);
             }
         }
         self.data_pages = data;
@@ -932,9 +984,9 @@ impl UnicornBackend {
     fn write_arena(&mut self, bytes: &[u8]) -> Result<(), BackendError> {
         self.flush_arena_code()?;
         self.ram.write(self.ram_offset, bytes);
-        if let Some(zero) = self.state.borrow_mut().zero_pages.as_mut() {
-            let n = bytes.len().div_ceil(PAGE as usize).min(zero.len());
-            zero[..n].fill(false);
+        if let Some(dirty) = self.state.borrow_mut().dirty.as_mut() {
+            let n = bytes.len().div_ceil(PAGE as usize).min(dirty.len());
+            dirty[..n].fill(Span::WHOLE);
         }
         Ok(())
     }

@@ -280,7 +280,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     }
 
     /// A read-only input; `nth` staggers the offsets of a case's second input.
-    pub fn input(&mut self, name: &str, bytes: &[u8], nth: usize) -> BufId {
+    pub fn input(&mut self, name: &'static str, bytes: &[u8], nth: usize) -> BufId {
         let placement = match self.layout {
             Layout::Guarded(p) => p,
             Layout::Offset(o) => Placement::Packed(o + 7 * nth),
@@ -289,7 +289,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     }
 
     /// A read-only input the kernel may assume naturally aligned (`r`, `int64_t[5]`).
-    pub fn aligned_input(&mut self, name: &str, bytes: &[u8]) -> BufId {
+    pub fn aligned_input(&mut self, name: &'static str, bytes: &[u8]) -> BufId {
         let placement = match self.layout {
             Layout::Guarded(_) => Placement::End,
             Layout::Offset(_) => Placement::Packed(0),
@@ -298,7 +298,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     }
 
     /// A writable output (state, accumulator).
-    pub fn output(&mut self, name: &str, init: &[u8]) -> BufId {
+    pub fn output(&mut self, name: &'static str, init: &[u8]) -> BufId {
         let placement = match self.layout {
             Layout::Guarded(_) => Placement::End,
             Layout::Offset(_) => Placement::Packed(0),
@@ -322,7 +322,7 @@ impl<'a, R: Rng> Planner<'a, R> {
         expects: Vec<Expect>,
     ) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
-        let label = format!("{}{label}", self.label_prefix);
+        let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
         self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
 
