@@ -345,7 +345,8 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
     let plans: Vec<Vec<CasePlan>> =
         cases.iter().map(|c| plan::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
-    let batch = b.layout(t.image.arena()?).map_err(|e| BackendError::Unsupported(e.to_string()))?;
+    let spare = SPARE_PAYLOAD.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    let batch = b.layout_reusing(t.image.arena()?, spare).map_err(|e| BackendError::Unsupported(e.to_string()))?;
     let run = backend::run_batch(t.backend, &batch)?;
     let findings = |ps: &Vec<CasePlan>| {
         let mut all: Vec<Finding> = Vec::new();
@@ -357,7 +358,16 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
         }
         all
     };
-    Ok(plans.iter().map(findings).collect())
+    let out = plans.iter().map(findings).collect();
+    t.backend.recycle(run.resp);
+    SPARE_PAYLOAD.with(|s| *s.borrow_mut() = batch.into_payload());
+    Ok(out)
+}
+
+thread_local! {
+    /// The payload allocation of this thread's last fuzz batch, to lay the next one into
+    /// ([`BatchBuilder::layout_reusing`]).
+    static SPARE_PAYLOAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate

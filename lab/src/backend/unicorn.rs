@@ -1013,12 +1013,27 @@ impl UnicornBackend {
         }
     }
 
-    /// The first `len` bytes of the arena (an error past its end, as `uc_mem_read` gave).
+    /// The first `len` bytes of the arena (an error past its end, as `uc_mem_read` gave). With
+    /// the arena's nonzero spans known ([`HookState::dirty`]), zeros and a copy of each page's
+    /// span: most of a response is guard pages and the rest of each buffer's pages.
     fn read_arena(&self, len: usize) -> Result<Vec<u8>, BackendError> {
         if self.ram_offset + len > self.ram.len() {
             return Err(BackendError::Unicorn(format!("read results: {len} bytes are past lab_arena")));
         }
-        Ok(self.ram.read_vec(self.ram_offset, len, std::mem::take(&mut *self.spare_resp.borrow_mut())))
+        let spare = std::mem::take(&mut *self.spare_resp.borrow_mut());
+        let st = self.state.borrow();
+        let Some(dirty) = st.dirty.as_ref() else { return Ok(self.ram.read_vec(self.ram_offset, len, spare)) };
+        let mut out = spare;
+        out.clear();
+        out.resize(len, 0);
+        let page = PAGE as usize;
+        for (p, d) in dirty.iter().enumerate().take(len.div_ceil(page)) {
+            let range = (p * page + d.lo as usize).min(len)..(p * page + d.hi as usize).min(len);
+            if !range.is_empty() {
+                self.ram.read(self.ram_offset + range.start, &mut out[range]);
+            }
+        }
+        Ok(out)
     }
 }
 
