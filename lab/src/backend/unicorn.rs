@@ -102,6 +102,9 @@ struct HookState {
     /// pages, the rest of each buffer's pages); only its data and what may not be zero in the
     /// arena need a copy. `None`: the arena does not start on a page, every batch is copied whole.
     dirty: Option<Vec<Span>>,
+    /// The arena pages the guest can write in this batch, with the span it can write on each
+    /// ([`HookState::find_writable`]).
+    writable: Vec<(usize, Span)>,
 }
 
 /// A span `[lo, hi)` of byte offsets within a page; empty when `lo >= hi`.
@@ -136,40 +139,50 @@ impl Span {
 }
 
 impl HookState {
-    /// After a run: what the guest could write may no longer be zero. That is every arena page
-    /// with no guard and not read-only under `prots`: on an exact page only the buffer's bytes
-    /// (every write there goes through [`allowed`](Self::allowed), which refuses the others),
-    /// elsewhere the whole page.
-    fn forget_written_pages(&mut self, arena: Arena) {
-        let Some(mut dirty) = self.dirty.take() else { return };
-        let page_of = |addr: u64| (addr.saturating_sub(arena.addr) / PAGE) as usize;
+    /// What the guest can write under the current `prots` and exact pages, once per batch
+    /// ([`writable`](Self::writable)): every arena page with no guard and not read-only; on an
+    /// exact page only the buffer's bytes (every write there goes through
+    /// [`allowed`](Self::allowed), which refuses the others), elsewhere the whole page.
+    fn find_writable(&mut self, arena: Arena) {
+        let mut writable = std::mem::take(&mut self.writable);
+        writable.clear();
+        let pages = arena.size.div_ceil(PAGE) as usize;
+        let page_of = |addr: u64| ((addr.saturating_sub(arena.addr) / PAGE) as usize).min(pages);
         let mut next = 0; // first page not yet decided
+        let gap = |from: usize, to: usize, out: &mut Vec<(usize, Span)>| {
+            for p in from..to {
+                let page = arena.addr + p as u64 * PAGE;
+                let span = match self.exact.get(&page) {
+                    Some(&(lo, hi)) => Span::on_page(page, lo, hi),
+                    None => Span::WHOLE,
+                };
+                out.push((p, span));
+            }
+        };
         for p in self.prots.iter().filter(|p| p.prot & PROT_WRITE == 0) {
-            let (lo, hi) = (page_of(p.addr).min(dirty.len()), page_of(p.addr + p.len).min(dirty.len()));
             if p.addr < arena.addr {
                 continue; // outside the arena: the kernels' data
             }
+            let (lo, hi) = (page_of(p.addr), page_of(p.addr + p.len));
             if lo < next {
                 next = next.max(hi); // overlaps the range before: protected as far as it reaches
                 continue;
             }
-            self.written(&mut dirty[next..lo], arena.addr + next as u64 * PAGE);
+            gap(next, lo, &mut writable);
             next = hi;
         }
-        let end = dirty.len();
-        self.written(&mut dirty[next..end], arena.addr + next as u64 * PAGE);
-        self.dirty = Some(dirty);
+        gap(next, pages, &mut writable);
+        self.writable = writable;
     }
 
-    /// Marks the writable pages `dirty` (the first at guest address `first`) as written.
-    fn written(&self, dirty: &mut [Span], first: u64) {
-        for (i, d) in dirty.iter_mut().enumerate() {
-            let page = first + i as u64 * PAGE;
-            let span = match self.exact.get(&page) {
-                Some(&(lo, hi)) => Span::on_page(page, lo, hi),
-                None => Span::WHOLE,
-            };
-            *d = d.union(span);
+    /// After a run: what the guest could write ([`find_writable`](Self::find_writable)) may no
+    /// longer be zero.
+    fn forget_written_pages(&mut self) {
+        let Some(dirty) = self.dirty.as_mut() else { return };
+        for &(p, span) in &self.writable {
+            if let Some(d) = dirty.get_mut(p) {
+                *d = d.union(span);
+            }
         }
     }
 }
@@ -672,7 +685,7 @@ impl UnicornBackend {
         self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
         // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
         let result = self.uc.emu_start(self.entry, self.halt, 0, 0);
-        self.state.borrow_mut().forget_written_pages(self.arena);
+        self.state.borrow_mut().forget_written_pages();
         Ok((result, self.pc()))
     }
 
@@ -1011,6 +1024,7 @@ impl UnicornBackend {
             st.exact.insert(lo & !(PAGE - 1), (lo, hi));
             st.exact.insert((hi - 1) & !(PAGE - 1), (lo, hi));
         }
+        st.find_writable(self.arena);
     }
 
     /// The first `len` bytes of the arena (an error past its end, as `uc_mem_read` gave). With
