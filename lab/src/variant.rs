@@ -157,6 +157,17 @@ impl fmt::Display for Kernel {
     }
 }
 
+/// Command-line values (`--kernel`), named by [`Kernel::name`] so the CLI and the reports agree.
+impl clap::ValueEnum for Kernel {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Kernel::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 /// HotSpot stub `md5_implCompress(buf, state)`.
 pub const MD5_IMPL_COMPRESS: &str = "md5_implCompress";
 /// HotSpot stub `md5_implCompressMB(buf, state, ofs, limit) -> ofs`.

@@ -72,6 +72,17 @@ impl fmt::Display for Arch {
     }
 }
 
+/// Command-line values (`--arch`), named by [`Arch::name`] so the CLI and the reports agree.
+impl clap::ValueEnum for Arch {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Arch::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 /// Everything the lab knows about one architecture.
 #[derive(Debug)]
 pub struct ArchSpec {

@@ -98,6 +98,18 @@ impl fmt::Display for BackendKind {
     }
 }
 
+/// Command-line values (`--backend`), named by [`BackendKind::name`] so the CLI and the reports
+/// agree.
+impl clap::ValueEnum for BackendKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &BackendKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 /// Budgets that turn a hang into a finding.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
