@@ -151,22 +151,7 @@ impl Kernel {
     }
 }
 
-impl fmt::Display for Kernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Command-line values (`--kernel`), named by [`Kernel::name`] so the CLI and the reports agree.
-impl clap::ValueEnum for Kernel {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Kernel::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
-    }
-}
+named_values!(Kernel);
 
 /// HotSpot stub `md5_implCompress(buf, state)`.
 pub const MD5_IMPL_COMPRESS: &str = "md5_implCompress";

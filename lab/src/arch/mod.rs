@@ -13,8 +13,6 @@ pub mod aarch64;
 pub mod riscv64;
 pub mod x86_64;
 
-use std::fmt;
-
 use iced_x86::CpuidFeature;
 
 use crate::abi::Abi;
@@ -66,22 +64,7 @@ impl Arch {
     }
 }
 
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Command-line values (`--arch`), named by [`Arch::name`] so the CLI and the reports agree.
-impl clap::ValueEnum for Arch {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Arch::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
-    }
-}
+named_values!(Arch);
 
 /// Everything the lab knows about one architecture.
 #[derive(Debug)]

@@ -92,23 +92,7 @@ impl BackendKind {
     }
 }
 
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Command-line values (`--backend`), named by [`BackendKind::name`] so the CLI and the reports
-/// agree.
-impl clap::ValueEnum for BackendKind {
-    fn value_variants<'a>() -> &'a [Self] {
-        &BackendKind::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
-    }
-}
+named_values!(BackendKind);
 
 /// Budgets that turn a hang into a finding.
 #[derive(Debug, Clone, Copy)]
