@@ -122,6 +122,13 @@ pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// A payload allocation holding only zeros ([`Batch::into_payload`]), for
+/// [`BatchBuilder::layout_reusing`]: a run lays hundreds of batches of hundreds of KiB, and
+/// zeroing each whole (or a fresh allocation's page faults) cost more than zeroing what the
+/// last batch wrote.
+#[derive(Debug, Default)]
+pub struct ZeroedPayload(Vec<u8>);
+
 /// Handle of a buffer added to a [`BatchBuilder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufId(usize);
@@ -299,16 +306,15 @@ impl BatchBuilder {
     /// # Errors
     /// [`BatchError::TooLarge`] when it does not fit.
     pub fn layout(self, arena: Arena) -> Result<Batch, BatchError> {
-        self.layout_reusing(arena, Vec::new())
+        self.layout_reusing(arena, ZeroedPayload::default())
     }
 
-    /// [`layout`](Self::layout) into the allocation of `spare` (an earlier batch's payload,
-    /// [`Batch::into_payload`]): a run lays hundreds of batches of hundreds of KiB, and a fresh
-    /// zeroed allocation each time cost its pages' faults.
+    /// [`layout`](Self::layout) into `spare`, an earlier batch's payload
+    /// ([`Batch::into_payload`]).
     ///
     /// # Errors
     /// As [`layout`](Self::layout).
-    pub fn layout_reusing(self, arena: Arena, spare: Vec<u8>) -> Result<Batch, BatchError> {
+    pub fn layout_reusing(self, arena: Arena, spare: ZeroedPayload) -> Result<Batch, BatchError> {
         let entry = self.entry_bytes();
         let prot_off = (HEADER_WORDS * 8) as u64;
         let exact_off = prot_off + self.prot_size();
@@ -379,9 +385,13 @@ impl BatchBuilder {
         if let Some((lo, hi)) = arena.kernel_data {
             prots.push(Protection { addr: lo, len: hi - lo, prot: PROT_READ });
         }
-        let mut payload = spare;
-        payload.clear();
-        payload.resize(payload_len as usize, 0);
+        // All zeros already: only a longer payload's new bytes are written (zeros).
+        let mut payload = spare.0;
+        if payload.len() > payload_len as usize {
+            payload.truncate(payload_len as usize);
+        } else {
+            payload.resize(payload_len as usize, 0);
+        }
         for (b, p) in self.bufs.iter().zip(&placed) {
             payload[p.offset as usize..p.offset as usize + p.len].copy_from_slice(&b.data);
         }
@@ -550,9 +560,18 @@ impl Batch {
         self.table_off..self.table_end()
     }
 
-    /// The payload's allocation, for [`BatchBuilder::layout_reusing`].
-    pub fn into_payload(self) -> Vec<u8> {
-        self.payload
+    /// The payload's allocation with its [`data_ranges`](Self::data_ranges) zeroed (so all
+    /// zeros: nothing writes the payload outside them), for [`BatchBuilder::layout_reusing`].
+    pub fn into_payload(self) -> ZeroedPayload {
+        let mut payload = self.payload;
+        let table_end = (self.table_off + self.entry_words * self.seeds.len() * 8).min(payload.len());
+        payload[..table_end].fill(0);
+        for p in &self.placed {
+            let at = (p.offset as usize).min(payload.len());
+            let end = (at + p.len).min(payload.len());
+            payload[at..end].fill(0);
+        }
+        ZeroedPayload(payload)
     }
 
     /// The byte ranges of [`payload`](Self::payload) that may hold anything but zeros: the
@@ -830,6 +849,13 @@ mod tests {
         let stray: Vec<usize> = (0..batch.payload.len()).filter(|&i| batch.payload[i] != 0 && !covered(i)).collect();
         assert!(stray.is_empty(), "nonzero bytes outside the data ranges at {:?}", &stray[..stray.len().min(4)]);
         assert!(batch.payload[ranges[2].clone()].iter().all(|&x| x == 0x5a));
+        let len = batch.payload.len();
+        let spare = batch.into_payload();
+        assert!(spare.0.len() == len && spare.0.iter().all(|&x| x == 0), "a reused payload is all zeros");
+        let mut again = BatchBuilder::new(&RISCV64);
+        again.buffer("input", &[3; 10], false, Placement::End);
+        let fresh = again.clone().layout(ARENA).unwrap();
+        assert_eq!(again.layout_reusing(ARENA, spare).unwrap().payload, fresh.payload);
     }
 
     #[test]

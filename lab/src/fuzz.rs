@@ -367,7 +367,7 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
 thread_local! {
     /// The payload allocation of this thread's last fuzz batch, to lay the next one into
     /// ([`BatchBuilder::layout_reusing`]).
-    static SPARE_PAYLOAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_PAYLOAD: std::cell::RefCell<crate::batch::ZeroedPayload> = std::cell::RefCell::new(Default::default());
 }
 
 /// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate

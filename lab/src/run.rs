@@ -633,7 +633,8 @@ fn run_set_digested(
     let mut digests = Vec::with_capacity(cases_in(set));
     let mut row = Row::new(variant, kind, set);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: Vec::new() };
+    let mut batch =
+        Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: Default::default() };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
         let (n, carried) = run_pending_batch(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
@@ -704,7 +705,7 @@ struct Pending {
     builder: BatchBuilder,
     plans: Vec<CasePlan>,
     estimate: u64,
-    spare: Vec<u8>,
+    spare: crate::batch::ZeroedPayload,
 }
 
 /// Runs the planned segments as one batch and records every case that ends in it in `row`,
