@@ -620,7 +620,7 @@ impl Batch {
                 return Some(self.near_buffer(i, addr));
             }
             let dist = if addr >= stop { addr - stop + 1 } else { start - addr };
-            if best.map_or(true, |(d, _)| dist < d) {
+            if best.is_none_or(|(d, _)| dist < d) {
                 best = Some((dist, i));
             }
         }

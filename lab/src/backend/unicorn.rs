@@ -272,7 +272,7 @@ fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
 /// Page ranges of all segments with the union of their rights, merged where they touch, and
 /// the rights of the arena's pages `arena` (left out of the ranges: they are mapped on
 /// [`GuestRam`]), which must be alike.
-fn page_map_around(image: &Image, arena: &std::ops::Range<u64>) -> Result<(Vec<(u64, u64, Prot)>, Prot), BackendError> {
+fn page_map_around(image: &Image, arena: &std::ops::Range<u64>) -> Result<(Vec<PageRun>, Prot), BackendError> {
     let mut arena_prot: Option<Prot> = None;
     let mut out = Vec::new();
     for (start, len, prot) in page_map(image) {
@@ -316,8 +316,11 @@ fn arena_dirty_pages(image: &Image, arena: Arena) -> Vec<Span> {
     dirty
 }
 
+/// A run of pages: start address, length in bytes, rights.
+type PageRun = (u64, u64, Prot);
+
 /// Page ranges of all segments with the union of their rights, merged where they touch.
-fn page_map(image: &Image) -> Vec<(u64, u64, Prot)> {
+fn page_map(image: &Image) -> Vec<PageRun> {
     let mut pages: std::collections::BTreeMap<u64, Prot> = std::collections::BTreeMap::new();
     for s in &image.segments {
         let mut p = Prot::NONE;
@@ -936,9 +939,9 @@ impl Backend for UnicornBackend {
         data.clear();
         data.resize(pages, Span::CLEAN);
         for r in batch.data_ranges().filter(|r| !r.is_empty()) {
-            for p in r.start / page..=(r.end - 1) / page {
-                let at = (p * page) as u64;
-                data[p] = data[p].union(Span::on_page(at, r.start as u64, r.end as u64));
+            let first = r.start / page;
+            for (p, d) in data.iter_mut().enumerate().take((r.end - 1) / page + 1).skip(first) {
+                *d = d.union(Span::on_page((p * page) as u64, r.start as u64, r.end as u64));
             }
         }
         {
