@@ -68,7 +68,7 @@ impl Message {
             Message::Bytes(b) => b[start..end].to_vec(),
             Message::Counter { .. } => (start..end).map(|i| i as u8).collect(),
             Message::Repeat { byte, .. } => vec![*byte; end - start],
-            Message::Random { seed, .. } => random_range(*seed, start, end),
+            Message::Random { seed, .. } => generated(*seed, start, end),
         }
     }
 
@@ -76,6 +76,35 @@ impl Message {
     pub fn to_vec(&self) -> Vec<u8> {
         self.read(0, self.len())
     }
+}
+
+/// Most bytes of generated messages [`generated`] keeps, and the longest read it keeps.
+const GENERATED_CACHE_BYTES: usize = 64 << 20;
+const GENERATED_CACHE_READ: usize = 1 << 20;
+
+/// [`random_range`], generated once per process: every variant × backend of a run reads the
+/// same ranges of the same messages (a case's reads depend only on its identity), and SHA-256
+/// counter mode cost ~2% of a run. Reads up to [`GENERATED_CACHE_READ`] bytes are kept until
+/// [`GENERATED_CACHE_BYTES`] are; the bytes are the same either way.
+fn generated(seed: u64, start: usize, end: usize) -> Vec<u8> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Cache = (usize, rustc_hash::FxHashMap<(u64, usize, usize), Arc<[u8]>>);
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    if end - start > GENERATED_CACHE_READ {
+        return random_range(seed, start, end);
+    }
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.1.get(&(seed, start, end)).cloned()) {
+        return hit.to_vec();
+    }
+    let bytes = random_range(seed, start, end);
+    if let Ok(mut c) = cache.lock() {
+        if c.0 + bytes.len() <= GENERATED_CACHE_BYTES {
+            c.0 += bytes.len();
+            c.1.insert((seed, start, end), Arc::from(&bytes[..]));
+        }
+    }
+    bytes
 }
 
 /// The `random` pattern's bytes `start..end`.
@@ -103,6 +132,15 @@ pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generated_read_is_the_same_from_the_cache() {
+        let m = Message::Random { seed: 11, len: 300 };
+        let first = m.read(37, 200);
+        assert_eq!(first, random_range(11, 37, 237));
+        assert_eq!(m.read(37, 200), first, "the second read comes from the cache");
+        assert_eq!(m.read(36, 200)[1..], first[..199]);
+    }
 
     #[test]
     fn random_pattern_is_sha256_counter_mode() {
