@@ -6,6 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use kernel_lab::backend::BackendKind;
+use kernel_lab::bench::counts;
+use kernel_lab::bench::mix::Disassembly;
+use kernel_lab::bench::steady;
 use kernel_lab::cases::plan::Stubs;
 use kernel_lab::contract::Family;
 use kernel_lab::finding::Class;
@@ -18,7 +21,7 @@ use kernel_lab::variant::{Kernel, Variant};
 use kernel_lab::vectors;
 use rstest::rstest;
 
-use crate::common::{config_with, variant};
+use crate::common::{config_with, variant, SEED};
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/openssl")
@@ -191,4 +194,42 @@ fn an_md5_kernel_writing_past_the_state_words_is_caught() {
     );
     let classes = report.rows.iter().flat_map(|r| &r.failed).flat_map(|c| &c.findings).map(|f| f.class);
     assert!(classes.clone().all(|c| c == Class::Memory), "{findings:#?}");
+}
+
+/// `lab bench` counts OpenSSL-contract images on Unicorn as it counts HotSpot's: repeatable,
+/// linear in blocks, under the family's symbols, without the HotSpot figure. The MD5 example
+/// is an adapter calling the repository's `implCompressMB` under another name: its per-block
+/// count equals the bundled kernel's exactly (the inner function is counted: the whole kernel
+/// code is profiled, not only the contract symbol) and only the fixed cost grows; the steady
+/// loop is found in the inner function. Poly1305's loop counted statically equals the dynamic
+/// per-block cost.
+#[rstest]
+fn lab_bench_counts_openssl_contract_images_under_their_symbols(
+    #[values("riscv64", "aarch64", "x86_64")] variant_name: &str,
+) {
+    let v = variant(variant_name);
+    let (_dir, build) = openssl_kernels(|_, s| s);
+    let img = image(v, &build);
+    let dis = Disassembly::of(&img).expect("disassembly");
+    let bundled = crate::common::build(v);
+    let bundled_dis = Disassembly::of(&bundled).expect("disassembly");
+    for k in Kernel::ALL {
+        let row = counts::count(&img, v, &dis, k, 0, SEED).unwrap_or_else(|e| panic!("{v} {k}: {e}"));
+        let stub = if k == Kernel::Md5 { "md5_block_data_order" } else { "poly1305_blocks" };
+        assert_eq!((row.family, row.stub), ("openssl", stub), "{v} {k}");
+        assert!(row.repeatable && row.linear && row.per_block > 0.0, "{v} {k}: {row:?}");
+        assert_eq!((row.hotspot, row.hotspot_ratio), (None, None), "{v} {k}: HotSpot's figure counts HotSpot's stubs");
+        let lp = steady::find(&img, k, row.per_block).unwrap_or_else(|e| panic!("{v} {k}: {e}"));
+        assert_eq!(lp.insns.len() as f64, row.per_block * f64::from(lp.blocks_per_iteration), "{v} {k}");
+        if k == Kernel::Md5 {
+            let hotspot = counts::count(&bundled, v, &bundled_dis, k, 0, SEED).expect("bundled count");
+            assert_eq!(hotspot.family, "hotspot");
+            assert_eq!(row.per_block, hotspot.per_block, "{v}: the adapter runs the same block loop");
+            assert!(row.fixed > hotspot.fixed, "{v}: the adapter's call costs instructions: {row:?}");
+            assert_eq!(row.single_block_call, Some(row.per_call[0].1), "{v}: num = 1 is the one-block call");
+            assert_eq!(lp.symbol, "ossl_hs_md5_implCompressMB", "{v}: the loop is in the inner function");
+        } else {
+            assert_eq!(lp.symbol, "poly1305_blocks", "{v}");
+        }
+    }
 }

@@ -8,8 +8,9 @@
 //! [`SteadyLoop::mca_source`] turns the loop into assembly text for `llvm-mca` (branch targets
 //! become labels; x86 keeps the listing's Intel syntax).
 
-use crate::disasm::Insn;
+use super::workload::Workload;
 use crate::disasm::InsnClass;
+use crate::disasm::{Insn, Listing};
 use crate::image::Image;
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 
@@ -27,8 +28,8 @@ pub fn multi_block_stub(kernel: Kernel) -> &'static str {
 /// One loop of a stub, in address order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SteadyLoop {
-    /// The stub holding it.
-    pub symbol: &'static str,
+    /// The symbol holding the loop head (the stub, or a helper it calls).
+    pub symbol: String,
     /// Architecture of the code (syntax of [`Insn::text`]).
     pub arch: Arch,
     /// Offset of the back-edge target (the loop head) from the symbol.
@@ -63,51 +64,77 @@ fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
 }
 
 /// Finds the steady-state loop of `kernel` in `image`, given the measured instructions per
-/// block on aligned input.
+/// block on aligned input: first inside the multi-block contract symbol of the image's family
+/// (`md5_implCompressMB`, `md5_block_data_order`, ...), then, when that symbol only wraps a
+/// helper (an OpenSSL adapter calling its inner block function), anywhere in the kernels' code
+/// ([`Image::kernel_code`]); offsets are then from the symbol holding the loop head.
 ///
 /// # Errors
 /// The stub is missing or has no size, the disassembly is unavailable, or no back-edge closes
 /// a loop of a whole multiple of `per_block` instructions (the steady state is then not one
 /// straight run of code, and a prediction from it would be wrong).
 pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop, String> {
-    let symbol = multi_block_stub(kernel);
+    let family = Workload::of(kernel, 1, 0).family_in(image);
+    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
     let sym = image.symbol(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
     if sym.size == 0 {
         return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
     }
     let listing = image.listing().map_err(|e| e.to_string())?;
-    let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= sym.addr && i.addr < sym.addr + sym.size).collect();
+    let in_stub = find_in(image, listing, (sym.addr, sym.addr + sym.size), per_block);
+    let (edges, found) = match in_stub {
+        Ok(lp) => return Ok(lp),
+        Err(edges) => match image.kernel_code() {
+            Some(range) => (edges, find_in(image, listing, range, per_block)),
+            None => (edges, Err(Vec::new())),
+        },
+    };
+    found.or_else(|_| {
+        Err(format!(
+            "no loop in {symbol} is a whole multiple of the measured {per_block} instructions per block \
+             (back-edges: {})",
+            if edges.is_empty() { "none".to_string() } else { edges.join(", ") }
+        ))
+    })
+}
+
+/// The first loop in `[start, end)` of a whole multiple of `per_block` instructions, or the
+/// back-edges seen there (a decoding failure is reported as one).
+fn find_in(
+    image: &Image,
+    listing: &Listing,
+    (start, end): (u64, u64),
+    per_block: f64,
+) -> Result<SteadyLoop, Vec<String>> {
+    let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= start && i.addr < end).collect();
     if let Some(bad) = insns.iter().find(|i| i.unknown()) {
-        return Err(format!("{} does not decode", image.symbolize(bad.addr)));
+        return Err(vec![format!("{} does not decode", image.symbolize(bad.addr))]);
     }
-    let edges = back_edges(image.arch, &insns, sym.addr);
+    let edges = back_edges(image.arch, &insns, start);
     for &(at, target) in &edges {
         let body: Vec<Insn> = insns.iter().filter(|i| i.addr >= target && i.addr <= at).map(|&i| i.clone()).collect();
         let ratio = body.len() as f64 / per_block;
         let k = ratio.round();
         if per_block > 0.0 && (ratio - k).abs() < 1e-9 && (1.0..=f64::from(MAX_BLOCKS_PER_ITERATION)).contains(&k) {
+            let (name, base) =
+                image.symbol_containing(target).map_or((String::new(), start), |(n, s)| (n.to_string(), s.addr));
             return Ok(SteadyLoop {
-                symbol,
+                symbol: name,
                 arch: image.arch,
-                head: target - sym.addr,
-                back_edge: at - sym.addr,
+                head: target - base,
+                back_edge: at - base,
                 blocks_per_iteration: k as u32,
                 insns: body,
             });
         }
     }
-    let seen: Vec<String> = edges
+    Err(edges
         .iter()
         .map(|&(at, t)| {
             let n = insns.iter().filter(|i| i.addr >= t && i.addr <= at).count();
             format!("{}..{} ({n} instructions)", image.symbolize(t), image.symbolize(at))
         })
-        .collect();
-    Err(format!(
-        "no loop in {symbol} is a whole multiple of the measured {per_block} instructions per block \
-         (back-edges: {})",
-        if seen.is_empty() { "none".to_string() } else { seen.join(", ") }
-    ))
+        .collect())
 }
 
 impl SteadyLoop {
@@ -168,7 +195,7 @@ mod tests {
     fn mca_source_labels_the_loop_head_and_exits() {
         let insn = |addr, text: &str| Insn { addr, bytes: vec![0; 4], text: text.into() };
         let l = SteadyLoop {
-            symbol: "md5_implCompressMB",
+            symbol: "md5_implCompressMB".into(),
             arch: Arch::Riscv64,
             head: 0x2e,
             back_edge: 0x3a,
