@@ -15,6 +15,7 @@ use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
+use kernel_lab::reporters::{self, Format, JunitCases};
 use kernel_lab::run::{self, cases_in};
 use kernel_lab::toolchain::{self, BuildConfig};
 use kernel_lab::variant::{Kernel, Variant};
@@ -232,4 +233,40 @@ fn lab_bench_counts_openssl_contract_images_under_their_symbols(
             assert_eq!(lp.symbol, "poly1305_blocks", "{v}");
         }
     }
+}
+
+/// Reports name the contract family of a row that is not HotSpot's: the human table and a
+/// failure's heading add `(openssl contract: <symbol>)`, JSON rows carry `"family": "openssl"`
+/// (absent on HotSpot rows, so reports of HotSpot kernels stay as they were), JUnit classnames
+/// say `md5-openssl`.
+#[test]
+fn reports_name_the_openssl_family_and_leave_hotspot_rows_as_they_were() {
+    let v = variant("x86_64");
+    let clobber = |_: &str, s: String| s.replace("\tpop\t%r13\n", "\tmovb\t$0x77, 16(%rbx)\n\tpop\t%r13\n");
+    let (_dir, build) = openssl_kernels_editing("md5_block_data_order.S", clobber);
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let report = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files.clone(), build);
+    assert_eq!(report.rows.iter().map(|r| r.family).collect::<Vec<_>>(), vec![Family::OpenSsl]);
+    let human = report.to_human();
+    assert!(human.contains("rfc1321") && human.contains("(openssl contract: md5_block_data_order)"), "{human}");
+    assert!(
+        human.contains("FAILED x86_64 on unicorn, md5 / rfc1321 (openssl contract: md5_block_data_order):"),
+        "{human}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&reporters::render(&report, Format::Json, "run").expect("json")).expect("parses");
+    assert_eq!(json["rows"][0]["family"], "openssl", "{json}");
+    let junit = reporters::render_with(&report, Format::Junit, "run", JunitCases::All).expect("junit");
+    assert!(junit.contains("classname=\"x86_64.unicorn.md5-openssl.rfc1321\""), "{junit}");
+    let junit = reporters::render(&report, Format::Junit, "run").expect("junit");
+    assert!(junit.contains("classname=\"x86_64.unicorn.md5-openssl\""), "{junit}");
+
+    let hotspot = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files, paths::default_build());
+    assert_eq!(hotspot.rows[0].family, Family::HotSpot);
+    assert!(!hotspot.to_human().contains("contract:"), "{}", hotspot.to_human());
+    let json: serde_json::Value =
+        serde_json::from_str(&reporters::render(&hotspot, Format::Json, "run").expect("json")).expect("parses");
+    assert!(json["rows"][0].get("family").is_none(), "{json}");
+    let junit = reporters::render(&hotspot, Format::Junit, "run").expect("junit");
+    assert!(junit.contains("classname=\"x86_64.unicorn.md5\""), "{junit}");
 }
