@@ -270,3 +270,105 @@ fn reports_name_the_openssl_family_and_leave_hotspot_rows_as_they_were() {
     let junit = reporters::render(&hotspot, Format::Junit, "run").expect("junit");
     assert!(junit.contains("classname=\"x86_64.unicorn.md5\""), "{junit}");
 }
+
+/// `lab args...` with the image cache in `cache`: (exit status, stdout + stderr).
+fn lab_in(cache: &Path, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .env("KERNEL_LAB_CACHE", cache)
+        .args(args)
+        .output()
+        .expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().expect("exit status"), text)
+}
+
+/// Assembles `examples/openssl/riscv64/<file>` into `out` with clang, `-D` renaming symbols.
+fn riscv64_object(file: &str, march: &str, defines: &[&str], out: &Path) -> String {
+    let status = std::process::Command::new("clang")
+        .args(["--target=riscv64-linux-gnu", &format!("-march={march}"), "-mno-relax", "-c"])
+        .args(defines)
+        .arg(examples_dir().join("riscv64").join(file))
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("clang");
+    assert!(status.success(), "clang {file}");
+    out.display().to_string()
+}
+
+/// A new user's path with OpenSSL-contract objects under their own names (README "Bring your
+/// own kernel"): `--object ... --symbol md5_block_data_order=my_md5` runs the OpenSSL
+/// contract on every backend of the arch and `lab bench` counts it under the family's
+/// symbols; code outside the declared ISA is an image finding (exit 1); an unmapped foreign
+/// name, a wrong symbol or a wrong-arch object exit 2 naming the object; an object with the
+/// contract names of MD5 only runs MD5 and skips Poly1305 naming the object.
+#[test]
+fn openssl_objects_under_their_own_names_through_the_cli_shortcut() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let md5 = riscv64_object(
+        "md5_block_data_order.S",
+        "rv64gc_zbb",
+        &["-Dmd5_block_data_order=my_md5"],
+        &dir.path().join("md5.o"),
+    );
+    let poly =
+        riscv64_object("poly1305_blocks.S", "rv64gc", &["-Dpoly1305_blocks=my_poly"], &dir.path().join("poly.o"));
+    let mapped = ["--object", &md5, "--object", &poly, "--symbol", "md5_block_data_order=my_md5"];
+    let mapped = [&mapped[..], &["--symbol", "poly1305_blocks=my_poly", "--arch", "riscv64"]].concat();
+    let sets = ["--set", "rfc1321,rfc8439", "--seed", "3", "--format", "json"];
+
+    let (code, text) = lab_in(&cache, &[&["run", "--isa", "rv64gc_zbb"][..], &mapped, &sets].concat());
+    assert_eq!(code, 0, "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').expect("json")..]).expect("json");
+    let ran: Vec<(String, String, String, u64, u64)> = json["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["passed"].as_u64() > Some(0))
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (
+                s("backend"),
+                s("kernel"),
+                s("family"),
+                r["passed"].as_u64().unwrap_or(0),
+                r["failed"].as_u64().unwrap_or(9),
+            )
+        })
+        .collect();
+    for backend in ["unicorn", "qemu"] {
+        for kernel in ["md5", "poly1305"] {
+            let row = ran.iter().find(|r| r.0 == backend && r.1 == kernel);
+            assert!(row.is_some_and(|r| r.2 == "openssl" && r.4 == 0), "{backend} {kernel}: {ran:?}\n{text}");
+        }
+    }
+
+    let (code, text) = lab_in(
+        &cache,
+        &[&["bench", "--isa", "rv64gc_zbb"][..], &mapped, &["--no-native", "--no-throughput", "--no-predict"]].concat(),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("openssl md5_block_data_order") && text.contains("openssl poly1305_blocks"), "{text}");
+
+    let (code, text) = lab_in(&cache, &[&["run", "--isa", "rv64gc", "--kernel", "md5"][..], &mapped, &sets].concat());
+    assert_eq!(code, 1, "a Zbb object declared rv64gc: {text}");
+    assert!(text.contains("\"class\": \"isa\"") && text.contains("roriw"), "{text}");
+
+    let (code, text) = lab_in(&cache, &["run", "--object", &md5, "--symbol", "md5_block_data_order=nosuch"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("`nosuch`") && text.contains(&md5), "{text}");
+    let (code, text) =
+        lab_in(&cache, &["run", "--object", &md5, "--arch", "aarch64", "--symbol", "md5_block_data_order=my_md5"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains(&md5) && text.contains("wrong architecture"), "{text}");
+    let (code, text) = lab_in(&cache, &["run", "--object", &md5, "--isa", "rv64gc_zbb", "--set", "rfc1321"]);
+    assert_eq!(code, 2, "a foreign name and no --symbol: nothing to run: {text}");
+    assert!(text.contains(&format!("{md5} defines no md5 contract symbol")), "{text}");
+
+    let plain = riscv64_object("md5_block_data_order.S", "rv64gc", &[], &dir.path().join("plain.o"));
+    let (code, text) = lab_in(&cache, &["run", "--object", &plain, "--set", "rfc1321,rfc8439", "--backend", "unicorn"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(&format!("{plain} defines no poly1305 contract symbol")), "{text}");
+    assert!(text.contains("(openssl contract: md5_block_data_order)"), "{text}");
+}
