@@ -298,8 +298,8 @@ fn riscv64_object(file: &str, march: &str, defines: &[&str], out: &Path) -> Stri
 
 /// A new user's path with OpenSSL-contract objects under their own names (README "Bring your
 /// own kernel"): `--object ... --symbol md5_block_data_order=my_md5` runs the OpenSSL
-/// contract on every backend of the arch and `lab bench` counts it under the family's
-/// symbols; code outside the declared ISA is an image finding (exit 1); an unmapped foreign
+/// contract on every backend of the arch, `lab fuzz` names the family, and `lab bench` counts
+/// it under the family's symbols; code outside the declared ISA is an image finding (exit 1); an unmapped foreign
 /// name, a wrong symbol or a wrong-arch object exit 2 naming the object; an object with the
 /// contract names of MD5 only runs MD5 and skips Poly1305 naming the object.
 #[test]
@@ -343,6 +343,12 @@ fn openssl_objects_under_their_own_names_through_the_cli_shortcut() {
             assert!(row.is_some_and(|r| r.2 == "openssl" && r.4 == 0), "{backend} {kernel}: {ran:?}\n{text}");
         }
     }
+
+    let fuzz = ["fuzz", "--isa", "rv64gc_zbb", "--backend", "unicorn", "--cases", "40", "--seed", "3"];
+    let (code, text) = lab_in(&cache, &[&fuzz[..], &mapped].concat());
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("clean  (openssl contract: md5_block_data_order)"), "{text}");
+    assert!(text.contains("clean  (openssl contract: poly1305_blocks)"), "{text}");
 
     let (code, text) = lab_in(
         &cache,

@@ -160,10 +160,7 @@ impl Row {
     /// What the reports add for a row of another family than HotSpot's: `openssl contract:
     /// md5_block_data_order` (the family and its symbols for the kernel); `None` for HotSpot.
     pub fn contract_note(&self) -> Option<String> {
-        (self.family != Family::HotSpot).then(|| {
-            let symbols: Vec<&str> = crate::contract::contracts(self.family, self.kernel).map(|c| c.symbol).collect();
-            format!("{} contract: {}", self.family, symbols.join(", "))
-        })
+        crate::contract::report_note(self.family, self.kernel)
     }
 
     /// Appends a case and updates the counts (and the skip reason) to match.
