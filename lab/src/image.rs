@@ -262,7 +262,9 @@ impl Image {
     /// The code symbol `addr` lies in (see [`Image::symbolize`]), with its name.
     pub fn symbol_containing(&self, addr: u64) -> Option<(&str, Symbol)> {
         let seg = self.segment_of(addr).filter(|s| s.perms.exec)?;
-        let below = self.symbols.iter().filter(|(_, s)| s.addr <= addr && s.addr >= seg.vaddr);
+        // The kernel-code mark shares its address with the driver's first function: never a name.
+        let below =
+            self.symbols.iter().filter(|(n, s)| s.addr <= addr && s.addr >= seg.vaddr && n.as_str() != KERNEL_TEXT_END);
         // Sized symbols cover their bytes; several may start below (labels inside functions).
         let sized = below.clone().filter(|(_, s)| s.size > 0 && addr < s.addr + s.size).max_by_key(|(_, s)| s.addr);
         let nearest = below.max_by_key(|(_, s)| s.addr);

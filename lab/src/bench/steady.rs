@@ -66,8 +66,8 @@ fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
 /// Finds the steady-state loop of `kernel` in `image`, given the measured instructions per
 /// block on aligned input: first inside the multi-block contract symbol of the image's family
 /// (`md5_implCompressMB`, `md5_block_data_order`, ...), then, when that symbol only wraps a
-/// helper (an OpenSSL adapter calling its inner block function), anywhere in the kernels' code
-/// ([`Image::kernel_code`]); offsets are then from the symbol holding the loop head.
+/// helper (an OpenSSL adapter calling its inner block function), in the functions of the
+/// kernels' code it branches to directly; offsets are then from the symbol holding the loop.
 ///
 /// # Errors
 /// The stub is missing or has no size, the disassembly is unavailable, or no back-edge closes
@@ -81,21 +81,44 @@ pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop,
         return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
     }
     let listing = image.listing().map_err(|e| e.to_string())?;
-    let in_stub = find_in(image, listing, (sym.addr, sym.addr + sym.size), per_block);
-    let (edges, found) = match in_stub {
+    let stub = (sym.addr, sym.addr + sym.size);
+    let edges = match find_in(image, listing, stub, per_block) {
         Ok(lp) => return Ok(lp),
-        Err(edges) => match image.kernel_code() {
-            Some(range) => (edges, find_in(image, listing, range, per_block)),
-            None => (edges, Err(Vec::new())),
-        },
+        Err(edges) => edges,
     };
-    found.or_else(|_| {
-        Err(format!(
-            "no loop in {symbol} is a whole multiple of the measured {per_block} instructions per block \
-             (back-edges: {})",
-            if edges.is_empty() { "none".to_string() } else { edges.join(", ") }
-        ))
-    })
+    for callee in callees(image, listing, stub) {
+        if let Ok(lp) = find_in(image, listing, callee, per_block) {
+            return Ok(lp);
+        }
+    }
+    Err(format!(
+        "no loop in {symbol} or the functions it calls is a whole multiple of the measured {per_block} \
+         instructions per block (back-edges in {symbol}: {})",
+        if edges.is_empty() { "none".to_string() } else { edges.join(", ") }
+    ))
+}
+
+/// The sized symbols of the kernels' code ([`Image::kernel_code`]) that direct branches in
+/// `[start, end)` lead to outside it (an adapter's call to its inner block function), as
+/// address ranges, each once.
+fn callees(image: &Image, listing: &Listing, (start, end): (u64, u64)) -> Vec<(u64, u64)> {
+    let Some((code_start, code_end)) = image.kernel_code() else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut auipc: Option<(u64, &str, i64)> = None;
+    for insn in listing.iter().filter(|i| i.addr >= start && i.addr < end) {
+        let target = branch_target(&insn.text).or_else(|| riscv_call_target(auipc, &insn.text));
+        auipc = riscv_auipc(insn);
+        let Some(t) = target.filter(|t| !(start..end).contains(t)) else { continue };
+        if !(code_start..code_end).contains(&t) {
+            continue;
+        }
+        if let Some((_, s)) = image.symbol_containing(t).filter(|(_, s)| s.size > 0) {
+            if !out.contains(&(s.addr, s.addr + s.size)) {
+                out.push((s.addr, s.addr + s.size));
+            }
+        }
+    }
+    out
 }
 
 /// The first loop in `[start, end)` of a whole multiple of `per_block` instructions, or the
@@ -135,6 +158,24 @@ fn find_in(
             format!("{}..{} ({n} instructions)", image.symbolize(t), image.symbolize(at))
         })
         .collect())
+}
+
+/// `auipc rd, imm20` as (its address, rd, the added offset imm20 << 12, sign-extended).
+fn riscv_auipc(insn: &Insn) -> Option<(u64, &str, i64)> {
+    let (rd, imm) = insn.text.strip_prefix("auipc")?.trim().split_once(',')?;
+    let imm: i64 = imm.trim().parse().ok()?;
+    let imm = if imm >= 1 << 19 { imm - (1 << 20) } else { imm };
+    Some((insn.addr, rd.trim(), imm << 12))
+}
+
+/// The target of `jalr off(rd)` right after `auipc rd, ...` (riscv64's `call`, which the
+/// listing shows as the pair, with no resolved target).
+fn riscv_call_target(auipc: Option<(u64, &str, i64)>, text: &str) -> Option<u64> {
+    let (at, rd, hi) = auipc?;
+    let operand = text.strip_prefix("jalr")?.trim().rsplit(',').next()?.trim();
+    let (off, reg) = operand.strip_suffix(')')?.split_once('(')?;
+    let off: i64 = off.trim().parse().ok()?;
+    (reg == rd).then(|| at.wrapping_add_signed(hi + off))
 }
 
 impl SteadyLoop {
@@ -189,6 +230,17 @@ mod tests {
         assert_eq!(branch_target("jle 0x201180 <md5_implCompressMB+0x10>"), Some(0x201180));
         assert_eq!(branch_target("ret"), None);
         assert_eq!(branch_target("lw t0, 4(t2)"), None);
+    }
+
+    #[test]
+    fn a_riscv64_call_pair_gives_its_target() {
+        let insn = |addr, text: &str| Insn { addr, bytes: vec![0; 4], text: text.into() };
+        let (call, other) = (insn(0x11b1e, "auipc\tra, 1048575"), insn(0x1000, "auipc t1, 2"));
+        let auipc = riscv_auipc(&call).unwrap();
+        assert_eq!(riscv_call_target(Some(auipc), "jalr\t1854(ra)"), Some(0x11b1e - 0x1000 + 1854));
+        assert_eq!(riscv_call_target(Some(auipc), "jalr\tra, 16(t1)"), None);
+        let up = riscv_auipc(&other).unwrap();
+        assert_eq!(riscv_call_target(Some(up), "jalr ra, -8(t1)"), Some(0x1000 + 0x2000 - 8));
     }
 
     #[test]
