@@ -861,6 +861,82 @@ mod tests {
         }
     }
 
+    /// A batch for `image`: a null call (faults), `md5_implCompress` over `short` bytes flush
+    /// against a guard page (over-reads into it when under 64) with its state in the last 16
+    /// bytes of a writable buffer of `state_len` bytes, a null call, then one whole block.
+    fn guard_batch(image: &Image, short: usize, state_len: usize) -> crate::batch::Batch {
+        use crate::batch::{Arg, BatchBuilder};
+        let md5 = image.require("md5_implCompress").expect("md5_implCompress").addr;
+        let mut b = BatchBuilder::new(Abi::of(image.arch));
+        let cut = b.buffer("cut", &vec![7; short], false, crate::batch::Placement::End);
+        let s1 = b.output(&vec![0; state_len]);
+        let (whole, s2) = (b.input(&[7; 64], 0), b.output(&[0; 16]));
+        let null = [Arg::Imm(0); 4];
+        b.call(0, null, 1);
+        b.call(md5, [Arg::Ptr(cut, 0), Arg::Ptr(s1, state_len - 16), Arg::Imm(0), Arg::Imm(0)], 2);
+        b.call(0, null, 3);
+        b.call(md5, [Arg::Ptr(whole, 0), Arg::Ptr(s2, 0), Arg::Imm(0), Arg::Imm(0)], 4);
+        b.layout(image.arena().expect("arena")).expect("layout")
+    }
+
+    /// Guard pages stay in force across resumed entries (the driver keeps the table it applied
+    /// and the fault handler leaves it), follow a new layout, and come back for an old one.
+    #[test]
+    fn guards_hold_after_faults_and_follow_each_layout() {
+        let v = Variant::by_name("x86_64").expect("variant");
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let mut backends = vec![ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu")];
+        if crate::variant::Arch::host() == Some(v.arch) {
+            backends.push(ProcessBackend::native(&image, Limits::default()).expect("native"));
+        }
+        for mut b in backends {
+            // 40 bytes: md5 reads 24 past the end. 4128 bytes: two pages, and the block md5
+            // reads crosses into the second, the guard page of the 40-byte layout; the state of
+            // 4112 bytes is written on the page the guard after a 16-byte state held.
+            for (short, state_len) in [(40, 16), (4128, 4112), (40, 16), (40, 16)] {
+                let batch = guard_batch(&image, short, state_len);
+                let run = super::super::run_batch(&mut b, &batch).expect("run");
+                let calls: Vec<Option<usize>> = run.faults.iter().map(|f| f.call).collect();
+                let want = if short < 64 { vec![Some(0), Some(1), Some(2)] } else { vec![Some(0), Some(2)] };
+                assert_eq!(calls, want, "{:?}, {short} bytes: {:?}", b.kind, run.faults);
+                if short < 64 {
+                    let f = &run.faults[1];
+                    assert!(matches!(f.kind, FaultKind::Memory { .. }), "{:?}: {f:?}", b.kind);
+                }
+                assert!(batch.record(&run.resp, 3).completed, "{:?}: the last call returns", b.kind);
+                assert_eq!(batch.record(&run.resp, 1).completed, short >= 64, "{:?}", b.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_copies_skip_only_the_given_ranges() {
+        assert_eq!(kept(10, &[(2, 4), (6, 7)]).collect::<Vec<_>>(), vec![(0, 2), (4, 6), (7, 10)]);
+        assert_eq!(kept(10, &[(0, 3), (8, 20)]).collect::<Vec<_>>(), vec![(3, 8)]);
+        assert_eq!(kept(4, &[]).collect::<Vec<_>>(), vec![(0, 4)]);
+        let mut a = SharedArena::new(8192).expect("memfd");
+        a.write(&[9; 16]);
+        a.write_sparse(&[1; 16], &[(4, 8)]);
+        assert_eq!(a.read(16), [[1; 4], [9; 4], [1; 4], [1; 4]].concat(), "skipped bytes are not written");
+        assert_eq!(a.read_sparse(16, &[(4, 8)]), [[1; 4], [0; 4], [1; 4], [1; 4]].concat(), "and read as zeros");
+    }
+
+    #[test]
+    fn a_fault_reply_checksums_the_entries_up_to_the_one_in_flight() {
+        let (arena, table, entry) = (0x10000u64, 0x10100u64, 176usize);
+        let sum = (0x100, 10 * 176);
+        assert_eq!(fault_range(sum, table, arena, 0, entry), (0x100, 176));
+        assert_eq!(fault_range(sum, table, arena, 3, entry), (0x100, 4 * 176));
+        assert_eq!(fault_range(sum, table, arena, 9, entry), sum, "the last entry: the whole range");
+        assert_eq!(fault_range(sum, table, arena, u64::MAX - 1, entry), sum, "a wild `current`: unchanged");
+        let resumed = from_entry(sum, 4, entry);
+        assert_eq!(resumed, (0x100 + 4 * 176, 6 * 176));
+        assert_eq!(fault_range(resumed, table, arena, 4, entry), (0x100 + 4 * 176, 176));
+        assert_eq!(fault_range(resumed, table, arena, 2, entry), resumed, "before the range: unchanged");
+        assert_eq!(from_entry(sum, 99, entry), (0x100 + 10 * 176, 0));
+    }
+
     #[test]
     fn the_shared_arena_round_trips_bytes() {
         let mut a = SharedArena::new(8192).expect("memfd");
