@@ -531,6 +531,10 @@ fn stable_hash(parts: &[&str]) -> u64 {
     h.finish()
 }
 
+/// Why a target of a timed campaign ran no case.
+const TIME_SPENT: &str =
+    "not run: the --time budget was spent before this target ran a case (earlier targets and set-up ran to it)";
+
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
 /// A time budget is one deadline for the whole campaign: each target gets its share, never
 /// past the deadline, and stops (shrinking included) at the first batch boundary after it, so
@@ -585,10 +589,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     .or(refused)
                     .or(not_provided)
                     .or_else(|| Stubs::of(image).missing(kernel));
-                let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| {
-                    "not run: the --time budget was spent before this target's turn (earlier targets ran to it)"
-                        .to_string()
-                });
+                let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| TIME_SPENT.to_string());
                 if let Some(why) = why.or_else(interrupted_reason).or(late) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
@@ -697,6 +698,11 @@ fn fuzz_target(
         };
         if let Some(why) = interrupted_reason() {
             break Outcome::Skipped(why);
+        }
+        if done && cases == 0 && matches!(budget, Budget::Time(_)) {
+            // Setting the target up (a guest process, on a loaded machine) ate its share of
+            // the --time budget: no case ran, so it is not clean.
+            break Outcome::Skipped(TIME_SPENT.into());
         }
         if done {
             break Outcome::Clean;
