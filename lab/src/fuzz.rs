@@ -496,6 +496,9 @@ pub struct TargetResult {
     pub backend: crate::backend::BackendKind,
     /// Kernel.
     pub kernel: Kernel,
+    /// The contract family the image runs the kernel through (reports name it when it is
+    /// not HotSpot's).
+    pub family: Family,
     /// Cases run (this shard's).
     pub cases: u64,
     /// Wall time spent running them.
@@ -538,6 +541,10 @@ fn stable_hash(parts: &[&str]) -> u64 {
     h.finish()
 }
 
+/// Why a target of a timed campaign ran no case.
+const TIME_SPENT: &str =
+    "not run: the --time budget was spent before this target ran a case (earlier targets and set-up ran to it)";
+
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
 /// A time budget is one deadline for the whole campaign: each target gets its share, never
 /// past the deadline, and stops (shrinking included) at the first batch boundary after it, so
@@ -567,10 +574,12 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                 if let (Ok(i), None) = (&image, &not_provided) {
                     findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
                 }
+                let family = image.as_ref().ok().and_then(|i| Stubs::of(i).family(kernel)).unwrap_or(Family::HotSpot);
                 let result = |cases, elapsed, outcome| TargetResult {
                     variant: variant.name,
                     backend: kind,
                     kernel,
+                    family,
                     cases,
                     elapsed,
                     outcome,
@@ -590,10 +599,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                     .or(refused)
                     .or(not_provided)
                     .or_else(|| Stubs::of(image).missing(kernel));
-                let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| {
-                    "not run: the --time budget was spent before this target's turn (earlier targets ran to it)"
-                        .to_string()
-                });
+                let late = deadline.filter(|&d| std::time::Instant::now() >= d).map(|_| TIME_SPENT.to_string());
                 if let Some(why) = why.or_else(interrupted_reason).or(late) {
                     out.push(result(0, Default::default(), Outcome::Skipped(why)));
                     continue;
@@ -703,6 +709,11 @@ fn fuzz_target(
         if let Some(why) = interrupted_reason() {
             break Outcome::Skipped(why);
         }
+        if done && cases == 0 && matches!(budget, Budget::Time(_)) {
+            // Setting the target up (a guest process, on a loaded machine) ate its share of
+            // the --time budget: no case ran, so it is not clean.
+            break Outcome::Skipped(TIME_SPENT.into());
+        }
         if done {
             break Outcome::Clean;
         }
@@ -746,6 +757,7 @@ fn fuzz_target(
         variant: t.variant.name,
         backend: t.backend.kind(),
         kernel,
+        family,
         cases,
         elapsed,
         outcome,
@@ -869,7 +881,8 @@ pub fn to_report(
                     }
                 }
             };
-            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
+            let mut row =
+                Row { elapsed: r.elapsed, family: r.family, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })
