@@ -486,6 +486,9 @@ pub struct TargetResult {
     pub backend: crate::backend::BackendKind,
     /// Kernel.
     pub kernel: Kernel,
+    /// The contract family the image runs the kernel through (reports name it when it is
+    /// not HotSpot's).
+    pub family: Family,
     /// Cases run (this shard's).
     pub cases: u64,
     /// Wall time spent running them.
@@ -561,10 +564,12 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(&Progress)) -> Vec<Ta
                 if let (Ok(i), None) = (&image, &not_provided) {
                     findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
                 }
+                let family = image.as_ref().ok().and_then(|i| Stubs::of(i).family(kernel)).unwrap_or(Family::HotSpot);
                 let result = |cases, elapsed, outcome| TargetResult {
                     variant: variant.name,
                     backend: kind,
                     kernel,
+                    family,
                     cases,
                     elapsed,
                     outcome,
@@ -742,6 +747,7 @@ fn fuzz_target(
         variant: t.variant.name,
         backend: t.backend.kind(),
         kernel,
+        family,
         cases,
         elapsed,
         outcome,
@@ -865,7 +871,8 @@ pub fn to_report(
                     }
                 }
             };
-            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
+            let mut row =
+                Row { elapsed: r.elapsed, family: r.family, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })
