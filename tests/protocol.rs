@@ -261,3 +261,40 @@ fn the_snapshot_copy_is_a_memmove_everywhere(#[values("riscv64", "aarch64", "x86
         }
     }
 }
+
+/// A surprise in an entry that resumed after a fault (the resumed entry returns only the header
+/// on a fault, so the host holds no copy of the calls before it): the calls before it are run
+/// again on a fresh guest, keep their results, and only the call that wrote to stdout fails.
+#[test]
+fn a_surprise_after_a_fault_keeps_the_results_before_it() {
+    use kernel_lab::backend::{run_batch, FaultKind, Limits};
+    use kernel_lab::batch::{Arg, BatchBuilder};
+    let v = crate::common::variant("x86_64");
+    let (_kernels, build) = crate::common::fixture_kernels("x86_64", "poly1305.S", "stray_write.S");
+    let path = toolchain::build_image(&build, v).expect("build the fixture");
+    let image = Image::load(&path, v.arch).expect("image");
+    let poly = image.require("poly1305_processBlocks").expect("poly1305_processBlocks").addr;
+    let mut b = BatchBuilder::new(kernel_lab::abi::Abi::of(v.arch));
+    let r: Vec<u8> =
+        [0x123_4567u64, 0x89a_bcde, 0x3ff_ffff, 0x12_3456, 0x5a5a5].iter().flat_map(|w| w.to_le_bytes()).collect();
+    let r = b.input(&r, 0);
+    let mut call = |b: &mut BatchBuilder, len: usize, seed| {
+        let (input, acc) = (b.input(&vec![0xa5; len], 0), b.output(&[0; 40]));
+        b.call(poly, [Arg::Ptr(input, 0), Arg::Imm(len as u64), Arg::Ptr(acc, 0), Arg::Ptr(r, 0)], seed);
+        acc
+    };
+    let first = call(&mut b, 32, 1);
+    b.call(0, [Arg::Imm(0); 4], 2); // jumps to address 0: a fault, then a resumed entry
+    call(&mut b, 50, 3); // writes to stdout: a protocol surprise in the resumed entry
+    let last = call(&mut b, 32, 4);
+    let batch = b.layout(image.arena().expect("arena")).expect("layout");
+    let mut qemu = BackendKind::Qemu.open(v, &image, Limits::default()).expect("qemu");
+    let run = run_batch(qemu.as_mut(), &batch).expect("run");
+    let calls: Vec<Option<usize>> = run.faults.iter().map(|f| f.call).collect();
+    assert_eq!(calls, [Some(1), Some(2)], "{:#?}", run.faults);
+    assert!(matches!(run.faults[1].kind, FaultKind::Protocol(_)), "{:#?}", run.faults[1]);
+    assert!(batch.record(&run.resp, 0).completed && batch.record(&run.resp, 3).completed);
+    let acc = batch.buffer(&run.resp, first);
+    assert_ne!(acc, &[0; 40][..], "the first call's result survived the replay");
+    assert_eq!(acc, batch.buffer(&run.resp, last), "the same call on the same input, the same result");
+}

@@ -883,7 +883,12 @@ mod tests {
     /// and the fault handler leaves it), follow a new layout, and come back for an old one.
     #[test]
     fn guards_hold_after_faults_and_follow_each_layout() {
-        let v = Variant::by_name("x86_64").expect("variant");
+        for name in ["riscv64", "aarch64", "x86_64"] {
+            guards_hold_on(Variant::by_name(name).expect("variant"));
+        }
+    }
+
+    fn guards_hold_on(v: &'static Variant) {
         let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
         let image = Image::load(&path, v.arch).expect("image");
         let mut backends = vec![ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu")];
@@ -899,13 +904,13 @@ mod tests {
                 let run = super::super::run_batch(&mut b, &batch).expect("run");
                 let calls: Vec<Option<usize>> = run.faults.iter().map(|f| f.call).collect();
                 let want = if short < 64 { vec![Some(0), Some(1), Some(2)] } else { vec![Some(0), Some(2)] };
-                assert_eq!(calls, want, "{:?}, {short} bytes: {:?}", b.kind, run.faults);
+                assert_eq!(calls, want, "{v} {:?}, {short} bytes: {:?}", b.kind, run.faults);
                 if short < 64 {
                     let f = &run.faults[1];
-                    assert!(matches!(f.kind, FaultKind::Memory { .. }), "{:?}: {f:?}", b.kind);
+                    assert!(matches!(f.kind, FaultKind::Memory { .. }), "{v} {:?}: {f:?}", b.kind);
                 }
-                assert!(batch.record(&run.resp, 3).completed, "{:?}: the last call returns", b.kind);
-                assert_eq!(batch.record(&run.resp, 1).completed, short >= 64, "{:?}", b.kind);
+                assert!(batch.record(&run.resp, 3).completed, "{v} {:?}: the last call returns", b.kind);
+                assert_eq!(batch.record(&run.resp, 1).completed, short >= 64, "{v} {:?}", b.kind);
             }
         }
     }
