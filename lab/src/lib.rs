@@ -16,6 +16,29 @@
 //! [`doctor`] (is the set-up complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt
 //! objects, declared ISA).
 
+/// `Display` and clap's `ValueEnum` for a closed set of named values (`Arch`, `Kernel`,
+/// `BackendKind`): both come from the type's `ALL` and `name()`, so the command line, the
+/// reports and the replay lines spell a value the same way.
+macro_rules! named_values {
+    ($t:ty) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl clap::ValueEnum for $t {
+            fn value_variants<'a>() -> &'a [Self] {
+                &<$t>::ALL
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.name()))
+            }
+        }
+    };
+}
+
 pub mod abi;
 pub mod arch;
 pub mod backend;

@@ -15,7 +15,8 @@
 
 use std::fmt::Write as _;
 
-use crate::abi::{Abi, AARCH64, RISCV64, X86_64};
+use crate::abi::Abi;
+use crate::arch::Arch;
 
 /// Who writes a word of the arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,7 +367,7 @@ pub fn c_header(spec: &Spec) -> String {
     line(format!("#define LAB_SIGNALS        {}  /* {} */", sigs.join(", "), SIGNALS.map(|(n, _)| n).join(" ")));
     line(String::new());
     line("/* callee-saved registers in ABI order (lab/src/abi.rs): integer ones, then FP ones */".into());
-    for (k, abi) in [&RISCV64, &AARCH64, &X86_64].into_iter().enumerate() {
+    for (k, abi) in Arch::ALL.map(|a| a.spec().abi).into_iter().enumerate() {
         line(format!("#{} {}", if k == 0 { "if" } else { "elif" }, arch_guard(abi)));
         let (gprs, fprs) = abi.saved.split_at(abi.saved_gprs);
         line(format!("#define LAB_NSAVED         {}  /* {} */", abi.saved.len(), abi.source));
@@ -403,7 +404,7 @@ pub fn readme_tables() -> String {
     );
     s.push_str("\nCallee-saved registers (`saved[]`, ABI order; `lab/src/abi.rs`):\n\n");
     s.push_str("| arch | NSAVED | order | source |\n|---|---|---|---|\n");
-    for abi in [&RISCV64, &AARCH64, &X86_64] {
+    for abi in Arch::ALL.map(|a| a.spec().abi) {
         let _ = writeln!(s, "| {} | {} | {} | {} |", abi.arch, abi.saved.len(), abi.saved.join(", "), abi.source);
     }
     s.push_str("\nExit statuses of `_start` (every architecture):\n\n| status | meaning |\n|---|---|\n");
@@ -416,6 +417,7 @@ pub fn readme_tables() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{AARCH64, RISCV64, X86_64};
 
     #[test]
     fn words_are_numbered_in_order_without_gaps() {

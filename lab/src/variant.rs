@@ -151,11 +151,7 @@ impl Kernel {
     }
 }
 
-impl fmt::Display for Kernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_values!(Kernel);
 
 /// HotSpot stub `md5_implCompress(buf, state)`.
 pub const MD5_IMPL_COMPRESS: &str = "md5_implCompress";

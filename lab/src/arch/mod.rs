@@ -13,8 +13,6 @@ pub mod aarch64;
 pub mod riscv64;
 pub mod x86_64;
 
-use std::fmt;
-
 use iced_x86::CpuidFeature;
 
 use crate::abi::Abi;
@@ -66,11 +64,7 @@ impl Arch {
     }
 }
 
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_values!(Arch);
 
 /// Everything the lab knows about one architecture.
 #[derive(Debug)]

@@ -135,10 +135,22 @@ const EXTENSIONS: &[IsaExtension] = &[
     ext("cx16", "cx16", "CMPXCHG16B", UnicornSupport::Decoded, &[CpuidFeature::CMPXCHG16B]),
     IsaExtension { cpuinfo: "pni", ..ext("sse3", "sse3", "SSE3", UnicornSupport::Decoded, &[CpuidFeature::SSE3]) },
     ext("ssse3", "ssse3", "SSSE3", UnicornSupport::Decoded, &[CpuidFeature::SSSE3]),
-    IsaExtension { cpuinfo: "sse4_1", ..ext("sse4.1", "sse4.1", "SSE4.1", UnicornSupport::Decoded, &[CpuidFeature::SSE4_1]) },
-    IsaExtension { cpuinfo: "sse4_2", ..ext("sse4.2", "sse4.2", "SSE4.2", UnicornSupport::Decoded, &[CpuidFeature::SSE4_2]) },
+    IsaExtension {
+        cpuinfo: "sse4_1",
+        ..ext("sse4.1", "sse4.1", "SSE4.1", UnicornSupport::Decoded, &[CpuidFeature::SSE4_1])
+    },
+    IsaExtension {
+        cpuinfo: "sse4_2",
+        ..ext("sse4.2", "sse4.2", "SSE4.2", UnicornSupport::Decoded, &[CpuidFeature::SSE4_2])
+    },
     ext("aes", "aes", "AES-NI", UnicornSupport::Decoded, &[CpuidFeature::AES]),
-    ext("pclmulqdq", "pclmulqdq", "carry-less multiply (PCLMULQDQ)", UnicornSupport::Decoded, &[CpuidFeature::PCLMULQDQ]),
+    ext(
+        "pclmulqdq",
+        "pclmulqdq",
+        "carry-less multiply (PCLMULQDQ)",
+        UnicornSupport::Decoded,
+        &[CpuidFeature::PCLMULQDQ],
+    ),
     ext("xsave", "xsave", "XSAVE", UnicornSupport::Decoded, &[CpuidFeature::XSAVE]),
     ext("fma", "fma", "FMA3", VEX_ON_UNICORN, &[CpuidFeature::FMA]),
     ext("f16c", "f16c", "F16C", VEX_ON_UNICORN, &[CpuidFeature::F16C]),

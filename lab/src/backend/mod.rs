@@ -92,11 +92,7 @@ impl BackendKind {
     }
 }
 
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_values!(BackendKind);
 
 /// Budgets that turn a hang into a finding.
 #[derive(Debug, Clone, Copy)]

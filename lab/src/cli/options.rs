@@ -109,8 +109,8 @@ pub(crate) enum TextOrJson {
 #[derive(Args)]
 pub(crate) struct Select {
     /// Architectures to run: repeat the option or give a comma list (default: all).
-    #[arg(long = "arch", value_delimiter = ',', value_parser = ["riscv64", "aarch64", "x86_64"])]
-    pub(crate) arch: Vec<String>,
+    #[arg(long = "arch", value_delimiter = ',', value_enum)]
+    pub(crate) arch: Vec<Arch>,
     /// Only variants built with Zbb (riscv64+zbb).
     #[arg(long, conflicts_with = "no_zbb")]
     pub(crate) zbb: bool,
@@ -118,12 +118,12 @@ pub(crate) struct Select {
     #[arg(long)]
     pub(crate) no_zbb: bool,
     /// Kernels to check: repeat the option or give a comma list (default: all).
-    #[arg(long = "kernel", value_delimiter = ',', value_parser = ["md5", "poly1305"])]
-    pub(crate) kernel: Vec<String>,
+    #[arg(long = "kernel", value_delimiter = ',', value_enum)]
+    pub(crate) kernel: Vec<Kernel>,
     /// Backends to use: repeat the option or give a comma list (default: every backend that can
     /// run a variant).
-    #[arg(long = "backend", value_delimiter = ',', value_parser = ["unicorn", "qemu", "native"])]
-    pub(crate) backend: Vec<String>,
+    #[arg(long = "backend", value_delimiter = ',', value_enum)]
+    pub(crate) backend: Vec<BackendKind>,
     /// Folder with <arch>/ kernel sources (*.S), objects (*.o) and archives (*.a) using the
     /// contract names (default: the repository's kernels/); the lab's own driver is always
     /// linked. A kernel-lab.toml in it is read as --manifest.
@@ -163,7 +163,7 @@ impl Select {
     /// # Errors
     /// When no variant matches.
     pub(crate) fn variants(&self) -> Result<Vec<&'static Variant>, String> {
-        let archs: Vec<Arch> = self.arch.iter().filter_map(|a| Arch::from_name(a)).collect();
+        let archs = &self.arch;
         let pool: Vec<&'static Variant> = match self.user_kernels(&archs)? {
             Some(kernels) => kernels.into_iter().map(UserKernel::into_variant).collect(),
             None => VARIANTS.iter().collect(),
@@ -237,7 +237,7 @@ impl Select {
         if self.kernel.is_empty() {
             Kernel::ALL.to_vec()
         } else {
-            self.kernel.iter().filter_map(|k| Kernel::from_name(k)).collect()
+            self.kernel.clone()
         }
     }
 
@@ -245,7 +245,7 @@ impl Select {
         if self.backend.is_empty() {
             BackendKind::ALL.to_vec()
         } else {
-            self.backend.iter().filter_map(|b| BackendKind::from_name(b)).collect()
+            self.backend.clone()
         }
     }
 
