@@ -25,7 +25,8 @@ fn examples_dir() -> PathBuf {
 }
 
 /// A kernels folder with the OpenSSL examples of every arch (symbolic links resolved) and the
-/// lab's driver; `edit` may change `poly1305_blocks.S` of an arch. Builds into its own cache.
+/// lab's driver; `edit` may change `poly1305_blocks.S` of an arch. Builds into the shared image
+/// cache ([`crate::common::fixture_build`]).
 fn openssl_kernels(edit: impl Fn(&str, String) -> String) -> (tempfile::TempDir, BuildConfig) {
     openssl_kernels_editing("poly1305_blocks.S", edit)
 }
@@ -44,7 +45,9 @@ fn openssl_kernels_editing(file: &str, edit: impl Fn(&str, String) -> String) ->
             std::fs::write(to.join(e.file_name()), text).expect("write");
         }
     }
-    let build = BuildConfig { kernels_dir: dir.path().to_path_buf(), cache_dir: dir.path().join("cache") };
+    // The shared image cache: keyed by the folder's contents, so edited copies never share an
+    // image, and the unedited copies of every test share one per variant.
+    let build = crate::common::fixture_build(dir.path());
     (dir, build)
 }
 

@@ -28,18 +28,30 @@ fn lab(args: &[&str], path_env: Option<&Path>) -> (i32, String, String) {
     )
 }
 
-fn bench_json() -> Value {
-    let (code, out, err) = lab(&["bench", "--no-native", "--no-throughput", "--json"], None);
+fn bench_json(extra: &[&str]) -> Value {
+    let (code, out, err) = lab(&[&["bench", "--no-native", "--no-throughput", "--json"][..], extra].concat(), None);
     assert_eq!(code, 0, "{err}\n{out}");
     serde_json::from_str(&out).expect("JSON")
+}
+
+/// The riscv64 rows (both variants) of a bench report's `key` array.
+fn riscv64_rows(report: &Value, key: &str) -> Vec<Value> {
+    let rows = report[key].as_array().expect(key).iter();
+    rows.filter(|r| r["variant"].as_str().is_some_and(|v| v.starts_with("riscv64"))).cloned().collect()
 }
 
 #[test]
 fn every_variant_is_predicted_on_its_models_identically_twice() {
     let m = mca::Mca::find().expect("llvm-mca-19 (run ci/setup.sh)");
-    // One after the other: two cold runs at once would race on the disassembly cache.
-    let (first, second) = (bench_json(), bench_json());
-    assert_eq!(first["predictions"], second["predictions"], "two runs must give identical predictions");
+    // One after the other: two cold runs at once would race on the disassembly cache. The
+    // first on two workers, the second (riscv64's two variants: both kernels on three models,
+    // half the llvm-mca runs) on one: identical figures, in the same order.
+    let (first, second) = (bench_json(&["--jobs", "2"]), bench_json(&["--jobs", "1", "--arch", "riscv64"]));
+    for key in ["counts", "predictions"] {
+        let (a, b) = (riscv64_rows(&first, key), riscv64_rows(&second, key));
+        assert!(!a.is_empty(), "{key}");
+        assert_eq!(a, b, "two runs must give identical {key}, whatever the workers");
+    }
     let preds = first["predictions"].as_array().expect("predictions");
     for v in &VARIANTS {
         for k in Kernel::ALL {
