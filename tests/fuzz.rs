@@ -113,7 +113,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
     }
 }
 
-/// The bundled kernels on every variant × backend × kernel: 512 cases each in batches of 32,
+/// The bundled kernels on every variant × backend × kernel: 256 cases each in batches of 16,
 /// so each target is two pieces (fuzz::PIECE_BATCHES) run by the workers. (The space is also
 /// covered by `proptest_cases_agree_with_the_reference`, 128 cases per variant × backend ×
 /// kernel, and by CI's nightly `lab fuzz` campaign; 2000 cases here cost 5 s of CPU.)
@@ -126,9 +126,9 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
         kernels: Kernel::ALL.to_vec(),
         build: paths::default_build(),
         seed: SEED,
-        budget: Budget::Cases(512),
+        budget: Budget::Cases(256),
         shard: (0, 1),
-        batch: 32,
+        batch: 16,
         out_dir: dir.path().to_path_buf(),
         limits: Limits::default(),
         jobs: 2,
@@ -145,7 +145,7 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
     for r in &results {
         let what = format!("{} {} on {}", r.kernel, r.variant, r.backend);
         match &r.outcome {
-            Outcome::Clean => assert_eq!(r.cases, 512, "{what}"),
+            Outcome::Clean => assert_eq!(r.cases, 256, "{what}"),
             Outcome::Skipped(why) => assert!(r.backend.supports(variant(r.variant)).is_err(), "{what}: {why}"),
             other => panic!("{what}: {other:?}"),
         }
