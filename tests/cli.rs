@@ -172,3 +172,21 @@ fn fuzz_exits_with_the_status_its_json_report_states() {
     assert_eq!(out.status.code(), doc["exit_code"].as_i64().map(|c| c as i32));
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A kernel source that does not assemble: exit 2, the assembler's message under one "building
+/// <variant>:" (not two), and "nothing ran" blames the set-up, not the vector files.
+#[test]
+fn a_kernel_that_does_not_assemble_exits_2_naming_the_build() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("riscv64")).expect("mkdir");
+    std::fs::write(dir.path().join("riscv64/md5.S"), ".globl md5_implCompress\nmd5_implCompress:\n  addi a0, a0,\n")
+        .expect("write");
+    let kernels = dir.path().to_str().unwrap();
+    let (code, out) = lab(&["run", "--kernels-dir", kernels, "--arch", "riscv64", "--no-zbb", "--kernel", "md5"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("set-up error: building riscv64: `"), "{out}");
+    assert!(out.contains("md5.S:3:15: error: unknown operand"), "{out}");
+    assert!(!out.contains("riscv64: building riscv64"), "{out}");
+    assert!(out.contains("nothing ran: no kernel could be set up"), "{out}");
+    assert!(!out.contains("variant      backend"), "a table with no rows: {out}");
+}

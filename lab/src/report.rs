@@ -275,11 +275,16 @@ impl Report {
     fn human(&self, color: bool, list_vector_errors: bool) -> String {
         let paint = Painter(color);
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:<12} {:<8} {:<9} {:<19} {:>6} {:>6} {:>7} {:>8}",
-            "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time"
-        );
+        // Columns as wide as the longest name (a user's variant or vector set may be long).
+        let vw = self.rows.iter().map(|r| r.variant.len()).max().unwrap_or(0).max(12);
+        let sw = self.rows.iter().map(|r| r.set.len()).max().unwrap_or(0).max(19);
+        if !self.rows.is_empty() {
+            let _ = writeln!(
+                s,
+                "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {:>6} {:>7} {:>8}",
+                "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time"
+            );
+        }
         for group in self.rows.chunk_by(|a, b| a.variant == b.variant && a.backend == b.backend) {
             // A variant × backend skipped whole for one reason is one line, not one per set.
             let whole = group.iter().all(|r| r.passed == 0 && r.failed.is_empty() && r.skip_reason.is_some())
@@ -289,7 +294,7 @@ impl Report {
                 let (variant, backend) = (group[0].variant, group[0].backend.name());
                 let _ = writeln!(
                     s,
-                    "{variant:<12} {backend:<8} {:<9} {:<19} {:>6} {:>6} {skipped} {:>7.2}s",
+                    "{variant:<vw$} {backend:<8} {:<9} {:<sw$} {:>6} {:>6} {skipped} {:>7.2}s",
                     "all", "(skipped)", 0, 0, 0.0
                 );
                 continue;
@@ -304,7 +309,7 @@ impl Report {
                 };
                 let _ = writeln!(
                     s,
-                    "{:<12} {:<8} {:<9} {:<19} {:>6} {} {} {:>7.2}s{disagreed}",
+                    "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {} {} {:>7.2}s{disagreed}",
                     r.variant,
                     r.backend.name(),
                     r.kernel.name(),
@@ -353,7 +358,9 @@ impl Report {
             let _ = writeln!(s, "\nnote: {n}");
         }
         if p + f == 0 {
-            let why = if self.rows.is_empty() {
+            let why = if self.rows.is_empty() && !self.setup_errors.is_empty() {
+                "no kernel could be set up (see the set-up errors above)"
+            } else if self.rows.is_empty() {
                 "no vector entry to run (see the notes and errors above)"
             } else {
                 "every selected case was skipped or could not be set up"

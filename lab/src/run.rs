@@ -377,11 +377,15 @@ fn build_images(
             break;
         }
         let image = toolchain::build_image(&cfg.build, variant)
-            .map_err(|e| e.to_string())
-            .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
+            .map_err(|e| match e {
+                // These already say "building <variant>: ...".
+                toolchain::ToolchainError::Failed { .. } | toolchain::ToolchainError::Object { .. } => e.to_string(),
+                _ => format!("{variant}: {e}"),
+            })
+            .and_then(|p| Image::load(&p, variant.arch).map_err(|e| format!("{variant}: {e}")));
         match image {
             Ok(i) => images.push((variant, i)),
-            Err(e) => report.setup_errors.push(format!("{variant}: {e}")),
+            Err(e) => report.setup_errors.push(e),
         }
         progress(Progress::Advance { by: 1, note: variant.name });
     }

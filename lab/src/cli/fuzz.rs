@@ -116,8 +116,10 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
 pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    // As wide as the longest variant name (a user's variants may be long).
+    let vw = results.iter().map(|r| r.variant.len()).max().unwrap_or(0).max(12);
     for r in results {
-        let head = format!("{:<12} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
+        let head = format!("{:<vw$} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
         match &r.outcome {
             fuzz::Outcome::Clean => {
                 let clean =
