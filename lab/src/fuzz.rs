@@ -544,7 +544,7 @@ struct Runnable {
     image: usize,
     kind: crate::backend::BackendKind,
     kernel: Kernel,
-    /// Pieces it is cut into (case budgets).
+    /// Pieces it is cut into (case budgets; `u64::MAX` for time budgets, bounded by time).
     pieces: u64,
 }
 
@@ -558,9 +558,9 @@ struct TargetState {
     window: std::sync::OnceLock<Option<std::time::Instant>>,
 }
 
-/// One job of the pool: pieces `first`, `first + stride`, ... of target `target` (a case
-/// budget runs one piece per job, `stride` 0; a time budget runs a stream of pieces per worker
-/// until the target's window closes).
+/// One job of the pool: pieces `first`, `first + stride`, ... of target `target` on one
+/// backend (a target has one such stream per worker, at most one per piece), until its pieces
+/// are done, one does not pass, or (time budgets) the target's window closes.
 struct Job {
     target: usize,
     first: u64,
@@ -607,10 +607,11 @@ struct JobResult {
 /// results (cases, failing case, shrunk case) are the same for any number of workers, and the
 /// results come in variant, backend, kernel order.
 ///
-/// A time budget is one deadline for the whole campaign: targets take turns, each with every
-/// worker for its share of the time, never past the deadline, and stop (shrinking included) at
-/// the first batch boundary after it, so the campaign ends by the budget plus one batch's
-/// budget; a target reached after the deadline is skipped, saying so.
+/// A time budget is one deadline for the whole campaign: each target gets an equal share of the
+/// workers' time (budget × workers / targets) on `ceil(workers / targets)` streams of pieces,
+/// never past the deadline, and stops (shrinking included) at the first batch boundary after
+/// it, so the campaign ends by the budget plus one batch's budget; a target reached after the
+/// deadline is skipped, saying so.
 pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Progress<'_>)) -> Vec<TargetResult> {
     let started = std::time::Instant::now();
     let deadline = match cfg.budget {
@@ -624,24 +625,27 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
     for &variant in &cfg.variants {
         plan_variant(cfg, variant, &mut out, &mut runnable, &mut images);
     }
+    // Streams per target: one per worker for a case budget (at most one per piece); with a
+    // time budget the workers are spread over the targets.
+    let targets = runnable.len().max(1) as u64;
+    let time_streams = (workers as u64).div_ceil(targets);
     let jobs: Vec<Job> = runnable
         .iter()
         .enumerate()
-        .flat_map(|(target, r)| match cfg.budget {
-            Budget::Cases(_) => (0..r.pieces).map(|p| Job { target, first: p, stride: 0 }).collect::<Vec<_>>(),
-            Budget::Time(_) => {
-                let w = workers as u64;
-                (0..w).map(|p| Job { target, first: p, stride: w }).collect()
-            }
+        .flat_map(|(target, r)| {
+            let streams = match cfg.budget {
+                Budget::Cases(_) => r.pieces.min(workers as u64),
+                Budget::Time(_) => time_streams,
+            };
+            (0..streams).map(move |first| Job { target, first, stride: streams })
         })
         .collect();
     let states: Vec<TargetState> =
         runnable.iter().map(|_| TargetState { stop_above: u64::MAX.into(), ..TargetState::default() }).collect();
-    // A time budget is shared by the targets that can run, not by the skipped ones.
-    let runnable_cells =
-        cfg.variants.iter().flat_map(|v| cfg.backends.iter().filter(move |b| b.supports(v).is_ok())).count();
+    // A time budget is shared by the targets that can run, not by the skipped ones: each gets
+    // budget × workers / targets of worker time, on its `time_streams` streams at once.
     let share = match cfg.budget {
-        Budget::Time(d) => Some(d / (runnable_cells * cfg.kernels.len()).max(1) as u32),
+        Budget::Time(d) => Some(d.mul_f64(workers as f64 / (targets * time_streams) as f64)),
         Budget::Cases(_) => None,
     };
     let total = match cfg.budget {
@@ -744,7 +748,7 @@ fn plan_variant(
             }
             let pieces = match cfg.budget {
                 Budget::Cases(n) => n.div_ceil(piece_size(cfg)).max(1),
-                Budget::Time(_) => 0,
+                Budget::Time(_) => u64::MAX,
             };
             runnable.push(Runnable { slot: out.len(), image: index, kind, kernel, pieces });
             out.push(result(Outcome::Clean));
@@ -788,8 +792,8 @@ fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> JobResult {
         let stop = !matches!(result.outcome, PieceOutcome::Clean);
         pieces.push(result);
         piece += job.stride;
-        let closed = window.is_none_or(|end| std::time::Instant::now() >= end);
-        if stop || job.stride == 0 || closed || state.stop_above.load(std::sync::atomic::Ordering::Relaxed) < piece {
+        let closed = window.is_some_and(|end| std::time::Instant::now() >= end);
+        if stop || piece >= r.pieces || closed || state.stop_above.load(std::sync::atomic::Ordering::Relaxed) < piece {
             break;
         }
     }
@@ -810,7 +814,11 @@ fn run_piece(
     let cfg = ctx.cfg;
     let started = std::time::Instant::now();
     let label = format!("{}/{}/{}", t.variant.name, t.backend.kind(), r.kernel);
-    let label = if r.pieces > 1 { format!("{label} piece {}/{}", piece + 1, r.pieces) } else { label };
+    let label = match r.pieces {
+        1 => label,
+        u64::MAX => format!("{label} piece {}", piece + 1),
+        n => format!("{label} piece {}/{n}", piece + 1),
+    };
     let mut runner = runner(piece_seed(cfg.seed, t.variant.name, r.kernel, piece));
     let family = Stubs::of(t.image).family(r.kernel).unwrap_or(Family::HotSpot);
     let strategy = strategy_for(r.kernel, family);
