@@ -884,16 +884,10 @@ fn run_piece(
     }
 }
 
-/// A target's result from its pieces: the lowest piece that did not pass decides (so the
-/// result does not depend on which pieces ran first); cases and time add up to it (over every
-/// piece when all passed).
-fn merge_pieces(
-    cfg: &FuzzConfig,
-    variant: &'static Variant,
-    r: &Runnable,
-    mut pieces: Vec<PieceResult>,
-    late: bool,
-) -> (u64, std::time::Duration, Outcome) {
+/// The lowest piece that did not pass, which decides a target's verdict (so it does not depend
+/// on which pieces ran first), with the cases and time of the pieces up to it (of every piece
+/// when all passed; cancelled pieces, above a failed one, do not count).
+fn decide(mut pieces: Vec<PieceResult>) -> (u64, std::time::Duration, Option<PieceOutcome>) {
     pieces.sort_by_key(|p| p.piece);
     let (mut cases, mut elapsed) = (0u64, std::time::Duration::ZERO);
     for p in pieces {
@@ -902,19 +896,32 @@ fn merge_pieces(
         }
         cases += p.cases;
         elapsed += p.elapsed;
-        let outcome = match p.outcome {
-            PieceOutcome::Clean | PieceOutcome::Cancelled => continue,
-            PieceOutcome::Failed(s) => write_failure(cfg, variant, r.kind, r.kernel, *s),
-            PieceOutcome::Error(e) => Outcome::Error(e),
-            PieceOutcome::Interrupted(why) => Outcome::Skipped(why),
-        };
-        return (cases, elapsed, outcome);
+        if !matches!(p.outcome, PieceOutcome::Clean) {
+            return (cases, elapsed, Some(p.outcome));
+        }
     }
-    if late && cases == 0 {
-        let why = "not run: the --time budget was spent before this target's turn (earlier targets ran to it)";
-        return (0, elapsed, Outcome::Skipped(why.into()));
-    }
-    (cases, elapsed, Outcome::Clean)
+    (cases, elapsed, None)
+}
+
+/// A target's result from its pieces ([`decide`]); a failure is written as a vector file.
+fn merge_pieces(
+    cfg: &FuzzConfig,
+    variant: &'static Variant,
+    r: &Runnable,
+    pieces: Vec<PieceResult>,
+    late: bool,
+) -> (u64, std::time::Duration, Outcome) {
+    let (cases, elapsed, decided) = decide(pieces);
+    let outcome = match decided {
+        Some(PieceOutcome::Failed(s)) => write_failure(cfg, variant, r.kind, r.kernel, *s),
+        Some(PieceOutcome::Error(e)) => Outcome::Error(e),
+        Some(PieceOutcome::Interrupted(why)) => Outcome::Skipped(why),
+        Some(PieceOutcome::Clean | PieceOutcome::Cancelled) | None if late && cases == 0 => Outcome::Skipped(
+            "not run: the --time budget was spent before this target's turn (earlier targets ran to it)".into(),
+        ),
+        Some(PieceOutcome::Clean | PieceOutcome::Cancelled) | None => Outcome::Clean,
+    };
+    (cases, elapsed, outcome)
 }
 
 /// How many of a campaign's first `n` case indices shard `shard` of `shards` owns (index k
@@ -1112,6 +1119,37 @@ mod tests {
             ),
             "{line}"
         );
+    }
+
+    /// Whatever order the pieces finished in, the lowest one that did not pass decides, and
+    /// only the pieces up to it count.
+    #[test]
+    fn the_lowest_piece_that_did_not_pass_decides() {
+        use super::{decide, PieceOutcome, PieceResult};
+        let piece = |piece: u64, cases: u64, outcome: PieceOutcome| PieceResult {
+            piece,
+            cases,
+            elapsed: std::time::Duration::from_millis(cases),
+            outcome,
+        };
+        let pieces = || {
+            vec![
+                piece(3, 5, PieceOutcome::Error("piece 3".into())),
+                piece(0, 16, PieceOutcome::Clean),
+                piece(4, 2, PieceOutcome::Cancelled),
+                piece(2, 7, PieceOutcome::Error("piece 2".into())),
+                piece(1, 16, PieceOutcome::Clean),
+            ]
+        };
+        for rotate in 0..5 {
+            let mut p = pieces();
+            p.rotate_left(rotate);
+            let (cases, elapsed, outcome) = decide(p);
+            assert_eq!((cases, elapsed.as_millis()), (39, 39), "pieces 0, 1 and 2");
+            assert!(matches!(outcome, Some(PieceOutcome::Error(e)) if e == "piece 2"));
+        }
+        let (cases, _, outcome) = decide(vec![piece(1, 16, PieceOutcome::Clean), piece(0, 16, PieceOutcome::Clean)]);
+        assert!(cases == 32 && outcome.is_none());
     }
 
     #[test]
