@@ -593,13 +593,6 @@ struct PieceResult {
     outcome: PieceOutcome,
 }
 
-/// What the job of a time budget saw: its pieces, and whether the target's window had closed
-/// (the --time budget was spent) before its first piece could start.
-struct JobResult {
-    pieces: Vec<PieceResult>,
-    late: bool,
-}
-
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
 ///
 /// Targets are cut into pieces ([`PIECE_BATCHES`]) that run on [`FuzzConfig::jobs`] workers
@@ -657,13 +650,9 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
     let results = crate::pool::run_ordered(&jobs, workers, &[], |job, lane| run_job(&ctx, job, lane), progress);
     progress(crate::progress::Progress::Finish);
     let mut per_target: Vec<Vec<PieceResult>> = runnable.iter().map(|_| Vec::new()).collect();
-    let mut late = vec![false; runnable.len()];
     for (job, r) in jobs.iter().zip(results) {
         match r {
-            Some(r) => {
-                late[job.target] |= r.late;
-                per_target[job.target].extend(r.pieces);
-            }
+            Some(pieces) => per_target[job.target].extend(pieces),
             None => per_target[job.target].push(PieceResult {
                 piece: job.first,
                 cases: 0,
@@ -672,9 +661,9 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
             }),
         }
     }
-    for ((r, pieces), late) in runnable.iter().zip(per_target).zip(late) {
+    for (r, pieces) in runnable.iter().zip(per_target) {
         let (variant, _) = &images[r.image];
-        let result = merge_pieces(cfg, variant, r, pieces, late);
+        let result = merge_pieces(cfg, variant, r, pieces);
         out[r.slot].cases = result.0;
         out[r.slot].elapsed = result.1;
         out[r.slot].outcome = result.2;
@@ -760,7 +749,7 @@ fn plan_variant(
 }
 
 /// Runs one job's pieces on a backend of its own.
-fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> JobResult {
+fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> Vec<PieceResult> {
     let r = &ctx.runnable[job.target];
     let state = &ctx.states[job.target];
     let (variant, image) = &ctx.images[r.image];
@@ -772,8 +761,7 @@ fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> JobResult {
         }
     });
     if window.is_some_and(|end| std::time::Instant::now() >= end) {
-        let spent = ctx.deadline.is_some_and(|d| std::time::Instant::now() >= d);
-        return JobResult { pieces: Vec::new(), late: spent };
+        return Vec::new();
     }
     let mut backend = match r.kind.open(variant, image, ctx.cfg.limits) {
         Ok(b) => b,
@@ -781,7 +769,7 @@ fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> JobResult {
             let outcome = PieceOutcome::Error(e.to_string());
             state.stop_above.fetch_min(job.first, std::sync::atomic::Ordering::Relaxed);
             let piece = PieceResult { piece: job.first, cases: 0, elapsed: Default::default(), outcome };
-            return JobResult { pieces: vec![piece], late: false };
+            return vec![piece];
         }
     };
     let mut t = Target { backend: backend.as_mut(), variant, image, seed: ctx.cfg.seed };
@@ -797,7 +785,7 @@ fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> JobResult {
             break;
         }
     }
-    JobResult { pieces, late: false }
+    pieces
 }
 
 /// Runs piece `piece` of target `r`: its case indices of this shard, batch by batch, until
@@ -903,22 +891,28 @@ fn decide(mut pieces: Vec<PieceResult>) -> (u64, std::time::Duration, Option<Pie
     (cases, elapsed, None)
 }
 
+/// Why a timed target ran no case.
+const TIME_SPENT: &str = "not run: the --time budget was spent before this target's turn (earlier targets ran to it)";
+
 /// A target's result from its pieces ([`decide`]); a failure is written as a vector file.
 fn merge_pieces(
     cfg: &FuzzConfig,
     variant: &'static Variant,
     r: &Runnable,
     pieces: Vec<PieceResult>,
-    late: bool,
 ) -> (u64, std::time::Duration, Outcome) {
     let (cases, elapsed, decided) = decide(pieces);
     let outcome = match decided {
         Some(PieceOutcome::Failed(s)) => write_failure(cfg, variant, r.kind, r.kernel, *s),
         Some(PieceOutcome::Error(e)) => Outcome::Error(e),
         Some(PieceOutcome::Interrupted(why)) => Outcome::Skipped(why),
-        Some(PieceOutcome::Clean | PieceOutcome::Cancelled) | None if late && cases == 0 => Outcome::Skipped(
-            "not run: the --time budget was spent before this target's turn (earlier targets ran to it)".into(),
-        ),
+        // A timed target whose share went before its first batch (set-up, earlier targets)
+        // proves nothing: skipped, not clean.
+        Some(PieceOutcome::Clean | PieceOutcome::Cancelled) | None
+            if cases == 0 && matches!(cfg.budget, Budget::Time(_)) =>
+        {
+            Outcome::Skipped(TIME_SPENT.into())
+        }
         Some(PieceOutcome::Clean | PieceOutcome::Cancelled) | None => Outcome::Clean,
     };
     (cases, elapsed, outcome)
