@@ -892,7 +892,8 @@ fn decide(mut pieces: Vec<PieceResult>) -> (u64, std::time::Duration, Option<Pie
 }
 
 /// Why a timed target ran no case.
-const TIME_SPENT: &str = "not run: the --time budget was spent before this target's turn (earlier targets ran to it)";
+const TIME_SPENT: &str =
+    "not run: the --time budget was spent before this target ran a case (earlier targets and set-up ran to it)";
 
 /// A target's result from its pieces ([`decide`]); a failure is written as a vector file.
 fn merge_pieces(
