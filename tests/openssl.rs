@@ -7,19 +7,23 @@
 use std::path::{Path, PathBuf};
 
 use kernel_lab::backend::BackendKind;
+use kernel_lab::bench::counts;
+use kernel_lab::bench::mix::Disassembly;
+use kernel_lab::bench::steady;
 use kernel_lab::cases::plan::Stubs;
 use kernel_lab::contract::Family;
 use kernel_lab::finding::Class;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
+use kernel_lab::reporters::{self, Format, JunitCases};
 use kernel_lab::run::{self, cases_in};
 use kernel_lab::toolchain::{self, BuildConfig};
 use kernel_lab::variant::{Kernel, Variant};
 use kernel_lab::vectors;
 use rstest::rstest;
 
-use crate::common::{config_with, variant};
+use crate::common::{config_with, variant, SEED};
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/openssl")
@@ -209,4 +213,186 @@ fn an_md5_kernel_writing_past_the_state_words_is_caught() {
     );
     let classes = report.rows.iter().flat_map(|r| &r.failed).flat_map(|c| &c.findings).map(|f| f.class);
     assert!(classes.clone().all(|c| c == Class::Memory), "{findings:#?}");
+}
+
+/// `lab bench` counts OpenSSL-contract images on Unicorn as it counts HotSpot's: repeatable,
+/// linear in blocks, under the family's symbols, without the HotSpot figure. The MD5 example
+/// is an adapter calling the repository's `implCompressMB` under another name: its per-block
+/// count equals the bundled kernel's exactly (the inner function is counted: the whole kernel
+/// code is profiled, not only the contract symbol) and only the fixed cost grows; the steady
+/// loop is found in the inner function. Poly1305's loop counted statically equals the dynamic
+/// per-block cost.
+#[rstest]
+fn lab_bench_counts_openssl_contract_images_under_their_symbols(
+    #[values("riscv64", "aarch64", "x86_64")] variant_name: &str,
+) {
+    let v = variant(variant_name);
+    let (_dir, build) = openssl_kernels(|_, s| s);
+    let img = image(v, &build);
+    let dis = Disassembly::of(&img).expect("disassembly");
+    let bundled = crate::common::build(v);
+    let bundled_dis = Disassembly::of(&bundled).expect("disassembly");
+    for k in Kernel::ALL {
+        let row = counts::count(&img, v, &dis, k, 0, SEED).unwrap_or_else(|e| panic!("{v} {k}: {e}"));
+        let stub = if k == Kernel::Md5 { "md5_block_data_order" } else { "poly1305_blocks" };
+        assert_eq!((row.family, row.stub), ("openssl", stub), "{v} {k}");
+        assert!(row.repeatable && row.linear && row.per_block > 0.0, "{v} {k}: {row:?}");
+        assert_eq!((row.hotspot, row.hotspot_ratio), (None, None), "{v} {k}: HotSpot's figure counts HotSpot's stubs");
+        let lp = steady::find(&img, k, row.per_block).unwrap_or_else(|e| panic!("{v} {k}: {e}"));
+        assert_eq!(lp.insns.len() as f64, row.per_block * f64::from(lp.blocks_per_iteration), "{v} {k}");
+        if k == Kernel::Md5 {
+            let hotspot = counts::count(&bundled, v, &bundled_dis, k, 0, SEED).expect("bundled count");
+            assert_eq!(hotspot.family, "hotspot");
+            assert_eq!(row.per_block, hotspot.per_block, "{v}: the adapter runs the same block loop");
+            assert!(row.fixed > hotspot.fixed, "{v}: the adapter's call costs instructions: {row:?}");
+            assert_eq!(row.single_block_call, Some(row.per_call[0].1), "{v}: num = 1 is the one-block call");
+            assert_eq!(lp.symbol, "ossl_hs_md5_implCompressMB", "{v}: the loop is in the inner function");
+        } else {
+            assert_eq!(lp.symbol, "poly1305_blocks", "{v}");
+        }
+    }
+}
+
+/// Reports name the contract family of a row that is not HotSpot's: the human table and a
+/// failure's heading add `(openssl contract: <symbol>)`, JSON rows carry `"family": "openssl"`
+/// (absent on HotSpot rows, so reports of HotSpot kernels stay as they were), JUnit classnames
+/// say `md5-openssl`.
+#[test]
+fn reports_name_the_openssl_family_and_leave_hotspot_rows_as_they_were() {
+    let v = variant("x86_64");
+    let clobber = |_: &str, s: String| s.replace("\tpop\t%r13\n", "\tmovb\t$0x77, 16(%rbx)\n\tpop\t%r13\n");
+    let (_dir, build) = openssl_kernels_editing("md5_block_data_order.S", clobber);
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let report = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files.clone(), build);
+    assert_eq!(report.rows.iter().map(|r| r.family).collect::<Vec<_>>(), vec![Family::OpenSsl]);
+    let human = report.to_human();
+    assert!(human.contains("rfc1321") && human.contains("(openssl contract: md5_block_data_order)"), "{human}");
+    assert!(
+        human.contains("FAILED x86_64 on unicorn, md5 / rfc1321 (openssl contract: md5_block_data_order):"),
+        "{human}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&reporters::render(&report, Format::Json, "run").expect("json")).expect("parses");
+    assert_eq!(json["rows"][0]["family"], "openssl", "{json}");
+    let junit = reporters::render_with(&report, Format::Junit, "run", JunitCases::All).expect("junit");
+    assert!(junit.contains("classname=\"x86_64.unicorn.md5-openssl.rfc1321\""), "{junit}");
+    let junit = reporters::render(&report, Format::Junit, "run").expect("junit");
+    assert!(junit.contains("classname=\"x86_64.unicorn.md5-openssl\""), "{junit}");
+
+    let hotspot = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files, paths::default_build());
+    assert_eq!(hotspot.rows[0].family, Family::HotSpot);
+    assert!(!hotspot.to_human().contains("contract:"), "{}", hotspot.to_human());
+    let json: serde_json::Value =
+        serde_json::from_str(&reporters::render(&hotspot, Format::Json, "run").expect("json")).expect("parses");
+    assert!(json["rows"][0].get("family").is_none(), "{json}");
+    let junit = reporters::render(&hotspot, Format::Junit, "run").expect("junit");
+    assert!(junit.contains("classname=\"x86_64.unicorn.md5\""), "{junit}");
+}
+
+/// `lab args...` with the image cache in `cache`: (exit status, stdout + stderr).
+fn lab_in(cache: &Path, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .env("KERNEL_LAB_CACHE", cache)
+        .args(args)
+        .output()
+        .expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().expect("exit status"), text)
+}
+
+/// Assembles `examples/openssl/riscv64/<file>` into `out` with clang, `-D` renaming symbols.
+fn riscv64_object(file: &str, march: &str, defines: &[&str], out: &Path) -> String {
+    let status = std::process::Command::new("clang")
+        .args(["--target=riscv64-linux-gnu", &format!("-march={march}"), "-mno-relax", "-c"])
+        .args(defines)
+        .arg(examples_dir().join("riscv64").join(file))
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("clang");
+    assert!(status.success(), "clang {file}");
+    out.display().to_string()
+}
+
+/// A new user's path with OpenSSL-contract objects under their own names (README "Bring your
+/// own kernel"): `--object ... --symbol md5_block_data_order=my_md5` runs the OpenSSL
+/// contract on every backend of the arch, `lab fuzz` names the family, and `lab bench` counts
+/// it under the family's symbols; code outside the declared ISA is an image finding (exit 1); an unmapped foreign
+/// name, a wrong symbol or a wrong-arch object exit 2 naming the object; an object with the
+/// contract names of MD5 only runs MD5 and skips Poly1305 naming the object.
+#[test]
+fn openssl_objects_under_their_own_names_through_the_cli_shortcut() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let md5 = riscv64_object(
+        "md5_block_data_order.S",
+        "rv64gc_zbb",
+        &["-Dmd5_block_data_order=my_md5"],
+        &dir.path().join("md5.o"),
+    );
+    let poly =
+        riscv64_object("poly1305_blocks.S", "rv64gc", &["-Dpoly1305_blocks=my_poly"], &dir.path().join("poly.o"));
+    let mapped = ["--object", &md5, "--object", &poly, "--symbol", "md5_block_data_order=my_md5"];
+    let mapped = [&mapped[..], &["--symbol", "poly1305_blocks=my_poly", "--arch", "riscv64"]].concat();
+    let sets = ["--set", "rfc1321,rfc8439", "--seed", "3", "--format", "json"];
+
+    let (code, text) = lab_in(&cache, &[&["run", "--isa", "rv64gc_zbb"][..], &mapped, &sets].concat());
+    assert_eq!(code, 0, "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').expect("json")..]).expect("json");
+    let ran: Vec<(String, String, String, u64, u64)> = json["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["passed"].as_u64() > Some(0))
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (
+                s("backend"),
+                s("kernel"),
+                s("family"),
+                r["passed"].as_u64().unwrap_or(0),
+                r["failed"].as_u64().unwrap_or(9),
+            )
+        })
+        .collect();
+    for backend in ["unicorn", "qemu"] {
+        for kernel in ["md5", "poly1305"] {
+            let row = ran.iter().find(|r| r.0 == backend && r.1 == kernel);
+            assert!(row.is_some_and(|r| r.2 == "openssl" && r.4 == 0), "{backend} {kernel}: {ran:?}\n{text}");
+        }
+    }
+
+    let fuzz = ["fuzz", "--isa", "rv64gc_zbb", "--backend", "unicorn", "--cases", "40", "--seed", "3"];
+    let (code, text) = lab_in(&cache, &[&fuzz[..], &mapped].concat());
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("clean  (openssl contract: md5_block_data_order)"), "{text}");
+    assert!(text.contains("clean  (openssl contract: poly1305_blocks)"), "{text}");
+
+    let (code, text) = lab_in(
+        &cache,
+        &[&["bench", "--isa", "rv64gc_zbb"][..], &mapped, &["--no-native", "--no-throughput", "--no-predict"]].concat(),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("openssl md5_block_data_order") && text.contains("openssl poly1305_blocks"), "{text}");
+
+    let (code, text) = lab_in(&cache, &[&["run", "--isa", "rv64gc", "--kernel", "md5"][..], &mapped, &sets].concat());
+    assert_eq!(code, 1, "a Zbb object declared rv64gc: {text}");
+    assert!(text.contains("\"class\": \"isa\"") && text.contains("roriw"), "{text}");
+
+    let (code, text) = lab_in(&cache, &["run", "--object", &md5, "--symbol", "md5_block_data_order=nosuch"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("`nosuch`") && text.contains(&md5), "{text}");
+    let (code, text) =
+        lab_in(&cache, &["run", "--object", &md5, "--arch", "aarch64", "--symbol", "md5_block_data_order=my_md5"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains(&md5) && text.contains("wrong architecture"), "{text}");
+    let (code, text) = lab_in(&cache, &["run", "--object", &md5, "--isa", "rv64gc_zbb", "--set", "rfc1321"]);
+    assert_eq!(code, 2, "a foreign name and no --symbol: nothing to run: {text}");
+    assert!(text.contains(&format!("{md5} defines no md5 contract symbol")), "{text}");
+
+    let plain = riscv64_object("md5_block_data_order.S", "rv64gc", &[], &dir.path().join("plain.o"));
+    let (code, text) = lab_in(&cache, &["run", "--object", &plain, "--set", "rfc1321,rfc8439", "--backend", "unicorn"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(&format!("{plain} defines no poly1305 contract symbol")), "{text}");
+    assert!(text.contains("(openssl contract: md5_block_data_order)"), "{text}");
 }

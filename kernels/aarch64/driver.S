@@ -44,6 +44,14 @@
 #define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
+// The protection table in force (protect): a private copy, so that an entry that resumes the
+// same batch after a fault, or a batch laid out like the last one, costs no mprotect. It holds
+// one entry per arena page and a few more (any table the host lays out); a longer table is
+// applied every time. The copy takes the bottom of the driver's 1 MiB stack region, so no
+// symbol after it moves.
+#define PROT_CACHE_ENTRIES ((LAB_ARENA_SIZE >> 12) + 8)
+#define PROT_CACHE_BYTES   (16 + PROT_CACHE_ENTRIES * LAB_PROT_ENTRY_SIZE)
+
 // lab_batch's frame: x29, x30, then the saved registers in ABI order, padded to 16 bytes.
 #define F_SAVED       16
 #define FRAME         ((F_SAVED + 8 * LAB_NSAVED + 15) & ~15)
@@ -263,37 +271,104 @@ checksum:
 2:  ret
     .size   checksum, . - checksum
 
-// protect: apply the batch's protection table with mprotect.
-// unprotect: make all of lab_arena readable and writable again (after lab_batch and in the
-// fault handler). Both exit with LAB_EXIT_MPROTECT if mprotect fails.
-// Leaf helpers; they use x0-x2, x8-x11.
+// sum_upto(x0 = current): a fault reply's checksum range ends with entry `current` of the call
+// table (the calls after it did not run in this entry): sum_len shrinks to end there (rounded
+// down to 8 bytes) when that is shorter. The host computes the same from the reply's `current`
+// and the header's `table`, so a kernel that faults on every call costs a checksum of the
+// entries it ran, not of the whole table. Leaf helper; it uses x0-x3.
+    .type   sum_upto, %function
+sum_upto:
+    add     x0, x0, #1
+    mov     x1, #LAB_ENTRY_SIZE
+    mul     x0, x0, x1
+    LOADADDR x1, lab_arena
+    ldr     x2, [x1, #LAB_H_TABLE]
+    add     x0, x0, x2
+    sub     x0, x0, x1                          // offset of the end of entry `current`
+    LOADADDR x1, lab_io_sum
+    ldp     x2, x3, [x1]                        // sum_off, sum_len
+    sub     x0, x0, x2
+    and     x0, x0, #-8
+    cmp     x0, x3
+    b.hs    1f                                  // not shorter (or before sum_off): unchanged
+    str     x0, [x1, #8]
+1:  ret
+    .size   sum_upto, . - sum_upto
+
+// protect: put the batch's protection table in force. Nothing to do when it equals, word for
+// word, the copy of the table in force (lab_prot: a flag, the entry count, the entries): a
+// resumed entry of the same batch (the fault handler leaves the pages as they are) or a batch
+// laid out like the last one. Otherwise: all of lab_arena readable and writable again (one
+// mprotect), then one mprotect per run of adjacent entries with the same prot, then the copy.
+// The flag is cleared before the first change and set after the copy, so a poke (SIGUSR1) in
+// between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
+// Leaf helper; it uses x0-x2, x8-x15.
     .type   protect, %function
 protect:
     LOADADDR x9, lab_arena
-    ldr     x10, [x9, #LAB_H_PROT_TABLE]
-    ldr     x11, [x9, #LAB_H_PROT_COUNT]
-1:  cbz     x11, 2f
-    ldp     x0, x1, [x10]
-    ldr     x2, [x10, #16]
-    mov     x8, #SYS_mprotect
-    svc     #0
-    cbnz    x0, .Lexit_mprotect
-    add     x10, x10, #LAB_PROT_ENTRY_SIZE
-    sub     x11, x11, #1
+    ldr     x10, [x9, #LAB_H_PROT_TABLE]        // x10 = table
+    ldr     x11, [x9, #LAB_H_PROT_COUNT]        // x11 = entries
+    LOADADDR x12, lab_prot
+    ldp     x13, x14, [x12]                     // in force?, count
+    cmp     x13, #1
+    b.ne    3f
+    cmp     x14, x11
+    b.ne    3f
+    add     x13, x11, x11, lsl #1               // words to compare
+    mov     x0, x10
+    add     x1, x12, #16
+1:  cbz     x13, 9f                             // the table in force: nothing to do
+    ldr     x2, [x0], #8
+    ldr     x14, [x1], #8
+    cmp     x2, x14
+    b.ne    3f
+    sub     x13, x13, #1
     b       1b
-2:  ret
-    .size   protect, . - protect
-
-    .type   unprotect, %function
-unprotect:
-    LOADADDR x0, lab_arena
+3:  str     xzr, [x12]
+    LOADADDR x0, lab_arena                      // all of the arena readable and writable
     mov     x1, #LAB_ARENA_SIZE
     mov     x2, #PROT_RW
     mov     x8, #SYS_mprotect
     svc     #0
     cbnz    x0, .Lexit_mprotect
-    ret
-    .size   unprotect, . - unprotect
+    mov     x13, x10                            // x13 = next entry, x14 = entries left
+    mov     x14, x11
+4:  cbz     x14, 7f
+    ldp     x0, x1, [x13]
+    ldr     x2, [x13, #16]
+5:  add     x13, x13, #LAB_PROT_ENTRY_SIZE      // merge the next entry if it continues the run
+    sub     x14, x14, #1
+    cbz     x14, 6f
+    add     x15, x0, x1
+    ldr     x8, [x13]
+    cmp     x15, x8
+    b.ne    6f
+    ldr     x8, [x13, #16]
+    cmp     x2, x8
+    b.ne    6f
+    ldr     x8, [x13, #8]
+    add     x1, x1, x8
+    b       5b
+6:  mov     x8, #SYS_mprotect
+    svc     #0
+    cbnz    x0, .Lexit_mprotect
+    b       4b
+7:  mov     x13, #PROT_CACHE_ENTRIES
+    cmp     x11, x13
+    b.hi    9f                                  // too long to keep: applied every time
+    str     x11, [x12, #8]
+    add     x13, x11, x11, lsl #1
+    mov     x0, x10
+    add     x1, x12, #16
+8:  cbz     x13, 2f
+    ldr     x2, [x0], #8
+    str     x2, [x1], #8
+    sub     x13, x13, #1
+    b       8b
+2:  mov     x13, #1
+    str     x13, [x12]
+9:  ret
+    .size   protect, . - protect
 
 // The qemu/native entry (README "_start I/O loop"). Never returns.
     .globl  _start
@@ -392,7 +467,6 @@ _start:
 
     bl      protect
     bl      lab_batch
-    bl      unprotect
 
     bl      checksum
     LOADADDR x1, lab_io_rep
@@ -437,9 +511,12 @@ lab_fault_handler:
     mov     x22, x0
     mov     x23, x1
     mov     x24, x2
-    bl      unprotect                           // guard pages must not stop the reads below
-    bl      checksum
     LOADADDR x19, lab_io_rep
+    LOADADDR x21, lab_arena
+    ldr     x0, [x21, #LAB_H_CURRENT]
+    str     x0, [x19, #LAB_RP_CURRENT]
+    bl      sum_upto
+    bl      checksum                            // the call table is never protected
     mov     x9, #LAB_KIND_FAULT
     stp     x9, x0, [x19, #LAB_RP_KIND]         // kind, sum
     sxtw    x9, w22                             // signo is an int
@@ -449,9 +526,7 @@ lab_fault_handler:
     ldr     x10, [x24, #UC_X8]                  // the guest's system-call number instead
 1:  stp     x9, x10, [x19, #LAB_RP_SIGNO]       // signo, si_addr
     ldr     x9, [x24, #UC_PC]
-    LOADADDR x21, lab_arena
-    ldr     x10, [x21, #LAB_H_CURRENT]
-    stp     x9, x10, [x19, #LAB_RP_PC]          // pc, current
+    str     x9, [x19, #LAB_RP_PC]               // pc (current is stored above)
     bl      send_reply
     LOADADDR x9, lab_io_seq
     ldr     x10, [x9]
@@ -489,8 +564,10 @@ lab_io_rep:
 lab_altstack:
     .zero   LAB_ALTSTACK_SIZE
     .balign 16
+lab_prot:                                       // protect: in force?, count, entries
+    .zero   PROT_CACHE_BYTES
 lab_stack:
-    .zero   LAB_STACK_SIZE
+    .zero   LAB_STACK_SIZE - PROT_CACHE_BYTES
     .globl  lab_stack_top
     .type   lab_stack_top, %object
 lab_stack_top:

@@ -54,6 +54,14 @@
 #define UC_SP		(UC_PC + 2 * 8)		/* sc_regs.sp (x2) */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
+/* The protection table in force (protect): a private copy, so that an entry that resumes the
+ * same batch after a fault, or a batch laid out like the last one, costs no mprotect. It
+ * holds one entry per arena page and a few more (any table the host lays out); a longer table
+ * is applied every time. The copy takes the bottom of the driver's 1 MiB stack region, so no
+ * symbol after it moves. */
+#define PROT_CACHE_ENTRIES	((LAB_ARENA_SIZE >> 12) + 8)
+#define PROT_CACHE_BYTES	(16 + PROT_CACHE_ENTRIES * LAB_PROT_ENTRY_SIZE)
+
 /* lab_batch frame: ra, then the saved registers in ABI order, padded to 16 bytes */
 #define F_SAVED		8
 #define FRAME		((8 + 8 * LAB_NSAVED + 15) & ~15)
@@ -290,47 +298,118 @@ checksum:
 	.size	checksum, . - checksum
 
 /*
- * protect: apply the batch's protection table with mprotect.
- * unprotect: make all of lab_arena readable and writable again (after lab_batch and in the
- * fault handler). Both exit with LAB_EXIT_MPROTECT if mprotect fails.
- * Leaf helpers; they use only a0-a2, a7, t0-t2.
+ * sum_upto(a0 = current): a fault reply's checksum range ends with entry `current` of the call
+ * table (the calls after it did not run in this entry): sum_len shrinks to end there (rounded
+ * down to 8 bytes) when that is shorter. The host computes the same from the reply's `current`
+ * and the header's `table`, so a kernel that faults on every call costs a checksum of the
+ * entries it ran, not of the whole table. Leaf helper; it uses only a0, t0-t2.
+ */
+	.type	sum_upto, @function
+	.p2align 2
+sum_upto:
+	addi	a0, a0, 1
+	li	t0, LAB_ENTRY_SIZE
+	mul	a0, a0, t0
+	lla	t0, lab_arena
+	ld	t1, LAB_H_TABLE(t0)
+	add	a0, a0, t1
+	sub	a0, a0, t0		/* offset of the end of entry `current` */
+	lla	t0, lab_io_sum
+	ld	t1, 0(t0)		/* sum_off */
+	sub	a0, a0, t1
+	andi	a0, a0, -8
+	ld	t2, 8(t0)		/* sum_len */
+	bgeu	a0, t2, 1f		/* not shorter (or before sum_off): unchanged */
+	sd	a0, 8(t0)
+1:	ret
+	.size	sum_upto, . - sum_upto
+
+/*
+ * protect: put the batch's protection table in force. Nothing to do when it equals, word for
+ * word, the copy of the table in force (lab_prot: a flag, the entry count, the entries): a
+ * resumed entry of the same batch (the fault handler leaves the pages as they are) or a batch
+ * laid out like the last one. Otherwise: all of lab_arena readable and writable again (one
+ * mprotect), then one mprotect per run of adjacent entries with the same prot, then the copy.
+ * The flag is cleared before the first change and set after the copy, so a poke (SIGUSR1) in
+ * between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
+ * Leaf helper; it uses only a0-a2, a7, t0-t6.
  */
 	.type	protect, @function
 	.p2align 2
 protect:
 	lla	t0, lab_arena
-	ld	t1, LAB_H_PROT_TABLE(t0)
-	ld	t2, LAB_H_PROT_COUNT(t0)
-1:	beqz	t2, 2f
-	ld	a0, 0(t1)
-	ld	a1, 8(t1)
-	ld	a2, 16(t1)
-	li	a7, SYS_mprotect
-	ecall
-	bnez	a0, .Lexit_mprotect
-	addi	t1, t1, LAB_PROT_ENTRY_SIZE
-	addi	t2, t2, -1
+	ld	t1, LAB_H_PROT_TABLE(t0)	/* t1 = table */
+	ld	t2, LAB_H_PROT_COUNT(t0)	/* t2 = entries */
+	lla	t3, lab_prot
+	ld	t4, 0(t3)
+	li	t5, 1
+	bne	t4, t5, 3f
+	ld	t4, 8(t3)
+	bne	t4, t2, 3f
+	slli	t4, t2, 1
+	add	t4, t4, t2		/* words to compare */
+	mv	a0, t1
+	addi	a1, t3, 16
+1:	beqz	t4, 9f			/* the table in force: nothing to do */
+	ld	a2, 0(a0)
+	ld	t5, 0(a1)
+	bne	a2, t5, 3f
+	addi	a0, a0, 8
+	addi	a1, a1, 8
+	addi	t4, t4, -1
 	j	1b
-2:	ret
-	.size	protect, . - protect
-
-	.type	unprotect, @function
-	.p2align 2
-unprotect:
-	lla	a0, lab_arena
+3:	sd	zero, 0(t3)
+	lla	a0, lab_arena		/* all of the arena readable and writable */
 	li	a1, LAB_ARENA_SIZE
 	li	a2, PROT_RW
 	li	a7, SYS_mprotect
 	ecall
 	bnez	a0, .Lexit_mprotect
-	ret
-	.size	unprotect, . - unprotect
+	mv	t4, t1			/* t4 = next entry, t5 = entries left */
+	mv	t5, t2
+4:	beqz	t5, 7f
+	ld	a0, 0(t4)
+	ld	a1, 8(t4)
+	ld	a2, 16(t4)
+5:	addi	t4, t4, LAB_PROT_ENTRY_SIZE	/* merge the next entry if it continues the run */
+	addi	t5, t5, -1
+	beqz	t5, 6f
+	add	t6, a0, a1
+	ld	a7, 0(t4)
+	bne	t6, a7, 6f
+	ld	a7, 16(t4)
+	bne	a2, a7, 6f
+	ld	a7, 8(t4)
+	add	a1, a1, a7
+	j	5b
+6:	li	a7, SYS_mprotect
+	ecall
+	bnez	a0, .Lexit_mprotect
+	j	4b
+7:	li	t4, PROT_CACHE_ENTRIES
+	bgtu	t2, t4, 9f		/* too long to keep: applied every time */
+	sd	t2, 8(t3)
+	slli	t4, t2, 1
+	add	t4, t4, t2
+	mv	a0, t1
+	addi	a1, t3, 16
+8:	beqz	t4, 2f
+	ld	a2, 0(a0)
+	sd	a2, 0(a1)
+	addi	a0, a0, 8
+	addi	a1, a1, 8
+	addi	t4, t4, -1
+	j	8b
+2:	li	t4, 1
+	sd	t4, 0(t3)
+9:	ret
+	.size	protect, . - protect
 
 /*
  * _start (kernels/README.md, "_start I/O loop"): install the fault handler on an alternate
  * stack, map the shared arena (fd LAB_FD_ARENA) over lab_arena, then for each request token
- * (magic, seq, sum_off, sum_len) on LAB_FD_REQUEST: protect, lab_batch, unprotect, and send the
- * reply token (magic, seq, kind = done, checksum) on LAB_FD_REPLY.
+ * (magic, seq, sum_off, sum_len) on LAB_FD_REQUEST: protect (unless the table is in force
+ * already), lab_batch, and send the reply token (magic, seq, kind = done, checksum) on LAB_FD_REPLY.
  */
 	.globl	_start
 	.type	_start, @function
@@ -421,7 +500,6 @@ _start:
 
 	call	protect
 	call	lab_batch
-	call	unprotect
 
 	call	checksum
 	lla	t0, lab_io_rep
@@ -473,9 +551,12 @@ lab_fault:
 	mv	s1, a0
 	mv	s2, a1
 	mv	s3, a2
-	call	unprotect		/* guard pages must not stop the reads below */
-	call	checksum
 	lla	s4, lab_io_rep
+	lla	t0, lab_arena
+	ld	a0, LAB_H_CURRENT(t0)
+	sd	a0, LAB_RP_CURRENT(s4)
+	call	sum_upto
+	call	checksum		/* the call table is never protected */
 	sd	a0, LAB_RP_SUM(s4)
 	li	t1, LAB_KIND_FAULT
 	sd	t1, LAB_RP_KIND(s4)
@@ -488,9 +569,6 @@ lab_fault:
 2:	sd	t1, LAB_RP_SI_ADDR(s4)
 	ld	t1, UC_PC(s3)
 	sd	t1, LAB_RP_PC(s4)
-	lla	t0, lab_arena
-	ld	t1, LAB_H_CURRENT(t0)
-	sd	t1, LAB_RP_CURRENT(s4)
 	call	send_reply
 	lla	t0, lab_io_seq
 	ld	t1, 0(t0)
@@ -531,8 +609,10 @@ lab_io_rep:
 lab_sigstack:
 	.zero	LAB_ALTSTACK_SIZE
 	.p2align 4
+lab_prot:				/* protect: in force?, count, entries */
+	.zero	PROT_CACHE_BYTES
 lab_stack:
-	.zero	LAB_STACK_SIZE
+	.zero	LAB_STACK_SIZE - PROT_CACHE_BYTES
 	.globl	lab_stack_top
 lab_stack_top:
 	.p2align 12

@@ -4,8 +4,8 @@
  * One image serves three backends (kernels/README.md):
  *   - Unicorn enters lab_batch directly with lab_unicorn_halt pushed as the return address;
  *   - qemu-x86_64 and native execution enter _start, which maps the host's shared arena over
- *     lab_arena, then answers request tokens (fd 4) with reply tokens (fd 5); a fault ends the
- *     process through lab_fault_handler, which sends a fault reply.
+ *     lab_arena, then answers request tokens (fd 4) with reply tokens (fd 5); a fault goes
+ *     through lab_fault_handler, which sends a fault reply and resumes the request loop.
  *
  * Every protocol value (offsets, sizes, fds, tokens, exit codes, the poison step, the saved
  * registers) comes from lab_protocol.h, generated from lab/src/protocol.rs.
@@ -54,6 +54,14 @@
 #define UC_RIP          168
 #define UC_RSP          (UC_RIP - 8)    /* gregs[REG_RSP] */
 #define UC_EFL          (UC_RIP + 8)    /* gregs[REG_EFL] */
+
+/* The protection table in force (.Lprotect): a private copy, so that an entry that resumes the
+ * same batch after a fault, or a batch laid out like the last one, costs no mprotect.  It
+ * holds one entry per arena page and a few more (any table the host lays out); a longer table
+ * is applied every time.  The copy takes the bottom of the driver's 1 MiB stack region, so no
+ * symbol after it moves. */
+#define PROT_CACHE_ENTRIES ((LAB_ARENA_SIZE >> 12) + 8)
+#define PROT_CACHE_BYTES (16 + PROT_CACHE_ENTRIES * LAB_PROT_ENTRY_SIZE)
 
 /* lab_batch's frame: the integer callee-saved registers, padded so rsp is 16-aligned
  * (entry rsp = 8 mod 16). */
@@ -182,8 +190,8 @@ lab_syscalls_begin:
 /* ------------------------------------------------------------------------------------------
  * _start: the qemu-user / native entry (kernels/README.md, "_start I/O loop").
  *   map the shared arena (fd LAB_FD_ARENA) over lab_arena; then for each request token
- *   (magic, seq, sum_off, sum_len) on fd LAB_FD_REQUEST: protect, lab_batch, unprotect, and
- *   send the reply token (magic, seq, kind = done, checksum, 0, 0, 0, 0) on fd LAB_FD_REPLY.
+ *   (magic, seq, sum_off, sum_len) on fd LAB_FD_REQUEST: protect (unless the table is in
+ *   force already), lab_batch, and send the reply token (magic, seq, kind = done, checksum, 0, 0, 0, 0) on fd LAB_FD_REPLY.
  * ---------------------------------------------------------------------------------------- */
         .globl  _start
         .type   _start, @function
@@ -278,7 +286,6 @@ _start:
 
         call    .Lprotect
         call    lab_batch                       /* rsp 16-aligned at the call */
-        call    .Lunprotect
 
         call    .Lchecksum
         lea     rsi, [rip + lab_io_rep]
@@ -392,27 +399,98 @@ _start:
 .Lchecksum_ret:
         ret
 
-/* .Lprotect: apply the batch's protection table with mprotect.
- * .Lunprotect: make all of lab_arena readable and writable again (after lab_batch and in the
- * fault handler).  Exit on failure.  Clobber rax, rcx, rdx, rsi, rdi, r8, r9, r11. */
+/* .Lsum_upto(rax = current): a fault reply's checksum range ends with entry `current` of the
+ * call table (the calls after it did not run in this entry): lab_io_sum_len shrinks to end
+ * there (rounded down to 8 bytes) when that is shorter.  The host computes the same from the
+ * reply's `current` and the header's `table`, so a kernel that faults on every call costs a
+ * checksum of the entries it ran, not of the whole table.  Clobbers rax, rcx. */
+.Lsum_upto:
+        add     rax, 1
+        imul    rax, rax, LAB_ENTRY_SIZE
+        add     rax, [rip + lab_arena + LAB_H_TABLE]
+        lea     rcx, [rip + lab_arena]
+        sub     rax, rcx                        /* offset of the end of entry `current` */
+        sub     rax, [rip + lab_io_sum_off]
+        and     rax, -8
+        cmp     rax, [rip + lab_io_sum_len]
+        jae     1f                              /* not shorter (or before sum_off): unchanged */
+        mov     [rip + lab_io_sum_len], rax
+1:      ret
+
+/* .Lprotect: put the batch's protection table in force.  Nothing to do when it equals, word
+ * for word, the copy of the table in force (lab_prot: a flag, the entry count, the entries):
+ * a resumed entry of the same batch (the fault handler leaves the pages as they are) or a
+ * batch laid out like the last one.  Otherwise: all of lab_arena readable and writable again
+ * (one mprotect), then one mprotect per run of adjacent entries with the same prot, then the
+ * copy.  The flag is cleared before the first change and set after the copy, so a poke
+ * (SIGUSR1) in between leaves it clear.  Exit on failure.
+ * Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11. */
 .Lprotect:
         mov     r8, [rip + lab_arena + LAB_H_PROT_TABLE]
         mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
-.Lprotect_next:
+        lea     r10, [rip + lab_prot]
+        cmp     qword ptr [r10], 1
+        jne     .Lprotect_apply
+        cmp     r9, [r10 + 8]
+        jne     .Lprotect_apply
+        imul    rcx, r9, 3                      /* words to compare */
+        xor     edx, edx
+.Lprotect_same:
+        cmp     rdx, rcx
+        jae     .Lprotect_ret                   /* the table in force: nothing to do */
+        mov     rax, [r8 + 8 * rdx]
+        cmp     rax, [r10 + 16 + 8 * rdx]
+        jne     .Lprotect_apply
+        add     rdx, 1
+        jmp     .Lprotect_same
+.Lprotect_apply:
+        mov     qword ptr [r10], 0
+        call    .Lunprotect                     /* keeps r8, r9, r10 */
+.Lprotect_run:                                  /* r8 = next entry, r9 = entries left */
         test    r9, r9
-        jz      .Lprotect_ret
+        jz      .Lprotect_copy
         mov     rdi, [r8]
         mov     rsi, [r8 + 8]
         mov     rdx, [r8 + 16]
+.Lprotect_grow:                                 /* merge the next entry if it continues the run */
+        add     r8, LAB_PROT_ENTRY_SIZE
+        sub     r9, 1
+        jz      .Lprotect_call
+        lea     rax, [rdi + rsi]
+        cmp     rax, [r8]
+        jne     .Lprotect_call
+        cmp     rdx, [r8 + 16]
+        jne     .Lprotect_call
+        add     rsi, [r8 + 8]
+        jmp     .Lprotect_grow
+.Lprotect_call:
         mov     eax, SYS_mprotect
         syscall
         test    rax, rax
         jnz     .Lexit_mprotect
-        add     r8, LAB_PROT_ENTRY_SIZE
-        sub     r9, 1
-        jmp     .Lprotect_next
+        jmp     .Lprotect_run
+.Lprotect_copy:
+        mov     r8, [rip + lab_arena + LAB_H_PROT_TABLE]
+        mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
+        cmp     r9, PROT_CACHE_ENTRIES
+        ja      .Lprotect_ret                   /* too long to keep: applied every time */
+        mov     [r10 + 8], r9
+        imul    rcx, r9, 3
+        xor     edx, edx
+.Lprotect_word:
+        cmp     rdx, rcx
+        jae     .Lprotect_kept
+        mov     rax, [r8 + 8 * rdx]
+        mov     [r10 + 16 + 8 * rdx], rax
+        add     rdx, 1
+        jmp     .Lprotect_word
+.Lprotect_kept:
+        mov     qword ptr [r10], 1
 .Lprotect_ret:
         ret
+
+/* .Lunprotect: all of lab_arena readable and writable (.Lprotect, before a new table).
+ * Exit on failure.  Clobbers rax, rcx, rdx, rsi, rdi, r11. */
 .Lunprotect:
         lea     rdi, [rip + lab_arena]
         mov     esi, LAB_ARENA_SIZE
@@ -497,9 +575,11 @@ lab_fault_handler:
         mov     r13, rdi
         mov     r14, rsi
         mov     r15, rdx
-        call    .Lunprotect                     /* guard pages must not stop the reads below */
-        call    .Lchecksum
         lea     r12, [rip + lab_io_rep]
+        mov     rax, [rip + lab_arena + LAB_H_CURRENT]
+        mov     [r12 + LAB_RP_CURRENT], rax
+        call    .Lsum_upto
+        call    .Lchecksum                      /* the call table is never protected */
         mov     [r12 + LAB_RP_SUM], rax
         mov     qword ptr [r12 + LAB_RP_KIND], LAB_KIND_FAULT
         movsxd  rax, r13d
@@ -511,8 +591,6 @@ lab_fault_handler:
 1:      mov     [r12 + LAB_RP_SI_ADDR], rax
         mov     rax, [r15 + UC_RIP]
         mov     [r12 + LAB_RP_PC], rax          /* pc of the faulting instruction */
-        mov     rax, [rip + lab_arena + LAB_H_CURRENT]
-        mov     [r12 + LAB_RP_CURRENT], rax
         call    .Lsend_reply
         add     qword ptr [rip + lab_io_seq], 1
         lea     rax, [rip + .Lio_loop]
@@ -559,8 +637,9 @@ lab_bpf:                .zero BPF_MAXINSNS * 8
 lab_altstack:           .zero LAB_ALTSTACK_SIZE
 
         .p2align 4
+lab_prot:               .zero PROT_CACHE_BYTES  /* .Lprotect: in force?, count, entries */
         .globl  lab_stack_bottom
-lab_stack_bottom:       .zero LAB_STACK_SIZE
+lab_stack_bottom:       .zero LAB_STACK_SIZE - PROT_CACHE_BYTES
         .globl  lab_stack_top
 lab_stack_top:                          /* 16-aligned: the stack's size is a multiple of 16 */
 

@@ -240,6 +240,16 @@ pub fn symbols(kernel: Kernel) -> impl Iterator<Item = &'static str> {
     CONTRACTS.iter().filter(move |c| c.kernel == kernel).map(|c| c.symbol)
 }
 
+/// What reports add to a row or target of `kernel` run through `family` when that is not
+/// HotSpot's: `openssl contract: md5_block_data_order`; `None` for HotSpot (its reports stay
+/// as they were).
+pub fn report_note(family: Family, kernel: Kernel) -> Option<String> {
+    (family != Family::HotSpot).then(|| {
+        let symbols: Vec<&str> = contracts(family, kernel).map(|c| c.symbol).collect();
+        format!("{family} contract: {}", symbols.join(", "))
+    })
+}
+
 /// The contract named `symbol`.
 pub fn by_symbol(symbol: &str) -> Option<&'static Contract> {
     CONTRACTS.iter().find(|c| c.symbol == symbol)

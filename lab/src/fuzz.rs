@@ -489,6 +489,9 @@ pub struct TargetResult {
     pub backend: crate::backend::BackendKind,
     /// Kernel.
     pub kernel: Kernel,
+    /// The contract family the image runs the kernel through (reports name it when it is
+    /// not HotSpot's).
+    pub family: Family,
     /// Cases run (this shard's).
     pub cases: u64,
     /// Time spent running them, added up over the target's pieces (time on one core).
@@ -712,10 +715,12 @@ fn plan_variant(
             if let (Ok(i), None) = (&image, &not_provided) {
                 findings.extend(crate::run::missing_symbols(variant, i, &[kernel]).into_iter().map(|f| f.finding));
             }
+            let family = image.as_ref().ok().and_then(|i| Stubs::of(i).family(kernel)).unwrap_or(Family::HotSpot);
             let result = |outcome| TargetResult {
                 variant: variant.name,
                 backend: kind,
                 kernel,
+                family,
                 cases: 0,
                 elapsed: Default::default(),
                 outcome,
@@ -1077,7 +1082,8 @@ pub fn to_report(
                     }
                 }
             };
-            let mut row = Row { elapsed: r.elapsed, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
+            let mut row =
+                Row { elapsed: r.elapsed, family: r.family, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
             row
         })

@@ -99,6 +99,11 @@ pub struct Arena {
 /// everything writable below it belongs to the kernels.
 pub const KERNEL_DATA_END: &str = "lab_kernel_data_end";
 
+/// Symbol the lab links right after the kernels' `.text` and before the driver's
+/// (`lab/src/toolchain.rs`): the kernels' code is the executable segment up to it
+/// ([`Image::kernel_code`]), whatever symbols and helpers it holds.
+pub const KERNEL_TEXT_END: &str = "lab_kernel_text_end";
+
 fn arch_of(found: Architecture) -> Option<Arch> {
     Arch::ALL.into_iter().find(|a| a.spec().elf == found)
 }
@@ -257,7 +262,9 @@ impl Image {
     /// The code symbol `addr` lies in (see [`Image::symbolize`]), with its name.
     pub fn symbol_containing(&self, addr: u64) -> Option<(&str, Symbol)> {
         let seg = self.segment_of(addr).filter(|s| s.perms.exec)?;
-        let below = self.symbols.iter().filter(|(_, s)| s.addr <= addr && s.addr >= seg.vaddr);
+        // The kernel-code mark shares its address with the driver's first function: never a name.
+        let below =
+            self.symbols.iter().filter(|(n, s)| s.addr <= addr && s.addr >= seg.vaddr && n.as_str() != KERNEL_TEXT_END);
         // Sized symbols cover their bytes; several may start below (labels inside functions).
         let sized = below.clone().filter(|(_, s)| s.size > 0 && addr < s.addr + s.size).max_by_key(|(_, s)| s.addr);
         let nearest = below.max_by_key(|(_, s)| s.addr);
@@ -279,6 +286,15 @@ impl Image {
 
     fn segment_of(&self, addr: u64) -> Option<&Segment> {
         self.segments.iter().find(|s| s.vaddr <= addr && addr < s.vaddr + s.memsz)
+    }
+
+    /// `[start, end)` of the kernels' code: from the start of the executable segment holding
+    /// [`KERNEL_TEXT_END`] up to it (every `.text` input of the kernels, helpers and local
+    /// functions included, nothing of the driver); `None` when the image has no such mark.
+    pub fn kernel_code(&self) -> Option<(u64, u64)> {
+        let end = self.symbol(KERNEL_TEXT_END)?.addr;
+        let seg = self.segments.iter().find(|s| s.perms.exec && s.vaddr <= end && end <= s.vaddr + s.memsz)?;
+        Some((seg.vaddr, end))
     }
 
     /// Whether `addr` lies in an executable segment of the image.

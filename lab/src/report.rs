@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::backend::BackendKind;
+use crate::contract::Family;
 use crate::exit::ExitCode;
 use crate::finding::{Class, Finding};
 use crate::variant::{Kernel, Variant};
@@ -84,6 +85,9 @@ pub struct Row {
     pub backend: BackendKind,
     /// Kernel contract.
     pub kernel: Kernel,
+    /// The contract family the image ran the kernel through (HotSpot's unless the image
+    /// defines only another family's symbols, [`crate::contract::family_of`]).
+    pub family: Family,
     /// Vector set name.
     pub set: String,
     /// Cases that passed.
@@ -115,6 +119,7 @@ impl Row {
             variant,
             backend,
             kernel,
+            family: Family::HotSpot,
             set: set.into(),
             passed: 0,
             failed: Vec::new(),
@@ -150,6 +155,12 @@ impl Row {
             row.push(CaseOutcome { name: format!("case {i}"), msg_len: 0, time: Duration::ZERO, verdict });
         }
         row
+    }
+
+    /// What the reports add for a row of another family than HotSpot's: `openssl contract:
+    /// md5_block_data_order` (the family and its symbols for the kernel); `None` for HotSpot.
+    pub fn contract_note(&self) -> Option<String> {
+        crate::contract::report_note(self.family, self.kernel)
     }
 
     /// Appends a case and updates the counts (and the skip reason) to match.
@@ -307,9 +318,10 @@ impl Report {
                 } else {
                     paint.apply(FAIL, &format!("  {} disagreed between backends", r.disagreed.len()))
                 };
+                let contract = r.contract_note().map_or(String::new(), |n| format!("  ({n})"));
                 let _ = writeln!(
                     s,
-                    "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {} {} {:>7.2}s{disagreed}",
+                    "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {} {} {:>7.2}s{disagreed}{contract}",
                     r.variant,
                     r.backend.name(),
                     r.kernel.name(),
@@ -382,7 +394,8 @@ impl Report {
 
     fn write_failures(&self, s: &mut String, paint: Painter) {
         for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
-            let head = format!("FAILED {} on {}, {} / {}:", r.variant, r.backend, r.kernel, r.set);
+            let contract = r.contract_note().map_or(String::new(), |n| format!(" ({n})"));
+            let head = format!("FAILED {} on {}, {} / {}{contract}:", r.variant, r.backend, r.kernel, r.set);
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
             if let Some(replay) = &self.replay {
                 let _ =

@@ -440,14 +440,10 @@ pub fn case_names(set: &VectorSet) -> Vec<String> {
 }
 
 /// Why a user's kernel has no `kernel` to run, if it has none: its manifest entry (or
-/// `--symbol` options) maps no symbol of that kernel's contract.
+/// `--symbol` options) maps no symbol of that kernel's contracts, or, with nothing mapped, its
+/// objects define none ([`crate::user_kernel::UserKernel::lacks`]).
 pub fn not_provided(variant: &Variant, kernel: Kernel) -> Option<String> {
-    let k = crate::user_kernel::of(variant).filter(|k| !k.provides(kernel))?;
-    Some(format!(
-        "{} maps no {kernel} contract symbol ({})",
-        k.origin,
-        crate::user_kernel::symbols_of(kernel).join(", ")
-    ))
+    crate::user_kernel::of(variant)?.lacks(kernel)
 }
 
 /// Compares every case across the backends that ran it (`ran`: row index in the report and the
@@ -632,6 +628,7 @@ fn run_set_digested(
     };
     let mut digests = Vec::with_capacity(cases_in(set));
     let mut row = Row::new(variant, kind, set);
+    row.family = entry.family(set.kernel).unwrap_or(row.family);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
     let mut batch = Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0 };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {

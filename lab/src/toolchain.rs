@@ -208,8 +208,12 @@ fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
 
 /// Linked between the kernels and `driver.o`: an empty, page-aligned `.bss` section whose
 /// symbol ([`crate::image::KERNEL_DATA_END`]) starts the driver's data on a page of its own, so
-/// the kernels' writable data can be mapped read-only during calls without the driver's.
-const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_end\nlab_kernel_data_end:\n";
+/// the kernels' writable data can be mapped read-only during calls without the driver's; and an
+/// empty `.text` section whose symbol ([`crate::image::KERNEL_TEXT_END`]) ends the kernels'
+/// code (ld.lld keeps input order within `.text`), so `lab bench` counts every kernel
+/// instruction, helpers outside the contract symbols included.
+const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_end\nlab_kernel_data_end:\n\
+                                \t.text\n\t.globl lab_kernel_text_end\nlab_kernel_text_end:\n";
 
 /// Builds the image of `variant`, or returns the cached one: the kernels (the folder
 /// `<kernels_dir>/<arch>/`, or the user's kernel behind a manifest or `--object` variant)

@@ -315,10 +315,10 @@ impl BatchRun {
 pub const MAX_FAULTS_PER_BATCH: usize = 64;
 
 /// Wall time a batch may spend resuming after its first [`MAX_FAULTS_PER_BATCH`] faults. Each
-/// fault costs a new entry of the batch (the guest survives its faults and only the header is
-/// rewritten, but qemu-user and native re-apply and drop the batch's page protections: several
-/// ms per fault on a busy machine), so a kernel that faults on thousands of calls would
-/// otherwise take minutes per batch. Calls given up for this are reported as not run
+/// fault costs a new entry of the batch (the guest survives its faults, keeps the batch's page
+/// protections and only the header is rewritten: a round trip of some 100 us on qemu-user and
+/// native), so only a machine far slower than that reaches it; without it a kernel that
+/// faults on thousands of calls could take minutes per batch. Calls given up for this are reported as not run
 /// (skipped with this reason by `lab run`), never as failed.
 pub const RESUME_TIME: Duration = Duration::from_secs(2);
 

@@ -116,6 +116,53 @@ impl SharedArena {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), n) };
     }
 
+    /// Copies `payload` to the start of the arena except the byte ranges in `skip` (sorted,
+    /// disjoint): guard pages, whose bytes no call can reach, are never materialised.
+    fn write_sparse(&mut self, payload: &[u8], skip: &[(usize, usize)]) {
+        for (lo, hi) in kept(payload.len().min(self.len), skip) {
+            self.write_at(lo, &payload[lo..hi]);
+        }
+    }
+
+    /// The first `len` bytes (zero-filled past the arena), with zeros in the ranges of `skip`
+    /// (sorted, disjoint) instead of what the arena holds there: a guard page reads as the
+    /// zeros the host laid out, whatever an earlier batch left in it.
+    fn read_sparse(&self, len: usize, skip: &[(usize, usize)]) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        for (lo, hi) in kept(len.min(self.len), skip) {
+            // SAFETY: `lo..hi` lies inside both the mapping and `out`, which are disjoint.
+            unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(lo), out.as_mut_ptr().add(lo), hi - lo) };
+        }
+        out
+    }
+
+    /// The u64 word at byte `offset` (0 past the end), read in place.
+    fn word(&self, offset: usize) -> u64 {
+        if offset.saturating_add(8) > self.len {
+            return 0;
+        }
+        // SAFETY: the 8 bytes lie inside the mapping; an unaligned raw read, no reference.
+        u64::from_le(unsafe { self.ptr.add(offset).cast::<u64>().read_unaligned() })
+    }
+
+    /// [`protocol::checksum`] of `len` bytes at `offset`, read in place (past the arena: as if
+    /// zero-filled, like [`read`](Self::read)).
+    fn checksum(&self, offset: usize, len: usize) -> u64 {
+        let words = len / 8;
+        let inside = self.len.saturating_sub(offset) / 8;
+        let mut h = protocol::FNV_OFFSET;
+        for i in 0..words {
+            let w = if i < inside {
+                // SAFETY: word `i` lies inside the mapping; an unaligned raw read, no reference.
+                unsafe { self.ptr.add(offset + 8 * i).cast::<u64>().read_unaligned() }
+            } else {
+                0
+            };
+            h = (h ^ u64::from_le(w)).wrapping_mul(protocol::FNV_PRIME);
+        }
+        h
+    }
+
     /// A copy of the first `len` bytes (zero-filled past the arena).
     fn read(&self, len: usize) -> Vec<u8> {
         let n = len.min(self.len);
@@ -136,6 +183,31 @@ impl Drop for SharedArena {
         // SAFETY: unmaps exactly the mapping made in `new`.
         unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
+}
+
+/// The parts of `0..len` outside the ranges of `skip` (sorted by start, disjoint).
+fn kept(len: usize, skip: &[(usize, usize)]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = 0;
+    skip.iter().map(move |&(lo, hi)| (lo.min(len), hi.min(len))).chain(std::iter::once((len, len))).filter_map(
+        move |(lo, hi)| {
+            let part = (at < lo).then_some((at, lo));
+            at = at.max(hi);
+            part
+        },
+    )
+}
+
+/// The guard pages of a payload's protection table (`prot` 0) as byte offsets into the arena,
+/// sorted: what [`SharedArena::write_sparse`] and [`SharedArena::read_sparse`] skip.
+fn guard_ranges(payload: &[u8], arena_addr: u64) -> Vec<(usize, usize)> {
+    crate::batch::protections(payload, arena_addr)
+        .iter()
+        .filter(|p| p.prot == 0 && p.addr >= arena_addr)
+        .filter_map(|p| {
+            let lo = usize::try_from(p.addr - arena_addr).ok()?;
+            Some((lo, lo.checked_add(usize::try_from(p.len).ok()?)?))
+        })
+        .collect()
 }
 
 /// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
@@ -181,6 +253,11 @@ pub struct ProcessBackend {
     image: PathBuf,
     /// Confinement the kernel offers (backend/confine.rs).
     support: Support,
+    /// Guard pages of the batch last written ([`guard_ranges`]) and the payload they belong
+    /// to (address and length, to notice a resume of another batch).
+    guards: (Vec<(usize, usize)>, (usize, usize)),
+    /// Checksum range and value of the last verified reply, for [`Backend::response`].
+    last_sum: ((u64, u64), u64),
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
@@ -252,6 +329,47 @@ fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64
     };
     let len = word(header::NCALLS).saturating_mul(entry_bytes as u64).min(payload.len() as u64 - off);
     (off & !7, len & !7)
+}
+
+/// The checksum range of a resumed entry: the call table from entry `start` on (the entries
+/// before it were checked by earlier replies and do not run again).
+fn from_entry(sum: (u64, u64), start: usize, entry_bytes: usize) -> (u64, u64) {
+    let skip = (start as u64).saturating_mul(entry_bytes as u64).min(sum.1);
+    (sum.0 + skip, sum.1 - skip)
+}
+
+/// The checksum range of a fault reply: `sum` cut after entry `current` of the call table at
+/// guest address `table` (the calls after it did not run), rounded down to 8 bytes, when that
+/// is shorter. The drivers compute the same (`sum_upto`), in wrapping 64-bit arithmetic.
+fn fault_range(sum: (u64, u64), table: u64, arena_addr: u64, current: u64, entry_bytes: usize) -> (u64, u64) {
+    let end = current.wrapping_add(1).wrapping_mul(entry_bytes as u64).wrapping_add(table).wrapping_sub(arena_addr);
+    let len = end.wrapping_sub(sum.0) & !7;
+    if len < sum.1 {
+        (sum.0, len)
+    } else {
+        sum
+    }
+}
+
+/// Makes the shared arena ready to resume `payload` at call `start`: the header words the host
+/// owns and the protection table, from the payload as laid out (a kernel may have written
+/// over them); the call table and buffers stay as the last entry left them.
+fn rewrite_head(shared: &mut SharedArena, payload: &[u8], arena_addr: u64, start: usize) {
+    let word = |w: protocol::Word| {
+        payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    };
+    for w in [header::NCALLS, header::TABLE, header::RESP_LEN, header::PROT_TABLE, header::PROT_COUNT] {
+        shared.write_at(w.offset(), &word(w).to_le_bytes());
+    }
+    shared.write_at(header::START.offset(), &(start as u64).to_le_bytes());
+    let len = word(header::PROT_COUNT).saturating_mul(protocol::PROT_ENTRY_WORDS as u64 * 8);
+    let prot = word(header::PROT_TABLE)
+        .checked_sub(arena_addr)
+        .and_then(|off| Some((usize::try_from(off).ok()?, usize::try_from(len).ok()?)))
+        .and_then(|(off, len)| payload.get(off..off.checked_add(len)?).map(|bytes| (off, bytes)));
+    if let Some((off, bytes)) = prot {
+        shared.write_at(off, bytes);
+    }
 }
 
 /// Starts `program -cpu cpu image` once without the protocol's fds (the guest's `_start` then
@@ -332,6 +450,8 @@ impl ProcessBackend {
             arch: image.arch,
             image: image.path.clone(),
             support: Support::probe(),
+            guards: (Vec::new(), (0, 0)),
+            last_sum: ((0, 0), 0),
         })
     }
 
@@ -440,7 +560,7 @@ impl ProcessBackend {
 
     /// Checks a reply against the request it answers: magic, sequence number, checksum of the
     /// result words in `resp`, and no stray bytes on stdout. `Err` names the first surprise.
-    fn verify(&mut self, reply: &[u64; token::REPLY_WORDS], resp: &[u8], sum: (u64, u64)) -> Result<(), String> {
+    fn verify(&mut self, reply: &[u64; token::REPLY_WORDS], want: u64) -> Result<(), String> {
         let g = self.guest.as_mut().expect("guest started");
         if reply[token::MAGIC] != token::REPLY_MAGIC {
             return Err(format!(
@@ -453,8 +573,6 @@ impl ProcessBackend {
             return Err(format!("reply to request {} while request {} was in flight", reply[token::SEQ], g.seq));
         }
         g.seq += 1;
-        let (off, len) = (sum.0 as usize, sum.1 as usize);
-        let want = protocol::checksum(resp.get(off..off + len).unwrap_or_default());
         if reply[token::SUM] != want {
             return Err(format!(
                 "call-table checksum {:#018x} in the reply, {want:#018x} in the shared arena",
@@ -471,7 +589,9 @@ impl ProcessBackend {
 
     /// Runs the calls the arena's header names on the guest (started if needed) and checks the
     /// reply. A protocol surprise kills the guest and comes back as [`Answer::Surprise`].
-    fn exchange(&mut self, resp_len: usize, sum: (u64, u64)) -> Result<Answer, BackendError> {
+    /// `whole`: the response is all `resp_len` bytes even after a fault; otherwise a fault
+    /// returns only the header (a resumed entry: [`Backend::response`] reads the rest once).
+    fn exchange(&mut self, resp_len: usize, sum: (u64, u64), whole: bool) -> Result<Answer, BackendError> {
         if self.guest.is_none() {
             self.guest = Some(self.spawn()?);
         }
@@ -485,10 +605,26 @@ impl ProcessBackend {
                 return Ok(Answer::Run(RawRun { resp: Vec::new(), fault: Some(fault) }));
             }
         };
-        let resp = self.shared.as_ref().expect("arena created").read(resp_len);
-        if let Err(why) = self.verify(&reply, &resp, sum) {
+        let shared = self.shared.as_ref().expect("arena created");
+        let sum = if reply[token::KIND] == token::KIND_FAULT {
+            let table = shared.word(header::TABLE.offset());
+            fault_range(sum, table, self.arena.addr, reply[token::CURRENT], self.entry_bytes)
+        } else {
+            sum
+        };
+        let (off, len) = (sum.0 as usize, sum.1 as usize);
+        let (resp, want) = if !whole && reply[token::KIND] == token::KIND_FAULT {
+            // The call table stays in the arena: checksummed where it lies, copied once later.
+            (shared.read(protocol::header::WORDS * 8), shared.checksum(off, len))
+        } else {
+            let resp = shared.read_sparse(resp_len, &self.guards.0);
+            let want = protocol::checksum(resp.get(off..off + len).unwrap_or_default());
+            (resp, want)
+        };
+        if let Err(why) = self.verify(&reply, want) {
             return Ok(self.surprise(why));
         }
+        self.last_sum = (sum, want);
         let fault = match reply[token::KIND] {
             token::KIND_DONE => None,
             token::KIND_FAULT => Some(self.fault_of(&reply)),
@@ -553,7 +689,7 @@ impl ProcessBackend {
             let shared = self.shared.as_mut().expect("arena created");
             shared.write_at(header::START.offset(), &call.to_le_bytes());
             shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
-            match self.exchange(resp_len, sum)? {
+            match self.exchange(resp_len, sum, true)? {
                 Answer::Run(run) if run.fault.is_none() => continue,
                 Answer::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
                 Answer::Run(run) => return Ok(run),
@@ -576,6 +712,32 @@ impl ProcessBackend {
     /// A hang without a PC: the response is the payload as sent.
     fn hung(&self, payload: &[u8], resp_len: usize, run: RawRun) -> RawRun {
         RawRun { resp: payload[..resp_len].to_vec(), fault: run.fault }
+    }
+
+    /// The response as it stood before a resumed entry of `batch` at call `start`, rebuilt on
+    /// a fresh guest: the batch as sent, then its calls before `start` one per entry (their
+    /// faults are known already). A resumed entry that faults returns only the header, so the
+    /// host holds no copy; only an entry that ends in a surprise or an unanswered hang needs
+    /// this, for [`step`](Self::step) and [`hung`](Self::hung), which start from that state.
+    fn replay(&mut self, batch: &crate::batch::Batch, start: usize) -> Result<Vec<u8>, BackendError> {
+        let _ = self.reap();
+        self.shared.as_mut().expect("arena created").write(&batch.payload);
+        let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
+        for call in 0..start as u64 {
+            let shared = self.shared.as_mut().expect("arena created");
+            shared.write_at(header::START.offset(), &call.to_le_bytes());
+            shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
+            self.exchange(batch.resp_len, sum, false)?;
+        }
+        Ok(self.shared.as_ref().expect("arena created").read_sparse(batch.resp_len, &self.guards.0))
+    }
+
+    /// Keeps the guard pages of `payload` for the sparse copies, unless they are known.
+    fn note_guards(&mut self, payload: &[u8]) {
+        let key = (payload.as_ptr() as usize, payload.len());
+        if self.guards.1 != key || key == (0, 0) {
+            self.guards = (guard_ranges(payload, self.arena.addr), key);
+        }
     }
 }
 
@@ -601,9 +763,10 @@ impl Backend for ProcessBackend {
             let size = self.arena.size.max(protocol::ARENA_SIZE) as usize;
             self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
         }
-        self.shared.as_mut().expect("arena created").write(payload);
+        self.guards = (guard_ranges(payload, self.arena.addr), (payload.as_ptr() as usize, payload.len()));
+        self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
-        match self.exchange(resp_len, sum)? {
+        match self.exchange(resp_len, sum, true)? {
             Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
             Answer::Run(run) => Ok(run),
             Answer::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
@@ -611,22 +774,42 @@ impl Backend for ProcessBackend {
     }
 
     /// The shared arena holds what the faulted entry left (`resp`, and inputs the guest could
-    /// not write): only the header and protection table are written again, not the whole batch.
+    /// not write): only the header and protection table are written again, not the whole batch,
+    /// and the guest keeps the protections in force (the table is the same). A fault returns
+    /// only the header: a kernel that faults on every call costs no copy of the response per
+    /// call ([`response`](Backend::response) reads it once).
     fn resume(&mut self, batch: &crate::batch::Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
         let Some(shared) = self.shared.as_mut() else {
             return self.execute(&batch.resume_payload(resp, start), batch.resp_len);
         };
-        shared.write_at(0, &batch.resume_head(resp, start));
-        let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
-        match self.exchange(batch.resp_len, sum)? {
+        rewrite_head(shared, &batch.payload, self.arena.addr, start);
+        self.note_guards(&batch.payload);
+        let sum = from_entry(table_range(&batch.payload, self.arena.addr, self.entry_bytes), start, self.entry_bytes);
+        match self.exchange(batch.resp_len, sum, false)? {
             Answer::Run(run) if run.resp.is_empty() => {
-                Ok(self.hung(&batch.resume_payload(resp, start), batch.resp_len, run))
+                let before = self.replay(batch, start)?;
+                Ok(self.hung(&batch.resume_payload(&before, start), batch.resp_len, run))
             }
             Answer::Run(run) => Ok(run),
             Answer::Surprise { kind, detail } => {
-                self.step(&batch.resume_payload(resp, start), batch.resp_len, sum, (kind, detail))
+                let before = self.replay(batch, start)?;
+                self.step(&batch.resume_payload(&before, start), batch.resp_len, sum, (kind, detail))
             }
         }
+    }
+
+    /// The whole response after a resumed entry that ended in a fault, checked against the
+    /// checksum of its reply.
+    fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
+        let Some(shared) = self.shared.as_ref() else { return Ok(vec![0; resp_len]) };
+        let resp = shared.read_sparse(resp_len, &self.guards.0);
+        let ((off, len), want) = self.last_sum;
+        let got = protocol::checksum(resp.get(off as usize..(off + len) as usize).unwrap_or_default());
+        if got != want {
+            return Err(self
+                .error(format!("the call table changed after its reply (checksum {got:#018x}, reply {want:#018x})")));
+        }
+        Ok(resp)
     }
 }
 
@@ -676,6 +859,82 @@ mod tests {
                 assert_eq!(exit_after(arch, bytes), Some(want.code), "{arch}: {what}");
             }
         }
+    }
+
+    /// A batch for `image`: a null call (faults), `md5_implCompress` over `short` bytes flush
+    /// against a guard page (over-reads into it when under 64) with its state in the last 16
+    /// bytes of a writable buffer of `state_len` bytes, a null call, then one whole block.
+    fn guard_batch(image: &Image, short: usize, state_len: usize) -> crate::batch::Batch {
+        use crate::batch::{Arg, BatchBuilder};
+        let md5 = image.require("md5_implCompress").expect("md5_implCompress").addr;
+        let mut b = BatchBuilder::new(Abi::of(image.arch));
+        let cut = b.buffer("cut", &vec![7; short], false, crate::batch::Placement::End);
+        let s1 = b.output(&vec![0; state_len]);
+        let (whole, s2) = (b.input(&[7; 64], 0), b.output(&[0; 16]));
+        let null = [Arg::Imm(0); 4];
+        b.call(0, null, 1);
+        b.call(md5, [Arg::Ptr(cut, 0), Arg::Ptr(s1, state_len - 16), Arg::Imm(0), Arg::Imm(0)], 2);
+        b.call(0, null, 3);
+        b.call(md5, [Arg::Ptr(whole, 0), Arg::Ptr(s2, 0), Arg::Imm(0), Arg::Imm(0)], 4);
+        b.layout(image.arena().expect("arena")).expect("layout")
+    }
+
+    /// Guard pages stay in force across resumed entries (the driver keeps the table it applied
+    /// and the fault handler leaves it), follow a new layout, and come back for an old one.
+    #[test]
+    fn guards_hold_after_faults_and_follow_each_layout() {
+        let v = Variant::by_name("x86_64").expect("variant");
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let mut backends = vec![ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu")];
+        if crate::variant::Arch::host() == Some(v.arch) {
+            backends.push(ProcessBackend::native(&image, Limits::default()).expect("native"));
+        }
+        for mut b in backends {
+            // 40 bytes: md5 reads 24 past the end. 4128 bytes: two pages, and the block md5
+            // reads crosses into the second, the guard page of the 40-byte layout; the state of
+            // 4112 bytes is written on the page the guard after a 16-byte state held.
+            for (short, state_len) in [(40, 16), (4128, 4112), (40, 16), (40, 16)] {
+                let batch = guard_batch(&image, short, state_len);
+                let run = super::super::run_batch(&mut b, &batch).expect("run");
+                let calls: Vec<Option<usize>> = run.faults.iter().map(|f| f.call).collect();
+                let want = if short < 64 { vec![Some(0), Some(1), Some(2)] } else { vec![Some(0), Some(2)] };
+                assert_eq!(calls, want, "{:?}, {short} bytes: {:?}", b.kind, run.faults);
+                if short < 64 {
+                    let f = &run.faults[1];
+                    assert!(matches!(f.kind, FaultKind::Memory { .. }), "{:?}: {f:?}", b.kind);
+                }
+                assert!(batch.record(&run.resp, 3).completed, "{:?}: the last call returns", b.kind);
+                assert_eq!(batch.record(&run.resp, 1).completed, short >= 64, "{:?}", b.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_copies_skip_only_the_given_ranges() {
+        assert_eq!(kept(10, &[(2, 4), (6, 7)]).collect::<Vec<_>>(), vec![(0, 2), (4, 6), (7, 10)]);
+        assert_eq!(kept(10, &[(0, 3), (8, 20)]).collect::<Vec<_>>(), vec![(3, 8)]);
+        assert_eq!(kept(4, &[]).collect::<Vec<_>>(), vec![(0, 4)]);
+        let mut a = SharedArena::new(8192).expect("memfd");
+        a.write(&[9; 16]);
+        a.write_sparse(&[1; 16], &[(4, 8)]);
+        assert_eq!(a.read(16), [[1; 4], [9; 4], [1; 4], [1; 4]].concat(), "skipped bytes are not written");
+        assert_eq!(a.read_sparse(16, &[(4, 8)]), [[1; 4], [0; 4], [1; 4], [1; 4]].concat(), "and read as zeros");
+    }
+
+    #[test]
+    fn a_fault_reply_checksums_the_entries_up_to_the_one_in_flight() {
+        let (arena, table, entry) = (0x10000u64, 0x10100u64, 176usize);
+        let sum = (0x100, 10 * 176);
+        assert_eq!(fault_range(sum, table, arena, 0, entry), (0x100, 176));
+        assert_eq!(fault_range(sum, table, arena, 3, entry), (0x100, 4 * 176));
+        assert_eq!(fault_range(sum, table, arena, 9, entry), sum, "the last entry: the whole range");
+        assert_eq!(fault_range(sum, table, arena, u64::MAX - 1, entry), sum, "a wild `current`: unchanged");
+        let resumed = from_entry(sum, 4, entry);
+        assert_eq!(resumed, (0x100 + 4 * 176, 6 * 176));
+        assert_eq!(fault_range(resumed, table, arena, 4, entry), (0x100 + 4 * 176, 176));
+        assert_eq!(fault_range(resumed, table, arena, 2, entry), resumed, "before the range: unchanged");
+        assert_eq!(from_entry(sum, 99, entry), (0x100 + 10 * 176, 0));
     }
 
     #[test]

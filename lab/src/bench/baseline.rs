@@ -19,7 +19,8 @@ pub const SCHEMA: u32 = 1;
 pub struct InstructionEntry {
     /// Variant name.
     pub variant: String,
-    /// Kernel name.
+    /// Kernel name; `md5-openssl` for a kernel run through another contract family than
+    /// HotSpot's ([`kernel_key`]), so figures of different code are never compared.
     pub kernel: String,
     /// Bytes past a 64-byte boundary where the input starts.
     pub misalign: usize,
@@ -115,7 +116,7 @@ impl Baseline {
                 .iter()
                 .map(|r| InstructionEntry {
                     variant: r.variant.into(),
-                    kernel: r.kernel.into(),
+                    kernel: kernel_key(r.kernel, r.family),
                     misalign: r.misalign,
                     per_block: r.per_block,
                 })
@@ -125,7 +126,12 @@ impl Baseline {
                 .iter()
                 .map(|p| CycleEntry {
                     variant: p.variant.clone(),
-                    kernel: p.kernel.clone(),
+                    // The family of the count row the prediction's loop came from.
+                    kernel: report
+                        .counts
+                        .iter()
+                        .find(|r| r.variant == p.variant && r.kernel == p.kernel && r.misalign == 0)
+                        .map_or_else(|| p.kernel.clone(), |r| kernel_key(r.kernel, r.family)),
                     model: p.model.clone(),
                     cycles_per_block: p.cycles_per_block,
                 })
@@ -168,6 +174,16 @@ impl Baseline {
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The kernel as a baseline names it: `md5` for HotSpot's family (baselines saved before
+/// families existed read the same), `md5-openssl` for another family.
+pub fn kernel_key(kernel: &str, family: &str) -> String {
+    if family == crate::contract::Family::HotSpot.name() {
+        kernel.to_string()
+    } else {
+        format!("{kernel}-{family}")
     }
 }
 
@@ -320,6 +336,21 @@ mod tests {
         assert!(same.rows.iter().all(|r| r.verdict == Verdict::Same));
         let better = compare(&base, "b.json", &baseline(700.0, 400.0), 2.0);
         assert!(better.rows.iter().all(|r| r.verdict == Verdict::Improved));
+    }
+
+    /// An OpenSSL-contract image's figures are keyed apart from HotSpot's: comparing one with
+    /// a HotSpot baseline lists them as new and not measured, never as a regression.
+    #[test]
+    fn another_family_is_never_compared_with_hotspot_figures() {
+        assert_eq!(kernel_key("md5", "hotspot"), "md5");
+        assert_eq!(kernel_key("md5", "openssl"), "md5-openssl");
+        let mut openssl = baseline(785.0, 505.0);
+        openssl.instructions[0].kernel = kernel_key("md5", "openssl");
+        openssl.cycles[0].kernel = kernel_key("md5", "openssl");
+        let g = compare(&baseline(721.0, 500.0), "b.json", &openssl, 2.0);
+        assert_eq!(g.regressions().count(), 0);
+        let v: Vec<Verdict> = g.rows.iter().map(|r| r.verdict).collect();
+        assert_eq!(v, vec![Verdict::NotMeasured, Verdict::New, Verdict::NotMeasured, Verdict::New]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::backend::{run_batch, Limits, UnicornBackend};
 use crate::batch::BatchBuilder;
 use crate::cases::plan::Stubs;
 use crate::cases::verdict::{self, describe_fault};
+use crate::contract::Family;
 use crate::image::Image;
 use crate::variant::{Kernel, Variant};
 
@@ -48,9 +49,11 @@ pub struct CountRow {
     pub variant: &'static str,
     /// Kernel name.
     pub kernel: &'static str,
+    /// The contract family the image runs the kernel through (`hotspot`, `openssl`).
+    pub family: &'static str,
     /// Bytes past a 64-byte boundary where the input starts.
     pub misalign: usize,
-    /// The stub counted at 1, 16 and 256 blocks.
+    /// The stub (contract symbol) counted at 1, 16 and 256 blocks.
     pub stub: &'static str,
     /// `(blocks, kernel instructions for one call)` at each of [`BLOCKS`].
     pub per_call: Vec<(u64, u64)>,
@@ -60,9 +63,11 @@ pub struct CountRow {
     pub fixed: f64,
     /// Whether count(16) = fixed + 16 × per_block exactly (the cost is linear in blocks).
     pub linear: bool,
-    /// MD5: instructions of one `md5_implCompress` call (the single-block stub).
+    /// MD5: instructions of one single-block call (`md5_implCompress`, or
+    /// `md5_block_data_order` with num = 1).
     pub single_block_call: Option<u64>,
-    /// HotSpot stub figure per block (docs/DESIGN.md), when there is one.
+    /// HotSpot stub figure per block (docs/DESIGN.md), when there is one (HotSpot-family rows
+    /// only: the figures count HotSpot's stubs).
     pub hotspot: Option<f64>,
     /// per_block / hotspot.
     pub hotspot_ratio: Option<f64>,
@@ -84,7 +89,7 @@ pub fn profile_call(
     w: &Workload,
     rng: &mut impl Rng,
 ) -> Result<BlockProfile, String> {
-    let (start, end) = Workload::code_range(w.kernel, image)?;
+    let (start, end) = Workload::profile_range(w.kernel, image)?;
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     b.page_bounds_only();
     let plan = w.plan(&mut b, &Stubs::of(image), rng);
@@ -94,7 +99,7 @@ pub fn profile_call(
     let profile = uc.take_profile().ok_or("the profile vanished")?;
     let run = run.map_err(|e| e.to_string())?;
     if let Some(f) = run.faults.first() {
-        return Err(describe_fault(&w.label(), f, image, &batch).text);
+        return Err(describe_fault(&w.label_on(image), f, image, &batch).text);
     }
     if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {
         return Err(f.text.clone());
@@ -102,7 +107,7 @@ pub fn profile_call(
     if profile.mismatches() != 0 {
         return Err(format!(
             "{}: {} translation blocks changed size; counts are not exact",
-            w.label(),
+            w.label_on(image),
             profile.mismatches()
         ));
     }
@@ -161,12 +166,15 @@ pub fn count(
     let span = (BLOCKS[2] - BLOCKS[0]) as f64;
     let per_block = (c256 as f64 - c1 as f64) / span;
     let fixed = c1 as f64 - per_block;
-    let hotspot = hotspot_figure(variant, kernel);
+    let w = Workload::of(kernel, 1, misalign);
+    let family = w.family_in(image);
+    let hotspot = hotspot_figure(variant, kernel).filter(|_| family == Family::HotSpot);
     Ok(CountRow {
         variant: variant.name,
         kernel: kernel.name(),
+        family: family.name(),
         misalign,
-        stub: Workload::of(kernel, 1, misalign).stub(),
+        stub: w.stub_in(family),
         per_call: first.per_call.clone(),
         per_block,
         fixed,
@@ -180,13 +188,13 @@ pub fn count(
     })
 }
 
-/// Fills in the Zbb saving of each riscv64+zbb row from the riscv64 row of the same kernel and
-/// input placement.
+/// Fills in the Zbb saving of each riscv64+zbb row from the riscv64 row of the same kernel,
+/// contract family and input placement.
 pub fn add_zbb_savings(rows: &mut [CountRow]) {
-    let base: Vec<(&'static str, usize, f64)> =
-        rows.iter().filter(|r| r.variant == "riscv64").map(|r| (r.kernel, r.misalign, r.per_block)).collect();
+    let base: Vec<(&'static str, &'static str, usize, f64)> =
+        rows.iter().filter(|r| r.variant == "riscv64").map(|r| (r.kernel, r.family, r.misalign, r.per_block)).collect();
     for r in rows.iter_mut().filter(|r| r.variant == "riscv64+zbb") {
-        if let Some(&(_, _, b)) = base.iter().find(|(k, m, _)| *k == r.kernel && *m == r.misalign) {
+        if let Some(&(.., b)) = base.iter().find(|(k, f, m, _)| *k == r.kernel && *f == r.family && *m == r.misalign) {
             r.zbb_saving_pct = Some((1.0 - r.per_block / b) * 100.0);
         }
     }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::contract::Family;
 use crate::exit::ExitCode;
 
 use super::baseline::Gate;
@@ -170,12 +171,14 @@ impl BenchReport {
             "1-blk stub",
             "repeatable"
         );
+        // Rows of another contract family (an OpenSSL-contract image) name it and the symbol.
+        let families = self.counts.iter().any(|r| r.family != Family::HotSpot.name());
         for r in &self.counts {
             let c: Vec<String> = BLOCKS
                 .iter()
                 .map(|n| r.per_call.iter().find(|(b, _)| b == n).map_or("-".into(), |x| x.1.to_string()))
                 .collect();
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
                 r.variant,
@@ -196,11 +199,17 @@ impl BenchReport {
                     (true, false) => "nonlinear",
                 }
             );
+            let _ = if families { writeln!(s, "  {} {}", r.family, r.stub) } else { writeln!(s) };
         }
         let _ = writeln!(
             s,
             "(input +N: buffer N bytes past a 64-byte boundary; HotSpot: stub instructions per block, docs/DESIGN.md; \
-             ratio = per block / HotSpot; Zbb: saving against riscv64; 1-blk stub: one md5_implCompress call)"
+             ratio = per block / HotSpot; Zbb: saving against riscv64; 1-blk stub: one md5_implCompress call{})",
+            if families {
+                ", or md5_block_data_order with num = 1 on openssl rows; last column: contract family and symbol counted"
+            } else {
+                ""
+            }
         );
     }
 

@@ -8,8 +8,9 @@
 //! [`SteadyLoop::mca_source`] turns the loop into assembly text for `llvm-mca` (branch targets
 //! become labels; x86 keeps the listing's Intel syntax).
 
-use crate::disasm::Insn;
+use super::workload::Workload;
 use crate::disasm::InsnClass;
+use crate::disasm::{Insn, Listing};
 use crate::image::Image;
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 
@@ -27,8 +28,8 @@ pub fn multi_block_stub(kernel: Kernel) -> &'static str {
 /// One loop of a stub, in address order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SteadyLoop {
-    /// The stub holding it.
-    pub symbol: &'static str,
+    /// The symbol holding the loop head (the stub, or a helper it calls).
+    pub symbol: String,
     /// Architecture of the code (syntax of [`Insn::text`]).
     pub arch: Arch,
     /// Offset of the back-edge target (the loop head) from the symbol.
@@ -63,51 +64,118 @@ fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
 }
 
 /// Finds the steady-state loop of `kernel` in `image`, given the measured instructions per
-/// block on aligned input.
+/// block on aligned input: first inside the multi-block contract symbol of the image's family
+/// (`md5_implCompressMB`, `md5_block_data_order`, ...), then, when that symbol only wraps a
+/// helper (an OpenSSL adapter calling its inner block function), in the functions of the
+/// kernels' code it branches to directly; offsets are then from the symbol holding the loop.
 ///
 /// # Errors
 /// The stub is missing or has no size, the disassembly is unavailable, or no back-edge closes
 /// a loop of a whole multiple of `per_block` instructions (the steady state is then not one
 /// straight run of code, and a prediction from it would be wrong).
 pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop, String> {
-    let symbol = multi_block_stub(kernel);
+    let family = Workload::of(kernel, 1, 0).family_in(image);
+    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
     let sym = image.symbol(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
     if sym.size == 0 {
         return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
     }
     let listing = image.listing().map_err(|e| e.to_string())?;
-    let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= sym.addr && i.addr < sym.addr + sym.size).collect();
-    if let Some(bad) = insns.iter().find(|i| i.unknown()) {
-        return Err(format!("{} does not decode", image.symbolize(bad.addr)));
+    let stub = (sym.addr, sym.addr + sym.size);
+    let edges = match find_in(image, listing, stub, per_block) {
+        Ok(lp) => return Ok(lp),
+        Err(edges) => edges,
+    };
+    for callee in callees(image, listing, stub) {
+        if let Ok(lp) = find_in(image, listing, callee, per_block) {
+            return Ok(lp);
+        }
     }
-    let edges = back_edges(image.arch, &insns, sym.addr);
+    Err(format!(
+        "no loop in {symbol} or the functions it calls is a whole multiple of the measured {per_block} \
+         instructions per block (back-edges in {symbol}: {})",
+        if edges.is_empty() { "none".to_string() } else { edges.join(", ") }
+    ))
+}
+
+/// The sized symbols of the kernels' code ([`Image::kernel_code`]) that direct branches in
+/// `[start, end)` lead to outside it (an adapter's call to its inner block function), as
+/// address ranges, each once.
+fn callees(image: &Image, listing: &Listing, (start, end): (u64, u64)) -> Vec<(u64, u64)> {
+    let Some((code_start, code_end)) = image.kernel_code() else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut auipc: Option<(u64, &str, i64)> = None;
+    for insn in listing.iter().filter(|i| i.addr >= start && i.addr < end) {
+        let target = branch_target(&insn.text).or_else(|| riscv_call_target(auipc, &insn.text));
+        auipc = riscv_auipc(insn);
+        let Some(t) = target.filter(|t| !(start..end).contains(t)) else { continue };
+        if !(code_start..code_end).contains(&t) {
+            continue;
+        }
+        if let Some((_, s)) = image.symbol_containing(t).filter(|(_, s)| s.size > 0) {
+            if !out.contains(&(s.addr, s.addr + s.size)) {
+                out.push((s.addr, s.addr + s.size));
+            }
+        }
+    }
+    out
+}
+
+/// The first loop in `[start, end)` of a whole multiple of `per_block` instructions, or the
+/// back-edges seen there (a decoding failure is reported as one).
+fn find_in(
+    image: &Image,
+    listing: &Listing,
+    (start, end): (u64, u64),
+    per_block: f64,
+) -> Result<SteadyLoop, Vec<String>> {
+    let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= start && i.addr < end).collect();
+    if let Some(bad) = insns.iter().find(|i| i.unknown()) {
+        return Err(vec![format!("{} does not decode", image.symbolize(bad.addr))]);
+    }
+    let edges = back_edges(image.arch, &insns, start);
     for &(at, target) in &edges {
         let body: Vec<Insn> = insns.iter().filter(|i| i.addr >= target && i.addr <= at).map(|&i| i.clone()).collect();
         let ratio = body.len() as f64 / per_block;
         let k = ratio.round();
         if per_block > 0.0 && (ratio - k).abs() < 1e-9 && (1.0..=f64::from(MAX_BLOCKS_PER_ITERATION)).contains(&k) {
+            let (name, base) =
+                image.symbol_containing(target).map_or((String::new(), start), |(n, s)| (n.to_string(), s.addr));
             return Ok(SteadyLoop {
-                symbol,
+                symbol: name,
                 arch: image.arch,
-                head: target - sym.addr,
-                back_edge: at - sym.addr,
+                head: target - base,
+                back_edge: at - base,
                 blocks_per_iteration: k as u32,
                 insns: body,
             });
         }
     }
-    let seen: Vec<String> = edges
+    Err(edges
         .iter()
         .map(|&(at, t)| {
             let n = insns.iter().filter(|i| i.addr >= t && i.addr <= at).count();
             format!("{}..{} ({n} instructions)", image.symbolize(t), image.symbolize(at))
         })
-        .collect();
-    Err(format!(
-        "no loop in {symbol} is a whole multiple of the measured {per_block} instructions per block \
-         (back-edges: {})",
-        if seen.is_empty() { "none".to_string() } else { seen.join(", ") }
-    ))
+        .collect())
+}
+
+/// `auipc rd, imm20` as (its address, rd, the added offset imm20 << 12, sign-extended).
+fn riscv_auipc(insn: &Insn) -> Option<(u64, &str, i64)> {
+    let (rd, imm) = insn.text.strip_prefix("auipc")?.trim().split_once(',')?;
+    let imm: i64 = imm.trim().parse().ok()?;
+    let imm = if imm >= 1 << 19 { imm - (1 << 20) } else { imm };
+    Some((insn.addr, rd.trim(), imm << 12))
+}
+
+/// The target of `jalr off(rd)` right after `auipc rd, ...` (riscv64's `call`, which the
+/// listing shows as the pair, with no resolved target).
+fn riscv_call_target(auipc: Option<(u64, &str, i64)>, text: &str) -> Option<u64> {
+    let (at, rd, hi) = auipc?;
+    let operand = text.strip_prefix("jalr")?.trim().rsplit(',').next()?.trim();
+    let (off, reg) = operand.strip_suffix(')')?.split_once('(')?;
+    let off: i64 = off.trim().parse().ok()?;
+    (reg == rd).then(|| at.wrapping_add_signed(hi + off))
 }
 
 impl SteadyLoop {
@@ -165,10 +233,21 @@ mod tests {
     }
 
     #[test]
+    fn a_riscv64_call_pair_gives_its_target() {
+        let insn = |addr, text: &str| Insn { addr, bytes: vec![0; 4], text: text.into() };
+        let (call, other) = (insn(0x11b1e, "auipc\tra, 1048575"), insn(0x1000, "auipc t1, 2"));
+        let auipc = riscv_auipc(&call).unwrap();
+        assert_eq!(riscv_call_target(Some(auipc), "jalr\t1854(ra)"), Some(0x11b1e - 0x1000 + 1854));
+        assert_eq!(riscv_call_target(Some(auipc), "jalr\tra, 16(t1)"), None);
+        let up = riscv_auipc(&other).unwrap();
+        assert_eq!(riscv_call_target(Some(up), "jalr ra, -8(t1)"), Some(0x1000 + 0x2000 - 8));
+    }
+
+    #[test]
     fn mca_source_labels_the_loop_head_and_exits() {
         let insn = |addr, text: &str| Insn { addr, bytes: vec![0; 4], text: text.into() };
         let l = SteadyLoop {
-            symbol: "md5_implCompressMB",
+            symbol: "md5_implCompressMB".into(),
             arch: Arch::Riscv64,
             head: 0x2e,
             back_edge: 0x3a,

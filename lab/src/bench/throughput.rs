@@ -314,7 +314,7 @@ pub fn measure(
             variant: variant.name,
             backend: backend.kind().name(),
             workload: name,
-            stub: w.stub(),
+            stub: w.stub_of(image),
             bytes_per_call: w.bytes(),
             calls_per_batch: k,
             calls_per_s: 1.0 / per_call,

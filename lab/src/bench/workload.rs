@@ -7,7 +7,8 @@ use rand::Rng;
 use crate::batch::BatchBuilder;
 use crate::cases::plan::{CasePlan, Layout, Stubs};
 use crate::cases::procedure::CaseRun;
-use crate::image::Image;
+use crate::contract::{self, Family};
+use crate::image::{Image, KERNEL_TEXT_END};
 use crate::reference::md5;
 use crate::reference::poly1305::{self, Limbs26};
 use crate::variant::{Kernel, MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
@@ -60,7 +61,7 @@ impl Workload {
         self.blocks * Workload::block_bytes(self.kernel)
     }
 
-    /// The stub this workload calls.
+    /// The HotSpot stub this workload calls on an image of HotSpot's family.
     pub fn stub(&self) -> &'static str {
         match (self.kernel, self.single) {
             (Kernel::Md5, true) => MD5_IMPL_COMPRESS,
@@ -69,19 +70,47 @@ impl Workload {
         }
     }
 
+    /// The contract symbol this workload calls through `family`: the family's first contract
+    /// of the kernel for a single MD5 block, its last otherwise (table order,
+    /// [`contract::CONTRACTS`]): `md5_implCompress` / `md5_implCompressMB` for HotSpot,
+    /// `md5_block_data_order` (num = 1 or n) for OpenSSL.
+    pub fn stub_in(&self, family: Family) -> &'static str {
+        let mut rows = contract::contracts(family, self.kernel);
+        let row = if self.single { rows.next() } else { rows.last() };
+        row.map_or_else(|| self.stub(), |c| c.symbol)
+    }
+
+    /// The contract family `image` runs this workload's kernel through (HotSpot's when it
+    /// defines no complete family: planning then says what is missing).
+    pub fn family_in(&self, image: &Image) -> Family {
+        Stubs::of(image).family(self.kernel).unwrap_or(Family::HotSpot)
+    }
+
+    /// The contract symbol this workload calls on `image` ([`Workload::stub_in`] of its family).
+    pub fn stub_of(&self, image: &Image) -> &'static str {
+        self.stub_in(self.family_in(image))
+    }
+
     /// Short label: `md5_implCompressMB x256`.
     pub fn label(&self) -> String {
         format!("{} x{}", self.stub(), self.blocks)
     }
 
-    /// The guest code range `[start, end)` of the kernel's symbols (MD5: both stubs), from their
-    /// `st_size`; instructions are attributed to the kernel when their block starts there.
+    /// [`Workload::label`] naming the symbol called on `image`: `md5_block_data_order x256`.
+    pub fn label_on(&self, image: &Image) -> String {
+        format!("{} x{}", self.stub_of(image), self.blocks)
+    }
+
+    /// The guest code range `[start, end)` of the kernel's contract symbols in the image's
+    /// family (MD5 through HotSpot: both stubs), from their `st_size`: where its own code is.
     ///
     /// # Errors
-    /// A missing symbol or one without a size (`.size` directive).
+    /// No complete family, a missing symbol or one without a size (`.size` directive).
     pub fn code_range(kernel: Kernel, image: &Image) -> Result<(u64, u64), String> {
+        let stubs = Stubs::of(image);
+        let family = stubs.family(kernel).ok_or_else(|| stubs.missing(kernel).unwrap_or_default())?;
         let mut range = (u64::MAX, 0);
-        for name in kernel.symbols() {
+        for name in contract::contracts(family, kernel).map(|c| c.symbol) {
             let s = image.symbol(name).ok_or_else(|| format!("the image defines no {name}"))?;
             if s.size == 0 {
                 return Err(format!("{name} has no size: add `.size {name}, . - {name}` to the source"));
@@ -89,6 +118,34 @@ impl Workload {
             range = (range.0.min(s.addr), range.1.max(s.addr + s.size));
         }
         Ok(range)
+    }
+
+    /// The guest code range `[start, end)` whose instructions count as the kernel's: all of the
+    /// kernels' code ([`Image::kernel_code`]), so helpers the contract symbols call (an
+    /// OpenSSL adapter's inner block function, a perlasm `__poly1305_mult`) are counted, and
+    /// the driver's code is not. Instructions are attributed by the start of their translation
+    /// block, and a call into the kernel starts a block.
+    ///
+    /// # Errors
+    /// The image defines no complete contract family for `kernel`, has no kernel-code mark, or
+    /// a contract symbol lies outside the kernels' `.text`.
+    pub fn profile_range(kernel: Kernel, image: &Image) -> Result<(u64, u64), String> {
+        let stubs = Stubs::of(image);
+        let family = stubs.family(kernel).ok_or_else(|| stubs.missing(kernel).unwrap_or_default())?;
+        let (start, end) = image.kernel_code().ok_or_else(|| {
+            format!("{} has no {KERNEL_TEXT_END} mark: it was not built by this lab", image.path.display())
+        })?;
+        for c in contract::contracts(family, kernel) {
+            let s = image.symbol(c.symbol).ok_or_else(|| format!("the image defines no {}", c.symbol))?;
+            if !(start..end).contains(&s.addr) {
+                return Err(format!(
+                    "{} at {:#x} lies outside the kernels' .text ({start:#x}..{end:#x}): counting needs the \
+                     kernel code in .text sections",
+                    c.symbol, s.addr
+                ));
+            }
+        }
+        Ok((start, end))
     }
 
     /// The call as a call entry: random input, a random state (MD5) or a random accumulator

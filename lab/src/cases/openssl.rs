@@ -21,8 +21,8 @@ use crate::cases::plan::{
 use crate::contract::{MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::finding::{Class, Finding};
 use crate::reference::md5::{self, State};
-use crate::reference::openssl::{self, PolyCtx};
-use crate::reference::poly1305::{self, Limbs26};
+use crate::reference::openssl::{self, PolyCtx, H64};
+use crate::reference::poly1305::{self, ClampedR, Fixed130, Limbs26};
 use crate::variant::Arch;
 use crate::vectors::{self, Md5Expect, Md5Stub, Message};
 
@@ -33,9 +33,10 @@ pub(crate) enum OsslExpect {
     Kept { buf: BufId, at: usize, bytes: Vec<u8>, what: &'static str },
     /// The whole context is what it was before the call (`len` had no whole block).
     Unchanged { ctx: BufId, before: BufId },
-    /// h of the context is congruent to `want` mod 2^130-5, and the architecture's
-    /// `poly1305_emit` reduces it exactly; `file`: `want` is the vector file's `expect_acc`.
-    PolyH { ctx: BufId, arch: Arch, want: BigUint, file: bool },
+    /// h of the context is congruent to `want` (fully reduced) mod 2^130-5, and the
+    /// architecture's `poly1305_emit` reduces it exactly; `file`: `want` is the vector file's
+    /// `expect_acc`.
+    PolyH { ctx: BufId, arch: Arch, want: H64, file: bool },
 }
 
 impl OsslExpect {
@@ -78,13 +79,17 @@ impl OsslExpect {
             }
             OsslExpect::PolyH { ctx, arch, want, file } => {
                 let h = PolyCtx::h(batch.buffer(resp, *ctx));
-                let got = openssl::value(h) % poly1305::p();
-                let want = want % poly1305::p();
+                let got = openssl::reduced(h);
                 let src = if *file { " (expect_acc in the file)" } else { "" };
-                if got != want {
+                if got != *want {
                     Some(Finding::new(
                         Class::Value,
-                        format!("{label}: h mod 2^130-5 expected {want:#x}{src}, got {got:#x} (h {})", hex_h(h)),
+                        format!(
+                            "{label}: h mod 2^130-5 expected {}{src}, got {} (h {})",
+                            hex_value(*want),
+                            hex_value(got),
+                            hex_h(h)
+                        ),
                     ))
                 } else if !PolyCtx::of(*arch).emit_exact(h) {
                     Some(Finding::new(
@@ -126,14 +131,39 @@ impl OsslFinal {
     }
 }
 
-fn hex_h(h: openssl::H64) -> String {
+fn hex_h(h: H64) -> String {
     format!("[{:016x} {:016x} {:016x}]", h[0], h[1], h[2])
 }
 
-/// r of 26-bit limbs as the 128-bit clamped key.
+/// h0 + h1·2^64 + h2·2^128 in hex without leading zeros (`0x1f`).
+fn hex_value(h: H64) -> String {
+    match h {
+        [l, 0, 0] => format!("{l:#x}"),
+        [l, m, 0] => format!("{m:#x}{l:016x}"),
+        [l, m, t] => format!("{t:#x}{m:016x}{l:016x}"),
+    }
+}
+
+/// r of 26-bit limbs as the 128-bit clamped key (big integers only for limbs outside the
+/// contract, which the lab never plans).
 fn r128(r: &Limbs26) -> u128 {
-    let w = openssl::words(&r.value());
-    u128::from(w[0]) | (u128::from(w[1]) << 64)
+    ClampedR::from_limbs(r).map_or_else(
+        || {
+            let w = openssl::words(&r.value());
+            u128::from(w[0]) | (u128::from(w[1]) << 64)
+        },
+        |c| c.value(),
+    )
+}
+
+/// The 26-bit limbs of `acc` as h of a base 2^64 context, reduced mod p.
+fn h_of(acc: &Limbs26) -> H64 {
+    Fixed130::from_limbs(acc).map_or_else(|| openssl::words(&acc.reduced()), |f| f.reduced().words())
+}
+
+/// h (any words) as 26-bit limbs of its value mod p.
+fn limbs_of(h: H64) -> Limbs26 {
+    Fixed130::from_words(h).reduced().to_limbs()
 }
 
 impl<R: Rng> Planner<'_, R> {
@@ -171,7 +201,7 @@ impl<R: Rng> Planner<'_, R> {
     /// The context a Poly1305 chain starts from when no kernel output is carried in: h = `acc`
     /// reduced mod p, the clamped key `r`.
     pub(crate) fn openssl_poly_ctx(&self, acc: &Limbs26, r: &Limbs26) -> Vec<u8> {
-        PolyCtx::of(self.arch()).with(openssl::words(&acc.reduced()), r128(r))
+        PolyCtx::of(self.arch()).with(h_of(acc), r128(r))
     }
 
     /// `poly1305_blocks` calls with the given `len` arguments and `padbit` over `msg` from byte
@@ -201,17 +231,18 @@ impl<R: Rng> Planner<'_, R> {
             let take = vectors::whole_blocks(len) * 16;
             self.instructions = self.instructions.max((take / 16) as u64 * POLY1305_INSTRUCTIONS_PER_BLOCK);
             let chunk = bytes.get(off..off + take).unwrap_or_default();
-            let mut expects = match openssl::poly1305_blocks(&acc.value(), r128(&r), chunk, padbit) {
+            let mut expects = match openssl::poly1305_blocks(h_of(acc), r128(&r), chunk, padbit) {
                 None => vec![Expect::OpenSsl(OsslExpect::Unchanged { ctx: out, before: prev })],
                 Some(h) => {
-                    *acc = Limbs26::from_value(&h);
+                    *acc = limbs_of(h);
                     vec![Expect::OpenSsl(OsslExpect::PolyH { ctx: out, arch, want: h, file: false })]
                 }
             };
             let what = "the key part of the context (r and what follows h)";
             expects.push(Expect::OpenSsl(OsslExpect::Kept { buf: out, at: 24, bytes: key.clone(), what }));
             if i + 1 == lengths.len() {
-                let file = expect.map(|v| OsslExpect::PolyH { ctx: out, arch, want: v.clone(), file: true });
+                let want = |v: &BigUint| openssl::words(&(v % poly1305::p()));
+                let file = expect.map(|v| OsslExpect::PolyH { ctx: out, arch, want: want(v), file: true });
                 expects.extend(file.map(Expect::OpenSsl));
             }
             let len_arg = len.max(0) as u64;
@@ -258,8 +289,8 @@ impl<R: Rng> Planner<'_, R> {
         let bytes = block.to_vec();
         let input = self.input("tail", &bytes, 0);
         let out = self.output("ctx", &vec![0u8; layout.bytes]);
-        let h = openssl::poly1305_blocks(&acc.value(), r128(&r), &bytes, 0).unwrap_or_default();
-        *acc = Limbs26::from_value(&h);
+        let h = openssl::poly1305_blocks(h_of(acc), r128(&r), &bytes, 0).unwrap_or_default();
+        *acc = limbs_of(h);
         let key = layout.with([0; 3], r128(&r)).split_off(24);
         let what = "the key part of the context (r and what follows h)";
         let expects = vec![

@@ -120,11 +120,13 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
     let vw = results.iter().map(|r| r.variant.len()).max().unwrap_or(0).max(12);
     for r in results {
         let head = format!("{:<vw$} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
+        let contract =
+            kernel_lab::contract::report_note(r.family, r.kernel).map_or(String::new(), |n| format!("  ({n})"));
         match &r.outcome {
             fuzz::Outcome::Clean => {
                 let clean =
                     if r.image_findings.is_empty() { "clean" } else { "no case failed; FAILED image checks below" };
-                let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  {clean}", r.cases, r.rate());
+                let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  {clean}{contract}", r.cases, r.rate());
             }
             fuzz::Outcome::Skipped(why) => {
                 let _ = writeln!(out, "{head} skipped: {why}");
@@ -133,7 +135,11 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
                 let _ = writeln!(out, "{head} error: {e}");
             }
             fuzz::Outcome::Failed(f) => {
-                let _ = writeln!(out, "{head} {:>8} cases  FAILED at case {} (seed {seed})", r.cases, f.case_index);
+                let _ = writeln!(
+                    out,
+                    "{head} {:>8} cases  FAILED at case {} (seed {seed}){contract}",
+                    r.cases, f.case_index
+                );
                 let _ = writeln!(
                     out,
                     "  shrunk from {} to {} blocks; minimal case:",

@@ -16,7 +16,7 @@
 use num_bigint::BigUint;
 
 use crate::reference::md5::State;
-use crate::reference::poly1305::{self, CLAMP};
+use crate::reference::poly1305::{self, ClampedR, Fixed130, CLAMP};
 use crate::variant::Arch;
 
 /// Bytes of `MD5_CTX`: 23 32-bit words.
@@ -107,7 +107,23 @@ impl PolyCtx {
     }
 
     /// `poly1305_emit` of this architecture on `h` with `nonce` (s): the 16-byte tag.
+    /// Fixed-width; [`PolyCtx::emit_bigint`] is its oracle.
     pub fn emit(&self, h: H64, nonce: &[u8; 16]) -> [u8; 16] {
+        let h = match self.emit {
+            EmitReduction::Compare => h,
+            EmitReduction::FoldThenCompare => Fixed130::from_words(h).words(),
+        };
+        // g = h + 5 (carries into a 4th word are kept in g2 as u128); g >= 2^130: take g.
+        let g0 = u128::from(h[0]) + 5;
+        let g1 = u128::from(h[1]) + (g0 >> 64);
+        let g2 = u128::from(h[2]) + (g1 >> 64);
+        let low = if g2 >> 2 != 0 { (g0 as u64, g1 as u64) } else { (h[0], h[1]) };
+        let v = u128::from(low.0) | u128::from(low.1) << 64;
+        v.wrapping_add(u128::from_le_bytes(*nonce)).to_le_bytes()
+    }
+
+    /// [`PolyCtx::emit`] on big integers: the test oracle.
+    pub fn emit_bigint(&self, h: H64, nonce: &[u8; 16]) -> [u8; 16] {
         let mut v = value(h);
         if self.emit == EmitReduction::FoldThenCompare {
             v = BigUint::from(h[0]) + (BigUint::from(h[1]) << 64u32) + (BigUint::from(h[2] & 3) << 128u32);
@@ -123,8 +139,14 @@ impl PolyCtx {
     /// Whether this architecture's `poly1305_emit` turns `h` into the right tag: its final
     /// reduction is exact for h (e.g. h < 2·(2^130 - 5) for [`EmitReduction::Compare`]).
     pub fn emit_exact(&self, h: H64) -> bool {
-        self.emit(h, &[0; 16]) == low128(value(h) % poly1305::p())
+        let exact = reduced(h);
+        self.emit(h, &[0; 16]) == (u128::from(exact[0]) | u128::from(exact[1]) << 64).to_le_bytes()
     }
+}
+
+/// h reduced mod 2^130-5: the words of the unique representative in [0, p).
+pub fn reduced(h: H64) -> H64 {
+    Fixed130::from_words(h).reduced().words()
 }
 
 /// h = h0 + h1·2^64 + h2·2^128.
@@ -148,8 +170,21 @@ fn low128(v: BigUint) -> [u8; 16] {
 
 /// `poly1305_blocks`: for each whole 16-byte block of `input`, h = (h + block + padbit·2^128)·r
 /// mod p; `None` when `input` has no whole block (h stays as it was, bit for bit). Only bit 0
-/// of `padbit` is part of the contract (OpenSSL passes 0 or 1).
-pub fn poly1305_blocks(h: &BigUint, r: u128, input: &[u8], padbit: u32) -> Option<BigUint> {
+/// of `padbit` is part of the contract (OpenSSL passes 0 or 1). The result is fully reduced.
+/// Fixed-width ([`Fixed130::blocks`], the arithmetic of the HotSpot reference) for a clamped
+/// `r`; [`poly1305_blocks_bigint`] otherwise and in tests, with the same output.
+pub fn poly1305_blocks(h: H64, r: u128, input: &[u8], padbit: u32) -> Option<H64> {
+    if input.len() < 16 {
+        return None;
+    }
+    let Some(cr) = ClampedR::new(r) else {
+        return poly1305_blocks_bigint(&value(h), r, input, padbit).map(|v| words(&v));
+    };
+    Some(Fixed130::from_words(h).blocks(&cr, input, padbit).reduced().words())
+}
+
+/// [`poly1305_blocks`] on big integers: the test oracle.
+pub fn poly1305_blocks_bigint(h: &BigUint, r: u128, input: &[u8], padbit: u32) -> Option<BigUint> {
     let blocks = input.chunks_exact(16);
     if blocks.len() == 0 {
         return None;
@@ -171,6 +206,7 @@ pub fn padded_tail(tail: &[u8]) -> [u8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     /// RFC 8439 §2.5.2 through init, blocks (padbit 1, then the padded tail with padbit 0) and
     /// every architecture's emit.
@@ -183,13 +219,15 @@ mod tests {
         let msg = b"Cryptographic Forum Research Group";
         let r = u128::from_le_bytes(key[..16].try_into().unwrap()) & CLAMP;
         let whole = msg.len() / 16 * 16;
-        let h = poly1305_blocks(&BigUint::default(), r, &msg[..whole], 1).unwrap();
-        let h = poly1305_blocks(&h, r, &padded_tail(&msg[whole..]), 0).unwrap();
+        let h = poly1305_blocks([0; 3], r, &msg[..whole], 1).unwrap();
+        let h = poly1305_blocks(h, r, &padded_tail(&msg[whole..]), 0).unwrap();
+        let big = poly1305_blocks_bigint(&BigUint::default(), r, &msg[..whole], 1).unwrap();
+        assert_eq!(words(&poly1305_blocks_bigint(&big, r, &padded_tail(&msg[whole..]), 0).unwrap()), h);
         for arch in Arch::ALL {
             let ctx = PolyCtx::of(arch);
             let c = ctx.init(key[..16].try_into().unwrap());
             assert_eq!(PolyCtx::h(&c), [0; 3]);
-            let tag = ctx.emit(words(&h), key[16..].try_into().unwrap());
+            let tag = ctx.emit(h, key[16..].try_into().unwrap());
             assert_eq!(hex::encode(tag), "a8061dc1305136c6c22b8baf0c0127a9", "{arch}");
         }
     }
@@ -218,6 +256,83 @@ mod tests {
         let a = PolyCtx::of(Arch::Aarch64).with([0; 3], r);
         assert_eq!(u64::from_le_bytes(a[32..40].try_into().unwrap()), r as u64);
         assert_eq!(&a[24..32], &[0; 8]);
+    }
+
+    /// Any three words of h: random, all ones, around p, 2p and 2^130, and h2 at its extremes.
+    fn h_strategy() -> impl Strategy<Value = H64> {
+        let p = words(&poly1305::p());
+        let near = |base: H64| {
+            (0u64..16).prop_map(move |d| {
+                let v = value(base) + d;
+                words(&(v - 8u32))
+            })
+        };
+        prop_oneof![
+            any::<[u64; 3]>(),
+            (any::<u64>(), any::<u64>(), 0u64..8).prop_map(|(a, b, c)| [a, b, c]),
+            Just([u64::MAX; 3]),
+            Just([0; 3]),
+            near(p),
+            near(words(&(poly1305::p() * 2u32))),
+            near([0, 0, 4]),
+        ]
+    }
+
+    fn r_strategy() -> impl Strategy<Value = u128> {
+        prop_oneof![any::<u128>(), Just(u128::MAX), Just(0)].prop_map(|r| r & CLAMP)
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_width_poly1305_blocks_equals_the_bigint_oracle(
+            h in h_strategy(),
+            r in r_strategy(),
+            input in prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..120),
+                (0usize..8).prop_map(|n| vec![0xff; n * 16]),
+            ],
+            padbit in prop_oneof![Just(0u32), Just(1), any::<u32>()],
+        ) {
+            let big = poly1305_blocks_bigint(&value(h), r, &input, padbit).map(|v| words(&v));
+            prop_assert_eq!(poly1305_blocks(h, r, &input, padbit), big);
+        }
+
+        #[test]
+        fn fixed_width_emit_and_reduction_equal_the_bigint_oracle(h in h_strategy(), nonce in any::<[u8; 16]>()) {
+            for arch in Arch::ALL {
+                let ctx = PolyCtx::of(arch);
+                prop_assert_eq!(ctx.emit(h, &nonce), ctx.emit_bigint(h, &nonce), "{}", arch);
+            }
+            prop_assert_eq!(value(reduced(h)), value(h) % poly1305::p());
+        }
+    }
+
+    proptest! {
+        /// A whole tag the way OpenSSL drives the block function (padbit 1, then the padded tail
+        /// with padbit 0, then each architecture's emit) equals RustCrypto's.
+        #[test]
+        fn tags_through_the_openssl_shape_equal_rustcrypto(
+            key in any::<[u8; 32]>(),
+            msg in proptest::collection::vec(any::<u8>(), 0..100),
+        ) {
+            use ::poly1305::universal_hash::KeyInit;
+            let theirs: [u8; 16] = ::poly1305::Poly1305::new(&key.into()).compute_unpadded(&msg).into();
+            let r = u128::from_le_bytes(key[..16].try_into().unwrap()) & CLAMP;
+            let whole = msg.len() / 16 * 16;
+            let h = poly1305_blocks([0; 3], r, &msg[..whole], 1).unwrap_or([0; 3]);
+            let h = if whole == msg.len() { h } else { poly1305_blocks(h, r, &padded_tail(&msg[whole..]), 0).unwrap() };
+            for arch in Arch::ALL {
+                prop_assert_eq!(PolyCtx::of(arch).emit(h, key[16..].try_into().unwrap()), theirs, "{}", arch);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unclamped_r_falls_back_to_big_integers() {
+        let (h, r, input) = ([5, 6, 7], u128::MAX, [0xa5u8; 32]);
+        let big = poly1305_blocks_bigint(&value(h), r, &input, 1).map(|v| words(&v));
+        assert_eq!(poly1305_blocks(h, r, &input, 1), big);
+        assert_ne!(big, poly1305_blocks(h, r & CLAMP, &input, 1));
     }
 
     #[test]

@@ -129,14 +129,10 @@ pub fn process_blocks(acc: &Limbs26, r: &Limbs26, input: &[u8]) -> Limbs26 {
     if blocks.len() == 0 {
         return *acc;
     }
-    let (Some(mut h), Some(r)) = (Fixed130::from_limbs(acc), ClampedR::from_limbs(r)) else {
+    let (Some(h), Some(r)) = (Fixed130::from_limbs(acc), ClampedR::from_limbs(r)) else {
         return process_blocks_bigint(acc, r, input);
     };
-    for b in blocks {
-        h.add_block(b, 1);
-        h.mul_r(&r);
-    }
-    h.reduce_fully().to_limbs()
+    h.blocks(&r, input, 1).reduced().to_limbs()
 }
 
 /// A number below 2^131 (and below 2^130 + 2^64 between blocks) as three 64-bit words
@@ -161,11 +157,20 @@ impl ClampedR {
     /// r from limbs, or `None` when the limbs are out of bounds or the value is not clamped.
     pub fn from_limbs(r: &Limbs26) -> Option<ClampedR> {
         let h = Fixed130::unreduced(r)?;
-        let v = u128::from(h.h[0]) | u128::from(h.h[1]) << 64;
-        (h.h[2] == 0 && v & !CLAMP == 0).then(|| {
-            let (r0, r1) = (v as u64, (v >> 64) as u64);
+        (h.h[2] == 0).then(|| ClampedR::new(u128::from(h.h[0]) | u128::from(h.h[1]) << 64))?
+    }
+
+    /// r from its 128-bit value, or `None` when a bit outside [`CLAMP`] is set.
+    pub fn new(r: u128) -> Option<ClampedR> {
+        (r & !CLAMP == 0).then(|| {
+            let (r0, r1) = (r as u64, (r >> 64) as u64);
             ClampedR { r0, r1, s1: r1 + (r1 >> 2) }
         })
+    }
+
+    /// The 128-bit value of r.
+    pub fn value(&self) -> u128 {
+        u128::from(self.r0) | u128::from(self.r1) << 64
     }
 }
 
@@ -189,6 +194,31 @@ impl Fixed130 {
         Some(Fixed130 { h: [lo as u64, (lo >> 64) as u64, l.0[4] >> 24] })
     }
 
+    /// The value `h0 + h1·2^64 + h2·2^128` of any three words (an OpenSSL base 2^64 context's
+    /// h, however unreduced), partly reduced: h2 ends <= 4, the value is unchanged mod p.
+    pub fn from_words(h: [u64; 3]) -> Fixed130 {
+        let mut f = Fixed130 { h };
+        f.fold();
+        f
+    }
+
+    /// The three words `h0, h1, h2` (h = h0 + h1·2^64 + h2·2^128).
+    pub fn words(&self) -> [u64; 3] {
+        self.h
+    }
+
+    /// For each whole 16-byte block of `input`: `h = (h + block + pad·2^128)·r`, partly
+    /// reduced; a tail under 16 bytes is ignored. `pad` is 1 (HotSpot's whole blocks, OpenSSL's
+    /// padbit 1) or 0 (OpenSSL's padded last block). The one implementation of the block
+    /// arithmetic behind both contract families' references.
+    pub fn blocks(mut self, r: &ClampedR, input: &[u8], pad: u32) -> Fixed130 {
+        for b in input.chunks_exact(BLOCK) {
+            self.add_block(b, u64::from(pad & 1));
+            self.mul_r(r);
+        }
+        self
+    }
+
     /// `h += block + pad·2^128` for a 16-byte block (pad 1 for whole blocks).
     fn add_block(&mut self, block: &[u8], pad: u64) {
         let t0 = u64::from_le_bytes(block[..8].try_into().expect("16-byte block"));
@@ -210,17 +240,18 @@ impl Fixed130 {
         self.fold();
     }
 
-    /// Folds the bits from 2^130 up back in as `5·(h2 >> 2)` (2^130 ≡ 5 mod p): h2 ends <= 4.
+    /// Folds the bits from 2^130 up back in as `5·(h2 >> 2)` (2^130 ≡ 5 mod p): h2 ends <= 4,
+    /// for any h2 (the product is formed in `u128`).
     fn fold(&mut self) {
-        let c = (self.h[2] >> 2) * 5;
-        let d0 = u128::from(self.h[0]) + u128::from(c);
+        let c = u128::from(self.h[2] >> 2) * 5;
+        let d0 = u128::from(self.h[0]) + c;
         let d1 = u128::from(self.h[1]) + (d0 >> 64);
         self.h = [d0 as u64, d1 as u64, (self.h[2] & 3) + (d1 >> 64) as u64];
     }
 
-    /// The unique representative in [0, p): after [`fold`](Self::fold) h < 2^130 + 2^64 < 2p,
+    /// The unique representative in [0, p): after [`fold`](Self::fold) h < 2^130 + 2^66 < 2p,
     /// so one conditional subtraction of p (add 5, drop 2^130) is enough.
-    fn reduce_fully(mut self) -> Fixed130 {
+    pub fn reduced(mut self) -> Fixed130 {
         self.fold();
         let d0 = u128::from(self.h[0]) + 5;
         let d1 = u128::from(self.h[1]) + (d0 >> 64);
@@ -232,7 +263,7 @@ impl Fixed130 {
     }
 
     /// Limbs of 26 bits; limb 4 takes the bits from 2^104 up.
-    fn to_limbs(self) -> Limbs26 {
+    pub fn to_limbs(self) -> Limbs26 {
         let lo = u128::from(self.h[0]) | u128::from(self.h[1]) << 64;
         let m = LIMB_BOUND as u128 - 1;
         Limbs26([
@@ -283,7 +314,7 @@ pub fn finish(acc: &Limbs26, r: &Limbs26, tail: &[u8], s: &[u8; 16]) -> [u8; 16]
         h.add_block(&block, 0);
         h.mul_r(&cr);
     }
-    let h = h.reduce_fully();
+    let h = h.reduced();
     let lo = u128::from(h.h[0]) | u128::from(h.h[1]) << 64;
     lo.wrapping_add(u128::from_le_bytes(*s)).to_le_bytes()
 }

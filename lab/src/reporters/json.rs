@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::contract::Family;
 use crate::report::{Report, Row, Verdict};
 
 /// Version of the JSON schema; bumped when a field changes meaning or disappears.
@@ -62,6 +63,10 @@ struct JsonRow<'a> {
     /// How finely the backend checks buffer bounds: `bytes` or `pages`; added in version 1.
     bounds: &'static str,
     kernel: &'static str,
+    /// The contract family the kernel ran through when it is not HotSpot's (`openssl`);
+    /// absent for HotSpot. Added in version 2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    family: Option<&'static str>,
     set: &'a str,
     passed: usize,
     failed: usize,
@@ -172,6 +177,7 @@ fn row(r: &Row) -> JsonRow<'_> {
         backend: r.backend.name(),
         bounds: r.backend.bounds(),
         kernel: r.kernel.name(),
+        family: (r.family != Family::HotSpot).then(|| r.family.name()),
         set: &r.set,
         passed: r.passed,
         failed: r.failed.len(),

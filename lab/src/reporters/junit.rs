@@ -4,7 +4,8 @@
 //! time), its failure listing the first failed cases with findings and replay lines; a variant ×
 //! backend that cannot run at all is one skipped case. A full run stays far below GitLab's
 //! 30 MB per file (about 150 cases). `--junit-cases all` writes one `<testcase>` per case
-//! instead (classname `variant.backend.kernel.set`). Set-up or vector-file problems are
+//! instead (classname `variant.backend.kernel.set`). A row of another contract family than
+//! HotSpot's names it in the kernel part (`md5-openssl`). Set-up or vector-file problems are
 //! `<error>` cases in a `set-up` suite, so a run that exits 2 never shows green.
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 use super::JunitCases;
+use crate::contract::Family;
 use crate::finding::{Class, Finding};
 use crate::replay::Replay;
 use crate::report::{Report, Row, Verdict};
@@ -107,7 +109,7 @@ fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
         s
     };
     let mut case = TestCase::new(r.set.clone(), status);
-    case.set_classname(format!("{}.{}.{}", r.variant, r.backend, r.kernel)).set_time(r.elapsed);
+    case.set_classname(format!("{}.{}.{}", r.variant, r.backend, kernel_part(r))).set_time(r.elapsed);
     // A fuzz row holds one case, the campaign: its count would say nothing.
     if counts {
         let mut out = format!(
@@ -123,6 +125,15 @@ fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
         case.set_system_out(out);
     }
     case
+}
+
+/// The kernel part of a classname: `md5`, or `md5-openssl` for a row of another contract
+/// family than HotSpot's (HotSpot rows keep their names, so test history follows them).
+fn kernel_part(r: &Row) -> String {
+    match r.family {
+        Family::HotSpot => r.kernel.name().to_string(),
+        f => format!("{}-{f}", r.kernel),
+    }
 }
 
 /// Kernel failures first, then cases the backends disagreed on (an emulator fault is likely).
@@ -178,7 +189,7 @@ fn add_every_case(
     replay: Option<&Replay>,
     seen: &mut HashMap<(String, String), usize>,
 ) {
-    let classname = format!("{}.{}.{}.{}", r.variant, r.backend, r.kernel, r.set);
+    let classname = format!("{}.{}.{}.{}", r.variant, r.backend, kernel_part(r), r.set);
     for c in &r.cases {
         // Poly1305's unsplit and split cases of a short message share a name; JUnit readers
         // merge equal names, so later ones get " #2", " #3".

@@ -107,6 +107,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
     Ok(UserKernel {
         name: e.name.clone(),
         origin: format!("{}, {label}", file.display()),
+        defines: super::defined_by(&objects, &sources, arch),
         isa,
         sources,
         objects,

@@ -12,7 +12,7 @@ pub mod isa_decl;
 pub mod manifest;
 pub mod objects;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::backend::BackendKind;
@@ -39,6 +39,23 @@ pub struct UserKernel {
     /// The options that select this kernel again (`--manifest FILE --variant NAME`, or
     /// `--object ... --symbol ... --isa ... --arch ...`), for replay lines: (option, value).
     pub replay: Vec<(String, String)>,
+    /// The global symbols `objects` define ([`defined_by`]); `None` when there are sources
+    /// (known only once assembled) or an object could not be read (the build says why).
+    pub defines: Option<BTreeSet<String>>,
+}
+
+/// The global symbols `objects` (objects and archive members) define for `arch`, or `None`
+/// when `sources` is not empty or an object cannot be read.
+pub fn defined_by(objects: &[PathBuf], sources: &[PathBuf], arch: Arch) -> Option<BTreeSet<String>> {
+    if !sources.is_empty() {
+        return None;
+    }
+    let mut out = BTreeSet::new();
+    for o in objects {
+        let (units, _) = objects::read(o, arch).ok()?;
+        out.extend(units.into_iter().flat_map(|u| u.defined).map(|(name, _)| name));
+    }
+    Some(out)
 }
 
 /// Every contract symbol a kernel may provide (every family, [`crate::contract::CONTRACTS`]),
@@ -73,10 +90,36 @@ impl UserKernel {
         self.isa.arch
     }
 
-    /// Whether it provides `kernel`: every kernel when no symbol is mapped (contract names are
-    /// used as they are), else the kernels with a mapped symbol.
+    /// Whether it provides `kernel`: the kernels with a mapped symbol; when no symbol is mapped
+    /// (contract names are used as they are), the kernels one of whose contract names the
+    /// objects define, or nearly (a misspelt name runs, and the missing symbol fails the run
+    /// naming the near one); an OpenSSL MD5 object brings no Poly1305, which is skipped, saying
+    /// so, as an unmapped kernel is. Every kernel when the objects are not known before the build.
     pub fn provides(&self, kernel: Kernel) -> bool {
-        self.symbols.is_empty() || symbols_of(kernel).iter().any(|s| self.symbols.contains_key(*s))
+        if !self.symbols.is_empty() {
+            return symbols_of(kernel).iter().any(|s| self.symbols.contains_key(*s));
+        }
+        let near = |d: &String, s: &str| strsim::levenshtein(d, s) <= 3 || d.eq_ignore_ascii_case(s);
+        self.defines.as_ref().is_none_or(|d| symbols_of(kernel).iter().any(|s| d.iter().any(|n| near(n, s))))
+    }
+
+    /// Why it does not provide `kernel`, if it does not ([`UserKernel::provides`]).
+    pub fn lacks(&self, kernel: Kernel) -> Option<String> {
+        if self.provides(kernel) {
+            return None;
+        }
+        let list = symbols_of(kernel).join(", ");
+        Some(if self.symbols.is_empty() {
+            let objects: Vec<String> = self.objects.iter().map(|o| o.display().to_string()).collect();
+            format!(
+                "{} define{} no {kernel} contract symbol ({list}); name yours with --symbol \
+                 CONTRACT=SYMBOL (a manifest: [variant.symbols])",
+                objects.join(", "),
+                if objects.len() == 1 { "s" } else { "" }
+            )
+        } else {
+            format!("{}: no {kernel} contract symbol is mapped ({list})", self.origin)
+        })
     }
 
     /// ld.lld `--defsym` pairs: (contract symbol, user's symbol), for names that differ.
@@ -180,6 +223,7 @@ pub fn from_options(
         origin: "the --symbol options".into(),
         isa,
         sources: Vec::new(),
+        defines: defined_by(&abs, &[], arch),
         objects: abs,
         symbols,
         replay,
