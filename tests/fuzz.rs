@@ -30,7 +30,18 @@ fn campaign_seeded(
     out: &std::path::Path,
     seed: u64,
 ) -> Vec<fuzz::TargetResult> {
-    let cfg = FuzzConfig {
+    fuzz::campaign(&x86_64_campaign(build, kernel, backends, out, seed), &mut |_| {})
+}
+
+/// 2000 cases of `kernel` on x86_64 in batches of 256 (one piece per target), on every CPU.
+fn x86_64_campaign(
+    build: BuildConfig,
+    kernel: Kernel,
+    backends: Vec<BackendKind>,
+    out: &std::path::Path,
+    seed: u64,
+) -> FuzzConfig {
+    FuzzConfig {
         variants: vec![variant("x86_64")],
         backends,
         kernels: vec![kernel],
@@ -41,8 +52,8 @@ fn campaign_seeded(
         batch: 256,
         out_dir: out.to_path_buf(),
         limits: Limits::default(),
-    };
-    fuzz::campaign(&cfg, &mut |_| {})
+        jobs: 0,
+    }
 }
 
 fn replay(build: BuildConfig, kernel: Kernel, file: &std::path::Path, backend: BackendKind) -> (usize, usize) {
@@ -102,15 +113,77 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
     }
 }
 
+/// The bundled kernels on every variant × backend × kernel: 256 cases each in batches of 16,
+/// so each target is two pieces (fuzz::PIECE_BATCHES) run by the workers. (The space is also
+/// covered by `proptest_cases_agree_with_the_reference`, 128 cases per variant × backend ×
+/// kernel, and by CI's nightly `lab fuzz` campaign; 2000 cases here cost 5 s of CPU.)
 #[test]
 fn bundled_kernels_fuzz_clean_on_every_backend() {
     let dir = tempfile::tempdir().unwrap();
-    for kernel in Kernel::ALL {
-        for r in campaign(paths::default_build(), kernel, BackendKind::ALL.to_vec(), dir.path()) {
-            assert!(matches!(r.outcome, Outcome::Clean), "{kernel} on {}: {:?}", r.backend, r.outcome);
-            assert_eq!(r.cases, 2000);
+    let cfg = FuzzConfig {
+        variants: kernel_lab::variant::VARIANTS.iter().collect(),
+        backends: BackendKind::ALL.to_vec(),
+        kernels: Kernel::ALL.to_vec(),
+        build: paths::default_build(),
+        seed: SEED,
+        budget: Budget::Cases(256),
+        shard: (0, 1),
+        batch: 16,
+        out_dir: dir.path().to_path_buf(),
+        limits: Limits::default(),
+        jobs: 2,
+    };
+    let results = fuzz::campaign(&cfg, &mut |_| {});
+    let order: Vec<(&str, BackendKind, Kernel)> = results.iter().map(|r| (r.variant, r.backend, r.kernel)).collect();
+    let mut want: Vec<(&str, BackendKind, Kernel)> = Vec::new();
+    for v in &cfg.variants {
+        for &b in &cfg.backends {
+            want.extend(cfg.kernels.iter().map(|&k| (v.name, b, k)));
         }
     }
+    assert_eq!(order, want, "results in variant, backend, kernel order");
+    for r in &results {
+        let what = format!("{} {} on {}", r.kernel, r.variant, r.backend);
+        match &r.outcome {
+            Outcome::Clean => assert_eq!(r.cases, 256, "{what}"),
+            Outcome::Skipped(why) => assert!(r.backend.supports(variant(r.variant)).is_err(), "{what}: {why}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+/// The same campaign on one worker and on two gives the same results: the failing case (in a
+/// later piece: batches of 4 make pieces of 32 cases, and seed 2 first fails at case 213), the
+/// shrunk case, its findings and file, and the cases run.
+#[test]
+fn a_campaign_gives_the_same_results_whatever_the_number_of_jobs() {
+    let (dir, build) = mutated_kernels("x86_64", "poly1305.S", DROPPED_REDUCTION_CARRY.0, DROPPED_REDUCTION_CARRY.1);
+    let run = |jobs: usize| {
+        let out = dir.path().join(format!("out{jobs}"));
+        let backends = vec![BackendKind::Unicorn, BackendKind::Qemu];
+        let cfg = FuzzConfig { batch: 4, jobs, ..x86_64_campaign(build.clone(), Kernel::Poly1305, backends, &out, 2) };
+        let results = fuzz::campaign(&cfg, &mut |_| {});
+        let summary: Vec<String> = results
+            .iter()
+            .map(|r| {
+                let Outcome::Failed(f) = &r.outcome else { panic!("{}: not found: {:?}", r.backend, r.outcome) };
+                let file = std::fs::read_to_string(&f.file).expect("the saved case");
+                let findings: Vec<&str> = f.findings.iter().map(|x| x.text.as_str()).collect();
+                format!("{} {} cases, case {}: {findings:?}\n{file}", r.backend, r.cases, f.case_index)
+            })
+            .collect();
+        let first = match &results[0].outcome {
+            Outcome::Failed(f) => f.case_index,
+            _ => unreachable!(),
+        };
+        (summary, first)
+    };
+    let (one, first) = run(1);
+    assert!(first >= 32, "the failure is past piece 0 (case {first}), so pieces ran on both workers");
+    let (two, _) = run(2);
+    assert_eq!(one.len(), 2);
+    // The files name their folder nowhere, so they compare as they are.
+    assert_eq!(one, two);
 }
 
 #[test]
@@ -263,6 +336,7 @@ fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
         batch: 8,
         out_dir: dir.path().join("out"),
         limits: Limits { batch_time: std::time::Duration::from_millis(500), call_instructions: 1_000_000 },
+        jobs: 0,
     };
     let started = std::time::Instant::now();
     let results = fuzz::campaign(&cfg, &mut |_| {});

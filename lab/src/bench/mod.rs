@@ -31,6 +31,8 @@ use std::time::Instant;
 use crate::backend::BackendKind;
 use crate::image::Image;
 use crate::paths;
+use crate::pool;
+use crate::progress::Progress;
 use crate::run::{self, RunConfig};
 use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Arch, Kernel, Variant, VARIANTS};
@@ -61,6 +63,11 @@ pub struct BenchConfig {
     pub predict: bool,
     /// `-mcpu` models to predict on; empty: [`mca::Mca::default_models`] of each architecture.
     pub cpus: Vec<String>,
+    /// Workers for the instruction counts (one job per variant) and the llvm-mca runs (one per
+    /// variant × kernel × model); 0: one per CPU ([`crate::pool::default_jobs`]). Counts and
+    /// predictions are exact, so the report is the same for any number. The timed sections
+    /// (native comparison, throughput) always run alone: a busy sibling core would slow them.
+    pub jobs: usize,
 }
 
 impl BenchConfig {
@@ -77,6 +84,7 @@ impl BenchConfig {
             seed: 7,
             predict: true,
             cpus: Vec::new(),
+            jobs: 0,
         }
     }
 }
@@ -86,35 +94,73 @@ fn load(build: &BuildConfig, v: &'static Variant) -> Result<Image, String> {
     Image::load(&path, v.arch).map_err(|e| e.to_string())
 }
 
-/// Instruction counts of every selected variant × kernel × input placement.
-pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport) {
-    for &v in &cfg.variants {
-        let image = match load(&cfg.build, v) {
-            Ok(i) => i,
-            Err(e) => {
-                report.setup_errors.push(format!("{v}: {e}"));
-                continue;
-            }
-        };
-        let dis = match mix::Disassembly::of(&image) {
-            Ok(d) => d,
-            Err(e) => {
-                report.setup_errors.push(format!("{v}: {e}"));
-                continue;
-            }
-        };
-        for &k in &cfg.kernels {
-            if let Some(why) = run::not_provided(v, k) {
-                report.skipped.push(format!("counting {k} on {v}: {why}"));
-                continue;
-            }
-            for m in counts::MISALIGNS {
-                match counts::count(&image, v, &dis, k, m, cfg.seed) {
-                    Ok(row) => report.counts.push(row),
-                    Err(e) => report.errors.push(format!("counting {k} on {v} (input +{m}): {e}")),
-                }
+/// What counting one variant gave: rows, and lines for the report's lists.
+#[derive(Default)]
+struct VariantCounts {
+    counts: Vec<counts::CountRow>,
+    skipped: Vec<String>,
+    errors: Vec<String>,
+    setup_errors: Vec<String>,
+}
+
+/// Instruction counts of every selected kernel × input placement of `v`.
+fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
+    let mut out = VariantCounts::default();
+    let image = match load(&cfg.build, v) {
+        Ok(i) => i,
+        Err(e) => {
+            out.setup_errors.push(format!("{v}: {e}"));
+            return out;
+        }
+    };
+    let dis = match mix::Disassembly::of(&image) {
+        Ok(d) => d,
+        Err(e) => {
+            out.setup_errors.push(format!("{v}: {e}"));
+            return out;
+        }
+    };
+    for &k in &cfg.kernels {
+        if let Some(why) = run::not_provided(v, k) {
+            out.skipped.push(format!("counting {k} on {v}: {why}"));
+            continue;
+        }
+        for m in counts::MISALIGNS {
+            match counts::count(&image, v, &dis, k, m, cfg.seed) {
+                Ok(row) => out.counts.push(row),
+                Err(e) => out.errors.push(format!("counting {k} on {v} (input +{m}): {e}")),
             }
         }
+    }
+    out
+}
+
+/// Instruction counts of every selected variant × kernel × input placement, one variant per
+/// job on [`BenchConfig::jobs`] workers, reported in variant order.
+pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn FnMut(Progress<'_>)) {
+    progress(Progress::Start { task: "counting", total: cfg.variants.len() as u64, unit: "variants" });
+    let outs = pool::run_ordered(
+        &cfg.variants,
+        pool::resolve_jobs(cfg.jobs),
+        &[],
+        |&v, lane| {
+            lane.advance(0, &format!("counting {v}"));
+            let out = count_variant(cfg, v);
+            lane.advance(1, &format!("counted {v}"));
+            out
+        },
+        progress,
+    );
+    progress(Progress::Finish);
+    for (v, out) in cfg.variants.iter().zip(outs) {
+        let Some(out) = out else {
+            report.errors.push(format!("counting on {v}: the lab panicked (a bug in the lab)"));
+            continue;
+        };
+        report.counts.extend(out.counts);
+        report.skipped.extend(out.skipped);
+        report.errors.extend(out.errors);
+        report.setup_errors.extend(out.setup_errors);
     }
     counts::add_zbb_savings(&mut report.counts);
 }
@@ -128,19 +174,25 @@ fn models_for(cfg: &BenchConfig, m: &mca::Mca, arch: Arch) -> Result<Vec<String>
     Ok(cfg.cpus.iter().filter(|c| known.contains(c)).cloned().collect())
 }
 
-/// Predicted cycles per block of every aligned count row's steady-state loop on each model.
-fn predict_all(cfg: &BenchConfig, report: &mut BenchReport) {
-    let m = match mca::Mca::find() {
-        Ok(m) => m,
-        Err(why) => {
-            report.skipped.push(format!("cycle predictions: {why}"));
-            return;
-        }
-    };
-    report.llvm_mca = Some(m.version());
-    let mut used = Vec::new();
+/// One llvm-mca simulation to run: a loop of `kernel` on `variant` and a model.
+struct McaJob<'a> {
+    variant: &'static Variant,
+    kernel: Kernel,
+    lp: &'a steady::SteadyLoop,
+    model: &'a str,
+}
+
+/// The steady-state loops to predict (variant, kernel, loop, models), in report order; errors
+/// and the models of each variant go to `report` and `used`.
+fn loops_to_predict(
+    cfg: &BenchConfig,
+    m: &mca::Mca,
+    report: &mut BenchReport,
+    used: &mut Vec<String>,
+) -> Vec<(&'static Variant, Kernel, steady::SteadyLoop, Vec<String>)> {
+    let mut loops = Vec::new();
     for &v in &cfg.variants {
-        let models = match models_for(cfg, &m, v.arch) {
+        let models = match models_for(cfg, m, v.arch) {
             Ok(x) => x,
             Err(e) => {
                 report.setup_errors.push(format!("{v}: {e}"));
@@ -155,25 +207,59 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport) {
             else {
                 continue; // no count, no loop to find: count_all has said why
             };
-            let lp = match steady::find(&image, k, row.per_block) {
-                Ok(l) => l,
-                Err(e) => {
-                    report.errors.push(format!("steady-state loop of {k} on {v}: {e}"));
-                    continue;
-                }
-            };
-            for model in &models {
-                match m.predict(v, k.name(), workload::Workload::block_bytes(k), &lp, model) {
-                    Ok(p) => report.predictions.push(p),
-                    Err(e) if e.starts_with(mca::NO_MODEL) => {
-                        let why = format!("cycle predictions on {model}: {} {}", mca::NO_MODEL, mca::LLVM_MCA.program);
-                        if !report.skipped.contains(&why) {
-                            report.skipped.push(why);
-                        }
-                    }
-                    Err(e) => report.errors.push(format!("predicting {k} on {v} for {model}: {e}")),
+            match steady::find(&image, k, row.per_block) {
+                Ok(lp) => loops.push((v, k, lp, models.clone())),
+                Err(e) => report.errors.push(format!("steady-state loop of {k} on {v}: {e}")),
+            }
+        }
+    }
+    loops
+}
+
+/// Predicted cycles per block of every aligned count row's steady-state loop on each model;
+/// the llvm-mca runs go to [`BenchConfig::jobs`] workers and come back in report order.
+fn predict_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn FnMut(Progress<'_>)) {
+    let m = match mca::Mca::find() {
+        Ok(m) => m,
+        Err(why) => {
+            report.skipped.push(format!("cycle predictions: {why}"));
+            return;
+        }
+    };
+    report.llvm_mca = Some(m.version());
+    let mut used = Vec::new();
+    let loops = loops_to_predict(cfg, &m, report, &mut used);
+    let jobs: Vec<McaJob> = loops
+        .iter()
+        .flat_map(|(variant, kernel, lp, models)| {
+            models.iter().map(move |model| McaJob { variant, kernel: *kernel, lp, model })
+        })
+        .collect();
+    progress(Progress::Start { task: "predicting", total: jobs.len() as u64, unit: "llvm-mca runs" });
+    let outs = pool::run_ordered(
+        &jobs,
+        pool::resolve_jobs(cfg.jobs),
+        &[],
+        |j, lane| {
+            lane.advance(0, &format!("{} {} on {}", j.kernel, j.variant, j.model));
+            let p = m.predict(j.variant, j.kernel.name(), workload::Workload::block_bytes(j.kernel), j.lp, j.model);
+            lane.advance(1, "");
+            p
+        },
+        progress,
+    );
+    progress(Progress::Finish);
+    for (j, out) in jobs.iter().zip(outs) {
+        let (v, k, model) = (j.variant, j.kernel, j.model);
+        match out.unwrap_or_else(|| Err("the lab panicked (a bug in the lab)".into())) {
+            Ok(p) => report.predictions.push(p),
+            Err(e) if e.starts_with(mca::NO_MODEL) => {
+                let why = format!("cycle predictions on {model}: {} {}", mca::NO_MODEL, mca::LLVM_MCA.program);
+                if !report.skipped.contains(&why) {
+                    report.skipped.push(why);
                 }
             }
+            Err(e) => report.errors.push(format!("predicting {k} on {v} for {model}: {e}")),
         }
     }
     for c in cfg.cpus.iter().filter(|c| !used.contains(c)) {
@@ -243,25 +329,35 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
 
 /// Runs every section `cfg` asks for. Never panics on set-up problems: they land in the report.
 pub fn bench(cfg: &BenchConfig) -> BenchReport {
+    bench_with_progress(cfg, &mut crate::progress::ignore)
+}
+
+/// [`bench`], reporting progress: the counting and predicting tasks with their workers, and
+/// a task without a total for each timed section.
+pub fn bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress<'_>)) -> BenchReport {
     let started = Instant::now();
     let mut report = BenchReport { runs: cfg.runs, ..BenchReport::default() };
     let load_at_start = report::load_average();
-    count_all(cfg, &mut report);
+    count_all(cfg, &mut report, progress);
     if cfg.predict {
-        predict_all(cfg, &mut report);
+        predict_all(cfg, &mut report, progress);
     }
     if cfg.native {
         if let Some(why) = native::unavailable() {
             report.skipped.push(format!("native comparison: {why}"));
         } else {
+            progress(Progress::Start { task: "native timing", total: 0, unit: "" });
             match native::bench(cfg.runs) {
                 Ok(n) => report.native = Some(n),
                 Err(e) => report.errors.push(format!("native comparison: {e}")),
             }
+            progress(Progress::Finish);
         }
     }
     if cfg.throughput {
+        progress(Progress::Start { task: "throughput", total: 0, unit: "" });
         throughput_all(cfg, &mut report);
+        progress(Progress::Finish);
         time_lab_run(cfg, &mut report);
     }
     report.elapsed_seconds = started.elapsed().as_secs_f64();

@@ -55,6 +55,11 @@ pub(crate) struct BenchArgs {
     /// Seed for operands.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Instruction counts (per variant) and llvm-mca runs done at once, each on its own thread
+    /// (default: one per CPU); the report is the same for any N. The native comparison and the
+    /// throughput section are timed and always run alone.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
 }
 
 /// `2%` or `2` -> 2.0; negative, NaN and unparsable values are usage errors.
@@ -140,8 +145,10 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> ExitCode {
         seed: a.seed,
         predict: !a.no_predict,
         cpus: a.cpu.iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect(),
+        jobs: a.jobs.map_or(0, |n| n as usize),
     };
-    let mut report = bench::bench(&cfg);
+    let mut bars = crate::bars::Bars::default();
+    let mut report = bench::bench_with_progress(&cfg, &mut |e| bars.handle(e));
     if let (Some(base), Some(path)) = (&base, &a.baseline) {
         let now = Baseline::of(&report);
         report.gate = Some(baseline::compare(base, &path.display().to_string(), &now, a.max_regression));

@@ -30,6 +30,11 @@ pub(crate) struct FuzzArgs {
     /// Cases per backend entry.
     #[arg(long, default_value_t = 256)]
     batch: usize,
+    /// Pieces of the campaign run at once, each on its own thread (default: one per CPU). A
+    /// target is cut into pieces of 8 batches; the results are the same for any N (but for
+    /// times and, with --time, how many cases fit).
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
     /// Folder for shrunk failures (vector files).
     #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
     out: PathBuf,
@@ -87,6 +92,7 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
         batch: args.batch.max(1),
         out_dir: args.out.clone(),
         limits: Limits::default(),
+        jobs: args.jobs.map_or(0, |n| n as usize),
     };
     // With JSON or JUnit on stdout, the human lines go to stderr.
     let human = |text: &str| {
@@ -98,14 +104,8 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
     };
     human(&format!("lab fuzz: seed {seed} (repeat with --seed {seed}), shard {}/{}\n", cfg.shard.0, cfg.shard.1));
     let started = std::time::Instant::now();
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("template"));
-    let results = fuzz::campaign(&cfg, &mut |p| {
-        let of = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        bar.set_message(format!("{}: {}{of} cases, {:.0} cases/s", p.target, p.cases, p.rate));
-        bar.tick();
-    });
-    bar.finish_and_clear();
+    let mut bars = crate::bars::Bars::default();
+    let results = fuzz::campaign(&cfg, &mut |e| bars.handle(e));
     human(&fuzz_text(&results, seed));
     let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
     // The exit status is the report's, so the JSON's `exit_code` is the process's.
