@@ -279,7 +279,7 @@ fn a_surprise_after_a_fault_keeps_the_results_before_it() {
     let r: Vec<u8> =
         [0x123_4567u64, 0x89a_bcde, 0x3ff_ffff, 0x12_3456, 0x5a5a5].iter().flat_map(|w| w.to_le_bytes()).collect();
     let r = b.input(&r, 0);
-    let mut call = |b: &mut BatchBuilder, len: usize, seed| {
+    let call = |b: &mut BatchBuilder, len: usize, seed| {
         let (input, acc) = (b.input(&vec![0xa5; len], 0), b.output(&[0; 40]));
         b.call(poly, [Arg::Ptr(input, 0), Arg::Imm(len as u64), Arg::Ptr(acc, 0), Arg::Ptr(r, 0)], seed);
         acc

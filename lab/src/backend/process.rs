@@ -383,7 +383,9 @@ fn rewrite_head(shared: &mut SharedArena, payload: &[u8], arena_addr: u64, start
 /// before any kernel symbol is reached, and Landlock would refuse a qemu that is a wrapper
 /// script (its `exec` of the real qemu), hiding qemu's own refusal behind EACCES.
 fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), String> {
-    static PROBED: OnceLock<Mutex<HashMap<(PathBuf, String), Result<(), String>>>> = OnceLock::new();
+    /// (qemu binary, -cpu model) -> whether it starts.
+    type Probes = HashMap<(PathBuf, String), Result<(), String>>;
+    static PROBED: OnceLock<Mutex<Probes>> = OnceLock::new();
     let key = (program.to_path_buf(), cpu.to_string());
     let probed = PROBED.get_or_init(Mutex::default);
     if let Some(known) = probed.lock().ok().and_then(|m| m.get(&key).cloned()) {

@@ -164,11 +164,11 @@ impl Select {
     /// When no variant matches.
     pub(crate) fn variants(&self) -> Result<Vec<&'static Variant>, String> {
         let archs = &self.arch;
-        let pool: Vec<&'static Variant> = match self.user_kernels(&archs)? {
+        let pool: Vec<&'static Variant> = match self.user_kernels(archs)? {
             Some(kernels) => kernels.into_iter().map(UserKernel::into_variant).collect(),
             None => VARIANTS.iter().collect(),
         };
-        for name in self.own.variant.iter().filter(|n| !pool.iter().any(|v| v.name == n.as_str())) {
+        if let Some(name) = self.own.variant.iter().find(|n| !pool.iter().any(|v| v.name == n.as_str())) {
             let known: Vec<&str> = pool.iter().map(|v| v.name).collect();
             return Err(format!("--variant {name}: no such variant (here: {})", known.join(", ")));
         }

@@ -156,7 +156,7 @@ mod tests {
         let bounds = vec![Finding::new(Class::Bounds, "limb 2 is 0x4000000, above 2^26")];
         let verdicts = [Verdict::Passed, Verdict::Passed, Verdict::Failed(bounds)]
             .into_iter()
-            .chain(std::iter::repeat(Verdict::Skipped("campaign ended".into())).take(3));
+            .chain(std::iter::repeat_n(Verdict::Skipped("campaign ended".into()), 3));
         for (i, verdict) in verdicts.enumerate() {
             let (name, msg_len) = if i == 2 { ("shrunk".to_string(), 32) } else { (format!("case {i}"), 0) };
             row.push(CaseOutcome { name, msg_len, time: Duration::ZERO, verdict });
