@@ -129,6 +129,25 @@ pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
 #[derive(Debug, Default)]
 pub struct ZeroedPayload(Vec<u8>);
 
+thread_local! {
+    /// This thread's spare payload, shared by every batch the thread lays (all vector sets and
+    /// cells of `lab run`, all fuzz batches): a set that starts with a fresh allocation grows it
+    /// through fresh pages the kernel must zero.
+    static SPARE_PAYLOAD: std::cell::RefCell<ZeroedPayload> = std::cell::RefCell::new(ZeroedPayload::default());
+}
+
+impl ZeroedPayload {
+    /// Takes this thread's spare payload (empty if none was kept).
+    pub fn take_spare() -> ZeroedPayload {
+        SPARE_PAYLOAD.with(|s| std::mem::take(&mut *s.borrow_mut()))
+    }
+
+    /// Keeps `self` as this thread's spare payload for the next batch.
+    pub fn keep_as_spare(self) {
+        SPARE_PAYLOAD.with(|s| *s.borrow_mut() = self);
+    }
+}
+
 /// Handle of a buffer added to a [`BatchBuilder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufId(usize);

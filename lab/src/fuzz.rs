@@ -345,7 +345,7 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
     let plans: Vec<Vec<CasePlan>> =
         cases.iter().map(|c| plan::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
-    let spare = SPARE_PAYLOAD.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    let spare = crate::batch::ZeroedPayload::take_spare();
     let batch = b.layout_reusing(t.image.arena()?, spare).map_err(|e| BackendError::Unsupported(e.to_string()))?;
     let run = backend::run_batch(t.backend, &batch)?;
     let findings = |ps: &Vec<CasePlan>| {
@@ -360,14 +360,8 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
     };
     let out = plans.iter().map(findings).collect();
     t.backend.recycle(run.resp);
-    SPARE_PAYLOAD.with(|s| *s.borrow_mut() = batch.into_payload());
+    batch.into_payload().keep_as_spare();
     Ok(out)
-}
-
-thread_local! {
-    /// The payload allocation of this thread's last fuzz batch, to lay the next one into
-    /// ([`BatchBuilder::layout_reusing`]).
-    static SPARE_PAYLOAD: std::cell::RefCell<crate::batch::ZeroedPayload> = std::cell::RefCell::new(Default::default());
 }
 
 /// Shrinks a failing value tree to a minimal failing case (proptest's simplify/complicate

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::abi::Abi;
 use crate::backend::{self, BackendKind, Limits};
-use crate::batch::{BatchBuilder, Placement};
+use crate::batch::{BatchBuilder, Placement, ZeroedPayload};
 use crate::cases::answers::Answers;
 use crate::cases::plan::{self, CasePlan, Stubs};
 use crate::cases::procedure::CaseRun;
@@ -631,7 +631,7 @@ fn run_set_digested(
     row.family = entry.family(set.kernel).unwrap_or(row.family);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
     let mut batch =
-        Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: Default::default() };
+        Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: ZeroedPayload::take_spare() };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
         let (n, carried) = run_pending_batch(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
@@ -674,6 +674,7 @@ fn run_set_digested(
         }
     }
     run_pending(&mut batch, &mut row);
+    std::mem::take(&mut batch.spare).keep_as_spare();
     row.elapsed = started.elapsed();
     (row, digests)
 }
@@ -702,7 +703,7 @@ struct Pending {
     builder: BatchBuilder,
     plans: Vec<CasePlan>,
     estimate: u64,
-    spare: crate::batch::ZeroedPayload,
+    spare: ZeroedPayload,
 }
 
 /// Runs the planned segments as one batch and records every case that ends in it in `row`,
