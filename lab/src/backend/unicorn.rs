@@ -42,6 +42,11 @@ const ALIAS_OFFSET: u64 = 1 << 36;
 /// arena's alias, inside riscv64's 56-bit physical address width.
 const CODE_ALIAS_OFFSET: u64 = 2 << 36;
 
+/// How far before a buffer's end an access may start and still reach past it: the largest
+/// access a memory hook is called with (QEMU 5's `MemOp` sizes, `MO_SIZE` = 3: 1 to 8 bytes;
+/// wider guest loads and stores are made of 8-byte accesses).
+const HOOK_REACH: u64 = 8;
+
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
@@ -105,6 +110,10 @@ struct HookState {
     /// The arena pages the guest can write in this batch, with the span it can write on each
     /// ([`HookState::find_writable`]).
     writable: Vec<(usize, Span)>,
+    /// Whether the virtual TLB may hold entries the TLB hook would no longer give: new
+    /// protections, an opened page, patched code, arena writes (whose code fetches must be
+    /// seen again). A confirmation run and the run after it keep the batch's entries.
+    tlb_stale: bool,
 }
 
 /// A span `[lo, hi)` of byte offsets within a page; empty when `lo >= hi`.
@@ -458,6 +467,7 @@ impl UnicornBackend {
             self.uc.mem_write(addr + CODE_ALIAS_OFFSET, &word).map_err(uc_err("patch Zbb"))?;
             self.state.borrow_mut().zbb.patched(page, addr, insn);
         }
+        self.state.borrow_mut().tlb_stale = true;
         self.uc.ctl_flush_tb().map_err(uc_err("TB flush"))
     }
 
@@ -685,7 +695,9 @@ impl UnicornBackend {
         }
         self.patch_zbb()?;
         // New protections: drop the pages the virtual TLB cached before.
-        self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
+        if std::mem::take(&mut self.state.borrow_mut().tlb_stale) {
+            self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
+        }
         // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
         let result = self.uc.emu_start(self.entry, self.halt, 0, 0);
         self.state.borrow_mut().forget_written_pages();
@@ -726,12 +738,17 @@ impl UnicornBackend {
                 },
             )
             .map_err(uc_err("pin-down hook"))?;
-        self.state.borrow_mut().open_page = Some(page);
+        {
+            let mut st = self.state.borrow_mut();
+            st.open_page = Some(page);
+            st.tlb_stale = true;
+        }
         // Only the pc the hook saw counts: the pc the run stopped at is not the access's.
         let _ = self.start()?;
         let _ = self.uc.remove_hook(hook);
         let mut st = self.state.borrow_mut();
         st.open_page = None;
+        st.tlb_stale = true;
         // The page was let through: the guest may have written it.
         if page >= self.arena.addr {
             let opened = ((page - self.arena.addr) / PAGE) as usize;
@@ -769,9 +786,8 @@ impl UnicornBackend {
         let mut hooks = Vec::new();
         let mut next = page;
         let outcome = loop {
-            match self.exact_hook(next) {
-                Ok(h) => hooks.push(h),
-                Err(e) => break Err(e),
+            if let Err(e) = self.exact_hook(next, &mut hooks) {
+                break Err(e);
             }
             self.state.borrow_mut().hooked.push(next);
             let (result, pc) = match self.start() {
@@ -799,33 +815,48 @@ impl UnicornBackend {
         outcome
     }
 
-    /// A memory hook on the alias of exact page `page` that stops at the first access outside
-    /// the page's allowed bytes and records it with its pc.
-    fn exact_hook(&mut self, page: u64) -> Result<unicorn_engine::UcHookId, BackendError> {
-        let s = Rc::clone(&self.state);
-        let alias = page + ALIAS_OFFSET;
-        self.uc
-            .add_mem_hook(
-                HookType::MEM_READ | HookType::MEM_WRITE,
-                alias,
-                alias + PAGE - 1,
-                move |uc, ty, addr, size, _| {
-                    let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
-                    let addr = addr.wrapping_sub(ALIAS_OFFSET);
-                    let mut st = s.borrow_mut();
-                    if st.seen.pinned.is_some() {
-                        return true;
-                    }
-                    if let Some(first) = st.outside(page, addr, size as u64) {
-                        st.seen.mem = Some((access, first));
-                        st.seen.pinned = uc.pc_read().ok();
-                        st.seen.exact = Some((size, addr));
-                        let _ = uc.emu_stop();
-                    }
-                    true
-                },
-            )
-            .map_err(uc_err("exact-page hook"))
+    /// Memory hooks on the alias of exact page `page` that stop at the first access outside the
+    /// page's allowed bytes and record it with its pc.
+    ///
+    /// Unicorn runs a memory hook with the access as the guest made it (before the MMIO path
+    /// splits an unaligned one) and only for accesses that start inside the hook's range, but
+    /// before each it re-derives the pc from the translation block (`cpu_restore_state`, which
+    /// costs about as much as the block's instructions). So the hooks cover only where an access
+    /// outside the buffer can start: the bytes before it on the page, and from
+    /// [`HOOK_REACH`] bytes before its end to the page's end; accesses well inside the buffer
+    /// run unhooked.
+    fn exact_hook(&mut self, page: u64, hooks: &mut Vec<unicorn_engine::UcHookId>) -> Result<(), BackendError> {
+        let Some(&(lo, hi)) = self.state.borrow().exact.get(&page) else { return Ok(()) };
+        let end = page + PAGE;
+        let zones = [(page, lo.clamp(page, end)), (hi.saturating_sub(HOOK_REACH).clamp(page, end), end)];
+        for (from, to) in zones.into_iter().filter(|(from, to)| from < to) {
+            let s = Rc::clone(&self.state);
+            let hook = self
+                .uc
+                .add_mem_hook(
+                    HookType::MEM_READ | HookType::MEM_WRITE,
+                    from + ALIAS_OFFSET,
+                    to + ALIAS_OFFSET - 1,
+                    move |uc, ty, addr, size, _| {
+                        let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
+                        let addr = addr.wrapping_sub(ALIAS_OFFSET);
+                        let mut st = s.borrow_mut();
+                        if st.seen.pinned.is_some() {
+                            return true;
+                        }
+                        if let Some(first) = st.outside(page, addr, size as u64) {
+                            st.seen.mem = Some((access, first));
+                            st.seen.pinned = uc.pc_read().ok();
+                            st.seen.exact = Some((size, addr));
+                            let _ = uc.emu_stop();
+                        }
+                        true
+                    },
+                )
+                .map_err(uc_err("exact-page hook"))?;
+            hooks.push(hook);
+        }
+        Ok(())
     }
 
     /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
@@ -999,6 +1030,7 @@ impl UnicornBackend {
     /// tracking of written code).
     fn write_arena(&mut self, bytes: &[u8]) -> Result<(), BackendError> {
         self.flush_arena_code()?;
+        self.state.borrow_mut().tlb_stale = true;
         self.ram.write(self.ram_offset, bytes);
         if let Some(dirty) = self.state.borrow_mut().dirty.as_mut() {
             let n = bytes.len().div_ceil(PAGE as usize).min(dirty.len());
@@ -1020,6 +1052,7 @@ impl UnicornBackend {
     /// Takes the protection table and the exact ranges of the batch `payload` for the hooks.
     fn load_protections(&mut self, payload: &[u8]) {
         let mut st = self.state.borrow_mut();
+        st.tlb_stale = true;
         st.prots = batch::protections(payload, self.arena.addr);
         st.exact.clear();
         st.last_exact = None;
