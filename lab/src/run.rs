@@ -724,17 +724,18 @@ fn run_pending_batch(
         return (0, None);
     }
     let started = Instant::now();
-    let b = std::mem::replace(&mut pending.builder, BatchBuilder::new(abi));
     pending.estimate = 0;
     let taken: Vec<CasePlan> = std::mem::take(&mut pending.plans);
     // Long calls get a budget scaled to their blocks (instructions per block x blocks).
     let need = taken.iter().map(|p| p.call_instructions).max().unwrap_or(0);
     backend.set_call_instructions(need);
     if let Some(why) = interrupted_reason() {
+        pending.builder = BatchBuilder::new(abi);
         return (skip_interrupted(&taken, why, row), None);
     }
-    let outcome = b
-        .layout_reusing(arena, std::mem::take(&mut pending.spare))
+    let outcome = pending
+        .builder
+        .layout_and_clear(arena, std::mem::take(&mut pending.spare))
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
