@@ -1016,6 +1016,53 @@ mod tests {
         }
     }
 
+    /// The native guest's mappings after a batch are its protection table, page for page:
+    /// read-only buffers with guards between them (applied a span at a time), writable buffers
+    /// and packed ones readable and writable, then the next layout.
+    #[test]
+    fn the_guest_maps_the_protection_table_page_for_page() {
+        use crate::batch::{BatchBuilder, Placement, PAGE};
+        let v = Variant::by_name("x86_64").expect("variant");
+        if crate::variant::Arch::host() != Some(v.arch) {
+            return; // native runs only on an x86_64 host
+        }
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let arena = image.arena().expect("arena");
+        let mut b = ProcessBackend::native(&image, Limits::default()).expect("native");
+        for round in 0..3 {
+            let mut bb = BatchBuilder::new(Abi::of(image.arch));
+            for i in 0..4 + round {
+                bb.buffer("input", &vec![1; 100 + 5000 * (i % 2)], false, Placement::End);
+                bb.output(&[2; 16]);
+                bb.buffer("packed", &[3; 9], i % 2 == 0, Placement::Packed(5));
+            }
+            bb.call(0, [crate::batch::Arg::Imm(0); 4], 1);
+            let batch = bb.layout(arena).expect("layout");
+            super::super::run_batch(&mut b, &batch).expect("run");
+            let pid = b.guest.as_ref().expect("guest").child.id();
+            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+            let prot_of = |addr: u64| {
+                maps.lines().find_map(|l| {
+                    let (range, rest) = l.split_once(' ')?;
+                    let (lo, hi) = range.split_once('-')?;
+                    let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
+                    (lo <= addr && addr < hi).then(|| rest[..2].to_string())
+                })
+            };
+            let table = batch.protections();
+            for page in (arena.addr..arena.addr + arena.size).step_by(PAGE as usize) {
+                let want = match table.iter().find(|p| p.contains(page)).map(|p| p.prot) {
+                    None => "rw",
+                    Some(0) => "--",
+                    Some(1) => "r-",
+                    Some(other) => panic!("prot {other}"),
+                };
+                assert_eq!(prot_of(page).as_deref(), Some(want), "round {round}, page {page:#x}");
+            }
+        }
+    }
+
     #[test]
     fn sparse_copies_skip_only_the_given_ranges() {
         assert_eq!(kept(10, &[(2, 4), (6, 7)]).collect::<Vec<_>>(), vec![(0, 2), (4, 6), (7, 10)]);
