@@ -130,6 +130,8 @@ pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
 pub struct ZeroedPayload(Vec<u8>);
 
 thread_local! {
+    /// This thread's spare builder allocations ([`BatchBuilder::take_spare`]).
+    static SPARE_BUILDER: std::cell::RefCell<Option<BatchBuilder>> = const { std::cell::RefCell::new(None) };
     /// This thread's spare payload, shared by every batch the thread lays (all vector sets and
     /// cells of `lab run`, all fuzz batches): a set that starts with a fresh allocation grows it
     /// through fresh pages the kernel must zero.
@@ -207,6 +209,32 @@ impl BatchBuilder {
     /// An empty batch for the driver of `abi.arch`.
     pub fn new(abi: &'static Abi) -> Self {
         BatchBuilder { abi, bufs: Vec::new(), bytes: Vec::new(), calls: Vec::new(), exact: true }
+    }
+
+    /// [`new`](Self::new) in the allocations of the builder this thread kept last
+    /// ([`keep_as_spare`](Self::keep_as_spare)): every vector set of a run lays its batches
+    /// through one builder per thread, whose byte store does not grow through fresh pages again.
+    pub fn take_spare(abi: &'static Abi) -> Self {
+        let spare = SPARE_BUILDER.with(|s| s.borrow_mut().take());
+        match spare {
+            Some(mut b) => {
+                b.clear();
+                BatchBuilder { abi, exact: true, ..b }
+            }
+            None => Self::new(abi),
+        }
+    }
+
+    /// Keeps `self`'s allocations for this thread's next [`take_spare`](Self::take_spare).
+    pub fn keep_as_spare(self) {
+        SPARE_BUILDER.with(|s| *s.borrow_mut() = Some(self));
+    }
+
+    /// Removes every buffer and call, keeping the allocations.
+    fn clear(&mut self) {
+        self.bufs.clear();
+        self.bytes.clear();
+        self.calls.clear();
     }
 
     /// Lists no exact ranges: every backend checks guard pages only. For timed and counted runs
@@ -356,9 +384,7 @@ impl BatchBuilder {
     /// As [`layout`](Self::layout) (the builder is emptied all the same).
     pub fn layout_and_clear(&mut self, arena: Arena, spare: ZeroedPayload) -> Result<Batch, BatchError> {
         let batch = self.lay(arena, spare);
-        self.bufs.clear();
-        self.bytes.clear();
-        self.calls.clear();
+        self.clear();
         batch
     }
 

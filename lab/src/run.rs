@@ -630,8 +630,12 @@ fn run_set_digested(
     let mut row = Row::new(variant, kind, set);
     row.family = entry.family(set.kernel).unwrap_or(row.family);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut batch =
-        Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: ZeroedPayload::take_spare() };
+    let mut batch = Pending {
+        builder: BatchBuilder::take_spare(abi),
+        plans: Vec::new(),
+        estimate: 0,
+        spare: ZeroedPayload::take_spare(),
+    };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
         let (n, carried) = run_pending_batch(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
@@ -675,6 +679,7 @@ fn run_set_digested(
     }
     run_pending(&mut batch, &mut row);
     std::mem::take(&mut batch.spare).keep_as_spare();
+    std::mem::replace(&mut batch.builder, BatchBuilder::new(abi)).keep_as_spare();
     row.elapsed = started.elapsed();
     (row, digests)
 }
@@ -767,7 +772,7 @@ fn run_pending_batch(
     let share = started.elapsed() / taken.len() as u32;
     let mut recorded = 0;
     let mut carry_out = None;
-    for (((p, f), c), sum) in taken.iter().zip(findings).zip(carried).zip(sums) {
+    for (((p, f), c), sum) in taken.into_iter().zip(findings).zip(carried).zip(sums) {
         if let Some(c) = c {
             carry_out = Some(c);
             continue;
@@ -784,7 +789,7 @@ fn run_pending_batch(
         } else {
             crate::report::Verdict::of(f)
         };
-        row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
+        row.push(crate::report::CaseOutcome { name: p.name, msg_len: p.msg_len, time: share, verdict });
     }
     (recorded, carry_out)
 }
