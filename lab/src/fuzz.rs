@@ -341,12 +341,16 @@ pub struct Target<'a> {
 pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, BackendError> {
     let entry = Stubs::of(t.image);
     let abi = Abi::of(t.variant.arch);
-    let mut b = BatchBuilder::new(abi);
+    // The thread's builder and payload from the batch before: no fresh memory per batch.
+    let mut b = BatchBuilder::take_spare(abi);
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
     let plans: Vec<Vec<CasePlan>> =
         cases.iter().map(|c| plan::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
     let spare = crate::batch::ZeroedPayload::take_spare();
-    let batch = b.layout_reusing(t.image.arena()?, spare).map_err(|e| BackendError::Unsupported(e.to_string()))?;
+    let arena = t.image.arena()?;
+    let batch = b.layout_and_clear(arena, spare).map_err(|e| BackendError::Unsupported(e.to_string()));
+    b.keep_as_spare();
+    let batch = batch?;
     let run = backend::run_batch(t.backend, &batch)?;
     let findings = |ps: &Vec<CasePlan>| {
         let mut all: Vec<Finding> = Vec::new();

@@ -59,6 +59,53 @@ impl GuestRam {
         out[n..].fill(0);
     }
 
+    /// The little-endian value of the `size` bytes (1, 2, 4 or 8) at `offset`, zero-extended;
+    /// bytes past the end read as zero. The MMIO callbacks' access: a fixed-size load, not a
+    /// `memcpy` of a variable length plus a fill (~10% of an aarch64 fuzz run).
+    pub fn read_le(&self, offset: usize, size: usize) -> u64 {
+        if offset.checked_add(size).is_none_or(|end| end > self.len) {
+            let mut bytes = [0u8; 8];
+            self.read(offset, &mut bytes[..size.min(8)]);
+            return u64::from_le_bytes(bytes);
+        }
+        // SAFETY: `offset + size <= len`: inside the mapping; unaligned reads of plain integers.
+        unsafe {
+            let p = self.ptr.as_ptr().add(offset);
+            match size {
+                1 => u64::from(p.read()),
+                2 => u64::from(u16::from_le(p.cast::<u16>().read_unaligned())),
+                4 => u64::from(u32::from_le(p.cast::<u32>().read_unaligned())),
+                8 => u64::from_le(p.cast::<u64>().read_unaligned()),
+                _ => {
+                    let mut bytes = [0u8; 8];
+                    std::ptr::copy_nonoverlapping(p, bytes.as_mut_ptr(), size.min(8));
+                    u64::from_le_bytes(bytes)
+                }
+            }
+        }
+    }
+
+    /// Stores the low `size` bytes (1, 2, 4 or 8) of `value`, little-endian, at `offset`; the
+    /// part past the end is dropped.
+    pub fn write_le(&self, offset: usize, size: usize, value: u64) {
+        let bytes = value.to_le_bytes();
+        if offset.checked_add(size).is_none_or(|end| end > self.len) || size > 8 {
+            self.write(offset, &bytes[..size.min(8)]);
+            return;
+        }
+        // SAFETY: `offset + size <= len`: inside the mapping; unaligned writes of plain integers.
+        unsafe {
+            let p = self.ptr.as_ptr().add(offset);
+            match size {
+                1 => p.write(bytes[0]),
+                2 => p.cast::<u16>().write_unaligned((value as u16).to_le()),
+                4 => p.cast::<u32>().write_unaligned((value as u32).to_le()),
+                8 => p.cast::<u64>().write_unaligned(value.to_le()),
+                _ => std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, size),
+            }
+        }
+    }
+
     /// A copy of `len` bytes from `offset` (zero-filled past the end), in the allocation of
     /// `spare`.
     pub fn read_vec(&self, offset: usize, len: usize, spare: Vec<u8>) -> Vec<u8> {
@@ -97,6 +144,14 @@ mod tests {
         ram.write(8190, &[1, 2, 3, 4]);
         assert_eq!(ram.read_vec(8188, 6, vec![5; 9]), vec![0, 0, 1, 2, 0, 0], "past the end: dropped, read as zero");
         ram.write(5, &[9; 3]);
+        assert_eq!(ram.read_le(4, 4), 0x0909_0900);
+        assert_eq!(ram.read_le(5, 2), 0x0909);
+        assert_eq!(ram.read_le(8190, 8), 0x0201, "past the end: zero");
+        ram.write_le(16, 8, 0x1122_3344_5566_7788);
+        ram.write_le(17, 2, 0xaabb);
+        assert_eq!(ram.read_le(16, 8), 0x1122_3344_55aa_bb88);
+        ram.write_le(8191, 4, 0xffff_ff77);
+        assert_eq!(ram.read_le(8190, 2), 0x7701, "the part past the end is dropped");
         let mut out = [0u8; 4];
         ram.read(4, &mut out);
         assert_eq!(out, [0, 9, 9, 9]);

@@ -560,18 +560,12 @@ impl UnicornBackend {
         let ram_w = Rc::clone(&ram);
         let read = move |uc: &mut Unicorn<'_, ()>, offset: u64, size: usize| {
             let addr = arena.addr + offset;
-            let mut bytes = [0u8; 8];
             let size = size.min(8);
             // A read is done even outside its buffer: an unaligned load reaches MMIO as aligned
             // pieces, so a suspect read may be a legal load whose value the run needs.
-            let call = || {
-                let mut word = [0u8; 8];
-                ram.read(ram_offset + protocol::header::CURRENT.offset(), &mut word);
-                u64::from_le_bytes(word)
-            };
+            let call = || ram.read_le(ram_offset + protocol::header::CURRENT.offset(), 8);
             r.borrow_mut().allowed(uc, addr, size as u64, Some(&call));
-            ram.read(ram_offset + offset as usize, &mut bytes[..size]);
-            u64::from_le_bytes(bytes)
+            ram.read_le(ram_offset + offset as usize, size)
         };
         let write = move |uc: &mut Unicorn<'_, ()>, offset: u64, size: usize, value: u64| {
             let addr = arena.addr + offset;
@@ -581,7 +575,7 @@ impl UnicornBackend {
                 if st.arena_fetched {
                     let _ = uc.mem_write(addr, &value.to_le_bytes()[..size]);
                 } else {
-                    ram_w.write(ram_offset + offset as usize, &value.to_le_bytes()[..size]);
+                    ram_w.write_le(ram_offset + offset as usize, size, value);
                 }
             }
         };
