@@ -834,7 +834,9 @@ impl ProcessBackend {
         let key = (batch.payload.as_ptr() as usize, batch.payload.len());
         if self.guards.1 != key || key == (0, 0) {
             self.guards = (guard_ranges(&batch.payload, self.arena.addr), key);
-            self.reads = (batch.response_ranges().map(|r| (r.start, r.end)).collect(), key);
+            self.reads.0.clear();
+            self.reads.0.extend(batch.response_ranges().map(|r| (r.start, r.end)));
+            self.reads.1 = key;
         }
     }
 
@@ -846,11 +848,15 @@ impl ProcessBackend {
         let (spare, dirty) = std::mem::take(&mut self.spare_resp);
         let mut out = zeroed_again(spare, dirty.as_deref(), resp_len, self.arena.size as usize);
         let Some(shared) = self.shared.as_ref() else { return out };
-        let ranges: Vec<(usize, usize)> = if self.reads.1 == self.guards.1 && self.reads.1 != (0, 0) {
-            self.reads.0.clone()
+        // The ranges copied, kept to zero them again when the response comes back (in the
+        // allocation of the last such list).
+        let mut ranges = dirty.unwrap_or_default();
+        ranges.clear();
+        if self.reads.1 == self.guards.1 && self.reads.1 != (0, 0) {
+            ranges.extend_from_slice(&self.reads.0);
         } else {
-            kept(resp_len, &self.guards.0).collect()
-        };
+            ranges.extend(kept(resp_len, &self.guards.0));
+        }
         shared.copy_ranges(&mut out, ranges.iter().copied());
         self.lent = (out.as_ptr() as usize, ranges);
         out
@@ -875,11 +881,15 @@ impl Backend for ProcessBackend {
     /// ([`Batch::response_ranges`]): the rest of the response is zeros.
     fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
         let key = (batch.payload.as_ptr() as usize, batch.payload.len());
-        self.reads = (batch.response_ranges().map(|r| (r.start, r.end)).collect(), key);
-        let mut data: Vec<(usize, usize)> =
-            batch.data_ranges().filter(|r| !r.is_empty()).map(|r| (r.start, r.end)).collect();
-        data.sort_unstable();
-        self.writes = (data, key);
+        // Into the lists' own allocations: a batch of thousands of buffers would otherwise take
+        // fresh memory for them each time.
+        self.reads.0.clear();
+        self.reads.0.extend(batch.response_ranges().map(|r| (r.start, r.end)));
+        self.reads.1 = key;
+        self.writes.0.clear();
+        self.writes.0.extend(batch.data_ranges().filter(|r| !r.is_empty()).map(|r| (r.start, r.end)));
+        self.writes.0.sort_unstable();
+        self.writes.1 = key;
         self.execute(&batch.payload, batch.resp_len)
     }
 
@@ -899,7 +909,7 @@ impl Backend for ProcessBackend {
         }
         if self.reads.1 != (payload.as_ptr() as usize, payload.len()) {
             // A raw payload, not a batch's ([`Backend::execute_batch`]): read every byte back.
-            self.reads = (Vec::new(), (0, 0));
+            self.reads.1 = (0, 0);
         }
         self.guards = (guard_ranges(payload, self.arena.addr), (payload.as_ptr() as usize, payload.len()));
         let key = (payload.as_ptr() as usize, payload.len());
