@@ -85,19 +85,25 @@ impl Protection {
 /// Decodes the protection table of a payload (header words 6 and 7), sorted by address.
 /// Entries that fall outside `payload` are ignored.
 pub fn protections(payload: &[u8], arena_addr: u64) -> Vec<Protection> {
-    if payload.len() < HEADER_WORDS * 8 {
-        return Vec::new();
-    }
-    let table = get(payload, hdr::PROT_TABLE.offset());
-    let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
-    let Some(off) = table.checked_sub(arena_addr).map(|o| o as usize) else { return Vec::new() };
-    let mut out: Vec<Protection> = (0..count)
-        .map(|i| off + i * PROT_ENTRY_WORDS * 8)
-        .take_while(|&at| at + PROT_ENTRY_WORDS * 8 <= payload.len())
-        .map(|at| Protection { addr: get(payload, at), len: get(payload, at + 8), prot: get(payload, at + 16) })
-        .collect();
+    let mut out: Vec<Protection> = protection_entries(payload, arena_addr).collect();
     out.sort_by_key(|p| p.addr);
     out
+}
+
+/// The entries of a payload's protection table in table order ([`protections`] without the
+/// sort and the allocation).
+pub fn protection_entries(payload: &[u8], arena_addr: u64) -> impl Iterator<Item = Protection> + '_ {
+    let (off, count) = if payload.len() < HEADER_WORDS * 8 {
+        (0, 0)
+    } else {
+        let table = get(payload, hdr::PROT_TABLE.offset());
+        let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
+        table.checked_sub(arena_addr).map_or((0, 0), |o| (o as usize, count))
+    };
+    (0..count)
+        .map(move |i| off.saturating_add(i.saturating_mul(PROT_ENTRY_WORDS * 8)))
+        .take_while(move |&at| at.saturating_add(PROT_ENTRY_WORDS * 8) <= payload.len())
+        .map(move |at| Protection { addr: get(payload, at), len: get(payload, at + 8), prot: get(payload, at + 16) })
 }
 
 /// Decodes the exact ranges of a payload: `[start, end)` of every paged buffer, whose first and

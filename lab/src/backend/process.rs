@@ -264,16 +264,19 @@ fn zeroed_again(mut spare: Vec<u8>, dirty: Option<&[(usize, usize)]>, resp_len: 
 }
 
 /// The guard pages of a payload's protection table (`prot` 0) as byte offsets into the arena,
-/// sorted: what [`SharedArena::write_sparse`] and [`SharedArena::read_sparse`] skip.
-fn guard_ranges(payload: &[u8], arena_addr: u64) -> Vec<(usize, usize)> {
-    crate::batch::protections(payload, arena_addr)
-        .iter()
-        .filter(|p| p.prot == 0 && p.addr >= arena_addr)
-        .filter_map(|p| {
-            let lo = usize::try_from(p.addr - arena_addr).ok()?;
-            Some((lo, lo.checked_add(usize::try_from(p.len).ok()?)?))
-        })
-        .collect()
+/// sorted, into `out` (emptied first): what [`SharedArena::write_sparse`] and
+/// [`SharedArena::read_sparse`] skip.
+fn guard_ranges(out: &mut Vec<(usize, usize)>, payload: &[u8], arena_addr: u64) {
+    out.clear();
+    out.extend(
+        crate::batch::protection_entries(payload, arena_addr)
+            .filter(|p| p.prot == 0 && p.addr >= arena_addr)
+            .filter_map(|p| {
+                let lo = usize::try_from(p.addr - arena_addr).ok()?;
+                Some((lo, lo.checked_add(usize::try_from(p.len).ok()?)?))
+            }),
+    );
+    out.sort_unstable();
 }
 
 /// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
@@ -833,7 +836,8 @@ impl ProcessBackend {
     fn note_batch(&mut self, batch: &Batch) {
         let key = (batch.payload.as_ptr() as usize, batch.payload.len());
         if self.guards.1 != key || key == (0, 0) {
-            self.guards = (guard_ranges(&batch.payload, self.arena.addr), key);
+            guard_ranges(&mut self.guards.0, &batch.payload, self.arena.addr);
+            self.guards.1 = key;
             self.reads.0.clear();
             self.reads.0.extend(batch.response_ranges().map(|r| (r.start, r.end)));
             self.reads.1 = key;
@@ -911,7 +915,8 @@ impl Backend for ProcessBackend {
             // A raw payload, not a batch's ([`Backend::execute_batch`]): read every byte back.
             self.reads.1 = (0, 0);
         }
-        self.guards = (guard_ranges(payload, self.arena.addr), (payload.as_ptr() as usize, payload.len()));
+        guard_ranges(&mut self.guards.0, payload, self.arena.addr);
+        self.guards.1 = (payload.as_ptr() as usize, payload.len());
         let key = (payload.as_ptr() as usize, payload.len());
         let data = (self.writes.1 == key).then_some(self.writes.0.as_slice());
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
