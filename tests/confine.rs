@@ -148,9 +148,12 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         .expect("start lab");
     let needle = dir.path().join("target").display().to_string();
     // Building the image (clang) also mentions the folder: wait for the qemu guest itself.
-    // A guest holds the protocol's fds; the CPU-model probe (no fds, exits at `_start`) does not.
+    // A guest holds the protocol's fds, the arena memfd on its fd 3; the CPU-model probe
+    // (unconfined by design, exits at `_start`) has none, but qemu's own files (the image) may
+    // sit on the same numbers while it runs, so the fd's target is checked, not its existence.
     let is_guest = |pid: u32, cmd: &str| {
-        cmd.contains("qemu-x86_64") && Path::new(&format!("/proc/{pid}/fd/{}", protocol::fd::REQUEST)).exists()
+        let arena = std::fs::read_link(format!("/proc/{pid}/fd/{}", protocol::fd::ARENA)).unwrap_or_default();
+        cmd.contains("qemu-x86_64") && arena.to_string_lossy().starts_with("/memfd:lab_arena")
     };
     let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(pid, cmd)| is_guest(pid, &cmd));
     let hanging = wait_for(Duration::from_secs(120), qemu_guest);
