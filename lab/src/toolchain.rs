@@ -318,6 +318,37 @@ pub fn build_image_with(
     Ok(elf)
 }
 
+/// Proves from scratch that the toolchain builds for `variant`: assembles a tiny source (the
+/// kernel-data mark the lab links into every image) with the variant's target, `-march` and
+/// flags, and links it with ld.lld, in a fresh temporary folder. `lab doctor` runs it for each
+/// variant, so a clang without the target or the `-march`, or a broken ld.lld, is found even
+/// when every image comes from the cache.
+///
+/// # Errors
+/// A missing tool (naming its Debian package), an I/O error, or clang's or ld.lld's message.
+pub fn probe(variant: &Variant) -> Result<(), ToolchainError> {
+    let clang = find(CLANG)?;
+    let lld = find(LLD)?;
+    let dir = tempfile::Builder::new().prefix("lab-probe-").tempdir().map_err(io(&std::env::temp_dir()))?;
+    let (src, obj, elf) = (dir.path().join("probe.S"), dir.path().join("probe.o"), dir.path().join("probe.elf"));
+    std::fs::write(&src, KERNEL_DATA_MARK).map_err(io(&src))?;
+    run(
+        variant,
+        Command::new(&clang)
+            .arg(format!("--target={}", variant.arch.spec().clang_triple))
+            .arg(format!("-march={}", variant.march))
+            .args(variant.arch.spec().clang_flags)
+            .arg("-c")
+            .arg("-o")
+            .arg(&obj)
+            .arg(&src),
+    )?;
+    run(
+        variant,
+        Command::new(&lld).args(["-static", "-nostdlib", "-e", "lab_kernel_text_end", "-o"]).arg(&elf).arg(&obj),
+    )
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError {
     let path = path.to_path_buf();
     move |source| ToolchainError::Io { path, source }
