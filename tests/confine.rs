@@ -40,6 +40,10 @@ fn one_block_set() -> kernel_lab::vectors::VectorSet {
 fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (Vec<(BackendKind, Row)>, PathBuf) {
     let v = variant(variant_name);
     let (dir, cfg) = fixture_kernels(v.arch.name(), "poly1305.S", fixture);
+    // Built into the temporary folder, not the shared cache: the guests' command lines then
+    // name the folder (the check below that none survives), and the images, unique to the
+    // folder's escape path, do not pile up in the shared cache run after run.
+    let cfg = kernel_lab::toolchain::BuildConfig { cache_dir: dir.path().join("cache"), ..cfg };
     let escape = dir.path().join(format!("escaped-{}", std::process::id()));
     let src = dir.path().join(v.arch.name()).join("poly1305.S");
     let text = std::fs::read_to_string(&src).expect("fixture").replace("@ESCAPE_PATH@", &escape.display().to_string());
@@ -50,6 +54,7 @@ fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (
         backends.iter().map(|&kind| (kind, run_fixture_set(kind, v, &image, &set))).collect();
     let dir_name = dir.path().display().to_string();
     assert!(!escape.exists(), "{fixture}: {} was created", escape.display());
+    assert!(image.path.starts_with(dir.path()), "{fixture}: the guests must name the folder");
     let left = processes_mentioning(&dir_name);
     assert!(left.is_empty(), "{fixture}: processes outlived the run: {left:?}");
     (rows, escape)
