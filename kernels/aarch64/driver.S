@@ -24,6 +24,7 @@
 #define SYS_prctl         167
 #define SYS_mmap          222
 #define SYS_mprotect      226
+#define PROT_READ         1
 #define PROT_RW           3
 #define MAP_SHARED        0x01
 #define MAP_FIXED         0x10
@@ -299,7 +300,10 @@ sum_upto:
 // word, the copy of the table in force (lab_prot: a flag, the entry count, the entries): a
 // resumed entry of the same batch (the fault handler leaves the pages as they are) or a batch
 // laid out like the last one. Otherwise: all of lab_arena readable and writable again (one
-// mprotect), then one mprotect per run of adjacent entries with the same prot, then the copy.
+// mprotect); then one mprotect (read-only) per span of adjacent entries that are read-only or
+// guards and hold a read-only one (the read-only buffers and the guards between them); then one
+// mprotect per run of adjacent entries with the same prot, but for read-only runs (done): the
+// guards inside the spans cost one call each, their read-only pages none. Then the copy.
 // The flag is cleared before the first change and set after the copy, so a poke (SIGUSR1) in
 // between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
 // Leaf helper; it uses x0-x2, x8-x15.
@@ -333,6 +337,36 @@ protect:
     cbnz    x0, .Lexit_mprotect
     mov     x13, x10                            // x13 = next entry, x14 = entries left
     mov     x14, x11
+10: cbz     x14, 14f
+    ldr     x2, [x13, #16]                      // x2 != 0: the span holds a read-only entry
+    cmp     x2, #PROT_READ
+    b.hi    13f                                 // neither read-only nor a guard
+    ldp     x0, x1, [x13]
+11: add     x13, x13, #LAB_PROT_ENTRY_SIZE      // extend the span over adjacent R / guard entries
+    sub     x14, x14, #1
+    cbz     x14, 12f
+    add     x15, x0, x1
+    ldr     x8, [x13]
+    cmp     x15, x8
+    b.ne    12f
+    ldr     x8, [x13, #16]
+    cmp     x8, #PROT_READ
+    b.hi    12f
+    orr     x2, x2, x8
+    ldr     x8, [x13, #8]
+    add     x1, x1, x8
+    b       11b
+12: cbz     x2, 10b                             // guards only: the next pass
+    mov     x2, #PROT_READ
+    mov     x8, #SYS_mprotect
+    svc     #0
+    cbnz    x0, .Lexit_mprotect
+    b       10b
+13: add     x13, x13, #LAB_PROT_ENTRY_SIZE
+    sub     x14, x14, #1
+    b       10b
+14: mov     x13, x10
+    mov     x14, x11
 4:  cbz     x14, 7f
     ldp     x0, x1, [x13]
     ldr     x2, [x13, #16]
@@ -349,7 +383,9 @@ protect:
     ldr     x8, [x13, #8]
     add     x1, x1, x8
     b       5b
-6:  mov     x8, #SYS_mprotect
+6:  cmp     x2, #PROT_READ
+    b.eq    4b                                  // read-only: in force since the span pass
+    mov     x8, #SYS_mprotect
     svc     #0
     cbnz    x0, .Lexit_mprotect
     b       4b

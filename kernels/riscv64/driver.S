@@ -41,6 +41,7 @@
 #define SYS_prctl	167
 #define SYS_mmap	222
 #define SYS_mprotect	226
+#define PROT_READ	1
 #define PROT_RW		3
 #define MAP_SHARED	0x01
 #define MAP_FIXED	0x10
@@ -329,7 +330,10 @@ sum_upto:
  * word, the copy of the table in force (lab_prot: a flag, the entry count, the entries): a
  * resumed entry of the same batch (the fault handler leaves the pages as they are) or a batch
  * laid out like the last one. Otherwise: all of lab_arena readable and writable again (one
- * mprotect), then one mprotect per run of adjacent entries with the same prot, then the copy.
+ * mprotect); then one mprotect (read-only) per span of adjacent entries that are read-only or
+ * guards and hold a read-only one (the read-only buffers and the guards between them); then one
+ * mprotect per run of adjacent entries with the same prot, but for read-only runs (done): the
+ * guards inside the spans cost one call each, their read-only pages none. Then the copy.
  * The flag is cleared before the first change and set after the copy, so a poke (SIGUSR1) in
  * between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
  * Leaf helper; it uses only a0-a2, a7, t0-t6.
@@ -367,6 +371,36 @@ protect:
 	bnez	a0, .Lexit_mprotect
 	mv	t4, t1			/* t4 = next entry, t5 = entries left */
 	mv	t5, t2
+10:	beqz	t5, 14f
+	ld	a2, 16(t4)		/* a2 != 0: the span holds a read-only entry */
+	li	t6, PROT_READ
+	bgtu	a2, t6, 13f		/* neither read-only nor a guard */
+	ld	a0, 0(t4)
+	ld	a1, 8(t4)
+11:	addi	t4, t4, LAB_PROT_ENTRY_SIZE	/* extend the span over adjacent R / guard entries */
+	addi	t5, t5, -1
+	beqz	t5, 12f
+	add	t6, a0, a1
+	ld	a7, 0(t4)
+	bne	t6, a7, 12f
+	ld	a7, 16(t4)
+	li	t6, PROT_READ
+	bgtu	a7, t6, 12f
+	or	a2, a2, a7
+	ld	a7, 8(t4)
+	add	a1, a1, a7
+	j	11b
+12:	beqz	a2, 10b			/* guards only: the next pass */
+	li	a2, PROT_READ
+	li	a7, SYS_mprotect
+	ecall
+	bnez	a0, .Lexit_mprotect
+	j	10b
+13:	addi	t4, t4, LAB_PROT_ENTRY_SIZE
+	addi	t5, t5, -1
+	j	10b
+14:	mv	t4, t1
+	mv	t5, t2
 4:	beqz	t5, 7f
 	ld	a0, 0(t4)
 	ld	a1, 8(t4)
@@ -382,7 +416,9 @@ protect:
 	ld	a7, 8(t4)
 	add	a1, a1, a7
 	j	5b
-6:	li	a7, SYS_mprotect
+6:	li	a7, PROT_READ
+	beq	a2, a7, 4b		/* read-only: in force since the span pass */
+	li	a7, SYS_mprotect
 	ecall
 	bnez	a0, .Lexit_mprotect
 	j	4b

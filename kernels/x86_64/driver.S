@@ -35,6 +35,7 @@
 #define SECCOMP_SET_MODE_FILTER 1
 #define EBADF           9
 #define BPF_MAXINSNS    4096            /* the kernel's limit on a filter's length */
+#define PROT_READ       1
 #define PROT_RW         3
 #define MAP_SHARED      0x01
 #define MAP_FIXED       0x10
@@ -421,7 +422,10 @@ _start:
  * for word, the copy of the table in force (lab_prot: a flag, the entry count, the entries):
  * a resumed entry of the same batch (the fault handler leaves the pages as they are) or a
  * batch laid out like the last one.  Otherwise: all of lab_arena readable and writable again
- * (one mprotect), then one mprotect per run of adjacent entries with the same prot, then the
+ * (one mprotect); then one mprotect (read-only) per span of adjacent entries that are read-only
+ * or guards and hold a read-only one (the read-only buffers and the guards between them); then
+ * one mprotect per run of adjacent entries with the same prot, but for read-only runs (done):
+ * the guards inside the spans cost one call each, their read-only pages none.  Then the
  * copy.  The flag is cleared before the first change and set after the copy, so a poke
  * (SIGUSR1) in between leaves it clear.  Exit on failure.
  * Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11. */
@@ -446,6 +450,43 @@ _start:
 .Lprotect_apply:
         mov     qword ptr [r10], 0
         call    .Lunprotect                     /* keeps r8, r9, r10 */
+.Lprotect_ro:                                   /* r8 = next entry, r9 = entries left */
+        test    r9, r9
+        jz      .Lprotect_ro_done
+        mov     r11, [r8 + 16]                  /* r11 != 0: the span holds a read-only entry */
+        cmp     r11, PROT_READ
+        ja      .Lprotect_ro_skip               /* neither read-only nor a guard */
+        mov     rdi, [r8]
+        mov     rsi, [r8 + 8]
+.Lprotect_ro_grow:                              /* extend the span over adjacent R / guard entries */
+        add     r8, LAB_PROT_ENTRY_SIZE
+        sub     r9, 1
+        jz      .Lprotect_ro_call
+        lea     rax, [rdi + rsi]
+        cmp     rax, [r8]
+        jne     .Lprotect_ro_call
+        mov     rax, [r8 + 16]
+        cmp     rax, PROT_READ
+        ja      .Lprotect_ro_call
+        or      r11, rax
+        add     rsi, [r8 + 8]
+        jmp     .Lprotect_ro_grow
+.Lprotect_ro_call:
+        test    r11, r11
+        jz      .Lprotect_ro                    /* guards only: the next pass */
+        mov     edx, PROT_READ
+        mov     eax, SYS_mprotect
+        syscall
+        test    rax, rax
+        jnz     .Lexit_mprotect
+        jmp     .Lprotect_ro
+.Lprotect_ro_skip:
+        add     r8, LAB_PROT_ENTRY_SIZE
+        sub     r9, 1
+        jmp     .Lprotect_ro
+.Lprotect_ro_done:
+        mov     r8, [rip + lab_arena + LAB_H_PROT_TABLE]
+        mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
 .Lprotect_run:                                  /* r8 = next entry, r9 = entries left */
         test    r9, r9
         jz      .Lprotect_copy
@@ -464,6 +505,8 @@ _start:
         add     rsi, [r8 + 8]
         jmp     .Lprotect_grow
 .Lprotect_call:
+        cmp     rdx, PROT_READ
+        je      .Lprotect_run                   /* read-only: in force since the span pass */
         mov     eax, SYS_mprotect
         syscall
         test    rax, rax

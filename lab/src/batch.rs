@@ -130,6 +130,8 @@ pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
 pub struct ZeroedPayload(Vec<u8>);
 
 thread_local! {
+    /// This thread's spare builder allocations ([`BatchBuilder::take_spare`]).
+    static SPARE_BUILDER: std::cell::RefCell<Option<BatchBuilder>> = const { std::cell::RefCell::new(None) };
     /// This thread's spare payload, shared by every batch the thread lays (all vector sets and
     /// cells of `lab run`, all fuzz batches): a set that starts with a fresh allocation grows it
     /// through fresh pages the kernel must zero.
@@ -161,10 +163,13 @@ pub enum Arg {
     Ptr(BufId, usize),
 }
 
+/// A buffer of a [`BatchBuilder`]: its bytes are `len` bytes at `start` of the builder's
+/// byte store (one allocation for every buffer, written straight into the payload).
 #[derive(Debug, Clone)]
 struct BufSpec {
     name: &'static str,
-    data: Vec<u8>,
+    start: usize,
+    len: usize,
     writable: bool,
     placement: Placement,
 }
@@ -190,6 +195,8 @@ pub enum BatchError {
 pub struct BatchBuilder {
     abi: &'static Abi,
     bufs: Vec<BufSpec>,
+    /// The bytes of every buffer, one after another.
+    bytes: Vec<u8>,
     calls: Vec<CallSpec>,
     exact: bool,
 }
@@ -201,7 +208,33 @@ fn align_up(x: u64, a: u64) -> u64 {
 impl BatchBuilder {
     /// An empty batch for the driver of `abi.arch`.
     pub fn new(abi: &'static Abi) -> Self {
-        BatchBuilder { abi, bufs: Vec::new(), calls: Vec::new(), exact: true }
+        BatchBuilder { abi, bufs: Vec::new(), bytes: Vec::new(), calls: Vec::new(), exact: true }
+    }
+
+    /// [`new`](Self::new) in the allocations of the builder this thread kept last
+    /// ([`keep_as_spare`](Self::keep_as_spare)): every vector set of a run lays its batches
+    /// through one builder per thread, whose byte store does not grow through fresh pages again.
+    pub fn take_spare(abi: &'static Abi) -> Self {
+        let spare = SPARE_BUILDER.with(|s| s.borrow_mut().take());
+        match spare {
+            Some(mut b) => {
+                b.clear();
+                BatchBuilder { abi, exact: true, ..b }
+            }
+            None => Self::new(abi),
+        }
+    }
+
+    /// Keeps `self`'s allocations for this thread's next [`take_spare`](Self::take_spare).
+    pub fn keep_as_spare(self) {
+        SPARE_BUILDER.with(|s| *s.borrow_mut() = Some(self));
+    }
+
+    /// Removes every buffer and call, keeping the allocations.
+    fn clear(&mut self) {
+        self.bufs.clear();
+        self.bytes.clear();
+        self.calls.clear();
     }
 
     /// Lists no exact ranges: every backend checks guard pages only. For timed and counted runs
@@ -245,7 +278,14 @@ impl BatchBuilder {
             Placement::Packed(m) => Placement::Packed(m % PAGE as usize),
             p => p,
         };
-        self.push(BufSpec { name, data: bytes.to_vec(), writable, placement })
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        self.push(BufSpec { name, start, len: bytes.len(), writable, placement })
+    }
+
+    /// The bytes of buffer `b`.
+    fn data(&self, b: &BufSpec) -> &[u8] {
+        &self.bytes[b.start..b.start + b.len]
     }
 
     fn push(&mut self, b: BufSpec) -> BufId {
@@ -263,7 +303,7 @@ impl BatchBuilder {
     /// Like [`call`](Self::call), but first copies buffer `from` into `to` (same length), so the
     /// call starts from a snapshot of an earlier call's output and both stay checkable.
     pub fn call_after_copy(&mut self, func: u64, args: [Arg; 4], seed: u64, from: BufId, to: BufId) -> usize {
-        assert_eq!(self.bufs[from.0].data.len(), self.bufs[to.0].data.len(), "copy between buffers of different sizes");
+        assert_eq!(self.bufs[from.0].len, self.bufs[to.0].len, "copy between buffers of different sizes");
         self.calls.push(CallSpec { func, args, copy: Some((from, to)), seed });
         self.calls.len() - 1
     }
@@ -313,7 +353,7 @@ impl BatchBuilder {
             .bufs
             .iter()
             .map(|b| match b.placement {
-                Placement::Packed(m) => 64 + m as u64 + b.data.len() as u64,
+                Placement::Packed(m) => 64 + m as u64 + b.len as u64,
                 _ => run_pages(b) * PAGE + 2 * PAGE,
             })
             .sum();
@@ -334,6 +374,21 @@ impl BatchBuilder {
     /// # Errors
     /// As [`layout`](Self::layout).
     pub fn layout_reusing(self, arena: Arena, spare: ZeroedPayload) -> Result<Batch, BatchError> {
+        self.lay(arena, spare)
+    }
+
+    /// [`layout_reusing`](Self::layout_reusing), then empties the builder for the next batch,
+    /// keeping its allocations.
+    ///
+    /// # Errors
+    /// As [`layout`](Self::layout) (the builder is emptied all the same).
+    pub fn layout_and_clear(&mut self, arena: Arena, spare: ZeroedPayload) -> Result<Batch, BatchError> {
+        let batch = self.lay(arena, spare);
+        self.clear();
+        batch
+    }
+
+    fn lay(&self, arena: Arena, spare: ZeroedPayload) -> Result<Batch, BatchError> {
         let entry = self.entry_bytes();
         let prot_off = (HEADER_WORDS * 8) as u64;
         let exact_off = prot_off + self.prot_size();
@@ -354,8 +409,8 @@ impl BatchBuilder {
             for (i, b) in self.bufs.iter().enumerate().filter(|(_, b)| b.writable == pass_writable) {
                 if let Placement::Packed(m) = b.placement {
                     let off = align_up(cursor, 64) + m as u64;
-                    placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
-                    cursor = off + b.data.len() as u64;
+                    placed[i] = Placed { offset: off, len: b.len, writable: b.writable };
+                    cursor = off + b.len as u64;
                     continue;
                 }
                 // A paged buffer after packed ones needs its own guard below it.
@@ -363,13 +418,13 @@ impl BatchBuilder {
                     cursor = guard(align_up(cursor, PAGE), &mut prots);
                 }
                 let pages = run_pages(b);
-                let len = b.data.len() as u64;
+                let len = b.len as u64;
                 let off = match b.placement {
                     Placement::End => cursor + pages * PAGE - len,
                     Placement::Misaligned(_) if len == 0 => cursor + pages * PAGE,
                     _ => cursor + lead(b),
                 };
-                placed[i] = Placed { offset: off, len: b.data.len(), writable: b.writable };
+                placed[i] = Placed { offset: off, len: b.len, writable: b.writable };
                 if len > 0 && self.exact {
                     exact.push((arena.addr + off, arena.addr + off + len));
                 }
@@ -406,13 +461,18 @@ impl BatchBuilder {
         }
         // All zeros already: only a longer payload's new bytes are written (zeros).
         let mut payload = spare.0;
+        if payload.capacity() < payload_len as usize {
+            // Room for any batch of the arena at once: growing by steps would move the bytes
+            // to fresh pages each time.
+            payload.reserve_exact((arena.size as usize).max(payload_len as usize) - payload.len());
+        }
         if payload.len() > payload_len as usize {
             payload.truncate(payload_len as usize);
         } else {
             payload.resize(payload_len as usize, 0);
         }
         for (b, p) in self.bufs.iter().zip(&placed) {
-            payload[p.offset as usize..p.offset as usize + p.len].copy_from_slice(&b.data);
+            payload[p.offset as usize..p.offset as usize + p.len].copy_from_slice(self.data(b));
         }
         for (n, p) in prots.iter().enumerate() {
             let at = (prot_off as usize) + n * PROT_ENTRY_WORDS * 8;
@@ -457,7 +517,7 @@ impl BatchBuilder {
             resp_len: resp_len as usize,
             arena,
             table_off: table_off as usize,
-            names: self.bufs.into_iter().map(|b| b.name).collect(),
+            names: self.bufs.iter().map(|b| b.name).collect(),
             placed,
             stack,
             seeds: self.calls.iter().map(|c| c.seed).collect(),
@@ -471,7 +531,7 @@ impl BatchBuilder {
 /// the guard after it; [`Placement::Misaligned`]: the latest start at the asked misalignment
 /// that ends before the guard).
 fn lead(b: &BufSpec) -> u64 {
-    let len = b.data.len() as u64;
+    let len = b.len as u64;
     let flush = (PAGE - len % PAGE) % PAGE;
     match b.placement {
         Placement::Offset(m) => m as u64,
@@ -487,7 +547,7 @@ fn lead(b: &BufSpec) -> u64 {
 
 /// Pages a buffer occupies (at least one, so an empty buffer still has an address of its own).
 fn run_pages(b: &BufSpec) -> u64 {
-    (lead(b) + b.data.len() as u64).div_ceil(PAGE).max(1)
+    (lead(b) + b.len as u64).div_ceil(PAGE).max(1)
 }
 
 /// The stack the kernel runs on: `sp` at the call is `top`; it may use `[bottom, top)`.
@@ -599,6 +659,14 @@ impl Batch {
     pub fn data_ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         let buffers = self.placed.iter().map(|p| p.offset as usize..p.offset as usize + p.len);
         std::iter::once(0..self.table_end()).chain(buffers)
+    }
+
+    /// The byte ranges of a response the host reads: the header and tables (with the call
+    /// table's records) and every writable buffer. A backend may leave the rest of the
+    /// response zero ([`crate::backend::Backend::execute_batch`]): nothing reads it.
+    pub fn response_ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let buffers = self.placed.iter().filter(|p| p.writable).map(|p| p.offset as usize..p.offset as usize + p.len);
+        std::iter::once(0..self.table_end()).chain(buffers).filter(|r| !r.is_empty())
     }
 
     /// The protection table this batch asks the guest to apply, sorted by address.
@@ -875,6 +943,33 @@ mod tests {
         again.buffer("input", &[3; 10], false, Placement::End);
         let fresh = again.clone().layout(ARENA).unwrap();
         assert_eq!(again.layout_reusing(ARENA, spare).unwrap().payload, fresh.payload);
+    }
+
+    #[test]
+    fn the_response_ranges_are_the_tables_and_the_writable_buffers() {
+        let mut b = BatchBuilder::new(&X86_64);
+        let input = b.buffer("input", &[0xa5; 100], false, Placement::End);
+        let state = b.output(&[0x5a; 16]);
+        let packed = b.buffer("acc", &[1; 40], true, Placement::Packed(3));
+        b.call(0x1234, [Arg::Ptr(input, 0), Arg::Ptr(state, 0), Arg::Ptr(packed, 0), Arg::Imm(1)], 1);
+        let batch = b.clone().layout(ARENA).unwrap();
+        let at = |id: BufId, len: usize| {
+            let lo = (batch.addr_of(id, 0) - ARENA.addr) as usize;
+            lo..lo + len
+        };
+        let mut got: Vec<_> = batch.response_ranges().collect();
+        got.sort_by_key(|r| r.start);
+        assert_eq!(got, vec![0..batch.table_end(), at(state, 16), at(packed, 40)]);
+        assert!(got.iter().all(|r| r.end <= batch.resp_len), "all inside the response");
+        // Laid out and cleared: the same batch, and an empty builder that lays the next one.
+        let mut again = b.clone();
+        let same = again.layout_and_clear(ARENA, ZeroedPayload::default()).unwrap();
+        assert_eq!(same.payload, batch.payload);
+        assert!(again.is_empty() && again.bufs.is_empty() && again.bytes.is_empty());
+        again.buffer("input", &[3; 10], false, Placement::End);
+        let mut fresh = BatchBuilder::new(&X86_64);
+        fresh.buffer("input", &[3; 10], false, Placement::End);
+        assert_eq!(again.layout(ARENA).unwrap().payload, fresh.layout(ARENA).unwrap().payload);
     }
 
     #[test]

@@ -630,8 +630,12 @@ fn run_set_digested(
     let mut row = Row::new(variant, kind, set);
     row.family = entry.family(set.kernel).unwrap_or(row.family);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
-    let mut batch =
-        Pending { builder: BatchBuilder::new(abi), plans: Vec::new(), estimate: 0, spare: ZeroedPayload::take_spare() };
+    let mut batch = Pending {
+        builder: BatchBuilder::take_spare(abi),
+        plans: Vec::new(),
+        estimate: 0,
+        spare: ZeroedPayload::take_spare(),
+    };
     let mut run_pending = |batch: &mut Pending, row: &mut Row| {
         let (n, carried) = run_pending_batch(batch, backend, image, abi, arena, row, &mut digests);
         progress(Progress::Advance { by: n as u64, note: &note });
@@ -675,6 +679,7 @@ fn run_set_digested(
     }
     run_pending(&mut batch, &mut row);
     std::mem::take(&mut batch.spare).keep_as_spare();
+    std::mem::replace(&mut batch.builder, BatchBuilder::new(abi)).keep_as_spare();
     row.elapsed = started.elapsed();
     (row, digests)
 }
@@ -724,17 +729,18 @@ fn run_pending_batch(
         return (0, None);
     }
     let started = Instant::now();
-    let b = std::mem::replace(&mut pending.builder, BatchBuilder::new(abi));
     pending.estimate = 0;
     let taken: Vec<CasePlan> = std::mem::take(&mut pending.plans);
     // Long calls get a budget scaled to their blocks (instructions per block x blocks).
     let need = taken.iter().map(|p| p.call_instructions).max().unwrap_or(0);
     backend.set_call_instructions(need);
     if let Some(why) = interrupted_reason() {
+        pending.builder = BatchBuilder::new(abi);
         return (skip_interrupted(&taken, why, row), None);
     }
-    let outcome = b
-        .layout_reusing(arena, std::mem::take(&mut pending.spare))
+    let outcome = pending
+        .builder
+        .layout_and_clear(arena, std::mem::take(&mut pending.spare))
         .map_err(|e| e.to_string())
         .and_then(|batch| backend::run_batch(backend, &batch).map(|run| (batch, run)).map_err(|e| e.to_string()));
     let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
@@ -766,7 +772,7 @@ fn run_pending_batch(
     let share = started.elapsed() / taken.len() as u32;
     let mut recorded = 0;
     let mut carry_out = None;
-    for (((p, f), c), sum) in taken.iter().zip(findings).zip(carried).zip(sums) {
+    for (((p, f), c), sum) in taken.into_iter().zip(findings).zip(carried).zip(sums) {
         if let Some(c) = c {
             carry_out = Some(c);
             continue;
@@ -783,7 +789,7 @@ fn run_pending_batch(
         } else {
             crate::report::Verdict::of(f)
         };
-        row.push(crate::report::CaseOutcome { name: p.name.clone(), msg_len: p.msg_len, time: share, verdict });
+        row.push(crate::report::CaseOutcome { name: p.name, msg_len: p.msg_len, time: share, verdict });
     }
     (recorded, carry_out)
 }

@@ -241,7 +241,8 @@ pub enum BackendError {
 /// The raw result of one backend entry: the response bytes and the fault that ended it, if any.
 #[derive(Debug, Clone)]
 pub struct RawRun {
-    /// `lab_arena[0..resp_len]` as the guest left it.
+    /// `lab_arena[0..resp_len]` as the guest left it (after [`Backend::execute_batch`], at least
+    /// the batch's [`Batch::response_ranges`]; a backend may leave the other bytes zero).
     pub resp: Vec<u8>,
     /// Set when the entry ended early.
     pub fault: Option<Fault>,
@@ -306,7 +307,7 @@ pub trait Backend {
 /// A finished batch: the final response and every fault, in order.
 #[derive(Debug, Clone)]
 pub struct BatchRun {
-    /// Final `lab_arena[0..resp_len]`.
+    /// Final `lab_arena[0..resp_len]` (at least its [`Batch::response_ranges`], see [`RawRun::resp`]).
     pub resp: Vec<u8>,
     /// Faults with the call each one hit.
     pub faults: Vec<Fault>,

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use super::confine::{self, Guest as Confined, Support};
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::abi::Abi;
+use crate::batch::Batch;
 use crate::image::{Arena, Image};
 use crate::protocol::{self, header, token};
 use crate::toolchain;
@@ -129,11 +130,21 @@ impl SharedArena {
     /// zeros the host laid out, whatever an earlier batch left in it.
     fn read_sparse(&self, len: usize, skip: &[(usize, usize)]) -> Vec<u8> {
         let mut out = vec![0u8; len];
-        for (lo, hi) in kept(len.min(self.len), skip) {
-            // SAFETY: `lo..hi` lies inside both the mapping and `out`, which are disjoint.
-            unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(lo), out.as_mut_ptr().add(lo), hi - lo) };
-        }
+        self.copy_ranges(&mut out, kept(len, skip));
         out
+    }
+
+    /// Copies the byte ranges `ranges` of the arena into the same places of `out` (clipped to
+    /// `out` and the arena; the rest of `out` is left as it is).
+    fn copy_ranges(&self, out: &mut [u8], ranges: impl Iterator<Item = (usize, usize)>) {
+        let end = out.len().min(self.len);
+        for (lo, hi) in ranges {
+            let (lo, hi) = (lo.min(end), hi.min(end));
+            if lo < hi {
+                // SAFETY: `lo..hi` lies inside both the mapping and `out`, which are disjoint.
+                unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(lo), out.as_mut_ptr().add(lo), hi - lo) };
+            }
+        }
     }
 
     /// The u64 word at byte `offset` (0 past the end), read in place.
@@ -197,6 +208,27 @@ fn kept(len: usize, skip: &[(usize, usize)]) -> impl Iterator<Item = (usize, usi
     )
 }
 
+/// `resp_len` zeros in the allocation of `spare`, whose bytes outside the ranges `dirty` are
+/// zero (`None`: any byte may be nonzero): only those ranges are zeroed again. The capacity
+/// grows to `room` at once when it must grow: growing by steps would move the bytes to fresh
+/// pages each time.
+fn zeroed_again(mut spare: Vec<u8>, dirty: Option<&[(usize, usize)]>, resp_len: usize, room: usize) -> Vec<u8> {
+    match dirty {
+        Some(ranges) => {
+            let n = spare.len();
+            for &(lo, hi) in ranges {
+                spare[lo.min(n)..hi.min(n)].fill(0);
+            }
+        }
+        None => spare.clear(),
+    }
+    if spare.capacity() < resp_len {
+        spare.reserve_exact(room.max(resp_len) - spare.len());
+    }
+    spare.resize(resp_len, 0);
+    spare
+}
+
 /// The guard pages of a payload's protection table (`prot` 0) as byte offsets into the arena,
 /// sorted: what [`SharedArena::write_sparse`] and [`SharedArena::read_sparse`] skip.
 fn guard_ranges(payload: &[u8], arena_addr: u64) -> Vec<(usize, usize)> {
@@ -258,6 +290,16 @@ pub struct ProcessBackend {
     guards: (Vec<(usize, usize)>, (usize, usize)),
     /// Checksum range and value of the last verified reply, for [`Backend::response`].
     last_sum: ((u64, u64), u64),
+    /// The response ranges the host reads of the batch last written ([`Batch::response_ranges`]:
+    /// header, call table, writable buffers), keyed like `guards`; empty key: every byte
+    /// outside the guard pages (a raw [`Backend::execute`]).
+    reads: (Vec<(usize, usize)>, (usize, usize)),
+    /// A response allocation handed back by [`Backend::recycle`], and the ranges of it that may
+    /// hold nonzero bytes (`None`: any), so the next response zeroes only those.
+    spare_resp: (Vec<u8>, Option<Vec<(usize, usize)>>),
+    /// The address of the last response handed out and the ranges copied into it (the rest
+    /// is zero), to know it again in [`Backend::recycle`].
+    lent: (usize, Vec<(usize, usize)>),
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
@@ -454,6 +496,9 @@ impl ProcessBackend {
             support: Support::probe(),
             guards: (Vec::new(), (0, 0)),
             last_sum: ((0, 0), 0),
+            reads: (Vec::new(), (0, 0)),
+            spare_resp: (Vec::new(), Some(Vec::new())),
+            lent: (0, Vec::new()),
         })
     }
 
@@ -619,11 +664,13 @@ impl ProcessBackend {
             // The call table stays in the arena: checksummed where it lies, copied once later.
             (shared.read(protocol::header::WORDS * 8), shared.checksum(off, len))
         } else {
-            let resp = shared.read_sparse(resp_len, &self.guards.0);
+            // The checksummed call table lies inside the ranges read back.
+            let resp = self.read_response(resp_len);
             let want = protocol::checksum(resp.get(off..off + len).unwrap_or_default());
             (resp, want)
         };
         if let Err(why) = self.verify(&reply, want) {
+            self.forget_lent();
             return Ok(self.surprise(why));
         }
         self.last_sum = (sum, want);
@@ -688,6 +735,8 @@ impl ProcessBackend {
         let (start, ncalls) = (word(header::START), word(header::NCALLS));
         self.shared.as_mut().expect("arena created").write(payload);
         for call in start..ncalls {
+            // Only a response this loop returns as it came may be recycled as lent.
+            self.forget_lent();
             let shared = self.shared.as_mut().expect("arena created");
             shared.write_at(header::START.offset(), &call.to_le_bytes());
             shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
@@ -704,6 +753,7 @@ impl ProcessBackend {
         }
         // Every call passed on its own: the first surprise did not come back. Its entry's
         // results are still not trusted: no call of it counts as run (the payload as sent).
+        self.forget_lent();
         let (kind, detail) = first;
         let detail = format!("{detail}; not reproduced when the calls ran one at a time");
         let mut resp = payload[..resp_len.min(payload.len())].to_vec();
@@ -731,15 +781,41 @@ impl ProcessBackend {
             shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
             self.exchange(batch.resp_len, sum, false)?;
         }
+        self.forget_lent();
         Ok(self.shared.as_ref().expect("arena created").read_sparse(batch.resp_len, &self.guards.0))
     }
 
-    /// Keeps the guard pages of `payload` for the sparse copies, unless they are known.
-    fn note_guards(&mut self, payload: &[u8]) {
-        let key = (payload.as_ptr() as usize, payload.len());
+    /// Forgets the last response handed out: it was dropped, or another goes back instead.
+    fn forget_lent(&mut self) {
+        self.lent = (0, Vec::new());
+    }
+
+    /// Keeps the guard pages and the response ranges of `batch` for the sparse copies, unless
+    /// they are known.
+    fn note_batch(&mut self, batch: &Batch) {
+        let key = (batch.payload.as_ptr() as usize, batch.payload.len());
         if self.guards.1 != key || key == (0, 0) {
-            self.guards = (guard_ranges(payload, self.arena.addr), key);
+            self.guards = (guard_ranges(&batch.payload, self.arena.addr), key);
+            self.reads = (batch.response_ranges().map(|r| (r.start, r.end)).collect(), key);
         }
+    }
+
+    /// The response after an entry: `resp_len` bytes, holding what the arena holds in the
+    /// ranges the host reads ([`Batch::response_ranges`] of the batch last written, or every
+    /// byte outside its guard pages) and zeros elsewhere, in the allocation of a recycled
+    /// response when there is one (only the ranges it was filled in are zeroed again).
+    fn read_response(&mut self, resp_len: usize) -> Vec<u8> {
+        let (spare, dirty) = std::mem::take(&mut self.spare_resp);
+        let mut out = zeroed_again(spare, dirty.as_deref(), resp_len, self.arena.size as usize);
+        let Some(shared) = self.shared.as_ref() else { return out };
+        let ranges: Vec<(usize, usize)> = if self.reads.1 == self.guards.1 && self.reads.1 != (0, 0) {
+            self.reads.0.clone()
+        } else {
+            kept(resp_len, &self.guards.0).collect()
+        };
+        shared.copy_ranges(&mut out, ranges.iter().copied());
+        self.lent = (out.as_ptr() as usize, ranges);
+        out
     }
 }
 
@@ -757,13 +833,31 @@ impl Backend for ProcessBackend {
         self.kind
     }
 
+    /// [`execute`](Backend::execute), reading back only the bytes the host's checks read
+    /// ([`Batch::response_ranges`]): the rest of the response is zeros.
+    fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
+        let key = (batch.payload.as_ptr() as usize, batch.payload.len());
+        self.reads = (batch.response_ranges().map(|r| (r.start, r.end)).collect(), key);
+        self.execute(&batch.payload, batch.resp_len)
+    }
+
+    fn recycle(&mut self, resp: Vec<u8>) {
+        let dirty = (resp.as_ptr() as usize == self.lent.0).then(|| std::mem::take(&mut self.lent.1));
+        self.spare_resp = (resp, dirty);
+    }
+
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
+        self.forget_lent();
         if payload.len() as u64 > self.arena.size || resp_len > payload.len() {
             return Err(self.error(format!("a payload of {} bytes does not fit lab_arena", payload.len())));
         }
         if self.shared.is_none() {
             let size = self.arena.size.max(protocol::ARENA_SIZE) as usize;
             self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
+        }
+        if self.reads.1 != (payload.as_ptr() as usize, payload.len()) {
+            // A raw payload, not a batch's ([`Backend::execute_batch`]): read every byte back.
+            self.reads = (Vec::new(), (0, 0));
         }
         self.guards = (guard_ranges(payload, self.arena.addr), (payload.as_ptr() as usize, payload.len()));
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0);
@@ -781,11 +875,12 @@ impl Backend for ProcessBackend {
     /// only the header: a kernel that faults on every call costs no copy of the response per
     /// call ([`response`](Backend::response) reads it once).
     fn resume(&mut self, batch: &crate::batch::Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
+        self.forget_lent();
         let Some(shared) = self.shared.as_mut() else {
             return self.execute(&batch.resume_payload(resp, start), batch.resp_len);
         };
         rewrite_head(shared, &batch.payload, self.arena.addr, start);
-        self.note_guards(&batch.payload);
+        self.note_batch(batch);
         let sum = from_entry(table_range(&batch.payload, self.arena.addr, self.entry_bytes), start, self.entry_bytes);
         match self.exchange(batch.resp_len, sum, false)? {
             Answer::Run(run) if run.resp.is_empty() => {
@@ -803,11 +898,15 @@ impl Backend for ProcessBackend {
     /// The whole response after a resumed entry that ended in a fault, checked against the
     /// checksum of its reply.
     fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
-        let Some(shared) = self.shared.as_ref() else { return Ok(vec![0; resp_len]) };
-        let resp = shared.read_sparse(resp_len, &self.guards.0);
+        self.forget_lent();
+        if self.shared.is_none() {
+            return Ok(vec![0; resp_len]);
+        }
+        let resp = self.read_response(resp_len);
         let ((off, len), want) = self.last_sum;
         let got = protocol::checksum(resp.get(off as usize..(off + len) as usize).unwrap_or_default());
         if got != want {
+            self.forget_lent();
             return Err(self
                 .error(format!("the call table changed after its reply (checksum {got:#018x}, reply {want:#018x})")));
         }
@@ -917,6 +1016,53 @@ mod tests {
         }
     }
 
+    /// The native guest's mappings after a batch are its protection table, page for page:
+    /// read-only buffers with guards between them (applied a span at a time), writable buffers
+    /// and packed ones readable and writable, then the next layout.
+    #[test]
+    fn the_guest_maps_the_protection_table_page_for_page() {
+        use crate::batch::{BatchBuilder, Placement, PAGE};
+        let v = Variant::by_name("x86_64").expect("variant");
+        if crate::variant::Arch::host() != Some(v.arch) {
+            return; // native runs only on an x86_64 host
+        }
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let arena = image.arena().expect("arena");
+        let mut b = ProcessBackend::native(&image, Limits::default()).expect("native");
+        for round in 0..3 {
+            let mut bb = BatchBuilder::new(Abi::of(image.arch));
+            for i in 0..4 + round {
+                bb.buffer("input", &vec![1; 100 + 5000 * (i % 2)], false, Placement::End);
+                bb.output(&[2; 16]);
+                bb.buffer("packed", &[3; 9], i % 2 == 0, Placement::Packed(5));
+            }
+            bb.call(0, [crate::batch::Arg::Imm(0); 4], 1);
+            let batch = bb.layout(arena).expect("layout");
+            super::super::run_batch(&mut b, &batch).expect("run");
+            let pid = b.guest.as_ref().expect("guest").child.id();
+            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+            let prot_of = |addr: u64| {
+                maps.lines().find_map(|l| {
+                    let (range, rest) = l.split_once(' ')?;
+                    let (lo, hi) = range.split_once('-')?;
+                    let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
+                    (lo <= addr && addr < hi).then(|| rest[..2].to_string())
+                })
+            };
+            let table = batch.protections();
+            for page in (arena.addr..arena.addr + arena.size).step_by(PAGE as usize) {
+                let want = match table.iter().find(|p| p.contains(page)).map(|p| p.prot) {
+                    None => "rw",
+                    Some(0) => "--",
+                    Some(1) => "r-",
+                    Some(other) => panic!("prot {other}"),
+                };
+                assert_eq!(prot_of(page).as_deref(), Some(want), "round {round}, page {page:#x}");
+            }
+        }
+    }
+
     #[test]
     fn sparse_copies_skip_only_the_given_ranges() {
         assert_eq!(kept(10, &[(2, 4), (6, 7)]).collect::<Vec<_>>(), vec![(0, 2), (4, 6), (7, 10)]);
@@ -942,6 +1088,18 @@ mod tests {
         assert_eq!(fault_range(resumed, table, arena, 4, entry), (0x100 + 4 * 176, 176));
         assert_eq!(fault_range(resumed, table, arena, 2, entry), resumed, "before the range: unchanged");
         assert_eq!(from_entry(sum, 99, entry), (0x100 + 10 * 176, 0));
+    }
+
+    #[test]
+    fn a_recycled_response_is_zeroed_where_it_was_filled() {
+        let filled = vec![0, 0, 7, 7, 0, 9, 0, 0];
+        let again = zeroed_again(filled.clone(), Some(&[(2, 4), (5, 6)]), 6, 64);
+        assert_eq!(again, vec![0; 6], "shorter, and every filled range zeroed");
+        assert!(again.capacity() >= 8, "the same allocation");
+        let grown = zeroed_again(filled.clone(), Some(&[(2, 4), (5, 6), (7, 100)]), 20, 64);
+        assert_eq!((grown.len(), grown.iter().all(|&b| b == 0), grown.capacity() >= 64), (20, true, true));
+        let unknown = zeroed_again(vec![1; 8], None, 4, 0);
+        assert_eq!(unknown, vec![0; 4], "unknown contents: all zeroed");
     }
 
     #[test]
