@@ -40,6 +40,10 @@ fn one_block_set() -> kernel_lab::vectors::VectorSet {
 fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (Vec<(BackendKind, Row)>, PathBuf) {
     let v = variant(variant_name);
     let (dir, cfg) = fixture_kernels(v.arch.name(), "poly1305.S", fixture);
+    // Built into the temporary folder, not the shared cache: the guests' command lines then
+    // name the folder (the check below that none survives), and the images, unique to the
+    // folder's escape path, do not pile up in the shared cache run after run.
+    let cfg = kernel_lab::toolchain::BuildConfig { cache_dir: dir.path().join("cache"), ..cfg };
     let escape = dir.path().join(format!("escaped-{}", std::process::id()));
     let src = dir.path().join(v.arch.name()).join("poly1305.S");
     let text = std::fs::read_to_string(&src).expect("fixture").replace("@ESCAPE_PATH@", &escape.display().to_string());
@@ -50,6 +54,7 @@ fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (
         backends.iter().map(|&kind| (kind, run_fixture_set(kind, v, &image, &set))).collect();
     let dir_name = dir.path().display().to_string();
     assert!(!escape.exists(), "{fixture}: {} was created", escape.display());
+    assert!(image.path.starts_with(dir.path()), "{fixture}: the guests must name the folder");
     let left = processes_mentioning(&dir_name);
     assert!(left.is_empty(), "{fixture}: processes outlived the run: {left:?}");
     (rows, escape)
@@ -148,9 +153,12 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         .expect("start lab");
     let needle = dir.path().join("target").display().to_string();
     // Building the image (clang) also mentions the folder: wait for the qemu guest itself.
-    // A guest holds the protocol's fds; the CPU-model probe (no fds, exits at `_start`) does not.
+    // A guest holds the protocol's fds, the arena memfd on its fd 3; the CPU-model probe
+    // (unconfined by design, exits at `_start`) has none, but qemu's own files (the image) may
+    // sit on the same numbers while it runs, so the fd's target is checked, not its existence.
     let is_guest = |pid: u32, cmd: &str| {
-        cmd.contains("qemu-x86_64") && Path::new(&format!("/proc/{pid}/fd/{}", protocol::fd::REQUEST)).exists()
+        let arena = std::fs::read_link(format!("/proc/{pid}/fd/{}", protocol::fd::ARENA)).unwrap_or_default();
+        cmd.contains("qemu-x86_64") && arena.to_string_lossy().starts_with("/memfd:lab_arena")
     };
     let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(pid, cmd)| is_guest(pid, &cmd));
     let hanging = wait_for(Duration::from_secs(120), qemu_guest);

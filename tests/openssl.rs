@@ -323,7 +323,8 @@ fn riscv64_object(file: &str, march: &str, defines: &[&str], out: &Path) -> Stri
 #[test]
 fn openssl_objects_under_their_own_names_through_the_cli_shortcut() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cache = dir.path().join("cache");
+    // The shared image cache: images are keyed by the objects' bytes (the same every run).
+    let cache = kernel_lab::paths::cache_dir();
     let md5 = riscv64_object(
         "md5_block_data_order.S",
         "rv64gc_zbb",

@@ -21,15 +21,17 @@ fn lab_in(cache: &Path, args: &[&str]) -> (i32, String) {
     (out.status.code().expect("exit status"), text)
 }
 
-/// The example built once per test process by its own script: (folder, cache folder).
+/// The example built once per test process by its own script: (folder, cache folder). The
+/// cache is the lab's shared one: images are keyed by the objects' bytes and names and the
+/// symbol map (lab/src/toolchain.rs), and build.sh's objects are the same bytes every time, so
+/// a suite run after the first builds none of the example's images again.
 fn example() -> &'static (tempfile::TempDir, PathBuf) {
     static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
         let out = Command::new(repo().join("examples/byok/build.sh")).arg(dir.path()).output().expect("build.sh");
         assert!(out.status.success(), "build.sh: {}", String::from_utf8_lossy(&out.stderr));
-        let cache = dir.path().join("cache");
-        (dir, cache)
+        (dir, kernel_lab::paths::cache_dir())
     })
 }
 
@@ -310,7 +312,7 @@ fn a_kernels_folder_without_a_driver_gets_the_labs() {
     std::fs::create_dir(dir.path().join("riscv64")).unwrap();
     std::fs::copy(repo().join("kernels/riscv64/md5.S"), dir.path().join("riscv64/md5.S")).unwrap();
     let (code, text) = lab_in(
-        &dir.path().join("cache"),
+        &kernel_lab::paths::cache_dir(),
         &[
             "run",
             "--kernels-dir",

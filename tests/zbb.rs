@@ -15,7 +15,7 @@ use kernel_lab::backend::{run_batch, Backend, BackendKind, FaultKind, Limits, Un
 use kernel_lab::batch::{Arg, BatchBuilder};
 use kernel_lab::image::Image;
 use kernel_lab::paths;
-use kernel_lab::toolchain::{self, BuildConfig};
+use kernel_lab::toolchain;
 
 use crate::common::{variant, SEED};
 
@@ -64,7 +64,7 @@ fn functions() -> Vec<(String, String)> {
     f
 }
 
-/// Builds driver.S + a generated zbb_ops.S as the riscv64+zbb variant in a temporary folder.
+/// Builds driver.S + a generated zbb_ops.S (in a temporary folder) as the riscv64+zbb variant.
 fn build_test_image(dir: &std::path::Path) -> Image {
     let arch_dir = dir.join("riscv64");
     std::fs::create_dir_all(&arch_dir).unwrap();
@@ -79,7 +79,8 @@ fn build_test_image(dir: &std::path::Path) -> Image {
         let _ = writeln!(s, "\t.globl not_zbb_{name}\n\t.p2align 2\nnot_zbb_{name}:\n\t.word {word:#x}\n\tret");
     }
     std::fs::write(arch_dir.join("zbb_ops.S"), s).unwrap();
-    let cfg = BuildConfig { kernels_dir: dir.to_path_buf(), cache_dir: dir.join("cache") };
+    // The shared image cache (keyed by the generated source, the same every run).
+    let cfg = crate::common::fixture_build(dir);
     let v = variant("riscv64+zbb");
     let path = toolchain::build_image(&cfg, v).unwrap_or_else(|e| panic!("{e}"));
     Image::load(&path, v.arch).unwrap()

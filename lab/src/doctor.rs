@@ -1,7 +1,8 @@
 //! `lab doctor`: is this machine set up to run the lab? Checks the external tools (naming the
 //! Debian package of each missing one; exactly the list `lab run` asks for, [`toolchain::run_tools`]), the Unicorn engine linked into the lab, the kernel and
-//! vector folders, and that every variant builds from scratch and runs one tiny batch on every
-//! backend that can run it.
+//! vector folders, and that the toolchain builds for every variant (a tiny probe, from
+//! scratch), every variant's image builds (through the lab's content-keyed image cache, as for
+//! `lab run`) and runs one tiny batch on every backend that can run it.
 
 use std::path::Path;
 use std::process::Command;
@@ -85,8 +86,10 @@ impl Diagnosis {
     }
 }
 
-/// Runs every check. Images are built from `kernels_dir` into a fresh temporary cache, so the
-/// toolchain is exercised even when the lab's own cache is warm.
+/// Runs every check. Images are built from `kernels_dir` into the lab's image cache
+/// ([`crate::paths::cache_dir`]), keyed by a hash of every input as for `lab run` (a cached image
+/// is the one these sources and flags give); the toolchain itself is exercised from scratch for
+/// every variant even when the cache is warm ([`toolchain::probe`]).
 pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let mut d = Diagnosis::default();
     let tools = toolchain::run_tools().into_iter();
@@ -98,14 +101,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
     d.checks.push(folder_check("vectors", vectors_dir));
-    let cache = match tempfile::Builder::new().prefix("lab-doctor-").tempdir() {
-        Ok(c) => c,
-        Err(e) => {
-            d.checks.push(Check { what: "temporary folder".into(), state: State::Failed(e.to_string()) });
-            return d;
-        }
-    };
-    let build = BuildConfig { kernels_dir: kernels_dir.to_path_buf(), cache_dir: cache.path().to_path_buf() };
+    let build = BuildConfig { kernels_dir: kernels_dir.to_path_buf(), cache_dir: crate::paths::cache_dir() };
     for v in &VARIANTS {
         d.checks.extend(variant_checks(&build, v));
     }
@@ -213,9 +209,10 @@ fn folder_check(what: &str, dir: &Path) -> Check {
     Check { what: what.into(), state }
 }
 
-/// Builds `variant` and runs the tiny batch on every backend.
+/// Probes the toolchain for `variant`, builds its image and runs the tiny batch on every backend.
 fn variant_checks(build: &BuildConfig, variant: &'static Variant) -> Vec<Check> {
-    let image = toolchain::build_image(build, variant)
+    let image = toolchain::probe(variant)
+        .and_then(|()| toolchain::build_image(build, variant))
         .map_err(build_state)
         .and_then(|p| Image::load(&p, variant.arch).map_err(|e| State::Failed(format!("cannot load the image: {e}"))));
     BackendKind::ALL

@@ -265,20 +265,27 @@ pub fn build_image_with(
     std::fs::create_dir_all(&include).map_err(io(&include))?;
     std::fs::write(include.join(PROTOCOL_HEADER), &header).map_err(io(&include))?;
     let assemble = |src: &Path, obj: &Path, march: &str, flags: &[String]| {
-        run(
-            variant,
-            Command::new(&clang)
-                .arg(format!("--target={}", variant.arch.spec().clang_triple))
+        let clang_for = |step: &str| {
+            let mut cmd = Command::new(&clang);
+            cmd.arg(format!("--target={}", variant.arch.spec().clang_triple))
                 .arg(format!("-march={march}"))
                 .args(variant.arch.spec().clang_flags)
                 .args(flags)
-                .arg("-I")
-                .arg(&include)
-                .arg("-c")
-                .arg("-o")
-                .arg(obj)
-                .arg(src),
-        )
+                .arg(step);
+            cmd
+        };
+        // A `.S` is preprocessed and assembled by two clang calls of one job each: clang runs a
+        // lone job in its own process, while `clang -c x.S` starts two more (the preprocessor,
+        // then the assembler), each loading libLLVM again. The assembler reads the line markers
+        // of the preprocessed text, so its messages still name `x.S` and its lines.
+        let src = if src.extension().is_some_and(|x| x == "S") {
+            let pre = obj.with_extension("s");
+            run(variant, clang_for("-E").arg("-I").arg(&include).arg("-o").arg(&pre).arg(src))?;
+            std::borrow::Cow::Owned(pre)
+        } else {
+            std::borrow::Cow::Borrowed(src)
+        };
+        run(variant, clang_for("-c").arg("-o").arg(obj).arg(&*src))
     };
     let mut kernel_objects = Vec::new();
     for (i, src) in inputs.sources.iter().enumerate() {
@@ -288,7 +295,7 @@ pub fn build_image_with(
         kernel_objects.push(obj);
     }
     let undefined = check_objects(variant, &inputs, &kernel_objects)?;
-    let mark = tmp_dir.join("lab_kernel_data_end.S");
+    let mark = tmp_dir.join("lab_kernel_data_end.s");
     std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
     let (mark_o, driver_o) = (tmp_dir.join("lab_kernel_data_end.o"), tmp_dir.join("lab_driver.o"));
     // The driver and the mark are the lab's: a user's kernel gets them assembled for the arch's
@@ -316,6 +323,38 @@ pub fn build_image_with(
     }
     let _ = std::fs::remove_dir_all(&tmp_dir);
     Ok(elf)
+}
+
+/// Proves from scratch that the toolchain builds for `variant`: assembles a tiny source (the
+/// kernel-data mark the lab links into every image) with the variant's target, `-march` and
+/// flags, and links it with ld.lld, in a fresh temporary folder. `lab doctor` runs it for each
+/// variant, so a clang without the target or the `-march`, or a broken ld.lld, is found even
+/// when every image comes from the cache.
+///
+/// # Errors
+/// A missing tool (naming its Debian package), an I/O error, or clang's or ld.lld's message.
+pub fn probe(variant: &Variant) -> Result<(), ToolchainError> {
+    let clang = find(CLANG)?;
+    let lld = find(LLD)?;
+    let dir = tempfile::Builder::new().prefix("lab-probe-").tempdir().map_err(io(&std::env::temp_dir()))?;
+    // `.s`: plain assembly, one process fewer than `.S` (no preprocessor run).
+    let (src, obj, elf) = (dir.path().join("probe.s"), dir.path().join("probe.o"), dir.path().join("probe.elf"));
+    std::fs::write(&src, KERNEL_DATA_MARK).map_err(io(&src))?;
+    run(
+        variant,
+        Command::new(&clang)
+            .arg(format!("--target={}", variant.arch.spec().clang_triple))
+            .arg(format!("-march={}", variant.march))
+            .args(variant.arch.spec().clang_flags)
+            .arg("-c")
+            .arg("-o")
+            .arg(&obj)
+            .arg(&src),
+    )?;
+    run(
+        variant,
+        Command::new(&lld).args(["-static", "-nostdlib", "-e", "lab_kernel_text_end", "-o"]).arg(&elf).arg(&obj),
+    )
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError {

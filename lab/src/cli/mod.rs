@@ -63,8 +63,9 @@ enum Command {
     /// Check the set-up: tools, the Unicorn engine, every variant on every backend.
     ///
     /// Checks clang, ld.lld and each qemu-user binary, the Unicorn engine linked into the lab,
-    /// and that every variant builds from scratch and runs a tiny batch on every backend that
-    /// can run it. Exit 0 only if all is well.
+    /// that the toolchain builds for every variant (a tiny probe, from scratch), and that every
+    /// variant's image builds and runs a tiny batch on every backend that can run it. Exit 0
+    /// only if all is well.
     #[command(
         after_help = "Examples:\n  lab doctor\n  lab doctor --format json\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
     )]
