@@ -1,5 +1,5 @@
 //! The Unicorn backend: maps the image's segments into a Unicorn 2.1.5 engine, writes the batch
-//! into `lab_arena`, and runs `lab_batch` until it returns to `lab_unicorn_halt`.
+//! into `lab_arena`, and runs `lab_batch` until it returns to an exit page of its own ([`EXIT_PAGE`]).
 //!
 //! Facts it relies on (docs/DESIGN.md "Backend facts", measured): an illegal RISC-V instruction
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
@@ -11,7 +11,12 @@
 //! without splitting Unicorn's memory regions and without a per-access hook. The first and last
 //! page of every buffer are checked byte by byte: the TLB maps them to an MMIO alias of the
 //! arena whose callbacks do the access and check its bytes (MMIO is always the slow path, so
-//! only those pages pay, and no memory hook makes every other access slow); a block hook
+//! only those pages pay, and no memory hook makes every other access slow). QEMU hands an
+//! unaligned load to MMIO as aligned pieces, so a piece that touches a byte outside a buffer
+//! proves nothing when it also touches the buffer: the first run of a batch notes such reads
+//! and goes on, then each call that made one runs again alone with memory hooks at the
+//! buffer's edges, which see loads whole with their pc (`run_first`); a batch that turns out
+//! to break a bound runs again, stopping at it. A block hook
 //! counts instructions per call (reset whenever `lab_batch` runs) against the instruction
 //! budget; an x86 `syscall`/`sysenter` hook and the interrupt hook catch system calls.
 //!
@@ -979,7 +984,7 @@ impl UnicornBackend {
         Ok(())
     }
 
-    /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
+    /// Sets the stack and the return address so that `lab_batch` returns to the exit ([`EXIT_PAGE`]).
     fn set_entry_registers(&mut self) -> Result<(), BackendError> {
         let e = uc_err("registers");
         let sp = self.stack_top & !15;
