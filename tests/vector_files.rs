@@ -130,9 +130,8 @@ fn every_silently_accepted_mistake_is_an_error_naming_its_field() {
         format!(
             r#"{{"name":"both offsets","source":"x","msg_hex":"","offset":1,"offsets":[1],"digest_hex":"{MD5_EMPTY}"}}"#
         ),
-        format!(
-            r#"{{"name":"duplicate key","source":"x","msg_hex":"zz","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}}"#
-        ),
+        r#"{"name":"duplicate key","source":"x","msg_hex":"zz","msg_hex":"616263","digest_hex":"900150983cd24fb0d6963f7d28e17f72"}"#
+            .to_string(),
         format!(r#"{{"name":"duplicate key","source":"x","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}"#),
         format!(r#"{{"name":"","source":"x","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}"#),
         format!(r#"{{"name":"no source","source":"","msg_hex":"","digest_hex":"{MD5_EMPTY}"}}"#),

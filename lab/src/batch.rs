@@ -85,19 +85,25 @@ impl Protection {
 /// Decodes the protection table of a payload (header words 6 and 7), sorted by address.
 /// Entries that fall outside `payload` are ignored.
 pub fn protections(payload: &[u8], arena_addr: u64) -> Vec<Protection> {
-    if payload.len() < HEADER_WORDS * 8 {
-        return Vec::new();
-    }
-    let table = get(payload, hdr::PROT_TABLE.offset());
-    let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
-    let Some(off) = table.checked_sub(arena_addr).map(|o| o as usize) else { return Vec::new() };
-    let mut out: Vec<Protection> = (0..count)
-        .map(|i| off + i * PROT_ENTRY_WORDS * 8)
-        .take_while(|&at| at + PROT_ENTRY_WORDS * 8 <= payload.len())
-        .map(|at| Protection { addr: get(payload, at), len: get(payload, at + 8), prot: get(payload, at + 16) })
-        .collect();
+    let mut out: Vec<Protection> = protection_entries(payload, arena_addr).collect();
     out.sort_by_key(|p| p.addr);
     out
+}
+
+/// The entries of a payload's protection table in table order ([`protections`] without the
+/// sort and the allocation).
+pub fn protection_entries(payload: &[u8], arena_addr: u64) -> impl Iterator<Item = Protection> + '_ {
+    let (off, count) = if payload.len() < HEADER_WORDS * 8 {
+        (0, 0)
+    } else {
+        let table = get(payload, hdr::PROT_TABLE.offset());
+        let count = get(payload, hdr::PROT_COUNT.offset()) as usize;
+        table.checked_sub(arena_addr).map_or((0, 0), |o| (o as usize, count))
+    };
+    (0..count)
+        .map(move |i| off.saturating_add(i.saturating_mul(PROT_ENTRY_WORDS * 8)))
+        .take_while(move |&at| at.saturating_add(PROT_ENTRY_WORDS * 8) <= payload.len())
+        .map(move |at| Protection { addr: get(payload, at), len: get(payload, at + 8), prot: get(payload, at + 16) })
 }
 
 /// Decodes the exact ranges of a payload: `[start, end)` of every paged buffer, whose first and
@@ -127,7 +133,15 @@ pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
 /// zeroing each whole (or a fresh allocation's page faults) cost more than zeroing what the
 /// last batch wrote.
 #[derive(Debug, Default)]
-pub struct ZeroedPayload(Vec<u8>);
+pub struct ZeroedPayload {
+    /// The payload bytes, all zero.
+    bytes: Vec<u8>,
+    /// The allocations of the last batch's tables of its buffers and calls (empty), for the
+    /// next batch: a batch of thousands of buffers would otherwise take fresh memory for them.
+    placed: Vec<Placed>,
+    names: Vec<&'static str>,
+    seeds: Vec<u64>,
+}
 
 thread_local! {
     /// This thread's spare builder allocations ([`BatchBuilder::take_spare`]).
@@ -393,7 +407,8 @@ impl BatchBuilder {
         let prot_off = (HEADER_WORDS * 8) as u64;
         let exact_off = prot_off + self.prot_size();
         let table_off = exact_off + self.exact_size();
-        let mut prots: Vec<Protection> = Vec::new();
+        let ZeroedPayload { bytes: spare_bytes, mut placed, mut names, mut seeds } = spare;
+        let mut prots: Vec<Protection> = Vec::with_capacity(2 * self.bufs.len() + 4);
         let guard = |at: u64, prots: &mut Vec<Protection>| {
             prots.push(Protection { addr: arena.addr + at, len: PAGE, prot: 0 });
             at + PAGE
@@ -401,8 +416,9 @@ impl BatchBuilder {
         // A guard below the first buffer, for under-reads of a buffer flush at its start.
         let mut cursor = guard(align_up(self.tables_size(), PAGE), &mut prots);
         let mut last_guard_end = cursor;
-        let mut placed = vec![Placed::default(); self.bufs.len()];
-        let mut exact: Vec<(u64, u64)> = Vec::new();
+        placed.clear();
+        placed.resize(self.bufs.len(), Placed::default());
+        let mut exact: Vec<(u64, u64)> = Vec::with_capacity(self.bufs.len());
         // Writable buffers first: they are inside the response.
         let mut resp_len = table_off + entry * self.calls.len() as u64;
         for pass_writable in [true, false] {
@@ -460,7 +476,7 @@ impl BatchBuilder {
             prots.push(Protection { addr: lo, len: hi - lo, prot: PROT_READ });
         }
         // All zeros already: only a longer payload's new bytes are written (zeros).
-        let mut payload = spare.0;
+        let mut payload = spare_bytes;
         if payload.capacity() < payload_len as usize {
             // Room for any batch of the arena at once: growing by steps would move the bytes
             // to fresh pages each time.
@@ -517,10 +533,18 @@ impl BatchBuilder {
             resp_len: resp_len as usize,
             arena,
             table_off: table_off as usize,
-            names: self.bufs.iter().map(|b| b.name).collect(),
+            names: {
+                names.clear();
+                names.extend(self.bufs.iter().map(|b| b.name));
+                names
+            },
             placed,
             stack,
-            seeds: self.calls.iter().map(|c| c.seed).collect(),
+            seeds: {
+                seeds.clear();
+                seeds.extend(self.calls.iter().map(|c| c.seed));
+                seeds
+            },
             entry_words: entry as usize / 8,
             nsaved: self.abi.saved.len(),
         })
@@ -650,7 +674,7 @@ impl Batch {
             let end = (at + p.len).min(payload.len());
             payload[at..end].fill(0);
         }
-        ZeroedPayload(payload)
+        ZeroedPayload { bytes: payload, placed: self.placed, names: self.names, seeds: self.seeds }
     }
 
     /// The byte ranges of [`payload`](Self::payload) that may hold anything but zeros: the
@@ -938,7 +962,7 @@ mod tests {
         assert!(batch.payload[ranges[2].clone()].iter().all(|&x| x == 0x5a));
         let len = batch.payload.len();
         let spare = batch.into_payload();
-        assert!(spare.0.len() == len && spare.0.iter().all(|&x| x == 0), "a reused payload is all zeros");
+        assert!(spare.bytes.len() == len && spare.bytes.iter().all(|&x| x == 0), "a reused payload is all zeros");
         let mut again = BatchBuilder::new(&RISCV64);
         again.buffer("input", &[3; 10], false, Placement::End);
         let fresh = again.clone().layout(ARENA).unwrap();

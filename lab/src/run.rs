@@ -628,6 +628,7 @@ fn run_set_digested(
     };
     let mut digests = Vec::with_capacity(cases_in(set));
     let mut row = Row::new(variant, kind, set);
+    row.cases.reserve(cases_in(set));
     row.family = entry.family(set.kernel).unwrap_or(row.family);
     let note = format!("{variant} on {kind}, {} / {}", set.kernel, set.set);
     let mut batch = Pending {

@@ -118,11 +118,45 @@ impl SharedArena {
     }
 
     /// Copies `payload` to the start of the arena except the byte ranges in `skip` (sorted,
-    /// disjoint): guard pages, whose bytes no call can reach, are never materialised.
-    fn write_sparse(&mut self, payload: &[u8], skip: &[(usize, usize)]) {
+    /// disjoint): guard pages, whose bytes no call can reach, are never materialised. With
+    /// `data` (sorted, disjoint), the payload's bytes outside those ranges are known to be
+    /// zero: they are zeroed in place rather than copied (no read of the payload there).
+    fn write_sparse(&mut self, payload: &[u8], skip: &[(usize, usize)], data: Option<&[(usize, usize)]>) {
+        let Some(data) = data else {
+            for (lo, hi) in kept(payload.len().min(self.len), skip) {
+                self.write_at(lo, &payload[lo..hi]);
+            }
+            return;
+        };
+        let mut d = 0;
         for (lo, hi) in kept(payload.len().min(self.len), skip) {
-            self.write_at(lo, &payload[lo..hi]);
+            let mut at = lo;
+            while at < hi {
+                // Data ranges that end before `at` are behind us.
+                while d < data.len() && data[d].1 <= at {
+                    d += 1;
+                }
+                match data.get(d) {
+                    Some(&(start, end)) if start < hi => {
+                        let (start, end) = (start.max(at), end.min(hi));
+                        self.zero_at(at, start - at);
+                        self.write_at(start, &payload[start..end]);
+                        at = end;
+                    }
+                    _ => {
+                        self.zero_at(at, hi - at);
+                        at = hi;
+                    }
+                }
+            }
         }
+    }
+
+    /// Zeroes `n` bytes at `offset` (ignored past the end).
+    fn zero_at(&mut self, offset: usize, n: usize) {
+        let n = n.min(self.len.saturating_sub(offset));
+        // SAFETY: `offset + n` is inside the mapping.
+        unsafe { std::ptr::write_bytes(self.ptr.add(offset), 0, n) };
     }
 
     /// The first `len` bytes (zero-filled past the arena), with zeros in the ranges of `skip`
@@ -230,16 +264,19 @@ fn zeroed_again(mut spare: Vec<u8>, dirty: Option<&[(usize, usize)]>, resp_len: 
 }
 
 /// The guard pages of a payload's protection table (`prot` 0) as byte offsets into the arena,
-/// sorted: what [`SharedArena::write_sparse`] and [`SharedArena::read_sparse`] skip.
-fn guard_ranges(payload: &[u8], arena_addr: u64) -> Vec<(usize, usize)> {
-    crate::batch::protections(payload, arena_addr)
-        .iter()
-        .filter(|p| p.prot == 0 && p.addr >= arena_addr)
-        .filter_map(|p| {
-            let lo = usize::try_from(p.addr - arena_addr).ok()?;
-            Some((lo, lo.checked_add(usize::try_from(p.len).ok()?)?))
-        })
-        .collect()
+/// sorted, into `out` (emptied first): what [`SharedArena::write_sparse`] and
+/// [`SharedArena::read_sparse`] skip.
+fn guard_ranges(out: &mut Vec<(usize, usize)>, payload: &[u8], arena_addr: u64) {
+    out.clear();
+    out.extend(
+        crate::batch::protection_entries(payload, arena_addr)
+            .filter(|p| p.prot == 0 && p.addr >= arena_addr)
+            .filter_map(|p| {
+                let lo = usize::try_from(p.addr - arena_addr).ok()?;
+                Some((lo, lo.checked_add(usize::try_from(p.len).ok()?)?))
+            }),
+    );
+    out.sort_unstable();
 }
 
 /// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
@@ -294,6 +331,9 @@ pub struct ProcessBackend {
     /// header, call table, writable buffers), keyed like `guards`; empty key: every byte
     /// outside the guard pages (a raw [`Backend::execute`]).
     reads: (Vec<(usize, usize)>, (usize, usize)),
+    /// The payload's data ranges ([`Batch::data_ranges`], sorted) of the batch last handed to
+    /// [`Backend::execute_batch`], keyed like `guards`: the rest of its payload is zeros.
+    writes: (Vec<(usize, usize)>, (usize, usize)),
     /// A response allocation handed back by [`Backend::recycle`], and the ranges of it that may
     /// hold nonzero bytes (`None`: any), so the next response zeroes only those.
     spare_resp: (Vec<u8>, Option<Vec<(usize, usize)>>),
@@ -497,6 +537,7 @@ impl ProcessBackend {
             guards: (Vec::new(), (0, 0)),
             last_sum: ((0, 0), 0),
             reads: (Vec::new(), (0, 0)),
+            writes: (Vec::new(), (0, 0)),
             spare_resp: (Vec::new(), Some(Vec::new())),
             lent: (0, Vec::new()),
         })
@@ -795,8 +836,11 @@ impl ProcessBackend {
     fn note_batch(&mut self, batch: &Batch) {
         let key = (batch.payload.as_ptr() as usize, batch.payload.len());
         if self.guards.1 != key || key == (0, 0) {
-            self.guards = (guard_ranges(&batch.payload, self.arena.addr), key);
-            self.reads = (batch.response_ranges().map(|r| (r.start, r.end)).collect(), key);
+            guard_ranges(&mut self.guards.0, &batch.payload, self.arena.addr);
+            self.guards.1 = key;
+            self.reads.0.clear();
+            self.reads.0.extend(batch.response_ranges().map(|r| (r.start, r.end)));
+            self.reads.1 = key;
         }
     }
 
@@ -808,11 +852,15 @@ impl ProcessBackend {
         let (spare, dirty) = std::mem::take(&mut self.spare_resp);
         let mut out = zeroed_again(spare, dirty.as_deref(), resp_len, self.arena.size as usize);
         let Some(shared) = self.shared.as_ref() else { return out };
-        let ranges: Vec<(usize, usize)> = if self.reads.1 == self.guards.1 && self.reads.1 != (0, 0) {
-            self.reads.0.clone()
+        // The ranges copied, kept to zero them again when the response comes back (in the
+        // allocation of the last such list).
+        let mut ranges = dirty.unwrap_or_default();
+        ranges.clear();
+        if self.reads.1 == self.guards.1 && self.reads.1 != (0, 0) {
+            ranges.extend_from_slice(&self.reads.0);
         } else {
-            kept(resp_len, &self.guards.0).collect()
-        };
+            ranges.extend(kept(resp_len, &self.guards.0));
+        }
         shared.copy_ranges(&mut out, ranges.iter().copied());
         self.lent = (out.as_ptr() as usize, ranges);
         out
@@ -837,7 +885,15 @@ impl Backend for ProcessBackend {
     /// ([`Batch::response_ranges`]): the rest of the response is zeros.
     fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
         let key = (batch.payload.as_ptr() as usize, batch.payload.len());
-        self.reads = (batch.response_ranges().map(|r| (r.start, r.end)).collect(), key);
+        // Into the lists' own allocations: a batch of thousands of buffers would otherwise take
+        // fresh memory for them each time.
+        self.reads.0.clear();
+        self.reads.0.extend(batch.response_ranges().map(|r| (r.start, r.end)));
+        self.reads.1 = key;
+        self.writes.0.clear();
+        self.writes.0.extend(batch.data_ranges().filter(|r| !r.is_empty()).map(|r| (r.start, r.end)));
+        self.writes.0.sort_unstable();
+        self.writes.1 = key;
         self.execute(&batch.payload, batch.resp_len)
     }
 
@@ -857,10 +913,14 @@ impl Backend for ProcessBackend {
         }
         if self.reads.1 != (payload.as_ptr() as usize, payload.len()) {
             // A raw payload, not a batch's ([`Backend::execute_batch`]): read every byte back.
-            self.reads = (Vec::new(), (0, 0));
+            self.reads.1 = (0, 0);
         }
-        self.guards = (guard_ranges(payload, self.arena.addr), (payload.as_ptr() as usize, payload.len()));
-        self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0);
+        guard_ranges(&mut self.guards.0, payload, self.arena.addr);
+        self.guards.1 = (payload.as_ptr() as usize, payload.len());
+        let key = (payload.as_ptr() as usize, payload.len());
+        let data = (self.writes.1 == key).then_some(self.writes.0.as_slice());
+        self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
+        self.writes.1 = (0, 0); // a later raw payload at the same address is copied whole
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         match self.exchange(resp_len, sum, true)? {
             Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
@@ -1070,9 +1130,31 @@ mod tests {
         assert_eq!(kept(4, &[]).collect::<Vec<_>>(), vec![(0, 4)]);
         let mut a = SharedArena::new(8192).expect("memfd");
         a.write(&[9; 16]);
-        a.write_sparse(&[1; 16], &[(4, 8)]);
+        a.write_sparse(&[1; 16], &[(4, 8)], None);
         assert_eq!(a.read(16), [[1; 4], [9; 4], [1; 4], [1; 4]].concat(), "skipped bytes are not written");
         assert_eq!(a.read_sparse(16, &[(4, 8)]), [[1; 4], [0; 4], [1; 4], [1; 4]].concat(), "and read as zeros");
+    }
+
+    /// With the payload's data ranges known, the arena ends up as the payload outside the
+    /// skipped ranges all the same (zeros written where the payload is zero), whatever it held.
+    #[test]
+    fn a_sparse_write_with_data_ranges_leaves_the_payload() {
+        let mut payload = vec![0u8; 64];
+        let data = [(0, 3), (10, 20), (21, 22), (40, 64)];
+        for &(lo, hi) in &data {
+            payload[lo..hi].iter_mut().enumerate().for_each(|(i, b)| *b = 1 + i as u8);
+        }
+        for skip in [vec![], vec![(4, 12)], vec![(0, 11), (30, 45)], vec![(0, 64)]] {
+            let mut a = SharedArena::new(8192).expect("memfd");
+            a.write(&[0xee; 80]);
+            a.write_sparse(&payload, &skip, Some(&data));
+            let got = a.read(80);
+            for (i, &b) in got.iter().enumerate() {
+                let skipped = skip.iter().any(|&(lo, hi)| (lo..hi).contains(&i));
+                let want = if skipped || i >= 64 { 0xee } else { payload[i] };
+                assert_eq!(b, want, "byte {i} with skip {skip:?}");
+            }
+        }
     }
 
     #[test]

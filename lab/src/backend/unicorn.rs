@@ -42,6 +42,23 @@ const ALIAS_OFFSET: u64 = 1 << 36;
 /// arena's alias, inside riscv64's 56-bit physical address width.
 const CODE_ALIAS_OFFSET: u64 = 2 << 36;
 
+/// A page of its own, mapped executable and never run, whose address `EXIT_OFFSET` bytes in is
+/// the return address of `lab_batch` and the address a run stops at. After every run Unicorn
+/// drops the translated code around the byte before that address (`resume_all_vcpus`, so that
+/// the exit can be translated again as code); at `lab_unicorn_halt` that byte ends the
+/// driver's epilogue, which was then translated again at every run (two blocks per run, ~10%
+/// of a fuzz run with many short runs). Above the arena's and the code's aliases, inside every
+/// target's virtual and physical address width (riscv64 Sv39: 39 bits).
+const EXIT_PAGE: u64 = 3 << 36;
+
+/// Where in [`EXIT_PAGE`] a run stops: the bytes before it are never translated.
+const EXIT_OFFSET: u64 = 64;
+
+/// How far before a buffer's end an access may start and still reach past it: the largest
+/// access a memory hook is called with (QEMU 5's `MemOp` sizes, `MO_SIZE` = 3: 1 to 8 bytes;
+/// wider guest loads and stores are made of 8-byte accesses).
+const HOOK_REACH: u64 = 8;
+
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
@@ -105,6 +122,15 @@ struct HookState {
     /// The arena pages the guest can write in this batch, with the span it can write on each
     /// ([`HookState::find_writable`]).
     writable: Vec<(usize, Span)>,
+    /// Whether the virtual TLB may hold entries the TLB hook would no longer give: new
+    /// protections, an opened page, patched code, arena writes (whose code fetches must be
+    /// seen again). A confirmation run and the run after it keep the batch's entries.
+    tlb_stale: bool,
+    /// Whether reads that may be pieces of a legal unaligned load are noted rather than
+    /// stopping the run ([`allowed`](Self::allowed)): in the first run of a batch.
+    defer_reads: bool,
+    /// `(call, exact page)` of the reads noted so far, in the order first seen.
+    deferred: Vec<(u64, u64)>,
 }
 
 /// A span `[lo, hi)` of byte offsets within a page; empty when `lo >= hi`.
@@ -190,8 +216,17 @@ impl HookState {
 impl HookState {
     /// Whether an MMIO access of `size` bytes at `addr` stays inside the allowed bytes of its
     /// exact page. When it does not and no memory hook watches the page, the page becomes the
-    /// run's suspect and the run stops.
-    fn allowed(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, size: u64) -> bool {
+    /// run's suspect and the run stops; but in a first run ([`defer_reads`](Self::defer_reads))
+    /// a read (`read_call`: the call in flight) that also touches the buffer is only noted in
+    /// [`deferred`](Self::deferred) and the run goes on.
+    ///
+    /// Such a read may be one aligned piece of a legal unaligned load (QEMU splits those on
+    /// the MMIO path, `load_helper`), and a kernel reading a misaligned buffer makes one at
+    /// almost every call. Every piece overlaps its load, so a piece wholly outside the buffer
+    /// stops the run at once; but the callbacks see at most 4 bytes at a time (QEMU's
+    /// `access_with_adjusted_size` cuts an 8-byte piece in two), so a 4-byte read stands for
+    /// the aligned 8 bytes around it.
+    fn allowed(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, size: u64, read_call: Option<&dyn Fn() -> u64>) -> bool {
         let page = addr & !(PAGE - 1);
         // Most accesses hit the page the one before hit (a kernel walks its buffer).
         let (lo, hi) = match self.last_exact {
@@ -205,7 +240,18 @@ impl HookState {
         if lo <= addr && addr + size <= hi {
             return true;
         }
-        if !self.hooked.contains(&page) && self.seen.suspect.is_none() {
+        if self.hooked.contains(&page) {
+            return false;
+        }
+        let (piece, piece_end) = if size == 4 { (addr & !7, (addr & !7) + 8) } else { (addr, addr + size) };
+        if let Some(call) = read_call.filter(|_| self.defer_reads && piece < hi && lo < piece_end) {
+            let at = (call(), page);
+            if self.deferred.last() != Some(&at) {
+                self.deferred.push(at);
+            }
+            return false;
+        }
+        if self.seen.suspect.is_none() {
             self.seen.suspect = Some(page);
             let _ = uc.emu_stop();
         }
@@ -374,6 +420,7 @@ impl UnicornBackend {
         for s in &image.segments {
             uc.mem_write(s.vaddr, &s.data).map_err(uc_err("load segment"))?;
         }
+        uc.mem_map(EXIT_PAGE, PAGE, Prot::READ | Prot::EXEC).map_err(uc_err("map exit page"))?;
         for &(reg, value, what) in spec.init {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
@@ -395,7 +442,11 @@ impl UnicornBackend {
             data_pages: Vec::new(),
             spare_resp: RefCell::new(Vec::new()),
             entry: driver.addr,
-            halt: image.require("lab_unicorn_halt")?.addr,
+            halt: {
+                // The driver's own halt word stays part of the image contract (kernels/README.md).
+                image.require("lab_unicorn_halt")?;
+                EXIT_PAGE + EXIT_OFFSET
+            },
             stack_top: image.require("lab_stack_top")?.addr,
             limits,
             uc_page: u64::from(uc_page_size),
@@ -458,6 +509,7 @@ impl UnicornBackend {
             self.uc.mem_write(addr + CODE_ALIAS_OFFSET, &word).map_err(uc_err("patch Zbb"))?;
             self.state.borrow_mut().zbb.patched(page, addr, insn);
         }
+        self.state.borrow_mut().tlb_stale = true;
         self.uc.ctl_flush_tb().map_err(uc_err("TB flush"))
     }
 
@@ -512,7 +564,12 @@ impl UnicornBackend {
             let size = size.min(8);
             // A read is done even outside its buffer: an unaligned load reaches MMIO as aligned
             // pieces, so a suspect read may be a legal load whose value the run needs.
-            r.borrow_mut().allowed(uc, addr, size as u64);
+            let call = || {
+                let mut word = [0u8; 8];
+                ram.read(ram_offset + protocol::header::CURRENT.offset(), &mut word);
+                u64::from_le_bytes(word)
+            };
+            r.borrow_mut().allowed(uc, addr, size as u64, Some(&call));
             ram.read(ram_offset + offset as usize, &mut bytes[..size]);
             u64::from_le_bytes(bytes)
         };
@@ -520,7 +577,7 @@ impl UnicornBackend {
             let addr = arena.addr + offset;
             let size = size.min(8);
             let mut st = w.borrow_mut();
-            if st.allowed(uc, addr, size as u64) {
+            if st.allowed(uc, addr, size as u64, None) {
                 if st.arena_fetched {
                     let _ = uc.mem_write(addr, &value.to_le_bytes()[..size]);
                 } else {
@@ -685,7 +742,9 @@ impl UnicornBackend {
         }
         self.patch_zbb()?;
         // New protections: drop the pages the virtual TLB cached before.
-        self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
+        if std::mem::take(&mut self.state.borrow_mut().tlb_stale) {
+            self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
+        }
         // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
         let result = self.uc.emu_start(self.entry, self.halt, 0, 0);
         self.state.borrow_mut().forget_written_pages();
@@ -706,32 +765,53 @@ impl UnicornBackend {
             let i = st.prots.partition_point(|p| p.addr + p.len <= page);
             st.prots.get(i).is_some_and(|p| p.contains(page) && p.prot != 0)
         };
-        let s = Rc::clone(&self.state);
-        let hook = self
-            .uc
-            .add_mem_hook(
-                HookType::MEM_READ | HookType::MEM_WRITE,
-                page,
-                page + self.uc_page - 1,
-                move |uc, ty, addr, _, _| {
+        // The page itself, and the last bytes before it (through the arena's alias if that page
+        // is exact): an unaligned access may start there and cross into the page.
+        let ranges = [(page, page + self.uc_page, 0), (page.saturating_sub(HOOK_REACH), page, 0)];
+        let alias = (page.saturating_sub(HOOK_REACH) + ALIAS_OFFSET, page + ALIAS_OFFSET, ALIAS_OFFSET);
+        let mut hooks = Vec::new();
+        for (from, to, offset) in ranges.into_iter().chain([alias]).filter(|(from, to, _)| from < to) {
+            let s = Rc::clone(&self.state);
+            let hook = self
+                .uc
+                .add_mem_hook(HookType::MEM_READ | HookType::MEM_WRITE, from, to - 1, move |uc, ty, addr, size, _| {
                     let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
+                    let addr = addr.wrapping_sub(offset);
                     let mut st = s.borrow_mut();
-                    if st.open_page.is_some() && (access == Access::Write || !writes_only) {
-                        st.seen.mem = Some((access, addr));
+                    let reaches = addr.saturating_add(size as u64) > page;
+                    if reaches && st.open_page.is_some() && (access == Access::Write || !writes_only) {
+                        st.seen.mem = Some((access, addr.max(page)));
                         st.open_page = None;
                         st.seen.pinned = uc.pc_read().ok();
                         let _ = uc.emu_stop();
                     }
                     true
-                },
-            )
-            .map_err(uc_err("pin-down hook"))?;
-        self.state.borrow_mut().open_page = Some(page);
+                })
+                .map_err(uc_err("pin-down hook"));
+            match hook {
+                Ok(h) => hooks.push(h),
+                Err(e) => {
+                    for h in hooks {
+                        let _ = self.uc.remove_hook(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        {
+            let mut st = self.state.borrow_mut();
+            st.open_page = Some(page);
+            st.tlb_stale = true;
+        }
         // Only the pc the hook saw counts: the pc the run stopped at is not the access's.
-        let _ = self.start()?;
-        let _ = self.uc.remove_hook(hook);
+        let run = self.start();
+        for h in hooks {
+            let _ = self.uc.remove_hook(h);
+        }
+        let _ = run?;
         let mut st = self.state.borrow_mut();
         st.open_page = None;
+        st.tlb_stale = true;
         // The page was let through: the guest may have written it.
         if page >= self.arena.addr {
             let opened = ((page - self.arena.addr) / PAGE) as usize;
@@ -759,22 +839,34 @@ impl UnicornBackend {
     }
 
     /// An MMIO access on exact page `page` touched bytes outside its buffer. Re-runs the call in
-    /// flight alone with a memory hook on that page (and on each further suspect page), which
-    /// sees every access whole, with its pc.
+    /// flight alone ([`confirm_call`](Self::confirm_call)); when it completes, the batch goes on
+    /// from the next call.
     fn confirm(&mut self, page: u64) -> Result<Confirm, BackendError> {
         let current = self.header(protocol::header::CURRENT)?;
         let ncalls = self.header(protocol::header::NCALLS)?;
-        self.set_header(protocol::header::START, current)?;
-        self.set_header(protocol::header::NCALLS, current + 1)?;
+        let outcome = self.confirm_call(current, &[page]);
+        self.set_header(protocol::header::NCALLS, ncalls)?;
+        if matches!(outcome, Ok(Confirm::Completed)) {
+            self.set_header(protocol::header::START, current + 1)?;
+        }
+        outcome
+    }
+
+    /// Re-runs call `call` of the batch in the arena alone (the driver copies its inputs again),
+    /// with memory hooks on exact pages `pages` and on each further suspect page, which see
+    /// every access whole, with its pc ([`exact_hook`](Self::exact_hook)). Leaves `start` and
+    /// `ncalls` of the header at `call` and `call + 1`.
+    fn confirm_call(&mut self, call: u64, pages: &[u64]) -> Result<Confirm, BackendError> {
+        self.set_header(protocol::header::START, call)?;
+        self.set_header(protocol::header::NCALLS, call + 1)?;
         let mut hooks = Vec::new();
-        let mut next = page;
+        let mut pending = pages.to_vec();
         let outcome = loop {
-            match self.exact_hook(next) {
-                Ok(h) => hooks.push(h),
-                Err(e) => break Err(e),
-            }
-            self.state.borrow_mut().hooked.push(next);
-            let (result, pc) = match self.start() {
+            let hooked = pending.drain(..).try_for_each(|page| {
+                self.state.borrow_mut().hooked.push(page);
+                self.exact_hook(page, &mut hooks)
+            });
+            let (result, pc) = match hooked.and_then(|()| self.start()) {
                 Ok(r) => r,
                 Err(e) => break Err(e),
             };
@@ -783,7 +875,7 @@ impl UnicornBackend {
                 break Ok(Confirm::Pinned);
             }
             match st.seen.suspect.filter(|p| !st.hooked.contains(p)) {
-                Some(p) => next = p,
+                Some(p) => pending.push(p),
                 None if result.is_ok() && pc == self.halt && st.refused.is_none() => break Ok(Confirm::Completed),
                 None => break Ok(Confirm::Stopped(result, pc)),
             }
@@ -792,40 +884,105 @@ impl UnicornBackend {
             let _ = self.uc.remove_hook(h);
         }
         self.state.borrow_mut().hooked.clear();
-        self.set_header(protocol::header::NCALLS, ncalls)?;
-        if matches!(outcome, Ok(Confirm::Completed)) {
-            self.set_header(protocol::header::START, current + 1)?;
-        }
         outcome
     }
 
-    /// A memory hook on the alias of exact page `page` that stops at the first access outside
-    /// the page's allowed bytes and records it with its pc.
-    fn exact_hook(&mut self, page: u64) -> Result<unicorn_engine::UcHookId, BackendError> {
-        let s = Rc::clone(&self.state);
-        let alias = page + ALIAS_OFFSET;
-        self.uc
-            .add_mem_hook(
-                HookType::MEM_READ | HookType::MEM_WRITE,
-                alias,
-                alias + PAGE - 1,
-                move |uc, ty, addr, size, _| {
-                    let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
-                    let addr = addr.wrapping_sub(ALIAS_OFFSET);
-                    let mut st = s.borrow_mut();
-                    if st.seen.pinned.is_some() {
-                        return true;
-                    }
-                    if let Some(first) = st.outside(page, addr, size as u64) {
-                        st.seen.mem = Some((access, first));
-                        st.seen.pinned = uc.pc_read().ok();
-                        st.seen.exact = Some((size, addr));
-                        let _ = uc.emu_stop();
-                    }
-                    true
-                },
-            )
-            .map_err(uc_err("exact-page hook"))
+    /// Re-runs alone each call of a finished batch that made a read noted in
+    /// [`HookState::deferred`]; true when every one completes without touching bytes outside a
+    /// buffer. The calls of a batch start from copies of earlier calls' outputs into buffers of
+    /// their own, and later calls write only their own, so a call's re-run reads what it read.
+    /// The header is left as the batch left it.
+    fn confirm_deferred(&mut self, deferred: &mut [(u64, u64)]) -> Result<bool, BackendError> {
+        let start = self.header(protocol::header::START)?;
+        let ncalls = self.header(protocol::header::NCALLS)?;
+        deferred.sort_unstable();
+        let mut clean = true;
+        for group in deferred.chunk_by(|a, b| a.0 == b.0) {
+            let mut pages: Vec<u64> = group.iter().map(|&(_, page)| page).collect();
+            pages.dedup();
+            if !matches!(self.confirm_call(group[0].0, &pages)?, Confirm::Completed) {
+                clean = false;
+                break;
+            }
+        }
+        self.set_header(protocol::header::START, start)?;
+        self.set_header(protocol::header::NCALLS, ncalls)?;
+        Ok(clean)
+    }
+
+    /// The first run of the batch `payload` the arena holds (with its protections set): reads
+    /// that may be pieces of legal unaligned loads are noted, not stopped at
+    /// ([`HookState::allowed`]), and afterwards each call that made one runs again alone under
+    /// memory hooks ([`confirm_deferred`](Self::confirm_deferred)). If one of them touches a byte
+    /// outside its buffer, or the batch faulted, the batch runs again from `payload`, stopping
+    /// at every suspect, so that what comes back is what a run stopping at once gives.
+    fn run_first(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
+        {
+            let mut st = self.state.borrow_mut();
+            st.defer_reads = true;
+            st.deferred.clear();
+        }
+        let run = self.run_loaded(resp_len, resp_len);
+        let mut deferred = {
+            let mut st = self.state.borrow_mut();
+            st.defer_reads = false;
+            std::mem::take(&mut st.deferred)
+        };
+        let run = run?;
+        let settled = deferred.is_empty() || (run.fault.is_none() && self.confirm_deferred(&mut deferred)?);
+        deferred.clear();
+        self.state.borrow_mut().deferred = deferred;
+        if settled {
+            return Ok(run);
+        }
+        self.recycle(run.resp);
+        self.write_arena(payload)?;
+        self.load_protections(payload);
+        self.run_loaded(resp_len, resp_len)
+    }
+
+    /// Memory hooks on the alias of exact page `page` that stop at the first access outside the
+    /// page's allowed bytes and record it with its pc.
+    ///
+    /// Unicorn runs a memory hook with the access as the guest made it (before the MMIO path
+    /// splits an unaligned one) and only for accesses that start inside the hook's range, but
+    /// before each it re-derives the pc from the translation block (`cpu_restore_state`, which
+    /// costs about as much as the block's instructions). So the hooks cover only where an access
+    /// outside the buffer can start: the bytes before it on the page, and from
+    /// [`HOOK_REACH`] bytes before its end to the page's end; accesses well inside the buffer
+    /// run unhooked.
+    fn exact_hook(&mut self, page: u64, hooks: &mut Vec<unicorn_engine::UcHookId>) -> Result<(), BackendError> {
+        let Some(&(lo, hi)) = self.state.borrow().exact.get(&page) else { return Ok(()) };
+        let end = page + PAGE;
+        let zones = [(page, lo.clamp(page, end)), (hi.saturating_sub(HOOK_REACH).clamp(page, end), end)];
+        for (from, to) in zones.into_iter().filter(|(from, to)| from < to) {
+            let s = Rc::clone(&self.state);
+            let hook = self
+                .uc
+                .add_mem_hook(
+                    HookType::MEM_READ | HookType::MEM_WRITE,
+                    from + ALIAS_OFFSET,
+                    to + ALIAS_OFFSET - 1,
+                    move |uc, ty, addr, size, _| {
+                        let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
+                        let addr = addr.wrapping_sub(ALIAS_OFFSET);
+                        let mut st = s.borrow_mut();
+                        if st.seen.pinned.is_some() {
+                            return true;
+                        }
+                        if let Some(first) = st.outside(page, addr, size as u64) {
+                            st.seen.mem = Some((access, first));
+                            st.seen.pinned = uc.pc_read().ok();
+                            st.seen.exact = Some((size, addr));
+                            let _ = uc.emu_stop();
+                        }
+                        true
+                    },
+                )
+                .map_err(uc_err("exact-page hook"))?;
+            hooks.push(hook);
+        }
+        Ok(())
     }
 
     /// Sets the stack and the return address so that `lab_batch` returns to `lab_unicorn_halt`.
@@ -963,7 +1120,7 @@ impl Backend for UnicornBackend {
         }
         self.data_pages = data;
         self.load_protections(payload);
-        self.run_loaded(batch.resp_len, batch.resp_len)
+        self.run_first(payload, batch.resp_len)
     }
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
@@ -972,7 +1129,7 @@ impl Backend for UnicornBackend {
         }
         self.write_arena(payload)?;
         self.load_protections(payload);
-        self.run_loaded(resp_len, resp_len)
+        self.run_first(payload, resp_len)
     }
 
     /// After a fault, the arena holds what the entry left: only the header and the protection
@@ -999,6 +1156,7 @@ impl UnicornBackend {
     /// tracking of written code).
     fn write_arena(&mut self, bytes: &[u8]) -> Result<(), BackendError> {
         self.flush_arena_code()?;
+        self.state.borrow_mut().tlb_stale = true;
         self.ram.write(self.ram_offset, bytes);
         if let Some(dirty) = self.state.borrow_mut().dirty.as_mut() {
             let n = bytes.len().div_ceil(PAGE as usize).min(dirty.len());
@@ -1020,6 +1178,7 @@ impl UnicornBackend {
     /// Takes the protection table and the exact ranges of the batch `payload` for the hooks.
     fn load_protections(&mut self, payload: &[u8]) {
         let mut st = self.state.borrow_mut();
+        st.tlb_stale = true;
         st.prots = batch::protections(payload, self.arena.addr);
         st.exact.clear();
         st.last_exact = None;

@@ -99,7 +99,9 @@ pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Res
 }
 
 /// [`write`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
-/// renamed over it, so a reader never sees half a report.
+/// renamed over it, so a reader never sees half a report. A `path` that is not a regular file
+/// (`/dev/null`, `/dev/stdout`, a FIFO) is written in place: a rename would replace the device
+/// node with a file.
 ///
 /// # Errors
 /// A serializer failure, or the file's I/O error naming the file.
@@ -113,6 +115,10 @@ pub fn write_with(
     use std::io::Write as _;
     let text = render_with(report, format, command, cases)?;
     let io = |source| ReportError::Io { path: path.to_path_buf(), source };
+    if is_special(path) {
+        let mut f = std::fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+        return f.write_all(text.as_bytes()).map_err(io);
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -129,12 +135,21 @@ pub fn write_with(
 /// # Errors
 /// The file exists and cannot be removed.
 pub fn remove_stale(path: &Path) -> Result<(), ReportError> {
+    if is_special(path) {
+        return Ok(()); // a device or FIFO holds no stale report, and must not be unlinked
+    }
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(ReportError::Io { path: path.to_path_buf(), source: e })
         }
         _ => Ok(()),
     }
+}
+
+/// Whether `path` (symlinks followed) exists and is not a regular file: a device such as
+/// `/dev/null`, a FIFO, a socket or a folder.
+fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_file())
 }
 
 #[cfg(test)]
@@ -241,6 +256,28 @@ mod tests {
         assert_eq!(error.attribute("type"), Some("interrupted"));
         assert_eq!(error.parent().unwrap().attribute("name"), Some("interrupted"));
         assert!(report.to_human().contains("INTERRUPTED by SIGTERM"), "{}", report.to_human());
+    }
+
+    /// A FIFO (as `/dev/null` or `/dev/stdout`: not a regular file) is written in place and never
+    /// unlinked or replaced by a file.
+    #[test]
+    fn a_fifo_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pipe");
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path; the result is checked.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        remove_stale(&path).unwrap();
+        let reader = std::thread::spawn({
+            let path = path.clone();
+            move || std::fs::read_to_string(path).unwrap()
+        });
+        write(&sample_report(), Format::Json, "run", &path).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+        assert_eq!(doc["schema_version"], SCHEMA_VERSION);
+        assert!(std::fs::metadata(&path).unwrap().file_type().is_fifo());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
     }
 
     /// `write` replaces an existing file whole and leaves no temporary file behind.
