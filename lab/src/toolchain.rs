@@ -295,14 +295,18 @@ pub fn build_image_with(
         kernel_objects.push(obj);
     }
     let undefined = check_objects(variant, &inputs, &kernel_objects)?;
-    let mark = tmp_dir.join("lab_kernel_data_end.s");
-    std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
-    let (mark_o, driver_o) = (tmp_dir.join("lab_kernel_data_end.o"), tmp_dir.join("lab_driver.o"));
     // The driver and the mark are the lab's: a user's kernel gets them assembled for the arch's
     // base ISA (the driver saves the FP registers whatever the kernel declares).
     let driver_march = if variant.custom.is_some() { base_variant(variant.arch).march } else { variant.march };
-    assemble(&mark, &mark_o, driver_march, &[])?;
-    assemble(&driver, &driver_o, driver_march, &[])?;
+    let lab_object = LabObject { cache_dir: &cfg.cache_dir, staging: &tmp_dir, variant, march: driver_march };
+    let mark_o = lab_object.get("lab_kernel_data_end", KERNEL_DATA_MARK.as_bytes(), &header, |obj| {
+        let mark = tmp_dir.join("lab_kernel_data_end.s");
+        std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
+        assemble(&mark, obj, driver_march, &[])
+    })?;
+    let driver_text = std::fs::read(&driver).map_err(io(&driver))?;
+    let driver_o =
+        lab_object.get("lab_driver", &driver_text, &header, |obj| assemble(&driver, obj, driver_march, &[]))?;
     let tmp_elf = tmp_dir.join("lab.elf");
     let mut link = Command::new(&lld);
     link.args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf);
@@ -355,6 +359,54 @@ pub fn probe(variant: &Variant) -> Result<(), ToolchainError> {
         variant,
         Command::new(&lld).args(["-static", "-nostdlib", "-e", "lab_kernel_text_end", "-o"]).arg(&elf).arg(&obj),
     )
+}
+
+/// The lab's own objects of one image build (the kernel-data mark, the driver): the same for
+/// every image of a target and `-march` with one protocol header, so each is assembled once
+/// into `<cache>/objects/`, named by a hash of what decides it (target, `-march`, the arch's
+/// clang flags, the header and the source text), and linked into every image from there.
+struct LabObject<'a> {
+    cache_dir: &'a Path,
+    /// The build's private folder (same file system as the cache: objects are renamed out of it).
+    staging: &'a Path,
+    variant: &'a Variant,
+    march: &'a str,
+}
+
+impl LabObject<'_> {
+    /// The cached object `name` assembled from `text`, made by `assemble` (given the path to
+    /// write) when the cache has none.
+    fn get(
+        &self,
+        name: &str,
+        text: &[u8],
+        header: &str,
+        assemble: impl FnOnce(&Path) -> Result<(), ToolchainError>,
+    ) -> Result<PathBuf, ToolchainError> {
+        let spec = self.variant.arch.spec();
+        let mut h = Sha256::new();
+        let flags = spec.clang_flags.join(" ");
+        for part in [spec.clang_triple.as_bytes(), self.march.as_bytes(), flags.as_bytes(), header.as_bytes(), text] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        let mut key = String::new();
+        for b in &h.finalize()[..8] {
+            let _ = write!(key, "{b:02x}");
+        }
+        let dir = self.cache_dir.join("objects");
+        let path = dir.join(format!("{}-{name}-{key}.o", self.variant.arch.name()));
+        if path.is_file() {
+            return Ok(path);
+        }
+        let staged = self.staging.join(format!("{name}.o"));
+        assemble(&staged)?;
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        // Renamed into place whole, so a half-written object is never taken; a concurrent build's
+        // identical object may replace it.
+        std::fs::rename(&staged, &path).map_err(io(&path))?;
+        Ok(path)
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError {
