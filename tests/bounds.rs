@@ -218,3 +218,24 @@ fn a_kernel_reading_its_data_and_rodata_passes(#[case] name: &str) {
     assert_eq!(report.status(), kernel_lab::exit::ExitCode::Passed, "{}", report.to_human());
     assert_eq!(report.rows.len(), 2, "{}", report.to_human());
 }
+
+/// A kernel that jumps to the address a Unicorn run stops at (instead of returning) ends the run
+/// before the driver finished the batch: every call that does it fails as a fault naming the
+/// jump, none passes, and the calls after it still run (the batch resumes after each).
+#[test]
+fn a_jump_to_the_unicorn_exit_address_fails_the_call_that_made_it() {
+    let to = format!(
+        "md5_implCompress:\n        movabs  rax, {:#x}\n        jmp     rax\n        xor     edx, edx",
+        kernel_lab::backend::UNICORN_EXIT_ADDRESS
+    );
+    let (_dir, build) = mutated_kernels("x86_64", "md5.S", "md5_implCompress:\n        xor     edx, edx", &to);
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let report = run::run(&config_with(variant("x86_64"), vec![BackendKind::Unicorn], Kernel::Md5, files, build));
+    let row = &report.rows[0];
+    assert_eq!((row.passed, row.failed.len()), (0, 21), "{}", report.to_human());
+    for case in &row.failed {
+        let f = &case.findings[0];
+        assert_eq!(f.class, Class::Fault, "{}: {f}", case.name);
+        assert!(f.text.contains("md5_implCompress(") && f.text.contains("jumped to the lab's exit address"), "{f}");
+    }
+}

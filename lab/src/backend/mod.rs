@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use process::ProcessBackend;
-pub use unicorn::UnicornBackend;
+pub use unicorn::{UnicornBackend, EXIT_ADDRESS as UNICORN_EXIT_ADDRESS};
 
 use crate::batch::Batch;
 use crate::image::Image;

@@ -59,6 +59,11 @@ const EXIT_PAGE: u64 = 3 << 36;
 /// Where in [`EXIT_PAGE`] a run stops: the bytes before it are never translated.
 const EXIT_OFFSET: u64 = 64;
 
+/// The address a Unicorn run stops at (`lab_batch`'s return address). A kernel that jumps
+/// there itself ends the run before the driver finished the batch: the call in flight is then
+/// a protocol fault ([`UnicornBackend`] checks the header's `done` against `ncalls`).
+pub const EXIT_ADDRESS: u64 = EXIT_PAGE + EXIT_OFFSET;
+
 /// How far before a buffer's end an access may start and still reach past it: the largest
 /// access a memory hook is called with (QEMU 5's `MemOp` sizes, `MO_SIZE` = 3: 1 to 8 bytes;
 /// wider guest loads and stores are made of 8-byte accesses).
@@ -450,7 +455,7 @@ impl UnicornBackend {
             halt: {
                 // The driver's own halt word stays part of the image contract (kernels/README.md).
                 image.require("lab_unicorn_halt")?;
-                EXIT_PAGE + EXIT_OFFSET
+                EXIT_ADDRESS
             },
             stack_top: image.require("lab_stack_top")?.addr,
             limits,
@@ -1041,6 +1046,17 @@ impl UnicornBackend {
         }
     }
 
+    /// A run that reached the exit before the driver completed every call: the kernel jumped to
+    /// [`EXIT_ADDRESS`] itself instead of returning, so the call in flight did not return and
+    /// the calls after it did not run.
+    fn left_early(&self, pc: u64) -> Result<Option<(FaultKind, u64, String)>, BackendError> {
+        let (done, ncalls) = (self.header(protocol::header::DONE)?, self.header(protocol::header::NCALLS)?);
+        Ok((done < ncalls).then(|| {
+            let why = "the call jumped to the lab's exit address instead of returning to the driver".to_string();
+            (FaultKind::Protocol(why), pc, format!("the driver had completed {done} of the batch's {ncalls} calls"))
+        }))
+    }
+
     /// The fault an interrupt number stands for, from the arch row's table
     /// (`UnicornSpec::interrupts`: QEMU `EXCP_*` / RISC-V `mcause`).
     fn interrupt(&self, intno: u32, pc: u64) -> (FaultKind, u64, String) {
@@ -1238,7 +1254,10 @@ impl UnicornBackend {
                 Confirm::Completed => (result, pc) = self.start()?,
             }
         }
-        let fault = self.classify(result, pc);
+        let fault = match self.classify(result, pc) {
+            None => self.left_early(pc)?,
+            some => some,
+        };
         let len = if fault.is_some() { fault_len.min(resp_len) } else { resp_len };
         let resp = self.read_arena(len)?;
         let fault = fault.map(|(kind, pc, detail)| {
