@@ -904,6 +904,10 @@ impl Backend for ProcessBackend {
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         self.forget_lent();
+        let key = (payload.as_ptr() as usize, payload.len());
+        // What `execute_batch` noted of this payload holds for this call alone, even one that
+        // fails: a later raw payload at the same address is written and read back whole.
+        let (read_key, write_key) = (std::mem::take(&mut self.reads.1), std::mem::take(&mut self.writes.1));
         if payload.len() as u64 > self.arena.size || resp_len > payload.len() {
             return Err(self.error(format!("a payload of {} bytes does not fit lab_arena", payload.len())));
         }
@@ -911,16 +915,12 @@ impl Backend for ProcessBackend {
             let size = self.arena.size.max(protocol::ARENA_SIZE) as usize;
             self.shared = Some(SharedArena::new(size).map_err(|e| self.error(e))?);
         }
-        if self.reads.1 != (payload.as_ptr() as usize, payload.len()) {
-            // A raw payload, not a batch's ([`Backend::execute_batch`]): read every byte back.
-            self.reads.1 = (0, 0);
-        }
+        // A raw payload, not a batch's ([`Backend::execute_batch`]), is read back whole.
+        self.reads.1 = if read_key == key { key } else { (0, 0) };
         guard_ranges(&mut self.guards.0, payload, self.arena.addr);
-        self.guards.1 = (payload.as_ptr() as usize, payload.len());
-        let key = (payload.as_ptr() as usize, payload.len());
-        let data = (self.writes.1 == key).then_some(self.writes.0.as_slice());
+        self.guards.1 = key;
+        let data = (write_key == key).then_some(self.writes.0.as_slice());
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
-        self.writes.1 = (0, 0); // a later raw payload at the same address is copied whole
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         match self.exchange(resp_len, sum, true)? {
             Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),

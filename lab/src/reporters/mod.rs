@@ -116,8 +116,7 @@ pub fn write_with(
     let text = render_with(report, format, command, cases)?;
     let io = |source| ReportError::Io { path: path.to_path_buf(), source };
     if is_special(path) {
-        let mut f = std::fs::OpenOptions::new().write(true).open(path).map_err(io)?;
-        return f.write_all(text.as_bytes()).map_err(io);
+        return write_in_place(path, &text).map_err(io);
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -144,6 +143,31 @@ pub fn remove_stale(path: &Path) -> Result<(), ReportError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Writes `text` to the device or FIFO at `path`. The open does not wait for a reader: a FIFO
+/// nobody reads is an error (ENXIO), not a lab blocked for ever after its run, deaf to SIGTERM.
+fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            std::io::Error::other("no process has this FIFO open for reading")
+        } else {
+            e
+        }
+    })?;
+    // Blocking again for the writes themselves: a reader may take the text slower than it comes.
+    // SAFETY: F_GETFL/F_SETFL on a descriptor this function owns; results are checked.
+    unsafe {
+        use std::os::fd::AsRawFd as _;
+        let fd = f.as_raw_fd();
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    f.write_all(text.as_bytes())
 }
 
 /// Whether `path` (symlinks followed) exists and is not a regular file: a device such as
@@ -269,15 +293,31 @@ mod tests {
         // SAFETY: mkfifo with a NUL-terminated path; the result is checked.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         remove_stale(&path).unwrap();
-        let reader = std::thread::spawn({
-            let path = path.clone();
-            move || std::fs::read_to_string(path).unwrap()
-        });
+        // The reader is there before the write (a non-blocking open for reading never waits);
+        // the small report fits the pipe's buffer.
+        let mut reader = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path).unwrap()
+        };
         write(&sample_report(), Format::Json, "run", &path).unwrap();
-        let doc: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut reader, &mut text).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(doc["schema_version"], SCHEMA_VERSION);
         assert!(std::fs::metadata(&path).unwrap().file_type().is_fifo());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+    }
+
+    /// A FIFO nobody reads is an error naming the path, at once (not a lab blocked for ever).
+    #[test]
+    fn a_fifo_without_a_reader_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pipe");
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path; the result is checked.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = write(&sample_report(), Format::Json, "run", &path).unwrap_err().to_string();
+        assert!(err.contains("pipe") && err.contains("no process has this FIFO open for reading"), "{err}");
     }
 
     /// `write` replaces an existing file whole and leaves no temporary file behind.
