@@ -101,3 +101,69 @@ fn an_unaligned_load_one_byte_outside_is_caught(
         );
     }
 }
+
+/// `md5_implCompress(buf, state)` that, when `buf` does not end against a guard page (a fault
+/// there would re-run the whole batch at once) and `state` still holds the MD5 initial value
+/// (RFC 1321 3.3), first loads 8 bytes at `buf + 60`: 4 bytes past the 64-byte block. The first
+/// run of the batch only notes the read (it may be a piece of a legal unaligned load); the
+/// call's re-run after the batch must start from the state the call started from (the driver
+/// copies it again from the buffer before it), so it makes the load again: the case fails.
+/// (review-5 asked whether a data-dependent over-read escapes the deferred confirmation; a
+/// one-block message, as the buffered blocks of a longer one share one buffer.)
+#[test]
+fn a_data_dependent_load_outside_is_caught_by_the_confirmation_after_the_batch() {
+    let src = "#define md5_implCompress real_md5_implCompress\n#include \"real_md5.inc\"\n\
+               #undef md5_implCompress\n        .intel_syntax noprefix\n        .text\n\
+               .globl md5_implCompress\n        .p2align 4\nmd5_implCompress:\n\
+               lea rax, [rdi + 64]\n        test eax, 4095\n        jz 1f\n\
+               cmp dword ptr [rsi], 0x67452301\n        jne 1f\n\
+               mov rax, qword ptr [rdi + 60]\n1:      jmp real_md5_implCompress\n";
+    let v = variant("x86_64");
+    let (_dir, cfg) = generated_fixture_kernels("x86_64", "md5.S", src);
+    let image = fixture_image(&cfg, v, src);
+    let (set, errors) = vectors::load_file(&paths::vectors_dir().join("md5/rfc1321.json"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut set = set.expect("rfc1321.json");
+    // A one-block message: its only implCompress call reads the last block of its buffer.
+    set.vectors.retain(|v| v.msg_len() < 56);
+    set.vectors.truncate(1);
+    assert_eq!(set.vectors.len(), 1);
+    let mut backend = BackendKind::Unicorn.open(v, &image, FIXTURE_LIMITS).expect("unicorn");
+    let row = run::run_set_with_progress(
+        backend.as_mut(),
+        v,
+        &image,
+        &set,
+        SEED,
+        Placement::End,
+        &mut kernel_lab::progress::ignore,
+    );
+    assert!(
+        row.failed
+            .iter()
+            .any(|c| c.findings.iter().any(|f| f.class == Class::Memory && f.text.contains("past the end"))),
+        "{} failed, {} passed: the over-read went unreported: {:#?}",
+        row.failed.len(),
+        row.passed,
+        row.failed
+    );
+}
+
+/// The same over-read made on every run, only where the input does not end against a guard
+/// page: no call of the batch faults, so only the confirmation after the batch
+/// (`confirm_deferred`) can find it. (The tests above also fault at the guarded layouts, which
+/// re-runs the whole batch stopping at once, and so never reach that path.)
+#[test]
+fn an_over_read_in_a_batch_without_faults_is_caught_after_the_batch() {
+    let loads = "        lea rax, [rdi + rsi]\n        test eax, 4095\n        jz 1f\n\
+                 mov rax, qword ptr [rdi + rsi - 7]";
+    let row = unicorn_row("x86_64", loads);
+    assert!(row.failed.len() >= 3, "{} failed, {} passed", row.failed.len(), row.passed);
+    for case in &row.failed {
+        assert!(
+            case.findings.iter().any(|f| f.class == Class::Memory && f.text.contains("1 byte past the end of input")),
+            "{:#?}",
+            case.findings
+        );
+    }
+}
