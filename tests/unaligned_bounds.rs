@@ -8,7 +8,8 @@ use kernel_lab::backend::BackendKind;
 use kernel_lab::batch::Placement;
 use kernel_lab::finding::Class;
 use kernel_lab::report::Row;
-use kernel_lab::{paths, run, vectors};
+use kernel_lab::vectors::{self, Vector};
+use kernel_lab::{paths, run};
 use rstest::rstest;
 
 use crate::common::{fixture_image, generated_fixture_kernels, variant, FIXTURE_LIMITS, SEED};
@@ -35,20 +36,27 @@ fn fixture(arch: &str, loads: &str) -> String {
 /// The Unicorn row of the Poly1305 vectors of 16..=64 bytes (each laid out against a guard
 /// page and at its misaligned offset) with `loads` in front of the kernel.
 fn unicorn_row(arch: &str, loads: &str) -> Row {
+    let keep = |v: &Vector| (16..=64).contains(&v.msg_len());
+    unicorn_row_of(arch, ("poly1305.S", &fixture(arch, loads)), "poly1305/rfc8439.json", keep)
+}
+
+/// The Unicorn row of the vectors of bundled file `set` that `keep` keeps, on an image whose
+/// kernel file `file.0` is the source `file.1`.
+fn unicorn_row_of(arch: &str, file: (&str, &str), set: &str, keep: impl Fn(&Vector) -> bool) -> Row {
     let v = variant(arch);
-    let (_dir, cfg) = generated_fixture_kernels(arch, "poly1305.S", &fixture(arch, loads));
-    let image = fixture_image(&cfg, v, loads);
-    let (set, errors) = vectors::load_file(&paths::vectors_dir().join("poly1305/rfc8439.json"));
+    let (_dir, cfg) = generated_fixture_kernels(arch, file.0, file.1);
+    let image = fixture_image(&cfg, v, file.1);
+    let (loaded, errors) = vectors::load_file(&paths::vectors_dir().join(set));
     assert!(errors.is_empty(), "{errors:?}");
-    let mut set = set.expect("rfc8439.json");
-    set.vectors.retain(|v| (16..=64).contains(&v.msg_len()));
-    assert!(!set.vectors.is_empty());
+    let mut loaded = loaded.expect(set);
+    loaded.vectors.retain(|v| keep(v));
+    assert!(!loaded.vectors.is_empty());
     let mut backend = BackendKind::Unicorn.open(v, &image, FIXTURE_LIMITS).expect("unicorn");
     run::run_set_with_progress(
         backend.as_mut(),
         v,
         &image,
-        &set,
+        &loaded,
         SEED,
         Placement::End,
         &mut kernel_lab::progress::ignore,
@@ -118,26 +126,8 @@ fn a_data_dependent_load_outside_is_caught_by_the_confirmation_after_the_batch()
                lea rax, [rdi + 64]\n        test eax, 4095\n        jz 1f\n\
                cmp dword ptr [rsi], 0x67452301\n        jne 1f\n\
                mov rax, qword ptr [rdi + 60]\n1:      jmp real_md5_implCompress\n";
-    let v = variant("x86_64");
-    let (_dir, cfg) = generated_fixture_kernels("x86_64", "md5.S", src);
-    let image = fixture_image(&cfg, v, src);
-    let (set, errors) = vectors::load_file(&paths::vectors_dir().join("md5/rfc1321.json"));
-    assert!(errors.is_empty(), "{errors:?}");
-    let mut set = set.expect("rfc1321.json");
-    // A one-block message: its only implCompress call reads the last block of its buffer.
-    set.vectors.retain(|v| v.msg_len() < 56);
-    set.vectors.truncate(1);
-    assert_eq!(set.vectors.len(), 1);
-    let mut backend = BackendKind::Unicorn.open(v, &image, FIXTURE_LIMITS).expect("unicorn");
-    let row = run::run_set_with_progress(
-        backend.as_mut(),
-        v,
-        &image,
-        &set,
-        SEED,
-        Placement::End,
-        &mut kernel_lab::progress::ignore,
-    );
+    // One-block messages: their only implCompress call reads the last block of its buffer.
+    let row = unicorn_row_of("x86_64", ("md5.S", src), "md5/rfc1321.json", |v| v.msg_len() < 56);
     assert!(
         row.failed
             .iter()

@@ -287,11 +287,7 @@ mod tests {
     #[test]
     fn a_fifo_is_written_in_place_not_replaced() {
         use std::os::unix::fs::FileTypeExt as _;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pipe");
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path; the result is checked.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (dir, path) = fifo();
         remove_stale(&path).unwrap();
         // The reader is there before the write (a non-blocking open for reading never waits);
         // the small report fits the pipe's buffer.
@@ -308,14 +304,20 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
     }
 
-    /// A FIFO nobody reads is an error naming the path, at once (not a lab blocked for ever).
-    #[test]
-    fn a_fifo_without_a_reader_is_an_error_not_a_hang() {
+    /// A FIFO `pipe` in a fresh temporary folder (keep the folder alive while it is used).
+    fn fifo() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pipe");
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: mkfifo with a NUL-terminated path; the result is checked.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        (dir, path)
+    }
+
+    /// A FIFO nobody reads is an error naming the path, at once (not a lab blocked for ever).
+    #[test]
+    fn a_fifo_without_a_reader_is_an_error_not_a_hang() {
+        let (_dir, path) = fifo();
         let err = write(&sample_report(), Format::Json, "run", &path).unwrap_err().to_string();
         assert!(err.contains("pipe") && err.contains("no process has this FIFO open for reading"), "{err}");
     }
