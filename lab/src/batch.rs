@@ -129,7 +129,7 @@ pub fn exact_ranges(payload: &[u8], arena_addr: u64) -> Vec<(u64, u64)> {
 }
 
 /// A payload allocation holding only zeros ([`Batch::into_payload`]), for
-/// [`BatchBuilder::layout_reusing`]: a run lays hundreds of batches of hundreds of KiB, and
+/// [`BatchBuilder::layout_and_clear`]: a run lays hundreds of batches of hundreds of KiB, and
 /// zeroing each whole (or a fresh allocation's page faults) cost more than zeroing what the
 /// last batch wrote.
 #[derive(Debug, Default)]
@@ -379,20 +379,12 @@ impl BatchBuilder {
     /// # Errors
     /// [`BatchError::TooLarge`] when it does not fit.
     pub fn layout(self, arena: Arena) -> Result<Batch, BatchError> {
-        self.layout_reusing(arena, ZeroedPayload::default())
+        self.lay(arena, ZeroedPayload::default())
     }
 
     /// [`layout`](Self::layout) into `spare`, an earlier batch's payload
-    /// ([`Batch::into_payload`]).
-    ///
-    /// # Errors
-    /// As [`layout`](Self::layout).
-    pub fn layout_reusing(self, arena: Arena, spare: ZeroedPayload) -> Result<Batch, BatchError> {
-        self.lay(arena, spare)
-    }
-
-    /// [`layout_reusing`](Self::layout_reusing), then empties the builder for the next batch,
-    /// keeping its allocations.
+    /// ([`Batch::into_payload`]), then empties the builder for the next batch, keeping its
+    /// allocations.
     ///
     /// # Errors
     /// As [`layout`](Self::layout) (the builder is emptied all the same).
@@ -664,7 +656,7 @@ impl Batch {
     }
 
     /// The payload's allocation with its [`data_ranges`](Self::data_ranges) zeroed (so all
-    /// zeros: nothing writes the payload outside them), for [`BatchBuilder::layout_reusing`].
+    /// zeros: nothing writes the payload outside them), for [`BatchBuilder::layout_and_clear`].
     pub fn into_payload(self) -> ZeroedPayload {
         let mut payload = self.payload;
         let table_end = (self.table_off + self.entry_words * self.seeds.len() * 8).min(payload.len());
@@ -966,7 +958,7 @@ mod tests {
         let mut again = BatchBuilder::new(&RISCV64);
         again.buffer("input", &[3; 10], false, Placement::End);
         let fresh = again.clone().layout(ARENA).unwrap();
-        assert_eq!(again.layout_reusing(ARENA, spare).unwrap().payload, fresh.payload);
+        assert_eq!(again.layout_and_clear(ARENA, spare).unwrap().payload, fresh.payload);
     }
 
     #[test]
