@@ -268,6 +268,19 @@ impl HookState {
         false
     }
 
+    /// Whether the accesses to engine page `page` (`uc_page` bytes) go through the MMIO alias:
+    /// those on an exact page, except where the engine's pages are smaller than [`PAGE`] (QEMU's
+    /// AArch64 target: 1 KiB) or the buffer starts on the page, and this engine page lies wholly
+    /// inside the buffer, more than [`HOOK_REACH`] bytes before its end. An access starting there
+    /// cannot touch bytes outside the buffer, and one that could starts on an aliased page,
+    /// where the confirmation hooks ([`UnicornBackend::exact_hook`]) see it whole.
+    fn through_alias(&self, page: u64, uc_page: u64) -> bool {
+        match self.exact.get(&(page & !(PAGE - 1))) {
+            Some(&(lo, hi)) => !(lo <= page && page + uc_page + HOOK_REACH <= hi),
+            None => false,
+        }
+    }
+
     /// The first byte outside the allowed range of exact page `page` that an access of `size`
     /// bytes at `addr` touches, if any.
     fn outside(&self, page: u64, addr: u64, size: u64) -> Option<u64> {
@@ -669,8 +682,8 @@ impl UnicornBackend {
                 return None;
             }
             let read_only = prot.is_some_and(|p| p & PROT_WRITE == 0);
-            if st.exact.contains_key(&(page & !(PAGE - 1))) {
-                // Every access to an exact page goes through the MMIO alias (map_alias).
+            if st.through_alias(page, uc_page) {
+                // Every access near a buffer's edge goes through the MMIO alias (map_alias).
                 let perms = if read_only { Prot::READ } else { Prot::READ | Prot::WRITE };
                 return Some(TlbEntry { paddr: page + ALIAS_OFFSET, perms });
             }
