@@ -182,3 +182,27 @@ fn an_over_read_from_a_1_kib_page_inside_the_input_is_caught() {
         guarded.findings
     );
 }
+
+/// A buffer that ends flush against its guard page needs no byte-exact check at its end: its
+/// last page runs on RAM. An 8-byte load 7 bytes before the end of a 1 MiB input crosses into
+/// the guard page, and is still named as reaching 1 byte past the end, with its instruction.
+#[rstest]
+#[case("aarch64", "    ldur x9, [x10, #-7]", "ldur x9, [x10, #-7]")]
+#[case("x86_64", "        mov rax, qword ptr [rdi + rsi - 7]", "mov rax, qword ptr [rdi + rsi - 7]")]
+fn an_over_read_into_the_guard_after_a_long_input_is_caught(
+    #[case] arch: &str,
+    #[case] loads: &str,
+    #[case] insn: &str,
+) {
+    let file = ("poly1305.S", &fixture(arch, loads)[..]);
+    let row = unicorn_row_of(arch, file, "poly1305/layout.json", |v| v.msg_len() > 4096, Placement::End);
+    let guarded = row.failed.iter().find(|c| c.name.ends_with(" [guarded]"));
+    let guarded = guarded.unwrap_or_else(|| panic!("the guarded case passed: {:#?}", row.failed));
+    assert!(
+        guarded.findings.iter().any(|f| f.class == Class::Memory
+            && f.text.contains("1 byte past the end of input")
+            && f.text.contains(insn)),
+        "{:#?}",
+        guarded.findings
+    );
+}

@@ -269,14 +269,23 @@ impl HookState {
     }
 
     /// Whether the accesses to engine page `page` (`uc_page` bytes) go through the MMIO alias:
-    /// those on an exact page, except where the engine's pages are smaller than [`PAGE`] (QEMU's
-    /// AArch64 target: 1 KiB) or the buffer starts on the page, and this engine page lies wholly
-    /// inside the buffer, more than [`HOOK_REACH`] bytes before its end. An access starting there
-    /// cannot touch bytes outside the buffer, and one that could starts on an aliased page,
-    /// where the confirmation hooks ([`UnicornBackend::exact_hook`]) see it whole.
+    /// those on an exact page, except on an engine page wholly inside the buffer that no access
+    /// starting on it can take past the buffer's end: one more than [`HOOK_REACH`] bytes
+    /// before the end, or any when the end is flush against the guard page that follows every
+    /// paged buffer ([`batch`] layout; the TLB hook refuses the guard, and [`pin_down`] sees
+    /// an access crossing into it whole). Such pages exist where the buffer starts or ends on
+    /// a page boundary, and inside the buffer where the engine's pages are smaller than
+    /// [`PAGE`] (QEMU's AArch64 target: 1 KiB). An access that can reach past the end starts
+    /// on an aliased page, where the confirmation hooks ([`UnicornBackend::exact_hook`]) see
+    /// it whole.
+    ///
+    /// [`pin_down`]: UnicornBackend::pin_down
     fn through_alias(&self, page: u64, uc_page: u64) -> bool {
         match self.exact.get(&(page & !(PAGE - 1))) {
-            Some(&(lo, hi)) => !(lo <= page && page + uc_page + HOOK_REACH <= hi),
+            Some(&(lo, hi)) => {
+                let inside = lo <= page && page + uc_page <= hi;
+                !(inside && (hi % PAGE == 0 || page + uc_page + HOOK_REACH <= hi))
+            }
             None => false,
         }
     }
