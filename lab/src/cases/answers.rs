@@ -52,6 +52,13 @@ impl Tape {
         Tape { recorded, given: Vec::new(), computed: false }
     }
 
+    /// A tape replaying what this one gave: for another layout of the same case, whose calls
+    /// (and so the reference's answers) are the same; an answer whose inputs differ is computed
+    /// afresh.
+    pub fn replay(self) -> Tape {
+        Tape::replaying(Some(Arc::new(self.given)))
+    }
+
     /// The recorded answer at this point if it was computed from `matches` inputs, else
     /// `compute()`'s.
     fn next(&mut self, matches: impl Fn(&Answer) -> bool, compute: impl FnOnce() -> Answer) -> &Answer {

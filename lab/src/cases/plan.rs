@@ -610,8 +610,15 @@ pub fn plan_vector(
 ) -> Vec<CasePlan> {
     let names = case_names(v);
     let misalign = rng.gen_range(1..64);
+    // The layouts of a vector make the same calls: the reference answers them once.
+    let mut tape = Tape::default();
     layouts(v, flush, misalign)
         .zip(names)
-        .map(|(layout, name)| crate::cases::procedure::CaseRun::new(v, set, &name, layout).plan_next(b, e, rng))
+        .map(|(layout, name)| {
+            let mut run = crate::cases::procedure::CaseRun::replaying(v, set, &name, layout, std::mem::take(&mut tape));
+            let plan = run.plan_next(b, e, rng);
+            tape = run.into_tape().replay();
+            plan
+        })
         .collect()
 }
