@@ -58,15 +58,7 @@ fn unicorn_row_of(
     loaded.vectors.retain(|v| keep(v));
     assert!(!loaded.vectors.is_empty());
     let mut backend = BackendKind::Unicorn.open(v, &image, FIXTURE_LIMITS).expect("unicorn");
-    run::run_set_with_progress(
-        backend.as_mut(),
-        v,
-        &image,
-        &loaded,
-        SEED,
-        guard_at,
-        &mut kernel_lab::progress::ignore,
-    )
+    run::run_set_with_progress(backend.as_mut(), v, &image, &loaded, SEED, guard_at, &mut kernel_lab::progress::ignore)
 }
 
 /// 8-byte loads inside the input, at its start + 1 and ending 1 byte before its end: for

@@ -5,6 +5,8 @@
 //!
 //! The strategies are shared by `lab fuzz` and `cargo test`.
 
+mod random_bytes;
+
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -33,7 +35,7 @@ fn case(name: &str, offset: usize, body: Body) -> Case {
 /// Bytes weighted towards all-0xFF and all-zero runs, which exercise carries.
 fn bytes(len: usize) -> BoxedStrategy<Vec<u8>> {
     prop_oneof![
-        6 => proptest::collection::vec(any::<u8>(), len),
+        6 => random_bytes::exactly(len),
         1 => Just(vec![0xff; len]),
         1 => Just(vec![0; len]),
     ]
@@ -134,9 +136,9 @@ fn md5_state() -> BoxedStrategy<[u32; 4]> {
 /// without `prop_flat_map`, so shrinking drops blocks and shortens the tail.
 pub fn md5_digest() -> BoxedStrategy<Case> {
     let edge_tail = prop::sample::select(vec![55usize, 56, 63, 64, 65]);
-    let edges = (proptest::collection::vec(block64(), 0..=126), edge_tail, proptest::collection::vec(any::<u8>(), 65))
+    let edges = (proptest::collection::vec(block64(), 0..=126), edge_tail, random_bytes::exactly(65))
         .prop_map(|(blocks, r, tail)| [blocks.concat(), tail[..r].to_vec()].concat());
-    let msg = prop_oneof![2 => proptest::collection::vec(any::<u8>(), 0..=8192), 3 => edges];
+    let msg = prop_oneof![2 => random_bytes::between(0..=8192), 3 => edges];
     (msg, proptest::collection::vec(0usize..=300, 0..6), 0usize..64)
         .prop_map(|(msg, cuts, offset)| {
             let updates = pieces(msg.len(), &cuts);
@@ -246,7 +248,7 @@ pub fn poly1305_call() -> BoxedStrategy<Case> {
         2 => proptest::collection::vec(block16(), 0..=4),
         2 => proptest::collection::vec(block16(), 0..=256)
     ];
-    let tail = proptest::collection::vec(any::<u8>(), 0..16);
+    let tail = random_bytes::between(0..=15);
     let cuts = proptest::collection::vec(0usize..=40, 0..5);
     (poly1305_acc(), poly1305_r(), blocks, tail, cuts, 0usize..16)
         .prop_map(|(acc, r, blocks, tail, cuts, offset)| {
@@ -299,7 +301,7 @@ pub fn strategy_for(kernel: Kernel, family: Family) -> BoxedStrategy<Case> {
 /// blocks) and every tail length 0..15; the tag from the reference ([`poly1305::tag`]).
 pub fn poly1305_tag() -> BoxedStrategy<Case> {
     let blocks = proptest::collection::vec(block16(), 0..=20);
-    let tail = proptest::collection::vec(any::<u8>(), 0..16);
+    let tail = random_bytes::between(0..=15);
     let key = prop_oneof![3 => any::<[u8; 32]>(), 1 => Just([0xff; 32]), 1 => Just([0; 32])];
     (key, blocks, tail, 0usize..16)
         .prop_map(|(key, blocks, tail, offset)| {
