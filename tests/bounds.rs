@@ -239,3 +239,26 @@ fn a_jump_to_the_unicorn_exit_address_fails_the_call_that_made_it() {
         assert!(f.text.contains("md5_implCompress(") && f.text.contains("jumped to the lab's exit address"), "{f}");
     }
 }
+
+/// A kernel that jumps into its input (executes its message) faults on the fetch: the arena is
+/// data, never code. Unicorn refuses it in its TLB hook (its arena entries carry no execute
+/// right, so stores stay on QEMU's fast path) and names the fetch and the buffer.
+#[test]
+fn a_jump_into_the_input_is_a_fetch_fault() {
+    let to = "md5_implCompress:\n        jmp     rdi\n        xor     edx, edx";
+    let (_dir, build) = mutated_kernels("x86_64", "md5.S", "md5_implCompress:\n        xor     edx, edx", to);
+    let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
+    let on = vec![BackendKind::Unicorn, BackendKind::Qemu, BackendKind::Native];
+    let report = run::run(&config_with(variant("x86_64"), on, Kernel::Md5, files, build));
+    assert_eq!(report.rows.len(), 3, "{}", report.to_human());
+    for row in &report.rows {
+        assert_eq!((row.passed, row.failed.len()), (0, 21), "{}", report.to_human());
+    }
+    // The fetch's own address (the message's first byte), as qemu and native name it.
+    for case in &report.rows[0].failed {
+        let f = &case.findings[0];
+        let named = f.text.contains("fetch from unmapped or protected memory at ")
+            && (f.text.contains("inside input (input[0]") || f.text.contains("inside buffer (buffer[0]"));
+        assert!(named, "{}: {f}", case.name);
+    }
+}

@@ -120,6 +120,9 @@ struct HookState {
     zbb: zbb::ZbbPatches,
     /// The arena's pages `[start, end)` (see [`GuestRam`]).
     arena_pages: std::ops::Range<u64>,
+    /// Whether the segment holding the arena may execute (then code fetched from the arena is
+    /// tracked, [`arena_fetched`](Self::arena_fetched)); if not, a fetch there is a fault.
+    arena_exec: bool,
     /// Whether the guest fetched code from the arena since the last translation flush: the
     /// lab's plain copies into [`GuestRam`] bypass QEMU's tracking of written code, so code
     /// translated from the arena must be dropped before the lab writes it again.
@@ -457,7 +460,7 @@ impl UnicornBackend {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
         let dirty = (ram_offset == 0).then(|| arena_dirty_pages(image, arena));
-        let state = Rc::new(RefCell::new(HookState { arena_pages, dirty, ..HookState::default() }));
+        let state = Rc::new(RefCell::new(HookState { arena_pages, arena_exec: arena_prot.0 & Prot::EXEC.0 != 0, dirty, ..HookState::default() }));
         Self::map_alias(&mut uc, arena, &state, (Rc::clone(&ram), ram_offset))?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));
@@ -642,17 +645,24 @@ impl UnicornBackend {
             let _ = uc.emu_stop();
         })
         .map_err(uc_err("interrupt hook"))?;
-        let s = Rc::clone(state);
-        uc.add_mem_hook(HookType::MEM_INVALID, 1, 0, move |_, ty, addr, _, _| {
-            let access = match ty {
-                MemType::WRITE_UNMAPPED | MemType::WRITE_PROT => Access::Write,
-                MemType::FETCH_UNMAPPED | MemType::FETCH_PROT => Access::Fetch,
-                _ => Access::Read,
-            };
-            s.borrow_mut().seen.mem = Some((access, addr));
-            false
-        })
-        .map_err(uc_err("memory hook"))?;
+        // Everywhere but the arena's RAM, where nothing is unmapped and the TLB hook decides
+        // (below): QEMU lets a store make a page's TLB entry fast again (`notdirty_write`,
+        // `tlb_set_dirty`) only where no memory hook is installed, and kernels and the driver
+        // store to the arena (the stack, outputs) all the time.
+        let arena = state.borrow().arena_pages.clone();
+        for (from, to) in [(0, arena.start.saturating_sub(1)), (arena.end, u64::MAX)] {
+            let s = Rc::clone(state);
+            uc.add_mem_hook(HookType::MEM_INVALID, from, to, move |_, ty, addr, _, _| {
+                let access = match ty {
+                    MemType::WRITE_UNMAPPED | MemType::WRITE_PROT => Access::Write,
+                    MemType::FETCH_UNMAPPED | MemType::FETCH_PROT => Access::Fetch,
+                    _ => Access::Read,
+                };
+                s.borrow_mut().seen.mem = Some((access, addr));
+                false
+            })
+            .map_err(uc_err("memory hook"))?;
+        }
         // The protection table through Unicorn's virtual TLB: the fill hook runs once per page
         // on a TLB miss (not per access), so guarded runs keep native speed. A guard page gets no
         // entry (the access faults as unmapped, caught by the hook above); a read-only page gets
@@ -666,7 +676,14 @@ impl UnicornBackend {
         uc.add_tlb_hook(1, 0, move |_, vaddr, ty| {
             let page = vaddr & !(uc_page - 1);
             let mut st = s.borrow_mut();
-            if matches!(ty, MemType::FETCH) && st.arena_pages.contains(&page) {
+            let in_arena = st.arena_pages.contains(&page);
+            if matches!(ty, MemType::FETCH) && in_arena {
+                if !st.arena_exec {
+                    // What the arena's mapping would refuse (FETCH_PROT), refused here, so that
+                    // its entries can go without execute rights (see `arena_entry`).
+                    st.seen.mem.get_or_insert((Access::Fetch, vaddr));
+                    return None;
+                }
                 st.arena_fetched = true;
             }
             let i = st.prots.partition_point(|p| p.addr + p.len <= page);
@@ -696,7 +713,12 @@ impl UnicornBackend {
                 let perms = if read_only { Prot::READ } else { Prot::READ | Prot::WRITE };
                 return Some(TlbEntry { paddr: page + ALIAS_OFFSET, perms });
             }
-            let perms = if read_only { Prot::READ | Prot::EXEC } else { Prot::ALL };
+            let mut perms = if read_only { Prot::READ | Prot::EXEC } else { Prot::ALL };
+            if in_arena && !st.arena_exec {
+                // QEMU keeps every store to a page whose TLB entry may execute on its slow path
+                // (`notdirty_write` never clears TLB_NOTDIRTY there).
+                perms = Prot(perms.0 & !Prot::EXEC.0);
+            }
             if st.zbb.has_page(page) {
                 // Fetches see the patched copy, loads and stores the real words; QEMU's victim
                 // TLB keeps both entries, so a page that is read and run does not refill often.
@@ -1041,7 +1063,12 @@ impl UnicornBackend {
             let budget = self.state.borrow().budget;
             return Some((FaultKind::InstructionBudget(budget), at, String::new()));
         }
-        if let Some((access, addr)) = seen.mem {
+        if let Some((access, mut addr)) = seen.mem {
+            // A refused code fetch reaches the TLB hook with its page's address; the pc is the
+            // instruction the guest tried to fetch.
+            if access == Access::Fetch && pc & !(self.uc_page - 1) == addr & !(self.uc_page - 1) {
+                addr = pc;
+            }
             let detail = seen
                 .exact
                 .map(|(size, at)| format!("{size}-byte access at {at:#x}; unicorn checks these bytes exactly"))
