@@ -460,7 +460,12 @@ impl UnicornBackend {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
         let dirty = (ram_offset == 0).then(|| arena_dirty_pages(image, arena));
-        let state = Rc::new(RefCell::new(HookState { arena_pages, arena_exec: arena_prot.0 & Prot::EXEC.0 != 0, dirty, ..HookState::default() }));
+        let state = Rc::new(RefCell::new(HookState {
+            arena_pages,
+            arena_exec: arena_prot.0 & Prot::EXEC.0 != 0,
+            dirty,
+            ..HookState::default()
+        }));
         Self::map_alias(&mut uc, arena, &state, (Rc::clone(&ram), ram_offset))?;
         let driver = image.require("lab_batch")?;
         let zbb = Rc::new(Cell::new(false));

@@ -8,7 +8,7 @@ use kernel_lab::backend::BackendKind;
 use kernel_lab::exit::ExitCode;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
-use kernel_lab::reporters::{self, Format, JunitCases};
+use kernel_lab::reporters::{self, Format, JunitCases, ReportError};
 use kernel_lab::toolchain::BuildConfig;
 use kernel_lab::user_kernel::{self, manifest, UserKernel};
 use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
@@ -55,9 +55,7 @@ impl OutputArgs {
                 super::out::eprintln(&format!("lab {command}: {} report written to {}", format.name(), path.display()));
             }),
             None if format == Format::Human => Ok(()),
-            None => {
-                reporters::render_with(report, format, command, self.junit_cases).map(|text| super::out::print(&text))
-            }
+            None => print_report(report, format, command, self.junit_cases),
         };
         if let Err(e) = &result {
             super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
@@ -83,15 +81,28 @@ impl OutputArgs {
             None if format == Format::Human => {
                 super::out::print(&report.to_human_styled_errors_elsewhere(true));
             }
-            None => match reporters::render_with(report, format, command, self.junit_cases) {
-                Ok(text) => super::out::print(&text),
-                Err(e) => {
+            None => {
+                if let Err(e) = print_report(report, format, command, self.junit_cases) {
                     super::out::eprintln(&format!("lab {command}: {e}"));
                     return report.status().or_error_if(true);
                 }
-            },
+            }
         }
         report.status()
+    }
+}
+
+/// Writes `report` to stdout as it renders (the JSON report is streamed). A closed stdout drops
+/// the rest quietly, as [`super::out::print`] does; a serializer failure is an error.
+fn print_report(report: &Report, format: Format, command: &str, cases: JunitCases) -> Result<(), ReportError> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(anstream::stdout());
+    let written = reporters::render_into(report, format, command, cases, &mut out);
+    let written = written
+        .and_then(|()| out.flush().map_err(|source| ReportError::Io { path: std::path::PathBuf::new(), source }));
+    match written.map_err(|e| e.into_io(std::path::Path::new("stdout"))) {
+        Err(ReportError::Io { .. }) => Ok(()),
+        other => other,
     }
 }
 

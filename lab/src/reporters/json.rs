@@ -104,8 +104,13 @@ struct JsonVectorError {
     message: String,
 }
 
-/// The report as pretty-printed JSON.
-pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_json::Error> {
+/// Writes the report to `out` as pretty-printed JSON and a newline, as it serializes (a full
+/// run's report is tens of megabytes: never held whole in memory).
+pub(super) fn render_into(
+    report: &Report,
+    command: &str,
+    out: &mut dyn std::io::Write,
+) -> Result<(), serde_json::Error> {
     let (passed, failed, skipped) = report.totals();
     let doc = JsonReport {
         schema_version: SCHEMA_VERSION,
@@ -138,9 +143,8 @@ pub(super) fn render(report: &Report, command: &str) -> Result<String, serde_jso
         interrupted: report.interrupted.map(crate::interrupt::name),
         warnings: &report.warnings,
     };
-    let mut text = serde_json::to_string_pretty(&doc)?;
-    text.push('\n');
-    Ok(text)
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    out.write_all(b"\n").map_err(serde_json::Error::io)
 }
 
 fn row(r: &Row) -> JsonRow<'_> {

@@ -81,11 +81,30 @@ pub fn render(report: &Report, format: Format, command: &str) -> Result<String, 
 /// # Errors
 /// Only a serializer failure.
 pub fn render_with(report: &Report, format: Format, command: &str, cases: JunitCases) -> Result<String, ReportError> {
-    Ok(match format {
-        Format::Human => report.to_human(),
-        Format::Json => json::render(report, command)?,
-        Format::Junit => junit::render(report, command, cases)?,
-    })
+    let mut text = Vec::new();
+    render_into(report, format, command, cases, &mut text)?;
+    // Every renderer writes UTF-8 (`String`s and serde_json's output).
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// [`render_with`] into `out`, as it renders: the JSON report is streamed, not built whole.
+///
+/// # Errors
+/// A serializer failure, or `out`'s I/O error ([`ReportError::Json`] for the JSON format; see
+/// [`ReportError::into_io`]).
+pub fn render_into(
+    report: &Report,
+    format: Format,
+    command: &str,
+    cases: JunitCases,
+    out: &mut dyn std::io::Write,
+) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io { path: std::path::PathBuf::new(), source };
+    match format {
+        Format::Human => out.write_all(report.to_human().as_bytes()).map_err(io),
+        Format::Json => Ok(json::render_into(report, command, out)?),
+        Format::Junit => out.write_all(junit::render(report, command, cases)?.as_bytes()).map_err(io),
+    }
 }
 
 /// Renders `report` into the file at `path`, atomically: a temporary file in the same folder,
@@ -113,19 +132,36 @@ pub fn write_with(
     path: &Path,
 ) -> Result<(), ReportError> {
     use std::io::Write as _;
-    let text = render_with(report, format, command, cases)?;
     let io = |source| ReportError::Io { path: path.to_path_buf(), source };
+    let render = |out: &mut dyn std::io::Write| {
+        let mut buf = std::io::BufWriter::new(out);
+        render_into(report, format, command, cases, &mut buf).map_err(|e| e.into_io(path))?;
+        buf.flush().map_err(io)
+    };
     if is_special(path) {
-        return write_in_place(path, &text).map_err(io);
+        return render(&mut open_in_place(path).map_err(io)?);
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let mut tmp = tempfile::Builder::new().prefix(".lab-report-").tempfile_in(dir).map_err(io)?;
-    tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(io)?;
+    render(tmp.as_file_mut())?;
+    tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+impl ReportError {
+    /// This error with an I/O failure (also one the JSON serializer met while writing) as
+    /// [`ReportError::Io`] naming `path`.
+    pub fn into_io(self, path: &Path) -> ReportError {
+        match self {
+            ReportError::Json(e) if e.is_io() => ReportError::Io { path: path.to_path_buf(), source: e.into() },
+            ReportError::Io { source, .. } => ReportError::Io { path: path.to_path_buf(), source },
+            other => other,
+        }
+    }
 }
 
 /// Removes a report left at `path` by an earlier run, so that a run that dies before writing
@@ -145,12 +181,12 @@ pub fn remove_stale(path: &Path) -> Result<(), ReportError> {
     }
 }
 
-/// Writes `text` to the device or FIFO at `path`. The open does not wait for a reader: a FIFO
-/// nobody reads is an error (ENXIO), not a lab blocked for ever after its run, deaf to SIGTERM.
-fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
+/// Opens the device or FIFO at `path` for writing in place. The open does not wait for a
+/// reader: a FIFO nobody reads is an error (ENXIO), not a lab blocked for ever after its run,
+/// deaf to SIGTERM.
+fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| {
+    let f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| {
         if e.raw_os_error() == Some(libc::ENXIO) {
             std::io::Error::other("no process has this FIFO open for reading")
         } else {
@@ -167,7 +203,7 @@ fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
             return Err(std::io::Error::last_os_error());
         }
     }
-    f.write_all(text.as_bytes())
+    Ok(f)
 }
 
 /// Whether `path` (symlinks followed) exists and is not a regular file: a device such as
@@ -335,6 +371,17 @@ mod tests {
         remove_stale(&path).unwrap();
         assert!(!path.exists());
         remove_stale(&path).unwrap();
+    }
+
+    /// The JSON report is streamed: a write that fails half-way (a full device) is an I/O error
+    /// naming the file, in every format.
+    #[test]
+    fn a_write_failing_while_streaming_names_the_file() {
+        for format in Format::ALL {
+            let e = write(&sample_report(), format, "run", Path::new("/dev/full")).unwrap_err();
+            assert!(matches!(e, ReportError::Io { .. }), "{format:?}: {e:?}");
+            assert!(e.to_string().starts_with("/dev/full: "), "{e}");
+        }
     }
 
     #[test]
