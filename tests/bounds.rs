@@ -262,3 +262,31 @@ fn a_jump_into_the_input_is_a_fetch_fault() {
         assert!(named, "{}: {f}", case.name);
     }
 }
+
+/// A kernel that over-reads only the first time it sees a buffer (it keeps the last buffer's
+/// address below its stack pointer) and behaves when the same call runs again. Unicorn re-runs
+/// a call to pin down a guard-page fault or to confirm a byte-exact suspicion; a re-run that
+/// does not repeat what the batch's run saw must fail the call, not clear it. So every case
+/// qemu fails (it never re-runs), Unicorn fails too, and some of them say the re-run differed.
+#[test]
+fn an_over_read_a_kernel_makes_only_the_first_time_fails_on_unicorn_too() {
+    let to = "md5_implCompress:\n        cmp     rdi, qword ptr [rsp - 256]\n        je      1f\n\
+              mov     qword ptr [rsp - 256], rdi\n        mov     rax, qword ptr [rdi + 60]\n1:\n\
+              xor     edx, edx";
+    let (_dir, build) = mutated_kernels("x86_64", "md5.S", "md5_implCompress:\n        xor     edx, edx", to);
+    let files = ["md5/rfc1321.json", "md5/openssl-misaligned.json"].map(|f| paths::vectors_dir().join(f)).to_vec();
+    let on = vec![BackendKind::Unicorn, BackendKind::Qemu];
+    let report = run::run(&config_with(variant("x86_64"), on, Kernel::Md5, files, build));
+    let failed = |b: BackendKind| -> std::collections::BTreeSet<(String, String)> {
+        let rows = report.rows.iter().filter(|r| r.backend == b);
+        rows.flat_map(|r| r.failed.iter().map(|c| (r.set.clone(), c.name.clone()))).collect()
+    };
+    let (unicorn, qemu) = (failed(BackendKind::Unicorn), failed(BackendKind::Qemu));
+    assert!(qemu.len() >= 10, "{}", report.to_human());
+    let missed: Vec<_> = qemu.difference(&unicorn).collect();
+    assert!(missed.is_empty(), "unicorn passed cases qemu failed: {missed:?}\n{}", report.to_human());
+    let said = report.rows.iter().filter(|r| r.backend == BackendKind::Unicorn).flat_map(|r| &r.failed);
+    let said =
+        said.flat_map(|c| &c.findings).filter(|f| f.text.contains("the kernel behaves differently when run again"));
+    assert!(said.count() >= 5, "{}", report.to_human());
+}

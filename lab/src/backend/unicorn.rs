@@ -69,6 +69,11 @@ pub const EXIT_ADDRESS: u64 = EXIT_PAGE + EXIT_OFFSET;
 /// wider guest loads and stores are made of 8-byte accesses).
 const HOOK_REACH: u64 = 8;
 
+/// How far from a buffer's edge an access that explains a noted piece may start: a piece is
+/// at most 8 bytes on the aligned 8 bytes around the edge, and the access that made it at most
+/// 8 bytes ([`HOOK_REACH`]) overlapping it.
+const EXPLAIN_REACH: u64 = 2 * HOOK_REACH;
+
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
@@ -88,7 +93,21 @@ struct Seen {
     /// An MMIO access (read or write) that touched bytes outside its buffer on this exact page.
     /// Unaligned loads reach MMIO as aligned pieces, so a read is only a suspicion until a
     /// re-run with a memory hook sees the access itself.
-    suspect: Option<u64>,
+    suspect: Option<Piece>,
+    /// The fault in `mem` was seen in the batch's run, but the call's re-run under a memory
+    /// hook did not repeat it: the kernel behaves differently when run again.
+    unrepeated: bool,
+}
+
+/// An MMIO access piece that touched bytes outside its buffer on exact page `page`: the bytes
+/// `[lo, hi)` (a 4-byte read stands for the aligned 8 bytes around it), and whether it was a
+/// write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Piece {
+    page: u64,
+    lo: u64,
+    hi: u64,
+    write: bool,
 }
 
 /// Hook state: what was seen, the protection table of the running batch, the per-call count.
@@ -142,8 +161,11 @@ struct HookState {
     /// Whether reads that may be pieces of a legal unaligned load are noted rather than
     /// stopping the run ([`allowed`](Self::allowed)): in the first run of a batch.
     defer_reads: bool,
-    /// `(call, exact page)` of the reads noted so far, in the order first seen.
-    deferred: Vec<(u64, u64)>,
+    /// The reads noted so far with the call in flight, in the order first seen.
+    deferred: Vec<(u64, Piece)>,
+    /// During a confirmation run: the pieces of the batch's run not yet explained by an access
+    /// the run's memory hooks saw inside the buffer ([`UnicornBackend::exact_hook`]).
+    to_explain: Vec<(u64, u64)>,
 }
 
 /// A span `[lo, hi)` of byte offsets within a page; empty when `lo >= hi`.
@@ -257,37 +279,40 @@ impl HookState {
             return false;
         }
         let (piece, piece_end) = if size == 4 { (addr & !7, (addr & !7) + 8) } else { (addr, addr + size) };
+        let noted = Piece { page, lo: piece, hi: piece_end, write: read_call.is_none() };
         if let Some(call) = read_call.filter(|_| self.defer_reads && piece < hi && lo < piece_end) {
-            let at = (call(), page);
+            let at = (call(), noted);
             if self.deferred.last() != Some(&at) {
                 self.deferred.push(at);
             }
             return false;
         }
         if self.seen.suspect.is_none() {
-            self.seen.suspect = Some(page);
+            self.seen.suspect = Some(noted);
             let _ = uc.emu_stop();
         }
         false
     }
 
     /// Whether the accesses to engine page `page` (`uc_page` bytes) go through the MMIO alias:
-    /// those on an exact page, except on an engine page wholly inside the buffer that no access
-    /// starting on it can take past the buffer's end: one more than [`HOOK_REACH`] bytes
-    /// before the end, or any when the end is flush against the guard page that follows every
-    /// paged buffer ([`batch`] layout; the TLB hook refuses the guard, and [`pin_down`] sees
-    /// an access crossing into it whole). Such pages exist where the buffer starts or ends on
-    /// a page boundary, and inside the buffer where the engine's pages are smaller than
-    /// [`PAGE`] (QEMU's AArch64 target: 1 KiB). An access that can reach past the end starts
-    /// on an aliased page, where the confirmation hooks ([`UnicornBackend::exact_hook`]) see
-    /// it whole.
+    /// those on an exact page, except on an engine page wholly inside the buffer and more than
+    /// [`EXPLAIN_REACH`] bytes from each edge that has bytes outside it on the same page (an
+    /// edge on a page boundary has the guard page that precedes and follows every paged buffer
+    /// ([`batch`] layout): the TLB hook refuses it, and [`pin_down`] sees an access crossing
+    /// into it whole). Such pages exist where the buffer starts or ends on a page boundary, and
+    /// inside the buffer where the engine's pages are smaller than [`PAGE`] (QEMU's AArch64
+    /// target: 1 KiB). Every access that can touch bytes outside the buffer, or explain a piece
+    /// that did, starts on an aliased page, where the confirmation hooks
+    /// ([`UnicornBackend::exact_hook`]) see it whole.
     ///
     /// [`pin_down`]: UnicornBackend::pin_down
     fn through_alias(&self, page: u64, uc_page: u64) -> bool {
         match self.exact.get(&(page & !(PAGE - 1))) {
             Some(&(lo, hi)) => {
                 let inside = lo <= page && page + uc_page <= hi;
-                !(inside && (hi % PAGE == 0 || page + uc_page + HOOK_REACH <= hi))
+                let clear_of_start = lo % PAGE == 0 || lo + EXPLAIN_REACH <= page;
+                let clear_of_end = hi % PAGE == 0 || page + uc_page + EXPLAIN_REACH <= hi;
+                !(inside && clear_of_start && clear_of_end)
             }
             None => false,
         }
@@ -307,12 +332,30 @@ impl HookState {
     }
 }
 
+/// The detail of a fault the batch's run saw and the call's re-run did not repeat.
+const UNREPEATED: &str = "seen in the batch's run; the call's re-run under a memory hook made no access that explains \
+     it: the kernel behaves differently when run again";
+
+/// What the confirmation of a batch's noted reads found ([`UnicornBackend::confirm_deferred`]).
+enum Deferred {
+    /// Every noted piece was part of an access inside its buffer.
+    Clean,
+    /// A re-run touched bytes outside a buffer or stopped otherwise: the batch runs again,
+    /// stopping at once.
+    Rerun,
+    /// Call `call`'s re-run made no access that explains the noted piece `[lo, hi)`.
+    Unrepeated { call: u64, piece: (u64, u64) },
+}
+
 /// How a confirmation run of a suspect call ended ([`UnicornBackend::confirm`]).
 enum Confirm {
     /// A memory hook saw an access outside a buffer (in `seen`, with its pc).
     Pinned,
-    /// The call returned without one.
+    /// The call returned without one, and its accesses explained every noted piece.
     Completed,
+    /// The call returned, but made no access that explains this piece of the batch's run
+    /// (`[lo, hi)`): it behaved differently when run again.
+    Unrepeated((u64, u64)),
     /// The call stopped otherwise: how the engine stopped and the pc.
     Stopped(Result<(), uc_error>, u64),
 }
@@ -805,12 +848,19 @@ impl UnicornBackend {
     }
 
     /// The TLB hook only sees the page of a refused access. To name the exact address and
-    /// instruction, run the faulting call again from the arena as the fault left it (the driver
-    /// re-copies the call's inputs), with that page let through and a memory hook on it alone:
-    /// the first access to it is the fault. Returns the pc of that access.
+    /// instruction, run the faulting call again alone from the arena as the fault left it (the
+    /// driver re-copies the call's inputs), with that page let through and a memory hook on it
+    /// alone: the first access to it is the fault. Returns the pc of that access; `None` when
+    /// the re-run made none, and then the access the batch's run saw stands, marked as not
+    /// repeated ([`Seen::unrepeated`]).
     fn pin_down(&mut self, page: u64) -> Result<Option<u64>, BackendError> {
         let current = self.header(protocol::header::CURRENT)?;
+        let ncalls = self.header(protocol::header::NCALLS)?;
+        // The refused access as the batch's run saw it (the re-run starts from fresh hooks).
+        let first = self.state.borrow().seen.mem;
         self.set_header(protocol::header::START, current)?;
+        // The call alone: one that does not repeat the access must not run the rest.
+        self.set_header(protocol::header::NCALLS, current + 1)?;
         // On a read-only page only a write is the fault (the TLB hook keeps the page read-only
         // meanwhile, so the first write comes through the slow path and this hook).
         let writes_only = {
@@ -873,10 +923,12 @@ impl UnicornBackend {
             }
         }
         let pinned = st.seen.pinned.take();
-        // Keep what the first run saw if the second did not reach the page.
         if pinned.is_none() {
-            st.seen.mem = None;
+            // The call did not make the access again: the batch's run saw it, and it stands.
+            st.seen = Seen { mem: first, unrepeated: first.is_some(), ..Seen::default() };
         }
+        drop(st);
+        self.set_header(protocol::header::NCALLS, ncalls)?;
         Ok(pinned)
     }
 
@@ -894,10 +946,10 @@ impl UnicornBackend {
     /// An MMIO access on exact page `page` touched bytes outside its buffer. Re-runs the call in
     /// flight alone ([`confirm_call`](Self::confirm_call)); when it completes, the batch goes on
     /// from the next call.
-    fn confirm(&mut self, page: u64) -> Result<Confirm, BackendError> {
+    fn confirm(&mut self, piece: Piece) -> Result<Confirm, BackendError> {
         let current = self.header(protocol::header::CURRENT)?;
         let ncalls = self.header(protocol::header::NCALLS)?;
-        let outcome = self.confirm_call(current, &[page]);
+        let outcome = self.confirm_call(current, &[piece.page], &[(piece.lo, piece.hi)]);
         self.set_header(protocol::header::NCALLS, ncalls)?;
         if matches!(outcome, Ok(Confirm::Completed)) {
             self.set_header(protocol::header::START, current + 1)?;
@@ -909,9 +961,10 @@ impl UnicornBackend {
     /// with memory hooks on exact pages `pages` and on each further suspect page, which see
     /// every access whole, with its pc ([`exact_hook`](Self::exact_hook)). Leaves `start` and
     /// `ncalls` of the header at `call` and `call + 1`.
-    fn confirm_call(&mut self, call: u64, pages: &[u64]) -> Result<Confirm, BackendError> {
+    fn confirm_call(&mut self, call: u64, pages: &[u64], pieces: &[(u64, u64)]) -> Result<Confirm, BackendError> {
         self.set_header(protocol::header::START, call)?;
         self.set_header(protocol::header::NCALLS, call + 1)?;
+        self.state.borrow_mut().to_explain = pieces.to_vec();
         let mut hooks = Vec::new();
         let mut pending = pages.to_vec();
         let outcome = loop {
@@ -927,40 +980,47 @@ impl UnicornBackend {
             if st.seen.pinned.is_some() {
                 break Ok(Confirm::Pinned);
             }
-            match st.seen.suspect.filter(|p| !st.hooked.contains(p)) {
+            match st.seen.suspect.map(|p| p.page).filter(|p| !st.hooked.contains(p)) {
                 Some(p) => pending.push(p),
-                None if result.is_ok() && pc == self.halt && st.refused.is_none() => break Ok(Confirm::Completed),
+                None if result.is_ok() && pc == self.halt && st.refused.is_none() => {
+                    break Ok(st.to_explain.first().map_or(Confirm::Completed, |&piece| Confirm::Unrepeated(piece)))
+                }
                 None => break Ok(Confirm::Stopped(result, pc)),
             }
         };
         for h in hooks {
             let _ = self.uc.remove_hook(h);
         }
-        self.state.borrow_mut().hooked.clear();
+        let mut st = self.state.borrow_mut();
+        st.hooked.clear();
+        st.to_explain.clear();
         outcome
     }
 
     /// Re-runs alone each call of a finished batch that made a read noted in
-    /// [`HookState::deferred`]; true when every one completes without touching bytes outside a
-    /// buffer. The calls of a batch start from copies of earlier calls' outputs into buffers of
-    /// their own, and later calls write only their own, so a call's re-run reads what it read.
-    /// The header is left as the batch left it.
-    fn confirm_deferred(&mut self, deferred: &mut [(u64, u64)]) -> Result<bool, BackendError> {
+    /// [`HookState::deferred`], under memory hooks that must see the accesses the noted pieces
+    /// came from. The calls of a batch start from copies of earlier calls' outputs into buffers
+    /// of their own, and later calls write only their own, so a call's re-run reads what it
+    /// read. The header is left as the batch left it.
+    fn confirm_deferred(&mut self, deferred: &mut [(u64, Piece)]) -> Result<Deferred, BackendError> {
         let start = self.header(protocol::header::START)?;
         let ncalls = self.header(protocol::header::NCALLS)?;
         deferred.sort_unstable();
-        let mut clean = true;
+        let mut found = Deferred::Clean;
         for group in deferred.chunk_by(|a, b| a.0 == b.0) {
-            let mut pages: Vec<u64> = group.iter().map(|&(_, page)| page).collect();
+            let mut pages: Vec<u64> = group.iter().map(|&(_, p)| p.page).collect();
             pages.dedup();
-            if !matches!(self.confirm_call(group[0].0, &pages)?, Confirm::Completed) {
-                clean = false;
-                break;
+            let pieces: Vec<(u64, u64)> = group.iter().map(|&(_, p)| (p.lo, p.hi)).collect();
+            match self.confirm_call(group[0].0, &pages, &pieces)? {
+                Confirm::Completed => continue,
+                Confirm::Unrepeated(piece) => found = Deferred::Unrepeated { call: group[0].0, piece },
+                Confirm::Pinned | Confirm::Stopped(..) => found = Deferred::Rerun,
             }
+            break;
         }
         self.set_header(protocol::header::START, start)?;
         self.set_header(protocol::header::NCALLS, ncalls)?;
-        Ok(clean)
+        Ok(found)
     }
 
     /// The first run of the batch `payload` the arena holds (with its protections set): reads
@@ -968,7 +1028,9 @@ impl UnicornBackend {
     /// ([`HookState::allowed`]), and afterwards each call that made one runs again alone under
     /// memory hooks ([`confirm_deferred`](Self::confirm_deferred)). If one of them touches a byte
     /// outside its buffer, or the batch faulted, the batch runs again from `payload`, stopping
-    /// at every suspect, so that what comes back is what a run stopping at once gives.
+    /// at every suspect, so that what comes back is what a run stopping at once gives. A call
+    /// whose re-run explains none of a noted piece fails with it: a kernel that behaves one
+    /// way when first run and another when run again must not pass by it.
     fn run_first(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         {
             let mut st = self.state.borrow_mut();
@@ -981,33 +1043,55 @@ impl UnicornBackend {
             st.defer_reads = false;
             std::mem::take(&mut st.deferred)
         };
-        let run = run?;
-        let settled = deferred.is_empty() || (run.fault.is_none() && self.confirm_deferred(&mut deferred)?);
+        let mut run = run?;
+        let found = match (deferred.is_empty(), &run.fault) {
+            (true, _) => Deferred::Clean,
+            (false, Some(_)) => Deferred::Rerun,
+            (false, None) => self.confirm_deferred(&mut deferred)?,
+        };
         deferred.clear();
         self.state.borrow_mut().deferred = deferred;
-        if settled {
-            return Ok(run);
+        match found {
+            Deferred::Clean => Ok(run),
+            Deferred::Unrepeated { call, piece } => {
+                let (access, addr) = self.unrepeated(piece, false);
+                let kind = FaultKind::Memory { access: Some(access), addr: Some(addr) };
+                run.fault = Some(Fault { kind, pc: None, call: usize::try_from(call).ok(), detail: UNREPEATED.into() });
+                Ok(run)
+            }
+            Deferred::Rerun => {
+                self.recycle(run.resp);
+                self.write_arena(payload)?;
+                self.load_protections(payload);
+                self.run_loaded(resp_len, resp_len)
+            }
         }
-        self.recycle(run.resp);
-        self.write_arena(payload)?;
-        self.load_protections(payload);
-        self.run_loaded(resp_len, resp_len)
+    }
+
+    /// The access and first byte outside its buffer of a noted piece `[lo, hi)` (a write if
+    /// `write`) that a re-run did not explain.
+    fn unrepeated(&self, (lo, hi): (u64, u64), write: bool) -> (Access, u64) {
+        let st = self.state.borrow();
+        let first = st.outside(lo & !(PAGE - 1), lo, hi - lo).unwrap_or(lo);
+        (if write { Access::Write } else { Access::Read }, first)
     }
 
     /// Memory hooks on the alias of exact page `page` that stop at the first access outside the
-    /// page's allowed bytes and record it with its pc.
+    /// page's allowed bytes and record it with its pc; an access inside explains the noted
+    /// pieces it overlaps ([`HookState::to_explain`]).
     ///
     /// Unicorn runs a memory hook with the access as the guest made it (before the MMIO path
     /// splits an unaligned one) and only for accesses that start inside the hook's range, but
     /// before each it re-derives the pc from the translation block (`cpu_restore_state`, which
     /// costs about as much as the block's instructions). So the hooks cover only where an access
-    /// outside the buffer can start: the bytes before it on the page, and from
-    /// [`HOOK_REACH`] bytes before its end to the page's end; accesses well inside the buffer
-    /// run unhooked.
+    /// outside the buffer, or explain a piece that did, can start: up to [`EXPLAIN_REACH`]
+    /// bytes past the buffer's start, and from as far before its end to the page's end;
+    /// accesses well inside the buffer run unhooked.
     fn exact_hook(&mut self, page: u64, hooks: &mut Vec<unicorn_engine::UcHookId>) -> Result<(), BackendError> {
         let Some(&(lo, hi)) = self.state.borrow().exact.get(&page) else { return Ok(()) };
         let end = page + PAGE;
-        let zones = [(page, lo.clamp(page, end)), (hi.saturating_sub(HOOK_REACH).clamp(page, end), end)];
+        let zones =
+            [(page, (lo + EXPLAIN_REACH).clamp(page, end)), (hi.saturating_sub(EXPLAIN_REACH).clamp(page, end), end)];
         for (from, to) in zones.into_iter().filter(|(from, to)| from < to) {
             let s = Rc::clone(&self.state);
             let hook = self
@@ -1028,6 +1112,9 @@ impl UnicornBackend {
                             st.seen.pinned = uc.pc_read().ok();
                             st.seen.exact = Some((size, addr));
                             let _ = uc.emu_stop();
+                        } else {
+                            let end = addr + size as u64;
+                            st.to_explain.retain(|&(lo, hi)| !(addr < hi && lo < end));
                         }
                         true
                     },
@@ -1069,6 +1156,9 @@ impl UnicornBackend {
             return Some((FaultKind::InstructionBudget(budget), at, String::new()));
         }
         if let Some((access, mut addr)) = seen.mem {
+            if seen.unrepeated {
+                return Some((FaultKind::Memory { access: Some(access), addr: Some(addr) }, pc, UNREPEATED.into()));
+            }
             // A refused code fetch reaches the TLB hook with its page's address; the pc is the
             // instruction the guest tried to fetch.
             if access == Access::Fetch && pc & !(self.uc_page - 1) == addr & !(self.uc_page - 1) {
@@ -1287,6 +1377,8 @@ impl UnicornBackend {
     /// `resp_len` bytes, or only `fault_len` when the entry ends in a fault.
     fn run_loaded(&mut self, resp_len: usize, fault_len: usize) -> Result<RawRun, BackendError> {
         let (mut result, mut pc) = self.start()?;
+        // Whether `pc` is the faulting access's: not where the run stopped in an MMIO callback.
+        let mut pc_known = true;
         loop {
             let (refused, suspect) = {
                 let st = self.state.borrow();
@@ -1296,10 +1388,19 @@ impl UnicornBackend {
                 pc = self.pin_down(page)?.unwrap_or(pc);
                 break;
             }
-            let Some(page) = suspect else { break };
-            match self.confirm(page)? {
+            let Some(piece) = suspect else { break };
+            match self.confirm(piece)? {
                 Confirm::Pinned => {
                     pc = self.state.borrow().seen.pinned.unwrap_or(pc);
+                    break;
+                }
+                // The call made it in the batch's run, not when run again: that is its fault.
+                Confirm::Unrepeated(p) => {
+                    let mem = self.unrepeated(p, piece.write);
+                    let mut st = self.state.borrow_mut();
+                    st.seen.mem = Some(mem);
+                    st.seen.unrepeated = true;
+                    pc_known = false;
                     break;
                 }
                 // The call stopped for another reason: that is its fault.
@@ -1316,7 +1417,7 @@ impl UnicornBackend {
         let resp = self.read_arena(len)?;
         let fault = fault.map(|(kind, pc, detail)| {
             let call = usize::try_from(Batch::current(&resp)).ok();
-            Fault { kind, pc: Some(pc), call, detail }
+            Fault { kind, pc: pc_known.then_some(pc), call, detail }
         });
         Ok(RawRun { resp, fault })
     }
