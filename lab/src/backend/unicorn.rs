@@ -371,6 +371,11 @@ pub struct UnicornBackend {
     ram_offset: usize,
     /// A response given back ([`Backend::recycle`]), whose allocation the next one reuses.
     spare_resp: RefCell<Vec<u8>>,
+    /// The byte ranges of `spare_resp` that may not be zero (`None`: any).
+    spare_written: RefCell<Option<Vec<std::ops::Range<usize>>>>,
+    /// The address of the last response [`read_arena`](Self::read_arena) handed out and the
+    /// ranges it copied into it (the rest is zeros), to know them again when it comes back.
+    lent: RefCell<(usize, Vec<std::ops::Range<usize>>)>,
     /// Scratch for [`Backend::execute_batch`]: the span of data bytes on each payload page.
     data_pages: Vec<Span>,
     entry: u64,
@@ -524,6 +529,8 @@ impl UnicornBackend {
             ram_offset,
             data_pages: Vec::new(),
             spare_resp: RefCell::new(Vec::new()),
+            spare_written: RefCell::new(None),
+            lent: RefCell::new((0, Vec::new())),
             entry: driver.addr,
             halt: {
                 // The driver's own halt word stays part of the image contract (kernels/README.md).
@@ -1305,6 +1312,10 @@ impl Backend for UnicornBackend {
     }
 
     fn recycle(&mut self, resp: Vec<u8>) {
+        // Nothing on the host writes a response: one that comes back as lent is zero outside
+        // the ranges read into it.
+        let lent = std::mem::take(&mut *self.lent.borrow_mut());
+        *self.spare_written.borrow_mut() = (lent.0 == resp.as_ptr() as usize).then_some(lent.1);
         *self.spare_resp.borrow_mut() = resp;
     }
 }
@@ -1356,18 +1367,33 @@ impl UnicornBackend {
             return Err(BackendError::Unicorn(format!("read results: {len} bytes are past lab_arena")));
         }
         let spare = std::mem::take(&mut *self.spare_resp.borrow_mut());
+        let written = self.spare_written.borrow_mut().take();
         let st = self.state.borrow();
         let Some(dirty) = st.dirty.as_ref() else { return Ok(self.ram.read_vec(self.ram_offset, len, spare)) };
         let mut out = spare;
-        out.clear();
+        // Zeros everywhere but the spans copied below: clear only what the spare held.
+        match written {
+            Some(ranges) => {
+                for r in ranges {
+                    let r = r.start.min(out.len())..r.end.min(out.len());
+                    out[r].fill(0);
+                }
+                out.truncate(len);
+            }
+            None => out.clear(),
+        }
         out.resize(len, 0);
+        let mut copied = std::mem::take(&mut self.lent.borrow_mut().1);
+        copied.clear();
         let page = PAGE as usize;
         for (p, d) in dirty.iter().enumerate().take(len.div_ceil(page)) {
             let range = (p * page + d.lo as usize).min(len)..(p * page + d.hi as usize).min(len);
             if !range.is_empty() {
-                self.ram.read(self.ram_offset + range.start, &mut out[range]);
+                self.ram.read(self.ram_offset + range.start, &mut out[range.clone()]);
+                copied.push(range);
             }
         }
+        *self.lent.borrow_mut() = (out.as_ptr() as usize, copied);
         Ok(out)
     }
 }
