@@ -48,6 +48,27 @@ pub fn corrupted_return(fault: &Fault, image: &Image, abi: &Abi, seed: u64) -> O
     })
 }
 
+/// When `fault` is control reaching the arena (a fetch fault or illegal instruction at a pc
+/// inside `lab_arena`, which holds data and is never executable), the sentence that says so and
+/// names what lies there: a jump through a pointer to data, or a return to an address taken
+/// from it, not a plain unbalanced stack (whose return address is the driver's poison).
+pub fn into_data(fault: &Fault, batch: &Batch) -> Option<String> {
+    let pc = fault.pc?;
+    let at_pc = match fault.kind {
+        FaultKind::Memory { access: Some(Access::Fetch), .. } | FaultKind::IllegalInstruction => true,
+        FaultKind::Memory { addr: Some(a), .. } => a == pc,
+        _ => false,
+    };
+    let arena = batch.arena.addr..batch.arena.addr + batch.arena.size;
+    (at_pc && arena.contains(&pc)).then(|| {
+        let what = batch.locate(pc).unwrap_or_else(|| "the arena, outside every buffer".to_string());
+        format!(
+            "control went to {pc:#x}, {what}: data, never code (a jump through a pointer to data, or a return to an \
+             address taken from it)"
+        )
+    })
+}
+
 /// When a memory fault lies in the first page past the end of the arena, the call walked
 /// through the whole arena: a runaway loop, which a backend with a budget in instructions
 /// (Unicorn) reports as a hang before it gets there. Both are class [`Class::Hang`].
@@ -76,6 +97,9 @@ pub fn explain(
 ) -> Finding {
     let rest =
         describe.text.strip_prefix(label).and_then(|t| t.strip_prefix(": ")).unwrap_or(&describe.text).to_string();
+    if let Some(why) = into_data(fault, batch) {
+        return Finding::new(describe.class, format!("{label}: {why}; the backend saw: {rest}"));
+    }
     if let Some(why) = corrupted_return(fault, image, abi, seed) {
         return Finding::new(Class::Abi, format!("{label}: {why}; the backend saw: {rest}"));
     }
