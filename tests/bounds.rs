@@ -17,7 +17,10 @@ use kernel_lab::toolchain::{self, BuildConfig};
 use kernel_lab::variant::Kernel;
 use rstest::rstest;
 
-use crate::common::{config_with, fixture_kernels, mutated_kernels, variant, SEED};
+use crate::common::{
+    config_with, fixture_image, fixture_kernels, generated_fixture_kernels, mutated_kernels, one_vector_set, variant,
+    FIXTURE_LIMITS, SEED,
+};
 
 const U: BackendKind = BackendKind::Unicorn;
 const Q: BackendKind = BackendKind::Qemu;
@@ -333,4 +336,50 @@ fn a_response_on_a_recycled_allocation_equals_a_fresh_ones() {
     assert_eq!(got.resp.len(), want.resp.len());
     let first_diff = got.resp.iter().zip(&want.resp).position(|(a, b)| a != b);
     assert_eq!(first_diff, None, "the reused response differs");
+}
+
+/// A Poly1305 call of fewer than 16 bytes gets an empty input (no whole block): no byte of it
+/// may be touched. With the guarded inputs flush at the start of their pages (`--flush start`)
+/// an empty input sat at the start of a readable page with no exact range, so an 8-byte load
+/// from it passed on every backend, Unicorn's byte-exact check included (review-6). An empty
+/// buffer now sits between the guard below it and the guard after it: the guarded case and its
+/// misaligned twin fail at either flush, on Unicorn and qemu, naming `input[0]`; the packed
+/// offset cases (never checked past their buffers) pass.
+#[rstest]
+#[case(Placement::Start)]
+#[case(Placement::End)]
+fn a_load_from_an_empty_input_fails_at_either_flush(#[case] flush: Placement) {
+    let src = "#define poly1305_processBlocks real_poly1305_processBlocks\n#include \"real_poly1305.inc\"\n\
+               #undef poly1305_processBlocks\n        .intel_syntax noprefix\n        .text\n\
+               .globl poly1305_processBlocks\n        .p2align 4\npoly1305_processBlocks:\n\
+               cmp rsi, 16\n        jae 1f\n        mov rax, qword ptr [rdi]\n1:      jmp real_poly1305_processBlocks\n";
+    let v = variant("x86_64");
+    let (_dir, build) = generated_fixture_kernels("x86_64", "poly1305.S", src);
+    let image = fixture_image(&build, v, "empty-input load");
+    let set = one_vector_set("poly1305/layout.json", |v| v.msg_len() == 5);
+    for kind in [U, Q] {
+        let mut backend = kind.open(v, &image, FIXTURE_LIMITS).expect("backend");
+        let row = run::run_set_with_progress(
+            backend.as_mut(),
+            v,
+            &image,
+            &set,
+            SEED,
+            flush,
+            &mut kernel_lab::progress::ignore,
+        );
+        let mut failed: Vec<&str> = row.failed.iter().map(|c| c.name.as_str()).collect();
+        failed.sort_unstable();
+        assert_eq!(
+            failed,
+            ["length 5 [guarded, misaligned]", "length 5 [guarded]"],
+            "{kind} at {flush:?}: {:#?}",
+            row.failed
+        );
+        for case in &row.failed {
+            let f = &case.findings[0];
+            assert!(f.class == Class::Memory && f.text.contains("(input[0]; 0 bytes at"), "{kind} at {flush:?}: {f}");
+        }
+        assert!(row.passed >= 16, "{kind}: the packed cases pass ({} passed)", row.passed);
+    }
 }

@@ -428,15 +428,17 @@ impl BatchBuilder {
                 let pages = run_pages(b);
                 let len = b.len as u64;
                 let off = match b.placement {
+                    // No page of its own: it sits between the guard below it and the one after
+                    // it, so any access to it faults, before or past it, on every backend.
+                    _ if len == 0 => cursor,
                     Placement::End => cursor + pages * PAGE - len,
-                    Placement::Misaligned(_) if len == 0 => cursor + pages * PAGE,
                     _ => cursor + lead(b),
                 };
                 placed[i] = Placed { offset: off, len: b.len, writable: b.writable };
                 if len > 0 && self.exact {
                     exact.push((arena.addr + off, arena.addr + off + len));
                 }
-                if !b.writable {
+                if !b.writable && pages > 0 {
                     prots.push(Protection { addr: arena.addr + cursor, len: pages * PAGE, prot: PROT_READ });
                 }
                 cursor = guard(cursor + pages * PAGE, &mut prots);
@@ -552,7 +554,6 @@ fn lead(b: &BufSpec) -> u64 {
     match b.placement {
         Placement::Offset(m) => m as u64,
         Placement::End => flush,
-        Placement::Misaligned(_) if len == 0 => flush,
         Placement::Misaligned(m) => {
             let m = m as u64 % 64;
             (flush + PAGE - (flush + 64 - m) % 64) % PAGE
@@ -561,9 +562,13 @@ fn lead(b: &BufSpec) -> u64 {
     }
 }
 
-/// Pages a buffer occupies (at least one, so an empty buffer still has an address of its own).
+/// Pages a buffer occupies: none for an empty buffer, which still has an address of its own (the
+/// boundary between the guard below it and its own guard after it).
 fn run_pages(b: &BufSpec) -> u64 {
-    (lead(b) + b.len as u64).div_ceil(PAGE).max(1)
+    if b.len == 0 {
+        return 0;
+    }
+    (lead(b) + b.len as u64).div_ceil(PAGE)
 }
 
 /// The stack the kernel runs on: `sp` at the call is `top`; it may use `[bottom, top)`.
