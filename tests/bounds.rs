@@ -383,3 +383,55 @@ fn a_load_from_an_empty_input_fails_at_either_flush(#[case] flush: Placement) {
         assert!(row.passed >= 16, "{kind}: the packed cases pass ({} passed)", row.passed);
     }
 }
+
+/// An 8-byte store 4 bytes before a writable buffer whose start is 4 bytes past an 8-byte
+/// boundary (a 20-byte state flush against its guard here; OpenSSL's 92-byte `MD5_CTX` in
+/// `lab run`), made only when the kernel believes it is not being run again (the driver's
+/// header says `start == current` and `ncalls == current + 1` in a confirmation); when run again
+/// it stores the same 4 bytes inside the buffer. Unicorn's MMIO callbacks see stores exactly
+/// (QEMU stores an unaligned access byte by byte): the bytes before the buffer prove the fault,
+/// and no store inside the buffer may explain them (review-6: one did, when a 4-byte store
+/// stood for the aligned 8 bytes around it, and every call passed). Every call fails with the
+/// store's first byte.
+#[test]
+fn a_store_before_a_buffer_hidden_from_re_runs_fails_on_unicorn() {
+    let to = "md5_implCompress:\n        mov     eax, esi\n        and     eax, 7\n        cmp     eax, 4\n\
+              jne     6f\n        lea     r8, [rip + lab_arena]\n        mov     r9, qword ptr [r8 + 0x20]\n\
+              cmp     r9, qword ptr [r8 + 0x08]\n        jne     5f\n        lea     r9, [r9 + 1]\n\
+              cmp     r9, qword ptr [r8]\n        je      4f\n\
+              5:      mov     eax, dword ptr [rsi]\n        shl     rax, 32\n        mov     qword ptr [rsi - 4], rax\n\
+              jmp     6f\n4:      mov     eax, dword ptr [rsi]\n        mov     dword ptr [rsi], eax\n\
+              6:\n        xor     edx, edx";
+    let (_dir, build) = mutated_kernels("x86_64", "md5.S", "md5_implCompress:\n        xor     edx, edx", to);
+    let v = variant("x86_64");
+    let image = image_of(&build, "x86_64");
+    let compress = Stubs::of(&image).md5_compress.expect("symbol");
+    let mut b = BatchBuilder::new(Abi::of(v.arch));
+    let mut init = md5::state_to_bytes(&md5::IV).to_vec();
+    init.extend([0; 4]);
+    let from = b.output(&init);
+    let mut states = Vec::new();
+    // The last call is left unchecked: a batch resumed at it (after the fault of the call
+    // before) looks like a re-run to this kernel, which then behaves.
+    for _ in 0..5 {
+        let input = b.buffer("input", &[0x61; 64], false, Placement::End);
+        let state = b.output(&[0; 20]);
+        b.call_after_copy(
+            compress,
+            [Arg::Ptr(input, 0), Arg::Ptr(state, 0), Arg::Imm(0), Arg::Imm(0)],
+            SEED,
+            from,
+            state,
+        );
+        states.push(state);
+    }
+    let batch = b.layout(image.arena().expect("arena")).expect("layout");
+    let mut backend = U.open(v, &image, Limits::default()).expect("unicorn");
+    let run = run_batch(backend.as_mut(), &batch).expect("run");
+    for (i, &state) in states.iter().enumerate().take(4) {
+        let at = batch.addr_of(state, 0);
+        assert_eq!(at % 8, 4, "placement");
+        let f = run.fault_of(i).unwrap_or_else(|| panic!("call {i}: the store 4 bytes before the state passed"));
+        assert_eq!(f.kind, FaultKind::Memory { access: Some(Access::Write), addr: Some(at - 4) }, "call {i}: {f:?}");
+    }
+}

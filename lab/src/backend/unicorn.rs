@@ -100,8 +100,8 @@ struct Seen {
 }
 
 /// An MMIO access piece that touched bytes outside its buffer on exact page `page`: the bytes
-/// `[lo, hi)` (a 4-byte read stands for the aligned 8 bytes around it), and whether it was a
-/// write.
+/// `[lo, hi)` (a 4-byte read stands for the aligned 8 bytes around it; a write, only its bytes
+/// outside the buffer), and whether it was a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Piece {
     page: u64,
@@ -278,7 +278,15 @@ impl HookState {
         if self.hooked.contains(&page) {
             return false;
         }
-        let (piece, piece_end) = if size == 4 { (addr & !7, (addr & !7) + 8) } else { (addr, addr + size) };
+        let (piece, piece_end) = match read_call {
+            Some(_) if size == 4 => (addr & !7, (addr & !7) + 8),
+            Some(_) => (addr, addr + size),
+            // Writes reach MMIO exact (QEMU stores an unaligned access byte by byte and cuts an
+            // aligned one in 4-byte halves): only the bytes outside the buffer are noted, which
+            // no access inside it can explain when the call runs again.
+            None if addr < lo => (addr, (addr + size).min(lo)),
+            None => (addr.max(hi), addr + size),
+        };
         let noted = Piece { page, lo: piece, hi: piece_end, write: read_call.is_none() };
         if let Some(call) = read_call.filter(|_| self.defer_reads && piece < hi && lo < piece_end) {
             let at = (call(), noted);
