@@ -344,17 +344,6 @@ impl HookState {
 const UNREPEATED: &str = "seen in the batch's run; the call's re-run under a memory hook made no access that explains \
      it: the kernel behaves differently when run again";
 
-/// What the confirmation of a batch's noted reads found ([`UnicornBackend::confirm_deferred`]).
-enum Deferred {
-    /// Every noted piece was part of an access inside its buffer.
-    Clean,
-    /// A re-run touched bytes outside a buffer or stopped otherwise: the batch runs again,
-    /// stopping at once.
-    Rerun,
-    /// Call `call`'s re-run made no access that explains the noted piece `[lo, hi)`.
-    Unrepeated { call: u64, piece: (u64, u64) },
-}
-
 /// How a confirmation run of a suspect call ended ([`UnicornBackend::confirm`]).
 enum Confirm {
     /// A memory hook saw an access outside a buffer (in `seen`, with its pc).
@@ -400,6 +389,11 @@ pub struct UnicornBackend {
     /// The running profile and its block hook, between `start_profile` and `take_profile`.
     profile: Rc<RefCell<Option<BlockProfile>>>,
     profile_hook: Option<unicorn_engine::UcHookId>,
+    /// Calls of the running batch whose confirmation after its first run proved a fault (a
+    /// memory hook saw an access outside a buffer, or the re-run explained none of a noted
+    /// piece), with the fault: each fails with it whatever later runs of the call do
+    /// ([`apply_proven`](Self::apply_proven)).
+    proven: std::collections::BTreeMap<u64, Fault>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -553,6 +547,7 @@ impl UnicornBackend {
             zbb_block_hook: limits.call_instructions != u64::MAX,
             profile: Rc::new(RefCell::new(None)),
             profile_hook: None,
+            proven: std::collections::BTreeMap::new(),
         })
     }
 
@@ -1031,26 +1026,53 @@ impl UnicornBackend {
     /// [`HookState::deferred`], under memory hooks that must see the accesses the noted pieces
     /// came from. The calls of a batch start from copies of earlier calls' outputs into buffers
     /// of their own, and later calls write only their own, so a call's re-run reads what it
-    /// read. The header is left as the batch left it.
-    fn confirm_deferred(&mut self, deferred: &mut [(u64, Piece)]) -> Result<Deferred, BackendError> {
+    /// read. A call whose re-run touches a byte outside its buffer, or explains none of a noted
+    /// piece, goes to [`proven`](Self::proven). Returns whether a re-run stopped otherwise (then
+    /// the batch must run again). The header is left as the batch left it.
+    fn confirm_deferred(&mut self, deferred: &mut [(u64, Piece)]) -> Result<bool, BackendError> {
         let start = self.header(protocol::header::START)?;
         let ncalls = self.header(protocol::header::NCALLS)?;
         deferred.sort_unstable();
-        let mut found = Deferred::Clean;
+        let mut stopped = false;
         for group in deferred.chunk_by(|a, b| a.0 == b.0) {
+            let call = group[0].0;
             let mut pages: Vec<u64> = group.iter().map(|&(_, p)| p.page).collect();
             pages.dedup();
             let pieces: Vec<(u64, u64)> = group.iter().map(|&(_, p)| (p.lo, p.hi)).collect();
-            match self.confirm_call(group[0].0, &pages, &pieces)? {
+            let fault = match self.confirm_call(call, &pages, &pieces)? {
                 Confirm::Completed => continue,
-                Confirm::Unrepeated(piece) => found = Deferred::Unrepeated { call: group[0].0, piece },
-                Confirm::Pinned | Confirm::Stopped(..) => found = Deferred::Rerun,
-            }
-            break;
+                Confirm::Unrepeated(piece) => {
+                    let (access, addr) = self.unrepeated(piece, false);
+                    let kind = FaultKind::Memory { access: Some(access), addr: Some(addr) };
+                    Fault { kind, pc: None, call: None, detail: UNREPEATED.into() }
+                }
+                Confirm::Pinned => {
+                    let pc = self.state.borrow().seen.pinned.unwrap_or(0);
+                    let Some((kind, pc, detail)) = self.classify(Ok(()), pc) else { continue };
+                    Fault { kind, pc: Some(pc), call: None, detail }
+                }
+                Confirm::Stopped(..) => {
+                    stopped = true;
+                    break;
+                }
+            };
+            self.proven.insert(call, Fault { call: usize::try_from(call).ok(), ..fault });
         }
         self.set_header(protocol::header::START, start)?;
         self.set_header(protocol::header::NCALLS, ncalls)?;
-        Ok(found)
+        Ok(stopped)
+    }
+
+    /// Makes `run` end in the fault of the first [`proven`](Self::proven) call, when it ends
+    /// later (or not at all): a kernel that behaves when a call runs again (it can tell, from
+    /// the stack it left or the driver's header) must not pass by it.
+    fn apply_proven(&mut self, run: &mut RawRun) {
+        let at = run.fault.as_ref().map_or(Some(u64::MAX), |f| f.call.map(|c| c as u64));
+        if let (Some(at), Some(entry)) = (at, self.proven.first_entry()) {
+            if *entry.key() < at {
+                run.fault = Some(entry.remove());
+            }
+        }
     }
 
     /// The first run of the batch `payload` the arena holds (with its protections set): reads
@@ -1074,28 +1096,27 @@ impl UnicornBackend {
             std::mem::take(&mut st.deferred)
         };
         let mut run = run?;
-        let found = match (deferred.is_empty(), &run.fault) {
-            (true, _) => Deferred::Clean,
-            (false, Some(_)) => Deferred::Rerun,
+        let rerun = match (deferred.is_empty(), &run.fault) {
+            (true, _) => false,
+            (false, Some(_)) => true,
             (false, None) => self.confirm_deferred(&mut deferred)?,
         };
         deferred.clear();
         self.state.borrow_mut().deferred = deferred;
-        match found {
-            Deferred::Clean => Ok(run),
-            Deferred::Unrepeated { call, piece } => {
-                let (access, addr) = self.unrepeated(piece, false);
-                let kind = FaultKind::Memory { access: Some(access), addr: Some(addr) };
-                run.fault = Some(Fault { kind, pc: None, call: usize::try_from(call).ok(), detail: UNREPEATED.into() });
-                Ok(run)
-            }
-            Deferred::Rerun => {
-                self.recycle(run.resp);
-                self.write_arena(payload)?;
-                self.load_protections(payload);
-                self.run_loaded(resp_len, resp_len)
-            }
+        if rerun {
+            run = self.rerun(run.resp, payload, resp_len)?;
         }
+        self.apply_proven(&mut run);
+        Ok(run)
+    }
+
+    /// Runs the batch `payload` again from the start, stopping at every suspect (after a first
+    /// run whose response `resp` is given back).
+    fn rerun(&mut self, resp: Vec<u8>, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
+        self.recycle(resp);
+        self.write_arena(payload)?;
+        self.load_protections(payload);
+        self.run_loaded(resp_len, resp_len)
     }
 
     /// The access and first byte outside its buffer of a noted piece `[lo, hi)` (a write if
@@ -1309,6 +1330,7 @@ impl Backend for UnicornBackend {
         }
         self.data_pages = data;
         self.load_protections(payload);
+        self.proven.clear();
         self.run_first(payload, batch.resp_len)
     }
 
@@ -1318,6 +1340,7 @@ impl Backend for UnicornBackend {
         }
         self.write_arena(payload)?;
         self.load_protections(payload);
+        self.proven.clear();
         self.run_first(payload, resp_len)
     }
 
@@ -1327,7 +1350,9 @@ impl Backend for UnicornBackend {
     /// header; [`Backend::response`] reads the rest when the batch stops.
     fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
         self.write_arena(&batch.resume_head(resp, start))?;
-        self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)
+        let mut run = self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)?;
+        self.apply_proven(&mut run);
+        Ok(run)
     }
 
     fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
