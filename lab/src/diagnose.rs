@@ -20,13 +20,7 @@ use crate::image::Image;
 /// returned to (`seed`: the call's poison seed, [`Abi::poison`]).
 pub fn corrupted_return(fault: &Fault, image: &Image, abi: &Abi, seed: u64) -> Option<String> {
     let pc = fault.pc?;
-    let at_pc = match fault.kind {
-        FaultKind::Memory { access: Some(Access::Fetch), .. } => true,
-        FaultKind::Memory { addr: Some(a), .. } => a == pc,
-        FaultKind::IllegalInstruction => true,
-        _ => false,
-    };
-    if at_pc && !image.is_code(pc) {
+    if let Some(pc) = control_fault(fault).filter(|&pc| !image.is_code(pc)) {
         let whose = abi
             .saved
             .iter()
@@ -48,25 +42,30 @@ pub fn corrupted_return(fault: &Fault, image: &Image, abi: &Abi, seed: u64) -> O
     })
 }
 
-/// When `fault` is control reaching the arena (a fetch fault or illegal instruction at a pc
-/// inside `lab_arena`, which holds data and is never executable), the sentence that says so and
-/// names what lies there: a jump through a pointer to data, or a return to an address taken
-/// from it, not a plain unbalanced stack (whose return address is the driver's poison).
-pub fn into_data(fault: &Fault, batch: &Batch) -> Option<String> {
+/// The pc of a fault that control itself made: a fetch fault, an illegal instruction, or a
+/// memory fault at the pc (no instruction there to access memory).
+fn control_fault(fault: &Fault) -> Option<u64> {
     let pc = fault.pc?;
     let at_pc = match fault.kind {
         FaultKind::Memory { access: Some(Access::Fetch), .. } | FaultKind::IllegalInstruction => true,
         FaultKind::Memory { addr: Some(a), .. } => a == pc,
         _ => false,
     };
+    at_pc.then_some(pc)
+}
+
+/// When `fault` is control reaching the arena (a fetch fault or illegal instruction at a pc
+/// inside `lab_arena`, which holds data and is never executable), the sentence that says so and
+/// names what lies there: a jump through a pointer to data, or a return to an address taken
+/// from it, not a plain unbalanced stack (whose return address is the driver's poison).
+pub fn into_data(fault: &Fault, batch: &Batch) -> Option<String> {
     let arena = batch.arena.addr..batch.arena.addr + batch.arena.size;
-    (at_pc && arena.contains(&pc)).then(|| {
-        let what = batch.locate(pc).unwrap_or_else(|| "the arena, outside every buffer".to_string());
-        format!(
-            "control went to {pc:#x}, {what}: data, never code (a jump through a pointer to data, or a return to an \
-             address taken from it)"
-        )
-    })
+    let pc = control_fault(fault).filter(|pc| arena.contains(pc))?;
+    let what = batch.locate(pc).unwrap_or_else(|| "the arena, outside every buffer".to_string());
+    Some(format!(
+        "control went to {pc:#x}, {what}: data, never code (a jump through a pointer to data, or a return to an \
+         address taken from it)"
+    ))
 }
 
 /// When a memory fault lies in the first page past the end of the arena, the call walked
