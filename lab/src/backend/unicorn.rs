@@ -1141,19 +1141,29 @@ impl UnicornBackend {
     fn exact_hook(&mut self, page: u64, hooks: &mut Vec<unicorn_engine::UcHookId>) -> Result<(), BackendError> {
         let Some(&(lo, hi)) = self.state.borrow().exact.get(&page) else { return Ok(()) };
         let end = page + PAGE;
-        let zones =
-            [(page, (lo + EXPLAIN_REACH).clamp(page, end)), (hi.saturating_sub(EXPLAIN_REACH).clamp(page, end), end)];
-        for (from, to) in zones.into_iter().filter(|(from, to)| from < to) {
+        // `(from, to, offset)`: guest bytes `[from, to)` hooked at `offset` above them.
+        let mut zones = vec![
+            (page, (lo + EXPLAIN_REACH).clamp(page, end), ALIAS_OFFSET),
+            (hi.saturating_sub(EXPLAIN_REACH).clamp(page, end), end, ALIAS_OFFSET),
+        ];
+        // A load that explains a piece past an end just after a page boundary may start on the
+        // page before (QEMU splits it there): hooked at both of that page's addresses, which
+        // may be plain or the alias.
+        let before = hi.saturating_sub(EXPLAIN_REACH).max(lo).max(page.saturating_sub(PAGE));
+        if (page + 1..=end).contains(&hi) && before < page {
+            zones.extend([(before, page, 0), (before, page, ALIAS_OFFSET)]);
+        }
+        for (from, to, offset) in zones.into_iter().filter(|&(from, to, _)| from < to) {
             let s = Rc::clone(&self.state);
             let hook = self
                 .uc
                 .add_mem_hook(
                     HookType::MEM_READ | HookType::MEM_WRITE,
-                    from + ALIAS_OFFSET,
-                    to + ALIAS_OFFSET - 1,
+                    from + offset,
+                    to + offset - 1,
                     move |uc, ty, addr, size, _| {
                         let access = if ty == MemType::WRITE { Access::Write } else { Access::Read };
-                        let addr = addr.wrapping_sub(ALIAS_OFFSET);
+                        let addr = addr.wrapping_sub(offset);
                         let mut st = s.borrow_mut();
                         if st.seen.pinned.is_some() {
                             return true;
