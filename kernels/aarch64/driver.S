@@ -45,14 +45,6 @@
 #define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
-// The protection table in force (protect): a private copy, so that an entry that resumes the
-// same batch after a fault, or a batch laid out like the last one, costs no mprotect. It holds
-// one entry per arena page and a few more (any table the host lays out); a longer table is
-// applied every time. The copy takes the bottom of the driver's 1 MiB stack region, so no
-// symbol after it moves.
-#define PROT_CACHE_ENTRIES ((LAB_ARENA_SIZE >> 12) + 8)
-#define PROT_CACHE_BYTES   (16 + PROT_CACHE_ENTRIES * LAB_PROT_ENTRY_SIZE)
-
 // lab_batch's frame: x29, x30, then the saved registers in ABI order, padded to 16 bytes.
 #define F_SAVED       16
 #define FRAME         ((F_SAVED + 8 * LAB_NSAVED + 15) & ~15)
@@ -296,40 +288,43 @@ sum_upto:
 1:  ret
     .size   sum_upto, . - sum_upto
 
-// protect: put the batch's protection table in force. Nothing to do when it equals, word for
-// word, the copy of the table in force (lab_prot: a flag, the entry count, the entries): a
-// resumed entry of the same batch (the fault handler leaves the pages as they are) or a batch
-// laid out like the last one. Otherwise: all of lab_arena readable and writable again (one
-// mprotect); then one mprotect (read-only) per span of adjacent entries that are read-only or
-// guards and hold a read-only one (the read-only buffers and the guards between them); then one
-// mprotect per run of adjacent entries with the same prot, but for read-only runs (done): the
-// guards inside the spans cost one call each, their read-only pages none. Then the copy.
-// The flag is cleared before the first change and set after the copy, so a poke (SIGUSR1) in
-// between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
+// protect: put the batch's protection table in force. lab_prot_id holds the id of the table in
+// force (LAB_H_PROT_ID of the request that put it there; 0 = none known). When it is the
+// request's LAB_H_PROT_BASE, the host's delta entries (LAB_H_DELTA_TABLE, LAB_H_DELTA_COUNT:
+// addr, len, prot, computed from the two tables) are applied, one mprotect each: none for a
+// resumed entry of the same batch (the fault handler leaves the pages as they are), few for a
+// batch laid out like the last one. Otherwise the whole table: all of lab_arena readable and
+// writable again (one mprotect); then one mprotect (read-only) per span of adjacent entries
+// that are read-only or guards and hold a read-only one (the read-only buffers and the guards
+// between them); then one mprotect per run of adjacent entries with the same prot, but for
+// read-only runs (done): the guards inside the spans cost one call each, their read-only pages
+// none. The id is cleared before the first change and set after the last, so a poke (SIGUSR1)
+// in between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
 // Leaf helper; it uses x0-x2, x8-x15.
     .type   protect, %function
 protect:
     LOADADDR x9, lab_arena
     ldr     x10, [x9, #LAB_H_PROT_TABLE]        // x10 = table
     ldr     x11, [x9, #LAB_H_PROT_COUNT]        // x11 = entries
-    LOADADDR x12, lab_prot
-    ldp     x13, x14, [x12]                     // in force?, count
-    cmp     x13, #1
+    LOADADDR x12, lab_prot_id
+    ldr     x13, [x12]                          // x13 = id in force
+    str     xzr, [x12]                          // none until this table is
+    cbz     x13, 3f
+    ldr     x14, [x9, #LAB_H_PROT_BASE]
+    cmp     x13, x14
     b.ne    3f
-    cmp     x14, x11
-    b.ne    3f
-    add     x13, x11, x11, lsl #1               // words to compare
-    mov     x0, x10
-    add     x1, x12, #16
-1:  cbz     x13, 9f                             // the table in force: nothing to do
-    ldr     x2, [x0], #8
-    ldr     x14, [x1], #8
-    cmp     x2, x14
-    b.ne    3f
-    sub     x13, x13, #1
-    b       1b
-3:  str     xzr, [x12]
-    LOADADDR x0, lab_arena                      // all of the arena readable and writable
+    ldr     x13, [x9, #LAB_H_DELTA_TABLE]       // the delta: x13 = next entry, x14 = entries left
+    ldr     x14, [x9, #LAB_H_DELTA_COUNT]
+15: cbz     x14, 2f
+    ldp     x0, x1, [x13]
+    ldr     x2, [x13, #16]
+    mov     x8, #SYS_mprotect
+    svc     #0
+    cbnz    x0, .Lexit_mprotect
+    add     x13, x13, #LAB_PROT_ENTRY_SIZE
+    sub     x14, x14, #1
+    b       15b
+3:  LOADADDR x0, lab_arena                      // all of the arena readable and writable
     mov     x1, #LAB_ARENA_SIZE
     mov     x2, #PROT_RW
     mov     x8, #SYS_mprotect
@@ -367,7 +362,7 @@ protect:
     b       10b
 14: mov     x13, x10
     mov     x14, x11
-4:  cbz     x14, 7f
+4:  cbz     x14, 2f
     ldp     x0, x1, [x13]
     ldr     x2, [x13, #16]
 5:  add     x13, x13, #LAB_PROT_ENTRY_SIZE      // merge the next entry if it continues the run
@@ -389,21 +384,9 @@ protect:
     svc     #0
     cbnz    x0, .Lexit_mprotect
     b       4b
-7:  mov     x13, #PROT_CACHE_ENTRIES
-    cmp     x11, x13
-    b.hi    9f                                  // too long to keep: applied every time
-    str     x11, [x12, #8]
-    add     x13, x11, x11, lsl #1
-    mov     x0, x10
-    add     x1, x12, #16
-8:  cbz     x13, 2f
-    ldr     x2, [x0], #8
-    str     x2, [x1], #8
-    sub     x13, x13, #1
-    b       8b
-2:  mov     x13, #1
+2:  ldr     x13, [x9, #LAB_H_PROT_ID]       // in force
     str     x13, [x12]
-9:  ret
+    ret
     .size   protect, . - protect
 
 // The qemu/native entry (README "_start I/O loop"). Never returns.
@@ -600,10 +583,10 @@ lab_io_rep:
 lab_altstack:
     .zero   LAB_ALTSTACK_SIZE
     .balign 16
-lab_prot:                                       // protect: in force?, count, entries
-    .zero   PROT_CACHE_BYTES
+lab_prot_id:                                    // protect: id of the table in force, 0 = none
+    .zero   16
 lab_stack:
-    .zero   LAB_STACK_SIZE - PROT_CACHE_BYTES
+    .zero   LAB_STACK_SIZE - 16
     .globl  lab_stack_top
     .type   lab_stack_top, %object
 lab_stack_top:

@@ -55,13 +55,6 @@
 #define UC_SP		(UC_PC + 2 * 8)		/* sc_regs.sp (x2) */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
-/* The protection table in force (protect): a private copy, so that an entry that resumes the
- * same batch after a fault, or a batch laid out like the last one, costs no mprotect. It
- * holds one entry per arena page and a few more (any table the host lays out); a longer table
- * is applied every time. The copy takes the bottom of the driver's 1 MiB stack region, so no
- * symbol after it moves. */
-#define PROT_CACHE_ENTRIES	((LAB_ARENA_SIZE >> 12) + 8)
-#define PROT_CACHE_BYTES	(16 + PROT_CACHE_ENTRIES * LAB_PROT_ENTRY_SIZE)
 
 /* lab_batch frame: ra, then the saved registers in ABI order, padded to 16 bytes */
 #define F_SAVED		8
@@ -326,16 +319,18 @@ sum_upto:
 	.size	sum_upto, . - sum_upto
 
 /*
- * protect: put the batch's protection table in force. Nothing to do when it equals, word for
- * word, the copy of the table in force (lab_prot: a flag, the entry count, the entries): a
- * resumed entry of the same batch (the fault handler leaves the pages as they are) or a batch
- * laid out like the last one. Otherwise: all of lab_arena readable and writable again (one
- * mprotect); then one mprotect (read-only) per span of adjacent entries that are read-only or
- * guards and hold a read-only one (the read-only buffers and the guards between them); then one
- * mprotect per run of adjacent entries with the same prot, but for read-only runs (done): the
- * guards inside the spans cost one call each, their read-only pages none. Then the copy.
- * The flag is cleared before the first change and set after the copy, so a poke (SIGUSR1) in
- * between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
+ * protect: put the batch's protection table in force. lab_prot_id holds the id of the table in
+ * force (LAB_H_PROT_ID of the request that put it there; 0 = none known). When it is the
+ * request's LAB_H_PROT_BASE, the host's delta entries (LAB_H_DELTA_TABLE, LAB_H_DELTA_COUNT:
+ * addr, len, prot, computed from the two tables) are applied, one mprotect each: none for a
+ * resumed entry of the same batch (the fault handler leaves the pages as they are), few for a
+ * batch laid out like the last one. Otherwise the whole table: all of lab_arena readable and
+ * writable again (one mprotect); then one mprotect (read-only) per span of adjacent entries
+ * that are read-only or guards and hold a read-only one (the read-only buffers and the guards
+ * between them); then one mprotect per run of adjacent entries with the same prot, but for
+ * read-only runs (done): the guards inside the spans cost one call each, their read-only
+ * pages none. The id is cleared before the first change and set after the last, so a poke
+ * (SIGUSR1) in between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
  * Leaf helper; it uses only a0-a2, a7, t0-t6.
  */
 	.type	protect, @function
@@ -344,26 +339,25 @@ protect:
 	lla	t0, lab_arena
 	ld	t1, LAB_H_PROT_TABLE(t0)	/* t1 = table */
 	ld	t2, LAB_H_PROT_COUNT(t0)	/* t2 = entries */
-	lla	t3, lab_prot
-	ld	t4, 0(t3)
-	li	t5, 1
+	lla	t3, lab_prot_id
+	ld	t4, 0(t3)		/* t4 = id in force */
+	sd	zero, 0(t3)		/* none until this table is */
+	beqz	t4, 3f
+	ld	t5, LAB_H_PROT_BASE(t0)
 	bne	t4, t5, 3f
-	ld	t4, 8(t3)
-	bne	t4, t2, 3f
-	slli	t4, t2, 1
-	add	t4, t4, t2		/* words to compare */
-	mv	a0, t1
-	addi	a1, t3, 16
-1:	beqz	t4, 9f			/* the table in force: nothing to do */
-	ld	a2, 0(a0)
-	ld	t5, 0(a1)
-	bne	a2, t5, 3f
-	addi	a0, a0, 8
-	addi	a1, a1, 8
-	addi	t4, t4, -1
-	j	1b
-3:	sd	zero, 0(t3)
-	lla	a0, lab_arena		/* all of the arena readable and writable */
+	ld	t4, LAB_H_DELTA_TABLE(t0)	/* the delta: t4 = next entry, t5 = entries left */
+	ld	t5, LAB_H_DELTA_COUNT(t0)
+15:	beqz	t5, 2f
+	ld	a0, 0(t4)
+	ld	a1, 8(t4)
+	ld	a2, 16(t4)
+	li	a7, SYS_mprotect
+	ecall
+	bnez	a0, .Lexit_mprotect
+	addi	t4, t4, LAB_PROT_ENTRY_SIZE
+	addi	t5, t5, -1
+	j	15b
+3:	lla	a0, lab_arena		/* all of the arena readable and writable */
 	li	a1, LAB_ARENA_SIZE
 	li	a2, PROT_RW
 	li	a7, SYS_mprotect
@@ -401,7 +395,7 @@ protect:
 	j	10b
 14:	mv	t4, t1
 	mv	t5, t2
-4:	beqz	t5, 7f
+4:	beqz	t5, 2f
 	ld	a0, 0(t4)
 	ld	a1, 8(t4)
 	ld	a2, 16(t4)
@@ -422,23 +416,9 @@ protect:
 	ecall
 	bnez	a0, .Lexit_mprotect
 	j	4b
-7:	li	t4, PROT_CACHE_ENTRIES
-	bgtu	t2, t4, 9f		/* too long to keep: applied every time */
-	sd	t2, 8(t3)
-	slli	t4, t2, 1
-	add	t4, t4, t2
-	mv	a0, t1
-	addi	a1, t3, 16
-8:	beqz	t4, 2f
-	ld	a2, 0(a0)
-	sd	a2, 0(a1)
-	addi	a0, a0, 8
-	addi	a1, a1, 8
-	addi	t4, t4, -1
-	j	8b
-2:	li	t4, 1
+2:	ld	t4, LAB_H_PROT_ID(t0)	/* in force */
 	sd	t4, 0(t3)
-9:	ret
+	ret
 	.size	protect, . - protect
 
 /*
@@ -645,10 +625,10 @@ lab_io_rep:
 lab_sigstack:
 	.zero	LAB_ALTSTACK_SIZE
 	.p2align 4
-lab_prot:				/* protect: in force?, count, entries */
-	.zero	PROT_CACHE_BYTES
+lab_prot_id:				/* protect: id of the table in force, 0 = none */
+	.zero	16
 lab_stack:
-	.zero	LAB_STACK_SIZE - PROT_CACHE_BYTES
+	.zero	LAB_STACK_SIZE - 16
 	.globl	lab_stack_top
 lab_stack_top:
 	.p2align 12

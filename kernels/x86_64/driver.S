@@ -56,14 +56,6 @@
 #define UC_RSP          (UC_RIP - 8)    /* gregs[REG_RSP] */
 #define UC_EFL          (UC_RIP + 8)    /* gregs[REG_EFL] */
 
-/* The protection table in force (.Lprotect): a private copy, so that an entry that resumes the
- * same batch after a fault, or a batch laid out like the last one, costs no mprotect.  It
- * holds one entry per arena page and a few more (any table the host lays out); a longer table
- * is applied every time.  The copy takes the bottom of the driver's 1 MiB stack region, so no
- * symbol after it moves. */
-#define PROT_CACHE_ENTRIES ((LAB_ARENA_SIZE >> 12) + 8)
-#define PROT_CACHE_BYTES (16 + PROT_CACHE_ENTRIES * LAB_PROT_ENTRY_SIZE)
-
 /* lab_batch's frame: the integer callee-saved registers, padded so rsp is 16-aligned
  * (entry rsp = 8 mod 16). */
 #define FRAME           (8 * (LAB_NSAVED_GPRS | 1))
@@ -418,37 +410,45 @@ _start:
         mov     [rip + lab_io_sum_len], rax
 1:      ret
 
-/* .Lprotect: put the batch's protection table in force.  Nothing to do when it equals, word
- * for word, the copy of the table in force (lab_prot: a flag, the entry count, the entries):
- * a resumed entry of the same batch (the fault handler leaves the pages as they are) or a
- * batch laid out like the last one.  Otherwise: all of lab_arena readable and writable again
- * (one mprotect); then one mprotect (read-only) per span of adjacent entries that are read-only
- * or guards and hold a read-only one (the read-only buffers and the guards between them); then
- * one mprotect per run of adjacent entries with the same prot, but for read-only runs (done):
- * the guards inside the spans cost one call each, their read-only pages none.  Then the
- * copy.  The flag is cleared before the first change and set after the copy, so a poke
- * (SIGUSR1) in between leaves it clear.  Exit on failure.
+/* .Lprotect: put the batch's protection table in force.  lab_prot_id holds the id of the
+ * table in force (LAB_H_PROT_ID of the request that put it there; 0 = none known).  When it
+ * is the request's LAB_H_PROT_BASE, the host's delta entries (LAB_H_DELTA_TABLE,
+ * LAB_H_DELTA_COUNT: addr, len, prot, computed from the two tables) are applied, one mprotect
+ * each: none for a resumed entry of the same batch (the fault handler leaves the pages as they
+ * are), few for a batch laid out like the last one.  Otherwise the whole table: all of
+ * lab_arena readable and writable again (one mprotect); then one mprotect (read-only) per span
+ * of adjacent entries that are read-only or guards and hold a read-only one (the read-only
+ * buffers and the guards between them); then one mprotect per run of adjacent entries with the
+ * same prot, but for read-only runs (done): the guards inside the spans cost one call each,
+ * their read-only pages none.  The id is cleared before the first change and set after the
+ * last, so a poke (SIGUSR1) in between leaves it clear.  Exit on failure.
  * Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11. */
 .Lprotect:
+        lea     r10, [rip + lab_prot_id]
+        mov     rax, [r10]                      /* the id in force */
+        mov     qword ptr [r10], 0              /* none until this table is */
+        test    rax, rax
+        jz      .Lprotect_apply
+        cmp     rax, [rip + lab_arena + LAB_H_PROT_BASE]
+        jne     .Lprotect_apply
+        mov     r8, [rip + lab_arena + LAB_H_DELTA_TABLE]
+        mov     r9, [rip + lab_arena + LAB_H_DELTA_COUNT]
+.Lprotect_delta:                                /* r8 = next delta entry, r9 = entries left */
+        test    r9, r9
+        jz      .Lprotect_done
+        mov     rdi, [r8]
+        mov     rsi, [r8 + 8]
+        mov     rdx, [r8 + 16]
+        mov     eax, SYS_mprotect
+        syscall
+        test    rax, rax
+        jnz     .Lexit_mprotect
+        add     r8, LAB_PROT_ENTRY_SIZE
+        sub     r9, 1
+        jmp     .Lprotect_delta
+.Lprotect_apply:
         mov     r8, [rip + lab_arena + LAB_H_PROT_TABLE]
         mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
-        lea     r10, [rip + lab_prot]
-        cmp     qword ptr [r10], 1
-        jne     .Lprotect_apply
-        cmp     r9, [r10 + 8]
-        jne     .Lprotect_apply
-        imul    rcx, r9, 3                      /* words to compare */
-        xor     edx, edx
-.Lprotect_same:
-        cmp     rdx, rcx
-        jae     .Lprotect_ret                   /* the table in force: nothing to do */
-        mov     rax, [r8 + 8 * rdx]
-        cmp     rax, [r10 + 16 + 8 * rdx]
-        jne     .Lprotect_apply
-        add     rdx, 1
-        jmp     .Lprotect_same
-.Lprotect_apply:
-        mov     qword ptr [r10], 0
         call    .Lunprotect                     /* keeps r8, r9, r10 */
 .Lprotect_ro:                                   /* r8 = next entry, r9 = entries left */
         test    r9, r9
@@ -489,7 +489,7 @@ _start:
         mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
 .Lprotect_run:                                  /* r8 = next entry, r9 = entries left */
         test    r9, r9
-        jz      .Lprotect_copy
+        jz      .Lprotect_done
         mov     rdi, [r8]
         mov     rsi, [r8 + 8]
         mov     rdx, [r8 + 16]
@@ -512,24 +512,9 @@ _start:
         test    rax, rax
         jnz     .Lexit_mprotect
         jmp     .Lprotect_run
-.Lprotect_copy:
-        mov     r8, [rip + lab_arena + LAB_H_PROT_TABLE]
-        mov     r9, [rip + lab_arena + LAB_H_PROT_COUNT]
-        cmp     r9, PROT_CACHE_ENTRIES
-        ja      .Lprotect_ret                   /* too long to keep: applied every time */
-        mov     [r10 + 8], r9
-        imul    rcx, r9, 3
-        xor     edx, edx
-.Lprotect_word:
-        cmp     rdx, rcx
-        jae     .Lprotect_kept
-        mov     rax, [r8 + 8 * rdx]
-        mov     [r10 + 16 + 8 * rdx], rax
-        add     rdx, 1
-        jmp     .Lprotect_word
-.Lprotect_kept:
-        mov     qword ptr [r10], 1
-.Lprotect_ret:
+.Lprotect_done:
+        mov     rax, [rip + lab_arena + LAB_H_PROT_ID]
+        mov     [r10], rax                      /* in force */
         ret
 
 /* .Lunprotect: all of lab_arena readable and writable (.Lprotect, before a new table).
@@ -680,9 +665,9 @@ lab_bpf:                .zero BPF_MAXINSNS * 8
 lab_altstack:           .zero LAB_ALTSTACK_SIZE
 
         .p2align 4
-lab_prot:               .zero PROT_CACHE_BYTES  /* .Lprotect: in force?, count, entries */
+lab_prot_id:            .zero 16                /* .Lprotect: id of the table in force, 0 = none */
         .globl  lab_stack_bottom
-lab_stack_bottom:       .zero LAB_STACK_SIZE - PROT_CACHE_BYTES
+lab_stack_bottom:       .zero LAB_STACK_SIZE - 16
         .globl  lab_stack_top
 lab_stack_top:                          /* 16-aligned: the stack's size is a multiple of 16 */
 

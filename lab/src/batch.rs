@@ -4,10 +4,14 @@
 //!
 //! Layout of the arena, from the start of `lab_arena` (pages of [`PAGE`] bytes, G = a guard
 //! page with no access):
-//! `header (8 words) | protection table | exact ranges | call table | G | writable buffers,
-//! each followed by G | read-only buffers, each followed by G | stack guard (no access, the rest
-//! of the arena, at least [`STACK_GUARD`] bytes) | kernel stack | G` (the arena's last page). Every buffer has pages of its own, flush against a
-//! guard page at one end ([`Placement`]); read-only buffers are protected against writes. The
+//! `header (12 words) | protection table | exact ranges | delta entries | call table | G |
+//! writable buffers, each followed by G | read-only buffers, each followed by G | stack guard
+//! (no access, the rest of the arena, at least [`STACK_GUARD`] bytes) | kernel stack | G` (the
+//! arena's last page). Every paged buffer has pages of its own, flush against a guard page at
+//! one end ([`Placement`]); read-only buffers are protected against writes. The guards after
+//! buffers lie on even pages and paged buffers come before packed ones, so the batches of one
+//! vector set share their pattern of pages and a qemu/native guest changes few of them from one
+//! to the next (the delta entries, backend/prot_delta.rs). The
 //! protection table (header words 6 and 7) tells the guest which pages to protect; `_start`
 //! applies it with `mprotect`, the Unicorn backend checks every access against it, and checks
 //! the bytes of the first and last page of every paged buffer exactly (the exact ranges after
@@ -351,9 +355,20 @@ impl BatchBuilder {
         8 + 16 * self.bufs.len() as u64
     }
 
-    /// Bytes of the header, protection table, exact ranges and call table.
+    /// Bytes of the delta entries a qemu/native host may write ([`crate::protocol::header::DELTA_TABLE`]):
+    /// room for one entry per run of pages of the protection table and one per gap between
+    /// them, the most a change from any other table takes.
+    fn delta_size(&self) -> u64 {
+        2 * self.prot_size() + 2 * (PROT_ENTRY_WORDS * 8) as u64
+    }
+
+    /// Bytes of the header, protection table, exact ranges, delta entries and call table.
     fn tables_size(&self) -> u64 {
-        (HEADER_WORDS * 8) as u64 + self.prot_size() + self.exact_size() + self.entry_bytes() * self.calls.len() as u64
+        (HEADER_WORDS * 8) as u64
+            + self.prot_size()
+            + self.exact_size()
+            + self.delta_size()
+            + self.entry_bytes() * self.calls.len() as u64
     }
 
     /// Pages of the kernel stack: the ABI's budget plus red zone, rounded up.
@@ -363,15 +378,69 @@ impl BatchBuilder {
 
     /// Bytes of the arena the batch needs: the payload, the minimum stack guard and the stack.
     pub fn payload_size(&self) -> u64 {
-        let bufs: u64 = self
-            .bufs
-            .iter()
-            .map(|b| match b.placement {
-                Placement::Packed(m) => 64 + m as u64 + b.len as u64,
-                _ => run_pages(b) * PAGE + 2 * PAGE,
-            })
-            .sum();
-        align_up(self.tables_size(), PAGE) + PAGE + bufs + PAGE + STACK_GUARD + self.stack_pages() * PAGE + PAGE
+        align_up(self.walk(|_| ()), PAGE) + STACK_GUARD + self.stack_pages() * PAGE + PAGE
+    }
+
+    /// Walks the buffer region as [`lay`](Self::lay) places it, from the guard below the first
+    /// buffer, telling `put` each piece in arena order; returns where the last buffer's guard
+    /// (or the last packed buffer) ends. Offsets are from the arena's start.
+    ///
+    /// Writable buffers come first (they are inside the response), and in each pass the paged
+    /// buffers before the packed ones, so the paged ones make one even pattern of pages
+    /// (guard, buffer, guard, ...) that batches laid alike share.
+    fn walk(&self, mut put: impl FnMut(Piece)) -> u64 {
+        let guard = |put: &mut dyn FnMut(Piece), at: u64| {
+            put(Piece::Guard(at));
+            at + PAGE
+        };
+        // A guard below the first buffer, for under-reads of a buffer flush at its start.
+        let mut cursor = guard(&mut put, align_up(self.tables_size(), 2 * PAGE));
+        let mut last_guard_end = cursor;
+        for (writable, packed) in [(true, false), (true, true), (false, false), (false, true)] {
+            let in_pass =
+                |b: &&BufSpec| b.writable == writable && matches!(b.placement, Placement::Packed(_)) == packed;
+            for (i, b) in self.bufs.iter().enumerate().filter(|(_, b)| in_pass(b)) {
+                if let Placement::Packed(m) = b.placement {
+                    let off = align_up(cursor, 64) + m as u64;
+                    put(Piece::Buffer(i, off));
+                    cursor = off + b.len as u64;
+                    continue;
+                }
+                // A paged buffer after packed ones needs its own guard below it.
+                if cursor != last_guard_end {
+                    cursor = align_up(cursor, PAGE);
+                    if cursor % (2 * PAGE) != 0 {
+                        cursor = guard(&mut put, cursor);
+                    }
+                    cursor = guard(&mut put, cursor);
+                }
+                let pages = run_pages(b);
+                // Every guard after a buffer sits on an even page of the arena: one more guard
+                // below a buffer of an even number of pages keeps the grid, so batches laid
+                // alike differ in few pages (the drivers change only those).
+                if (cursor / PAGE + pages) % 2 == 1 {
+                    cursor = guard(&mut put, cursor);
+                }
+                let len = b.len as u64;
+                let off = match b.placement {
+                    // No page of its own: it sits between the guard below it and the one after
+                    // it, so any access to it faults, before or past it, on every backend.
+                    _ if len == 0 => cursor,
+                    Placement::End => cursor + pages * PAGE - len,
+                    _ => cursor + lead(b),
+                };
+                put(Piece::Buffer(i, off));
+                if !b.writable && pages > 0 {
+                    put(Piece::ReadOnly(cursor, pages));
+                }
+                cursor = guard(&mut put, cursor + pages * PAGE);
+                last_guard_end = cursor;
+            }
+            if writable && packed {
+                put(Piece::WritableEnd(cursor));
+            }
+        }
+        cursor
     }
 
     /// Places everything in `arena` and encodes the payload.
@@ -398,56 +467,33 @@ impl BatchBuilder {
         let entry = self.entry_bytes();
         let prot_off = (HEADER_WORDS * 8) as u64;
         let exact_off = prot_off + self.prot_size();
-        let table_off = exact_off + self.exact_size();
+        let delta_off = exact_off + self.exact_size();
+        let table_off = delta_off + self.delta_size();
         let ZeroedPayload { bytes: spare_bytes, mut placed, mut names, mut seeds } = spare;
         let mut prots: Vec<Protection> = Vec::with_capacity(2 * self.bufs.len() + 4);
-        let guard = |at: u64, prots: &mut Vec<Protection>| {
-            prots.push(Protection { addr: arena.addr + at, len: PAGE, prot: 0 });
-            at + PAGE
-        };
-        // A guard below the first buffer, for under-reads of a buffer flush at its start.
-        let mut cursor = guard(align_up(self.tables_size(), PAGE), &mut prots);
-        let mut last_guard_end = cursor;
         placed.clear();
         placed.resize(self.bufs.len(), Placed::default());
         let mut exact: Vec<(u64, u64)> = Vec::with_capacity(self.bufs.len());
-        // Writable buffers first: they are inside the response.
         let mut resp_len = table_off + entry * self.calls.len() as u64;
-        for pass_writable in [true, false] {
-            for (i, b) in self.bufs.iter().enumerate().filter(|(_, b)| b.writable == pass_writable) {
-                if let Placement::Packed(m) = b.placement {
-                    let off = align_up(cursor, 64) + m as u64;
-                    placed[i] = Placed { offset: off, len: b.len, writable: b.writable };
-                    cursor = off + b.len as u64;
-                    continue;
-                }
-                // A paged buffer after packed ones needs its own guard below it.
-                if cursor != last_guard_end {
-                    cursor = guard(align_up(cursor, PAGE), &mut prots);
-                }
-                let pages = run_pages(b);
-                let len = b.len as u64;
-                let off = match b.placement {
-                    // No page of its own: it sits between the guard below it and the one after
-                    // it, so any access to it faults, before or past it, on every backend.
-                    _ if len == 0 => cursor,
-                    Placement::End => cursor + pages * PAGE - len,
-                    _ => cursor + lead(b),
-                };
+        let cursor = self.walk(|piece| match piece {
+            // Adjacent guards make one entry.
+            Piece::Guard(at) => match prots.last_mut() {
+                Some(g) if g.prot == 0 && g.addr + g.len == arena.addr + at => g.len += PAGE,
+                _ => prots.push(Protection { addr: arena.addr + at, len: PAGE, prot: 0 }),
+            },
+            Piece::ReadOnly(at, pages) => {
+                prots.push(Protection { addr: arena.addr + at, len: pages * PAGE, prot: PROT_READ })
+            }
+            Piece::Buffer(i, off) => {
+                let b = &self.bufs[i];
                 placed[i] = Placed { offset: off, len: b.len, writable: b.writable };
-                if len > 0 && self.exact {
-                    exact.push((arena.addr + off, arena.addr + off + len));
+                let paged = !matches!(b.placement, Placement::Packed(_));
+                if paged && b.len > 0 && self.exact {
+                    exact.push((arena.addr + off, arena.addr + off + b.len as u64));
                 }
-                if !b.writable && pages > 0 {
-                    prots.push(Protection { addr: arena.addr + cursor, len: pages * PAGE, prot: PROT_READ });
-                }
-                cursor = guard(cursor + pages * PAGE, &mut prots);
-                last_guard_end = cursor;
             }
-            if pass_writable {
-                resp_len = resp_len.max(cursor);
-            }
-        }
+            Piece::WritableEnd(at) => resp_len = resp_len.max(at),
+        });
         let payload_len = cursor;
         // The kernel stack at the very end of the arena, below one guard page: everything between
         // the last buffer and the stack budget (at least STACK_GUARD bytes) has no access.
@@ -465,7 +511,7 @@ impl BatchBuilder {
             bottom: arena.addr + bottom,
             top: arena.addr + bottom + budget,
         };
-        guard(top_guard, &mut prots);
+        prots.push(Protection { addr: arena.addr + top_guard, len: PAGE, prot: 0 });
         if let Some((lo, hi)) = arena.kernel_data {
             prots.push(Protection { addr: lo, len: hi - lo, prot: PROT_READ });
         }
@@ -504,6 +550,7 @@ impl BatchBuilder {
         put(&mut payload, hdr::RESP_LEN.offset(), resp_len);
         put(&mut payload, hdr::PROT_TABLE.offset(), arena.addr + prot_off);
         put(&mut payload, hdr::PROT_COUNT.offset(), prots.len() as u64);
+        put(&mut payload, hdr::DELTA_TABLE.offset(), arena.addr + delta_off);
         for (n, c) in self.calls.iter().enumerate() {
             let base = (table_off + entry * n as u64) as usize;
             put(&mut payload, base + ent::FN.offset(), c.func);
@@ -548,6 +595,19 @@ impl BatchBuilder {
 /// Where a paged buffer's first byte sits in its first page ([`Placement::End`]: flush against
 /// the guard after it; [`Placement::Misaligned`]: the latest start at the asked misalignment
 /// that ends before the guard).
+/// A piece of the buffer region ([`BatchBuilder::walk`]), at an offset from the arena's start.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    /// A guard page.
+    Guard(u64),
+    /// Pages of a read-only buffer: the first and how many.
+    ReadOnly(u64, u64),
+    /// Buffer `.0` starts at `.1`.
+    Buffer(usize, u64),
+    /// The writable buffers end here.
+    WritableEnd(u64),
+}
+
 fn lead(b: &BufSpec) -> u64 {
     let len = b.len as u64;
     let flush = (PAGE - len % PAGE) % PAGE;
@@ -788,7 +848,7 @@ impl Batch {
         // The protection table comes from the host, never from what the guest left behind.
         let prot = HEADER_WORDS * 8..self.table_off;
         p[prot.clone()].copy_from_slice(&self.payload[prot]);
-        for w in [hdr::PROT_TABLE, hdr::PROT_COUNT] {
+        for w in [hdr::PROT_TABLE, hdr::PROT_COUNT, hdr::PROT_ID, hdr::PROT_BASE, hdr::DELTA_TABLE, hdr::DELTA_COUNT] {
             put(&mut p, w.offset(), get(&self.payload, w.offset()));
         }
         put(&mut p, hdr::START.offset(), start as u64);

@@ -83,8 +83,32 @@ pub mod header {
     pub const PROT_TABLE: Word = w("prot_table", 6, Host, "absolute guest address of the protection table");
     /// Number of protection-table entries.
     pub const PROT_COUNT: Word = w("prot_count", 7, Host, "number of protection-table entries");
+    /// Nonzero id of the protection table, which the qemu/native host gives every table it
+    /// sends to a guest (0: the guest keeps no id and applies the whole table every time).
+    pub const PROT_ID: Word = w("prot_id", 8, Host, "id of the protection table (qemu/native; 0 = none)");
+    /// Id of the table the delta entries turn into this one; the delta applies only when that
+    /// table is in force, else the whole table is applied.
+    pub const PROT_BASE: Word =
+        w("prot_base", 9, Host, "id of the table the delta turns into this one (0 = apply the whole table)");
+    /// Absolute guest address of the delta entries (the same three words as the table's).
+    pub const DELTA_TABLE: Word = w("delta_table", 10, Host, "absolute guest address of the delta entries");
+    /// Number of delta entries.
+    pub const DELTA_COUNT: Word = w("delta_count", 11, Host, "number of delta entries");
     /// Every header word, in order.
-    pub const ALL: [Word; 8] = [NCALLS, START, TABLE, RESP_LEN, CURRENT, DONE, PROT_TABLE, PROT_COUNT];
+    pub const ALL: [Word; 12] = [
+        NCALLS,
+        START,
+        TABLE,
+        RESP_LEN,
+        CURRENT,
+        DONE,
+        PROT_TABLE,
+        PROT_COUNT,
+        PROT_ID,
+        PROT_BASE,
+        DELTA_TABLE,
+        DELTA_COUNT,
+    ];
     /// Words in the header.
     pub const WORDS: usize = ALL.len();
 }

@@ -7,6 +7,7 @@ pub mod confine;
 mod guest_ram;
 pub mod icount;
 mod process;
+mod prot_delta;
 mod unicorn;
 pub mod zbb;
 

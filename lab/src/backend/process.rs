@@ -30,6 +30,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::confine::{self, Guest as Confined, Support};
+use super::prot_delta::InForce;
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::abi::Abi;
 use crate::batch::Batch;
@@ -340,6 +341,9 @@ pub struct ProcessBackend {
     /// The address of the last response handed out and the ranges copied into it (the rest
     /// is zero), to know it again in [`Backend::recycle`].
     lent: (usize, Vec<(usize, usize)>),
+    /// The protection table last sent to the guest, for the delta to the next
+    /// ([`stamp`](Self::stamp)), and the delta entries' allocation.
+    in_force: (InForce, Vec<crate::batch::Protection>),
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
@@ -440,7 +444,9 @@ fn rewrite_head(shared: &mut SharedArena, payload: &[u8], arena_addr: u64, start
     let word = |w: protocol::Word| {
         payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
     };
-    for w in [header::NCALLS, header::TABLE, header::RESP_LEN, header::PROT_TABLE, header::PROT_COUNT] {
+    for w in
+        [header::NCALLS, header::TABLE, header::RESP_LEN, header::PROT_TABLE, header::PROT_COUNT, header::DELTA_TABLE]
+    {
         shared.write_at(w.offset(), &word(w).to_le_bytes());
     }
     shared.write_at(header::START.offset(), &(start as u64).to_le_bytes());
@@ -540,6 +546,7 @@ impl ProcessBackend {
             writes: (Vec::new(), (0, 0)),
             spare_resp: (Vec::new(), Some(Vec::new())),
             lent: (0, Vec::new()),
+            in_force: (InForce::default(), Vec::new()),
         })
     }
 
@@ -778,9 +785,7 @@ impl ProcessBackend {
         for call in start..ncalls {
             // Only a response this loop returns as it came may be recycled as lent.
             self.forget_lent();
-            let shared = self.shared.as_mut().expect("arena created");
-            shared.write_at(header::START.offset(), &call.to_le_bytes());
-            shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
+            self.one_call_head(payload, call);
             match self.exchange(resp_len, sum, true)? {
                 Answer::Run(run) if run.fault.is_none() => continue,
                 Answer::Run(run) if run.resp.is_empty() => return Ok(self.hung(payload, resp_len, run)),
@@ -817,13 +822,55 @@ impl ProcessBackend {
         self.shared.as_mut().expect("arena created").write(&batch.payload);
         let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
         for call in 0..start as u64 {
-            let shared = self.shared.as_mut().expect("arena created");
-            shared.write_at(header::START.offset(), &call.to_le_bytes());
-            shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
+            self.one_call_head(&batch.payload, call);
             self.exchange(batch.resp_len, sum, false)?;
         }
         self.forget_lent();
         Ok(self.shared.as_ref().expect("arena created").read_sparse(batch.resp_len, &self.guards.0))
+    }
+
+    /// Writes the header (and protection table) of `payload` for an entry that runs call
+    /// `call` alone: what the host owns, not what an earlier call of the kernel left there.
+    fn one_call_head(&mut self, payload: &[u8], call: u64) {
+        let shared = self.shared.as_mut().expect("arena created");
+        rewrite_head(shared, payload, self.arena.addr, call as usize);
+        shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
+        self.stamp(payload);
+    }
+
+    /// Writes the protection words of the header for sending `payload` to the guest: its
+    /// table's id, and the delta entries from the table last sent with that table's id as
+    /// their base when they take fewer `mprotect` calls than the whole table and fit the room
+    /// the layout left (`delta_table` up to the call table); else base 0, the whole table.
+    fn stamp(&mut self, payload: &[u8]) {
+        let word = |w: protocol::Word| {
+            payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        };
+        let lo = self.arena.addr;
+        let (delta_at, table) = (word(header::DELTA_TABLE), word(header::TABLE));
+        // Room up to the call table, inside the arena (any other payload gets the whole table).
+        let room = if delta_at >= lo && table > delta_at && table - lo <= self.arena.size {
+            ((table - delta_at) / (protocol::PROT_ENTRY_WORDS as u64 * 8)) as usize
+        } else {
+            0
+        };
+        let entries = crate::batch::protection_entries(payload, lo);
+        let (guest, out) = &mut self.in_force;
+        let stamp = guest.stamp(entries, (lo, lo + self.arena.size), (delta_at, room), out);
+        let Some(shared) = self.shared.as_mut() else { return };
+        let mut bytes = Vec::with_capacity(stamp.delta.len() * 24);
+        for p in stamp.delta {
+            for v in [p.addr, p.len, p.prot] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        if !bytes.is_empty() {
+            shared.write_at((delta_at - lo) as usize, &bytes);
+        }
+        let count = stamp.delta.len() as u64;
+        for (w, v) in [(header::PROT_ID, stamp.id), (header::PROT_BASE, stamp.base), (header::DELTA_COUNT, count)] {
+            shared.write_at(w.offset(), &v.to_le_bytes());
+        }
     }
 
     /// Forgets the last response handed out: it was dropped, or another goes back instead.
@@ -921,6 +968,7 @@ impl Backend for ProcessBackend {
         self.guards.1 = key;
         let data = (write_key == key).then_some(self.writes.0.as_slice());
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
+        self.stamp(payload);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         match self.exchange(resp_len, sum, true)? {
             Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
@@ -940,6 +988,7 @@ impl Backend for ProcessBackend {
             return self.execute(&batch.resume_payload(resp, start), batch.resp_len);
         };
         rewrite_head(shared, &batch.payload, self.arena.addr, start);
+        self.stamp(&batch.payload);
         self.note_batch(batch);
         let sum = from_entry(table_range(&batch.payload, self.arena.addr, self.entry_bytes), start, self.entry_bytes);
         match self.exchange(batch.resp_len, sum, false)? {
@@ -1078,7 +1127,9 @@ mod tests {
 
     /// The native guest's mappings after a batch are its protection table, page for page:
     /// read-only buffers with guards between them (applied a span at a time), writable buffers
-    /// and packed ones readable and writable, then the next layout.
+    /// and packed ones readable and writable. Batches laid out alike take the delta from the
+    /// table in force, others (and a restarted guest) the whole table; the sequence takes both
+    /// ways, back and forth, and checks the way it took.
     #[test]
     fn the_guest_maps_the_protection_table_page_for_page() {
         use crate::batch::{BatchBuilder, Placement, PAGE};
@@ -1090,16 +1141,49 @@ mod tests {
         let image = Image::load(&path, v.arch).expect("image");
         let arena = image.arena().expect("arena");
         let mut b = ProcessBackend::native(&image, Limits::default()).expect("native");
-        for round in 0..3 {
+        // (buffer groups, long inputs every `long`-th group, restart the guest first): a grid of
+        // 40 groups, the same less two, a layout with long inputs, the first again, ...
+        let rounds = [
+            (40, 0, false),
+            (38, 0, false),
+            (6, 2, false),
+            (40, 0, false),
+            (38, 0, false),
+            (39, 0, true),
+            (41, 3, false),
+            (41, 3, false),
+        ];
+        let (mut last_id, mut ways) = (0, Vec::new());
+        for (round, &(groups, long, restart)) in rounds.iter().enumerate() {
+            if restart {
+                let _ = b.reap();
+            }
             let mut bb = BatchBuilder::new(Abi::of(image.arch));
-            for i in 0..4 + round {
-                bb.buffer("input", &vec![1; 100 + 5000 * (i % 2)], false, Placement::End);
+            for i in 0..groups {
+                let len = if long > 0 && i % long == 0 { 5000 + 4096 * (i % 3) } else { 100 };
+                bb.buffer("input", &vec![1; len], false, Placement::End);
                 bb.output(&[2; 16]);
                 bb.buffer("packed", &[3; 9], i % 2 == 0, Placement::Packed(5));
             }
             bb.call(0, [crate::batch::Arg::Imm(0); 4], 1);
             let batch = bb.layout(arena).expect("layout");
             super::super::run_batch(&mut b, &batch).expect("run");
+            let shared = b.shared.as_ref().expect("arena");
+            let word = |w: protocol::Word| {
+                u64::from_le_bytes(shared.read(w.offset() + 8)[w.offset()..].try_into().expect("8"))
+            };
+            let (id, base, count) = (word(header::PROT_ID), word(header::PROT_BASE), word(header::DELTA_COUNT));
+            let took = (id, base, count);
+            match round {
+                0 => assert_eq!((base, count), (0, 0), "nothing in force: the whole table"),
+                // Two groups fewer: the grid moves by four pages, only its ends change.
+                1 | 4 => assert!(base == last_id && (1..=6).contains(&count), "round {round}: {took:?}"),
+                // The same table again: nothing to change.
+                7 => assert_eq!((id, base, count), (last_id, last_id, 0)),
+                _ => assert!(id > last_id, "round {round}: {took:?}"),
+            }
+            ways.push(base != 0);
+            last_id = id;
             let pid = b.guest.as_ref().expect("guest").child.id();
             let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
             let prot_of = |addr: u64| {
@@ -1121,6 +1205,7 @@ mod tests {
                 assert_eq!(prot_of(page).as_deref(), Some(want), "round {round}, page {page:#x}");
             }
         }
+        assert!(ways.contains(&true) && ways[1..].contains(&false), "both ways: {ways:?}");
     }
 
     #[test]

@@ -198,8 +198,9 @@ impl<'v> CaseRun<'v> {
     }
 
     /// An upper bound of the bytes the next segment adds to a batch's payload: its buffers'
-    /// data (a digest's input and DigestBase's buffer: twice the bytes read), three pages per
-    /// guarded buffer (rounding and guards) or its offset per packed one, and table entries.
+    /// data (a digest's input and DigestBase's buffer: twice the bytes read), four pages per
+    /// guarded buffer (rounding, the guard after it, one that keeps the guard grid) or its
+    /// offset per packed one, and table entries.
     pub fn estimate(&self) -> u64 {
         let (bytes, calls) = match &self.stage {
             Stage::Start => {
@@ -214,7 +215,7 @@ impl<'v> CaseRun<'v> {
         let per_call = if matches!(self.v.body, Body::Poly1305MacOfMacs(_)) { 4 } else { 2 };
         let buffers = calls.min(SEGMENT_CALLS as u64) * per_call + 4;
         let per_buffer = match self.layout {
-            Layout::Guarded(_) => 3 * 4096 + 512,
+            Layout::Guarded(_) => 4 * 4096 + 512,
             Layout::Offset(o) => 64 + o as u64 + 16 + 512,
         };
         2 * bytes.min(SEGMENT_BYTES as u64 + 4096) + buffers * per_buffer
