@@ -407,9 +407,7 @@ fn stray_output(stdout: &mut ChildStdout) -> Vec<u8> {
 /// The call-table range of a payload (header `table`, `ncalls`): the result words the guest
 /// checksums. Clamped to the payload; a header the host did not lay out gives an empty range.
 fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64) {
-    let word = |w: protocol::Word| {
-        payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8")))
-    };
+    let word = |w: protocol::Word| header_word(payload, w);
     let Some(off) = word(header::TABLE).checked_sub(arena_addr).filter(|&o| o <= payload.len() as u64) else {
         return (0, 0);
     };
@@ -422,6 +420,11 @@ fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64
 fn from_entry(sum: (u64, u64), start: usize, entry_bytes: usize) -> (u64, u64) {
     let skip = (start as u64).saturating_mul(entry_bytes as u64).min(sum.1);
     (sum.0 + skip, sum.1 - skip)
+}
+
+/// Header word `w` of `payload` (0 when the payload is shorter).
+fn header_word(payload: &[u8], w: protocol::Word) -> u64 {
+    payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
 
 /// The checksum range of a fault reply: `sum` cut after entry `current` of the call table at
@@ -441,9 +444,7 @@ fn fault_range(sum: (u64, u64), table: u64, arena_addr: u64, current: u64, entry
 /// owns and the protection table, from the payload as laid out (a kernel may have written
 /// over them); the call table and buffers stay as the last entry left them.
 fn rewrite_head(shared: &mut SharedArena, payload: &[u8], arena_addr: u64, start: usize) {
-    let word = |w: protocol::Word| {
-        payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    };
+    let word = |w: protocol::Word| header_word(payload, w);
     for w in
         [header::NCALLS, header::TABLE, header::RESP_LEN, header::PROT_TABLE, header::PROT_COUNT, header::DELTA_TABLE]
     {
@@ -779,7 +780,7 @@ impl ProcessBackend {
         sum: (u64, u64),
         first: (FaultKind, String),
     ) -> Result<RawRun, BackendError> {
-        let word = |w: protocol::Word| u64::from_le_bytes(payload[w.offset()..w.offset() + 8].try_into().expect("8"));
+        let word = |w: protocol::Word| header_word(payload, w);
         let (start, ncalls) = (word(header::START), word(header::NCALLS));
         self.shared.as_mut().expect("arena created").write(payload);
         for call in start..ncalls {
@@ -843,9 +844,7 @@ impl ProcessBackend {
     /// their base when they take fewer `mprotect` calls than the whole table and fit the room
     /// the layout left (`delta_table` up to the call table); else base 0, the whole table.
     fn stamp(&mut self, payload: &[u8]) {
-        let word = |w: protocol::Word| {
-            payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        };
+        let word = |w: protocol::Word| header_word(payload, w);
         let lo = self.arena.addr;
         let (delta_at, table) = (word(header::DELTA_TABLE), word(header::TABLE));
         // Room up to the call table, inside the arena (any other payload gets the whole table).

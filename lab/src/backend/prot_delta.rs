@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::batch::{Protection, PROT_READ};
+use crate::batch::{Protection, PROT_ENTRY_WORDS, PROT_READ};
 
 /// `prot` of an arena page no entry lists: readable and writable (the drivers' `PROT_RW`).
 const PROT_RW: u64 = 3;
@@ -65,7 +65,7 @@ impl InForce {
             return Stamp { id: self.id, base: self.id, delta: out };
         }
         let readable = |n: usize| {
-            let end = delta_at.saturating_add(n as u64 * 24);
+            let end = delta_at.saturating_add((n * PROT_ENTRY_WORDS * 8) as u64);
             self.table.iter().all(|p| p.addr >= end || p.addr.saturating_add(p.len) <= arena.0)
         };
         let base = if self.id != 0
