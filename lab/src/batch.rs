@@ -938,6 +938,47 @@ mod tests {
         assert!(batch.resp_len as u64 <= batch.addr_of(end, 0) - ARENA.addr);
     }
 
+    /// Every paged buffer lies between guard pages with the guard after it on an even page of
+    /// the arena (an even number of pages gets a second guard below it), packed buffers follow
+    /// the paged ones of their pass, and every guard is a guard on every page it covers.
+    #[test]
+    fn guards_keep_a_two_page_grid_and_packed_buffers_come_last_in_their_pass() {
+        let mut b = BatchBuilder::new(&X86_64);
+        let mut ids = Vec::new();
+        for (i, len) in [100usize, 5000, 0, 16, 9000, 4096, 1].into_iter().enumerate() {
+            let placement = [Placement::End, Placement::Start, Placement::Misaligned(5)][i % 3];
+            ids.push((b.buffer("input", &vec![1; len], i % 2 == 0, placement), len));
+            ids.push((b.buffer("packed", &[3; 9], i % 2 == 1, Placement::Packed(7)), 9));
+        }
+        let size = b.payload_size();
+        let batch = b.layout(ARENA).unwrap();
+        let prots = batch.protections();
+        let prot_at = |a: u64| prots.iter().find(|p| p.contains(a)).map(|p| p.prot);
+        let page = |a: u64| (a - ARENA.addr) / PAGE;
+        let mut last_paged = [0u64; 2];
+        let mut first_packed = [u64::MAX; 2];
+        for &(id, len) in &ids {
+            let (lo, writable) = (batch.addr_of(id, 0), batch.placed[id.0].writable);
+            let hi = lo + len as u64;
+            if batch.placed[id.0].len == 9 {
+                first_packed[usize::from(writable)] = first_packed[usize::from(writable)].min(lo);
+                continue;
+            }
+            let first = lo / PAGE * PAGE;
+            let after = if len == 0 { lo } else { hi.div_ceil(PAGE) * PAGE };
+            assert_eq!(page(after) % 2, 0, "the guard after a {len}-byte buffer lies on an even page");
+            assert_eq!((prot_at(first - PAGE), prot_at(after)), (Some(0), Some(0)), "{len} bytes between guards");
+            last_paged[usize::from(writable)] = last_paged[usize::from(writable)].max(hi);
+        }
+        for w in 0..2 {
+            assert!(last_paged[w] < first_packed[w], "pass {w}: paged buffers before packed ones");
+        }
+        assert!(prots.windows(2).all(|p| p[0].addr + p[0].len <= p[1].addr), "entries do not overlap");
+        assert!(prots.windows(2).all(|p| !(p[0].prot == 0 && p[1].prot == 0 && p[0].addr + p[0].len == p[1].addr)));
+        let bottom = align_up(batch.payload.len() as u64, PAGE);
+        assert_eq!(size, bottom + STACK_GUARD + (batch.stack.top - batch.stack.bottom).div_ceil(PAGE) * PAGE + PAGE);
+    }
+
     #[test]
     fn addresses_are_described_relative_to_the_nearest_buffer_or_the_stack() {
         let mut b = BatchBuilder::new(&X86_64);
