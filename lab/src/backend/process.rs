@@ -841,7 +841,7 @@ impl ProcessBackend {
 
     /// Writes the protection words of the header for sending `payload` to the guest: its
     /// table's id, and the delta entries from the table last sent with that table's id as
-    /// their base when they take fewer `mprotect` calls than the whole table and fit the room
+    /// their base when they take no more `mprotect` calls than the whole table and fit the room
     /// the layout left (`delta_table` up to the call table); else base 0, the whole table.
     fn stamp(&mut self, payload: &[u8]) {
         let word = |w: protocol::Word| header_word(payload, w);
@@ -1131,7 +1131,7 @@ mod tests {
     /// ways, back and forth, and checks the way it took.
     #[test]
     fn the_guest_maps_the_protection_table_page_for_page() {
-        use crate::batch::{BatchBuilder, Placement, PAGE};
+        use crate::batch::{BatchBuilder, Placement};
         let v = Variant::by_name("x86_64").expect("variant");
         if crate::variant::Arch::host() != Some(v.arch) {
             return; // native runs only on an x86_64 host
@@ -1167,10 +1167,8 @@ mod tests {
             bb.call(0, [crate::batch::Arg::Imm(0); 4], 1);
             let batch = bb.layout(arena).expect("layout");
             super::super::run_batch(&mut b, &batch).expect("run");
-            let shared = b.shared.as_ref().expect("arena");
-            let word = |w: protocol::Word| {
-                u64::from_le_bytes(shared.read(w.offset() + 8)[w.offset()..].try_into().expect("8"))
-            };
+            let head = b.shared.as_ref().expect("arena").read(header::WORDS * 8);
+            let word = |w: protocol::Word| header_word(&head, w);
             let (id, base, count) = (word(header::PROT_ID), word(header::PROT_BASE), word(header::DELTA_COUNT));
             let took = (id, base, count);
             match round {
@@ -1183,28 +1181,103 @@ mod tests {
             }
             ways.push(base != 0);
             last_id = id;
-            let pid = b.guest.as_ref().expect("guest").child.id();
-            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
-            let prot_of = |addr: u64| {
-                maps.lines().find_map(|l| {
-                    let (range, rest) = l.split_once(' ')?;
-                    let (lo, hi) = range.split_once('-')?;
-                    let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
-                    (lo <= addr && addr < hi).then(|| rest[..2].to_string())
-                })
-            };
-            let table = batch.protections();
-            for page in (arena.addr..arena.addr + arena.size).step_by(PAGE as usize) {
-                let want = match table.iter().find(|p| p.contains(page)).map(|p| p.prot) {
-                    None => "rw",
-                    Some(0) => "--",
-                    Some(1) => "r-",
-                    Some(other) => panic!("prot {other}"),
-                };
-                assert_eq!(prot_of(page).as_deref(), Some(want), "round {round}, page {page:#x}");
-            }
+            assert_guest_maps(&b, arena, &batch, &format!("round {round}"));
         }
         assert!(ways.contains(&true) && ways[1..].contains(&false), "both ways: {ways:?}");
+    }
+
+    /// The pages of the native guest's arena, from its `/proc/<pid>/maps`, are those of
+    /// `batch`'s protection table ("--" guard, "r-" read-only, "rw" not listed).
+    fn assert_guest_maps(b: &ProcessBackend, arena: Arena, batch: &crate::batch::Batch, what: &str) {
+        use crate::batch::PAGE;
+        let pid = b.guest.as_ref().expect("guest").child.id();
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+        let mut ranges: Vec<(u64, u64, String)> = maps
+            .lines()
+            .filter_map(|l| {
+                let (range, rest) = l.split_once(' ')?;
+                let (lo, hi) = range.split_once('-')?;
+                let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
+                Some((lo, hi, rest.get(..2)?.to_string()))
+            })
+            .collect();
+        ranges.sort_by_key(|r| r.0);
+        let table = batch.protections();
+        let (mut r, mut t) = (0, 0);
+        for page in (arena.addr..arena.addr + arena.size).step_by(PAGE as usize) {
+            while ranges.get(r).is_some_and(|m| m.1 <= page) {
+                r += 1;
+            }
+            while table.get(t).is_some_and(|p| p.addr + p.len <= page) {
+                t += 1;
+            }
+            let want = match table.get(t).filter(|p| p.contains(page)).map(|p| p.prot) {
+                None => "rw",
+                Some(0) => "--",
+                Some(1) => "r-",
+                Some(other) => panic!("prot {other}"),
+            };
+            let have = ranges.get(r).filter(|m| m.0 <= page).map(|m| m.2.as_str());
+            assert_eq!(have, Some(want), "{what}: page {page:#x}");
+        }
+    }
+
+    /// Random layouts (every placement, empty and read-only buffers, small changes of the last
+    /// layout, guests restarted now and then) on one native guest: after every batch its pages
+    /// are the table's, whichever way (delta or whole table) the batch took.
+    #[test]
+    fn random_layouts_leave_the_guest_pages_as_their_tables_say() {
+        use crate::batch::{BatchBuilder, Placement};
+        use rand::{Rng, SeedableRng};
+        let v = Variant::by_name("x86_64").expect("variant");
+        if crate::variant::Arch::host() != Some(v.arch) {
+            return; // native runs only on an x86_64 host
+        }
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        let arena = image.arena().expect("arena");
+        let mut b = ProcessBackend::native(&image, Limits::default()).expect("native");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(24);
+        let buffer = |rng: &mut rand_chacha::ChaCha8Rng| {
+            let len = if rng.gen_ratio(1, 5) { 0 } else { rng.gen_range(1..20_000) };
+            (len, rng.gen_bool(0.5), rng.gen_range(0..5u8), rng.gen_range(0..64usize))
+        };
+        let (mut spec, mut ways) = (Vec::new(), [0; 2]);
+        for round in 0..60 {
+            if rng.gen_ratio(1, 15) {
+                let _ = b.reap();
+            }
+            if spec.is_empty() || rng.gen_ratio(1, 3) {
+                spec = (0..rng.gen_range(1..30)).map(|_| buffer(&mut rng)).collect();
+            } else {
+                match rng.gen_range(0..3) {
+                    0 => drop(spec.pop()),
+                    1 => spec.push(buffer(&mut rng)),
+                    _ => {
+                        let i = rng.gen_range(0..spec.len());
+                        spec[i].0 = rng.gen_range(0..12_000);
+                    }
+                }
+            }
+            let mut bb = BatchBuilder::new(Abi::of(image.arch));
+            for &(len, writable, place, m) in &spec {
+                let placement = [
+                    Placement::End,
+                    Placement::Start,
+                    Placement::Misaligned(m),
+                    Placement::Offset(m),
+                    Placement::Packed(m),
+                ][usize::from(place)];
+                bb.buffer("buf", &vec![1; len], writable, placement);
+            }
+            bb.call(0, [crate::batch::Arg::Imm(0); 4], 1);
+            let batch = bb.layout(arena).expect("layout");
+            super::super::run_batch(&mut b, &batch).expect("run");
+            let base = header_word(&b.shared.as_ref().expect("arena").read(header::WORDS * 8), header::PROT_BASE);
+            ways[usize::from(base != 0)] += 1;
+            assert_guest_maps(&b, arena, &batch, &format!("round {round}, {spec:?}"));
+        }
+        assert!(ways[0] > 0 && ways[1] > 0, "whole tables and deltas: {ways:?}");
     }
 
     #[test]

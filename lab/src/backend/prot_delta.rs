@@ -273,7 +273,7 @@ mod tests {
     }
 
     #[test]
-    fn the_stamp_names_the_base_only_for_a_cheaper_delta() {
+    fn the_stamp_names_the_base_only_for_a_delta_no_dearer_than_the_table() {
         let arena = (LO, LO + PAGES * PAGE);
         let mut guest = InForce::default();
         let mut out = Vec::new();
