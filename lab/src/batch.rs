@@ -592,9 +592,6 @@ impl BatchBuilder {
     }
 }
 
-/// Where a paged buffer's first byte sits in its first page ([`Placement::End`]: flush against
-/// the guard after it; [`Placement::Misaligned`]: the latest start at the asked misalignment
-/// that ends before the guard).
 /// A piece of the buffer region ([`BatchBuilder::walk`]), at an offset from the arena's start.
 #[derive(Debug, Clone, Copy)]
 enum Piece {
@@ -608,6 +605,9 @@ enum Piece {
     WritableEnd(u64),
 }
 
+/// Where a paged buffer's first byte sits in its first page ([`Placement::End`]: flush against
+/// the guard after it; [`Placement::Misaligned`]: the latest start at the asked misalignment
+/// that ends before the guard).
 fn lead(b: &BufSpec) -> u64 {
     let len = b.len as u64;
     let flush = (PAGE - len % PAGE) % PAGE;

@@ -1132,14 +1132,8 @@ mod tests {
     #[test]
     fn the_guest_maps_the_protection_table_page_for_page() {
         use crate::batch::{BatchBuilder, Placement};
-        let v = Variant::by_name("x86_64").expect("variant");
-        if crate::variant::Arch::host() != Some(v.arch) {
-            return; // native runs only on an x86_64 host
-        }
-        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
-        let image = Image::load(&path, v.arch).expect("image");
+        let Some((mut b, image)) = native_x86_64() else { return }; // native runs only on an x86_64 host
         let arena = image.arena().expect("arena");
-        let mut b = ProcessBackend::native(&image, Limits::default()).expect("native");
         // (buffer groups, long inputs every `long`-th group, restart the guest first): a grid of
         // 40 groups, the same less two, a layout with long inputs, the first again, ...
         let rounds = [
@@ -1186,6 +1180,17 @@ mod tests {
         assert!(ways.contains(&true) && ways[1..].contains(&false), "both ways: {ways:?}");
     }
 
+    /// A native backend for the x86_64 image, and the image; `None` on another host.
+    fn native_x86_64() -> Option<(ProcessBackend, Image)> {
+        let v = Variant::by_name("x86_64").expect("variant");
+        if crate::variant::Arch::host() != Some(v.arch) {
+            return None;
+        }
+        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let image = Image::load(&path, v.arch).expect("image");
+        Some((ProcessBackend::native(&image, Limits::default()).expect("native"), image))
+    }
+
     /// The pages of the native guest's arena, from its `/proc/<pid>/maps`, are those of
     /// `batch`'s protection table ("--" guard, "r-" read-only, "rw" not listed).
     fn assert_guest_maps(b: &ProcessBackend, arena: Arena, batch: &crate::batch::Batch, what: &str) {
@@ -1229,14 +1234,8 @@ mod tests {
     fn random_layouts_leave_the_guest_pages_as_their_tables_say() {
         use crate::batch::{BatchBuilder, Placement};
         use rand::{Rng, SeedableRng};
-        let v = Variant::by_name("x86_64").expect("variant");
-        if crate::variant::Arch::host() != Some(v.arch) {
-            return; // native runs only on an x86_64 host
-        }
-        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
-        let image = Image::load(&path, v.arch).expect("image");
+        let Some((mut b, image)) = native_x86_64() else { return }; // native runs only on an x86_64 host
         let arena = image.arena().expect("arena");
-        let mut b = ProcessBackend::native(&image, Limits::default()).expect("native");
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(24);
         let buffer = |rng: &mut rand_chacha::ChaCha8Rng| {
             let len = if rng.gen_ratio(1, 5) { 0 } else { rng.gen_range(1..20_000) };
