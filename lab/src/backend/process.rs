@@ -857,14 +857,11 @@ impl ProcessBackend {
         let (guest, out) = &mut self.in_force;
         let stamp = guest.stamp(entries, (lo, lo + self.arena.size), (delta_at, room), out);
         let Some(shared) = self.shared.as_mut() else { return };
-        let mut bytes = Vec::with_capacity(stamp.delta.len() * 24);
-        for p in stamp.delta {
-            for v in [p.addr, p.len, p.prot] {
-                bytes.extend_from_slice(&v.to_le_bytes());
+        let entry = protocol::PROT_ENTRY_WORDS * 8;
+        for (i, p) in stamp.delta.iter().enumerate() {
+            for (k, v) in [p.addr, p.len, p.prot].into_iter().enumerate() {
+                shared.write_at((delta_at - lo) as usize + i * entry + k * 8, &v.to_le_bytes());
             }
-        }
-        if !bytes.is_empty() {
-            shared.write_at((delta_at - lo) as usize, &bytes);
         }
         let count = stamp.delta.len() as u64;
         for (w, v) in [(header::PROT_ID, stamp.id), (header::PROT_BASE, stamp.base), (header::DELTA_COUNT, count)] {
