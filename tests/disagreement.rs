@@ -34,20 +34,36 @@ fn an_emulator_fault_is_a_disagreement_not_a_kernel_failure() {
     assert_eq!(report.status(), kernel_lab::exit::ExitCode::Failed, "a disagreement is not a pass");
     for r in report.rows.iter().filter(|r| r.backend != BackendKind::Native) {
         let Verdict::Disagreed(f) = &r.cases[0].verdict else { panic!("{:?}", r.cases[0].verdict) };
-        assert_eq!(f[0].class, Class::Disagreement);
+        assert_eq!(f[0].class, Class::EmulatorFault);
+        let culprit = if r.backend == BackendKind::Unicorn { "unicorn 2.1.5" } else { "qemu " };
+        let other = if r.backend == BackendKind::Unicorn { "(qemu " } else { "(unicorn 2.1.5 is at fault" };
         assert!(
-            f[0].text.starts_with(
-                "backends disagree: native and the reference agree; unicorn and qemu return the same other result \
-                 (md5_implCompress(buffered block 0): state expected ["
-            ),
+            f[0].text.starts_with(&format!(
+                "emulator fault: {culprit}"
+            )) && f[0].text.contains("returns other outputs (md5_implCompress(buffered block 0): see below); native and the reference agree")
+                && f[0].text.contains(other)
+                && f[0].text.ends_with("not counted as a kernel failure"),
             "{}",
             f[0].text
         );
-        assert!(f[0].text.ends_with("an emulator fault is likely (a kernel bug fails alike on every backend)"));
+        assert_eq!(f[1].class, Class::Value, "the backend's own finding follows: {f:?}");
     }
     let human = report.to_human();
-    assert!(human.contains("BACKENDS DISAGREE x86_64, md5 / rfc1321 (an emulator fault is likely):"), "{human}");
-    assert!(human.contains(&format!("0 failed, 0 skipped, {} disagreed between backends", 2 * per_backend)), "{human}");
+    assert!(
+        human.contains("EMULATOR FAULT unicorn on x86_64, md5 / rfc1321 (not counted as kernel failures):"),
+        "{human}"
+    );
+    assert!(
+        human.contains("EMULATOR FAULT qemu on x86_64, md5 / rfc1321 (not counted as kernel failures):"),
+        "{human}"
+    );
+    assert!(
+        human.contains(&format!(
+            "0 failed, 0 skipped, {} emulator faults (unicorn {per_backend}, qemu {per_backend}; not the kernel's)",
+            2 * per_backend
+        )),
+        "{human}"
+    );
 
     let json: serde_json::Value =
         serde_json::from_str(&reporters::render(&report, Format::Json, "run").unwrap()).unwrap();
@@ -55,13 +71,13 @@ fn an_emulator_fault_is_a_disagreement_not_a_kernel_failure() {
     assert_eq!(json["totals"]["failed"], 0);
     assert_eq!(json["exit_code"], 1);
     assert_eq!(json["rows"][0]["cases"][0]["outcome"], "disagreed");
-    assert_eq!(json["rows"][0]["cases"][0]["findings"][0]["class"], "backends-disagree");
+    assert_eq!(json["rows"][0]["cases"][0]["findings"][0]["class"], "emulator-fault");
 
     let xml = reporters::render_with(&report, Format::Junit, "run", reporters::JunitCases::All).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let failures: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
     assert_eq!(failures.len(), 2 * per_backend);
-    assert!(failures.iter().all(|f| f.attribute("type") == Some("backends-disagree")));
+    assert!(failures.iter().all(|f| f.attribute("type") == Some("emulator-fault")));
 }
 
 #[test]
@@ -71,7 +87,7 @@ fn a_kernel_bug_fails_alike_and_is_not_blamed_on_the_emulators() {
     let report = rfc1321_on_every_backend(build);
     assert_eq!(report.disagreed(), 0, "{}", report.to_human());
     assert!(report.totals().1 > 0);
-    assert!(!report.to_human().contains("backends disagree"));
+    assert!(!report.to_human().contains("emulator fault"));
 }
 
 #[test]
@@ -94,11 +110,11 @@ fn a_fuzz_failure_that_native_passes_is_blamed_on_the_emulator() {
     let results = fuzz::campaign(&cfg, &mut |_| {});
     assert!(matches!(results[1].outcome, Outcome::Clean), "native: {:?}", results[1].outcome);
     let Outcome::Failed(f) = &results[0].outcome else { panic!("unicorn: {:?}", results[0].outcome) };
-    assert_eq!(f.findings[0].class, Class::Disagreement, "{:?}", f.findings);
+    assert_eq!(f.findings[0].class, Class::EmulatorFault, "{:?}", f.findings);
     assert!(
-        f.findings[0]
-            .text
-            .starts_with("backends disagree on the shrunk case: native and the reference agree; unicorn fails it"),
+        f.findings[0].text.starts_with(
+            "emulator fault on the shrunk case: unicorn 2.1.5 fails it; native and the reference agree; not counted"
+        ),
         "{}",
         f.findings[0].text
     );

@@ -28,9 +28,15 @@ pub enum Class {
     NotRun,
     /// The image lacks a contract symbol of a selected kernel (a misspelt or missing stub).
     MissingSymbol,
-    /// Backends returned different results for the same case: an emulator fault is likely,
-    /// not a kernel bug (counted apart from kernel failures).
+    /// Backends returned different results for the same case and no side holds a majority
+    /// ([`crate::vote`]; counted apart from kernel failures).
     Disagreement,
+    /// A backend returned outputs that native hardware, or the reference and the other
+    /// backends, contradict ([`crate::vote`]): the emulator's fault, not the kernel's.
+    EmulatorFault,
+    /// A finding that follows from an earlier one in the same case (a later call started
+    /// from what a faulting call left): listed so nothing is hidden, not a cause of its own.
+    KnockOn,
 }
 
 impl Class {
@@ -48,6 +54,8 @@ impl Class {
             Class::NotRun => "not-run",
             Class::MissingSymbol => "missing-symbol",
             Class::Disagreement => "backends-disagree",
+            Class::EmulatorFault => "emulator-fault",
+            Class::KnockOn => "knock-on",
         }
     }
 }

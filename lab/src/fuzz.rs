@@ -941,9 +941,10 @@ pub fn shard_cases(n: u64, shard: u64, shards: u64) -> u64 {
 }
 
 /// Replays each shrunk failure of one variant whose findings are wrong outputs (value,
-/// bounds) on the campaign's other backends for that variant; when one of them passes it, the failure's first finding says the backends
-/// disagree and an emulator fault is likely (the cases are the same on every backend: the
-/// runner is seeded by variant and kernel, and so are the argument garbage and poison).
+/// bounds) on the campaign's other backends for that variant and puts it to the vote
+/// ([`blame`]): when the vote blames this backend, the failure's first finding says so (the
+/// cases are the same on every backend: the runner is seeded by variant and kernel, and so are
+/// the argument garbage and poison).
 fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, results: &mut [TargetResult]) {
     let others: Vec<crate::backend::BackendKind> = results
         .iter()
@@ -966,20 +967,49 @@ fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &Image, resul
                 verdicts.push((kind, found[0].is_empty()));
             }
         }
-        let passing: Vec<&str> = verdicts.iter().filter(|v| v.1).map(|v| v.0.name()).collect();
-        if passing.is_empty() {
-            continue;
+        if let Some(finding) = blame(variant, r.backend, &verdicts) {
+            f.findings.insert(0, finding);
         }
-        let failing: Vec<&str> =
-            std::iter::once(r.backend.name()).chain(verdicts.iter().filter(|v| !v.1).map(|v| v.0.name())).collect();
-        let text = format!(
-            "backends disagree on the shrunk case: {} and the reference agree; {} fail{} it; an emulator fault is likely \
-             (a kernel bug fails alike on every backend)",
-            passing.join(" and "),
-            failing.join(" and "),
-            if failing.len() == 1 { "s" } else { "" }
-        );
-        f.findings.insert(0, Finding::new(Class::Disagreement, text));
+    }
+}
+
+/// The vote ([`crate::vote`]) on a shrunk failure of `failed` replayed on other backends
+/// (`verdicts`: backend and whether it passed): the finding that blames an emulator, or says
+/// no side has a majority; `None` when the failure stands as the kernel's. The outputs
+/// themselves are not kept here, so every failing backend counts as failing alike.
+fn blame(
+    variant: &Variant,
+    failed: crate::backend::BackendKind,
+    verdicts: &[(crate::backend::BackendKind, bool)],
+) -> Option<Finding> {
+    use crate::vote::{culprit_name, decide, Ballot, Decision};
+    let ballot = |backend, passed: bool| Ballot { backend, digest: Some(u64::from(passed)), passed };
+    let ballots: Vec<Ballot> =
+        std::iter::once(ballot(failed, false)).chain(verdicts.iter().map(|&(b, p)| ballot(b, p))).collect();
+    let names = |v: &[crate::backend::BackendKind]| v.iter().map(|b| b.name()).collect::<Vec<_>>().join(" and ");
+    match decide(&ballots) {
+        Decision::EmulatorFault { faulty, witnesses, .. } if faulty.contains(&failed) => {
+            let others: Vec<_> = faulty.iter().copied().filter(|&b| b != failed).collect();
+            let also = if others.is_empty() { String::new() } else { format!(" ({} fails it too)", names(&others)) };
+            Some(Finding::new(
+                Class::EmulatorFault,
+                format!(
+                    "emulator fault on the shrunk case: {} fails it; {} and the reference agree{also}; not counted as \
+                     a kernel failure",
+                    culprit_name(failed, variant.arch),
+                    names(&witnesses)
+                ),
+            ))
+        }
+        Decision::NoMajority { failing, passing } => Some(Finding::new(
+            Class::Disagreement,
+            format!(
+                "backends disagree on the shrunk case and no side has a majority: {} and the reference agree; {} fail it",
+                names(&passing),
+                names(&failing)
+            ),
+        )),
+        _ => None,
     }
 }
 
@@ -1084,8 +1114,10 @@ pub fn to_report(
                         f.file.display(),
                         f.replay
                     );
-                    findings.push(Finding::new(Class::Value, written));
-                    if findings[0].class == Class::Disagreement {
+                    // The note takes the class of what failed (its first finding).
+                    let class = findings.first().map_or(Class::Value, |f| f.class);
+                    findings.push(Finding::new(class, written));
+                    if matches!(findings[0].class, Class::Disagreement | Class::EmulatorFault) {
                         Verdict::Disagreed(findings)
                     } else {
                         Verdict::Failed(findings)

@@ -43,22 +43,23 @@ fn is_syscall(arch: Arch, insn: &Insn) -> bool {
     arch.spec().syscall.mnemonics.contains(&insn.mnemonic())
 }
 
-/// Why an x86 instruction is outside baseline x86-64 (`baseline` CPUID features plus those of
-/// the declared extensions), if it is.
-fn x86_outside_baseline(bytes: &[u8], addr: u64, baseline: &[CpuidFeature]) -> Option<String> {
+/// Why an x86 instruction is outside the variant's ISA `isa` (`baseline` CPUID features plus
+/// those of the declared extensions), if it is. VEX and EVEX code is judged by the CPUID features it
+/// needs, like legacy code: BLSI in an image declared `x86-64+bmi1` is legal.
+fn x86_outside_baseline(bytes: &[u8], addr: u64, baseline: &[CpuidFeature], isa: &str) -> Option<String> {
     let i = x86_64::decode(bytes, addr);
     if i.is_invalid() {
         return Some("does not decode as x86-64".into());
     }
-    match i.encoding() {
-        EncodingKind::Legacy => {}
-        EncodingKind::VEX => return Some("VEX-encoded (AVX/BMI family), not baseline x86-64".into()),
-        EncodingKind::EVEX => return Some("EVEX-encoded (AVX-512), not baseline x86-64".into()),
+    let encoding = match i.encoding() {
+        EncodingKind::Legacy => "",
+        EncodingKind::VEX => "VEX-encoded (AVX/BMI family), ",
+        EncodingKind::EVEX => "EVEX-encoded (AVX-512), ",
         other => return Some(format!("{other:?}-encoded, not baseline x86-64")),
-    }
+    };
     let extra: Vec<String> =
         i.cpuid_features().iter().filter(|f| !baseline.contains(f)).map(|f| format!("{f:?}")).collect();
-    (!extra.is_empty()).then(|| format!("needs {}, not baseline x86-64", extra.join(" + ")))
+    (!extra.is_empty()).then(|| format!("{encoding}needs {}, not in {isa}", extra.join(" + ")))
 }
 
 /// Addresses the scan leaves alone: `lab_unicorn_halt` is a deliberately illegal word that is
@@ -101,7 +102,7 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
                 .at(insn.addr)
                 .is_some_and(Insn::unknown)
                 .then(|| format!("not in {} (`-march={}`)", variant.isa, variant.march)),
-            None => x86_outside_baseline(&insn.bytes, insn.addr, &cpuid),
+            None => x86_outside_baseline(&insn.bytes, insn.addr, &cpuid, variant.isa),
         };
         if let Some(why) = outside {
             out.push(violation(why));

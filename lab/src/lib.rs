@@ -10,7 +10,7 @@
 //! [`reference`] (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
 //! -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings),
 //! [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`] (differential fuzzing),
-//! [`run`] (orchestration), [`report`] and [`reporters`] (the report; JSON and JUnit output),
+//! [`run`] (orchestration; [`run::compare`] puts every case to [`vote`] across backends), [`report`] and [`reporters`] (the report; JSON and JUnit output),
 //! [`replay`] (replay command lines), [`exit`] (exit statuses), [`progress`] (events for long
 //! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`] (`lab bench`)
 //! [`doctor`] (is the set-up complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt
@@ -70,3 +70,4 @@ pub mod toolchain;
 pub mod user_kernel;
 pub mod variant;
 pub mod vectors;
+pub mod vote;

@@ -38,10 +38,12 @@ pub enum Verdict {
     Passed,
     /// At least one finding (never empty).
     Failed(Vec<Finding>),
-    /// This backend's result differs from another backend's for the same case, and at least
-    /// one of them is wrong: an emulator fault is likely. The first finding (class
-    /// [`Class::Disagreement`]) says who returned what; the rest are this backend's own checks.
-    /// Counted apart from kernel failures ([`Report::disagreed`]).
+    /// Not the kernel's: the vote across backends ([`crate::vote`]) blamed this backend. The
+    /// first finding says who returned what: class [`Class::EmulatorFault`] (this emulator
+    /// returns outputs that native hardware, or the reference and the other backends,
+    /// contradict) or [`Class::Disagreement`] (no side holds a majority); the rest are this
+    /// backend's own checks. Counted apart from kernel failures ([`Report::disagreed`]), and
+    /// the run is not clean.
     Disagreed(Vec<Finding>),
     /// Not run, and why.
     Skipped(String),
@@ -185,19 +187,33 @@ impl Row {
         self.cases.push(case);
     }
 
-    /// Turns failed case `i` into a disagreement between backends ([`Verdict::Disagreed`]):
-    /// `finding` first, then the case's own findings; it leaves the failed count for the
-    /// disagreed one. Does nothing to a case that did not fail.
-    pub fn mark_disagreed(&mut self, i: usize, finding: Finding) {
-        let Some(Verdict::Failed(own)) = self.cases.get(i).map(|c| &c.verdict) else { return };
-        let findings: Vec<Finding> = std::iter::once(finding).chain(own.iter().cloned()).collect();
-        let nth_failure = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
-        if nth_failure < self.failed.len() {
-            self.failed.remove(nth_failure);
-        }
+    /// Takes case `i` away from the kernel's account after the vote across backends
+    /// ([`crate::vote`]) blamed this backend: a failed or passed case becomes
+    /// [`Verdict::Disagreed`] with `finding` (class [`Class::EmulatorFault`] or
+    /// [`Class::Disagreement`]) first, then the case's own findings; the counts follow. Does
+    /// nothing to a skipped or already re-attributed case.
+    pub fn reattribute(&mut self, i: usize, finding: Finding) {
+        let own = match self.cases.get(i).map(|c| &c.verdict) {
+            Some(Verdict::Failed(own)) => {
+                let nth = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
+                let own = own.clone();
+                if nth < self.failed.len() {
+                    self.failed.remove(nth);
+                }
+                own
+            }
+            Some(Verdict::Passed) => {
+                self.passed -= 1;
+                Vec::new()
+            }
+            _ => return,
+        };
+        let findings: Vec<Finding> = std::iter::once(finding).chain(own).collect();
         let case = &mut self.cases[i];
         case.verdict = Verdict::Disagreed(findings.clone());
-        self.disagreed.push(CaseFailure { name: case.name.clone(), msg_len: case.msg_len, findings });
+        let at = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Disagreed(_))).count();
+        let failure = CaseFailure { name: self.cases[i].name.clone(), msg_len: self.cases[i].msg_len, findings };
+        self.disagreed.insert(at.min(self.disagreed.len()), failure);
     }
 }
 
@@ -316,7 +332,7 @@ impl Report {
                 let disagreed = if r.disagreed.is_empty() {
                     String::new()
                 } else {
-                    paint.apply(FAIL, &format!("  {} disagreed between backends", r.disagreed.len()))
+                    paint.apply(FAIL, &format!("  {} blamed on {} (emulator fault)", r.disagreed.len(), r.backend))
                 };
                 let contract = r.contract_note().map_or(String::new(), |n| format!("  ({n})"));
                 let _ = writeln!(
@@ -380,8 +396,14 @@ impl Report {
             let _ = writeln!(s, "\nnothing ran: {why}");
         }
         let mut verdict = format!("{p} passed, {f} failed, {k} skipped");
-        if self.disagreed() > 0 {
-            let _ = write!(verdict, ", {} disagreed between backends (emulator fault likely)", self.disagreed());
+        let (blamed, no_majority) = self.blamed();
+        if !blamed.is_empty() {
+            let each: Vec<String> = blamed.iter().map(|(b, n)| format!("{b} {n}")).collect();
+            let n: usize = blamed.iter().map(|(_, n)| n).sum();
+            let _ = write!(verdict, ", {n} emulator faults ({}; not the kernel's)", each.join(", "));
+        }
+        if no_majority > 0 {
+            let _ = write!(verdict, ", {no_majority} disagreed between backends with no majority");
         }
         if !self.image_findings.is_empty() {
             let _ = write!(verdict, ", {} image findings", self.image_findings.len());
@@ -417,42 +439,56 @@ impl Report {
         }
     }
 
-    /// Cases whose backends disagree, once per variant × set × case (the same sentence stands
-    /// in every disagreeing backend's row).
+    /// The cases the vote across backends took from the kernel's account, per row: the backend
+    /// the vote blamed is the row's ("EMULATOR FAULT qemu on x86_64, md5 / rfc1321").
     fn write_disagreements(&self, s: &mut String, paint: Painter) {
-        let mut seen: Vec<(&str, &str, &str)> = Vec::new();
         for r in self.rows.iter().filter(|r| !r.disagreed.is_empty()) {
-            let mut shown = 0;
-            let mut head_done = false;
-            for c in &r.disagreed {
-                let key = (r.variant, r.set.as_str(), c.name.as_str());
-                if seen.contains(&key) {
-                    continue;
-                }
-                seen.push(key);
-                if !head_done {
-                    let head = format!(
-                        "BACKENDS DISAGREE {}, {} / {} (an emulator fault is likely):",
-                        r.variant, r.kernel, r.set
-                    );
-                    let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
-                    head_done = true;
-                }
-                shown += 1;
-                if shown > FAILURES_SHOWN {
-                    continue;
-                }
+            let named =
+                r.disagreed.iter().filter(|c| c.findings.first().is_some_and(|f| f.class == Class::EmulatorFault));
+            let head = if named.count() == r.disagreed.len() {
+                format!(
+                    "EMULATOR FAULT {} on {}, {} / {} (not counted as kernel failures):",
+                    r.backend, r.variant, r.kernel, r.set
+                )
+            } else {
+                format!(
+                    "BACKENDS DISAGREE {} on {}, {} / {} (no side has a majority):",
+                    r.backend, r.variant, r.kernel, r.set
+                )
+            };
+            let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
+            for c in r.disagreed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in c.findings.iter().take(FINDINGS_SHOWN) {
                     let _ = writeln!(s, "    - {f}");
                 }
             }
-            if shown > FAILURES_SHOWN {
-                let more = shown - FAILURES_SHOWN;
-                let _ =
-                    writeln!(s, "  ... and {more} more disagreeing cases in this set (--format json lists them all)");
+            if r.disagreed.len() > FAILURES_SHOWN {
+                let more = r.disagreed.len() - FAILURES_SHOWN;
+                let _ = writeln!(s, "  ... and {more} more such cases in this set (--format json lists them all)");
             }
         }
+    }
+
+    /// The cases the vote blamed on each backend ([`Class::EmulatorFault`]), in backend order,
+    /// and the cases with no majority ([`Class::Disagreement`]).
+    pub fn blamed(&self) -> (Vec<(BackendKind, usize)>, usize) {
+        let mut per: Vec<(BackendKind, usize)> = Vec::new();
+        let mut no_majority = 0;
+        for r in &self.rows {
+            for c in &r.disagreed {
+                if c.findings.first().is_some_and(|f| f.class == Class::EmulatorFault) {
+                    match per.iter_mut().find(|(b, _)| *b == r.backend) {
+                        Some((_, n)) => *n += 1,
+                        None => per.push((r.backend, 1)),
+                    }
+                } else {
+                    no_majority += 1;
+                }
+            }
+        }
+        per.sort_unstable();
+        (per, no_majority)
     }
 
     /// One line per bounds granularity among the backends that ran (see [`BackendKind::bounds`]).

@@ -27,6 +27,8 @@ use crate::toolchain::{self, BuildConfig};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{self, CostLimits, VectorError, VectorSet};
 
+pub mod compare;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -226,7 +228,7 @@ struct Shared<'a> {
 }
 
 /// What one cell gives back: its rows (with the case digests of the rows that ran, for
-/// [`compare_backends`]), or the error that kept its backend from opening.
+/// [`compare::compare_backends`]), or the error that kept its backend from opening.
 enum CellOut {
     /// One row per set, in set order; `None` digests for rows that did not run.
     Rows(Vec<(Row, Option<Vec<u64>>)>),
@@ -353,7 +355,7 @@ fn assemble(
                 }
             }
         }
-        compare_backends(report, &ran);
+        compare::compare_backends(report, &ran, variant.arch);
     }
 }
 
@@ -444,78 +446,6 @@ pub fn case_names(set: &VectorSet) -> Vec<String> {
 /// objects define none ([`crate::user_kernel::UserKernel::lacks`]).
 pub fn not_provided(variant: &Variant, kernel: Kernel) -> Option<String> {
     crate::user_kernel::of(variant)?.lacks(kernel)
-}
-
-/// Compares every case across the backends that ran it (`ran`: row index in the report and the
-/// case digests of that row, [`CasePlan::outputs_digest`]). When the results differ and at
-/// least one backend failed the case, each failing backend's case becomes a disagreement
-/// ([`Row::mark_disagreed`]) naming who agrees with the reference and what the others return:
-/// a kernel bug fails alike everywhere, so an emulator fault is likely.
-fn compare_backends(report: &mut Report, ran: &[(usize, Vec<u64>)]) {
-    let mut sets: Vec<&str> = ran.iter().map(|(i, _)| report.rows[*i].set.as_str()).collect();
-    sets.sort_unstable();
-    sets.dedup();
-    let sets: Vec<String> = sets.into_iter().map(String::from).collect();
-    for set in &sets {
-        let rows: Vec<&(usize, Vec<u64>)> = ran.iter().filter(|(i, _)| report.rows[*i].set == *set).collect();
-        let n = rows.first().map_or(0, |(_, d)| d.len());
-        if rows.len() < 2 || rows.iter().any(|(i, d)| d.len() != n || report.rows[*i].cases.len() != n) {
-            continue;
-        }
-        for case in 0..n {
-            // Digest 0: the backend itself failed on this batch; it has no result to compare.
-            let results: Vec<(usize, u64)> = rows.iter().map(|(i, d)| (*i, d[case])).filter(|&(_, d)| d != 0).collect();
-            let differ = results.windows(2).any(|w| w[0].1 != w[1].1);
-            let failing: Vec<usize> = results
-                .iter()
-                .filter(|(i, _)| matches!(report.rows[*i].cases[case].verdict, crate::report::Verdict::Failed(_)))
-                .map(|&(i, _)| i)
-                .collect();
-            if !differ || failing.is_empty() {
-                continue;
-            }
-            let finding = Finding::new(Class::Disagreement, disagreement_text(report, &results, case));
-            for i in failing {
-                report.rows[i].mark_disagreed(case, finding.clone());
-            }
-        }
-    }
-}
-
-/// "backends disagree: native and the reference agree; unicorn and qemu return the same other
-/// result (…); an emulator fault is likely".
-fn disagreement_text(report: &Report, results: &[(usize, u64)], case: usize) -> String {
-    use crate::report::Verdict;
-    let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
-    for &(i, d) in results {
-        match groups.iter_mut().find(|(g, _)| *g == d) {
-            Some((_, members)) => members.push(i),
-            None => groups.push((d, vec![i])),
-        }
-    }
-    let names = |members: &[usize]| {
-        let n: Vec<&str> = members.iter().map(|&i| report.rows[i].backend.name()).collect();
-        n.join(" and ")
-    };
-    // Who agrees with the reference first.
-    groups.sort_by_key(|(_, m)| !matches!(report.rows[m[0]].cases[case].verdict, Verdict::Passed));
-    let mut parts = Vec::new();
-    for (_, members) in &groups {
-        let verdict = &report.rows[members[0]].cases[case].verdict;
-        let who = names(members);
-        let alike = if members.len() > 1 { " the same other result" } else { "" };
-        parts.push(match verdict {
-            Verdict::Passed => format!("{who} and the reference agree"),
-            Verdict::Failed(f) | Verdict::Disagreed(f) => {
-                let what = f.first().map(|f| f.text.as_str()).unwrap_or("a wrong result");
-                format!("{who} return{}{alike} ({what})", if members.len() > 1 { "" } else { "s" })
-            }
-            Verdict::Skipped(_) => format!("{who} skipped it"),
-        });
-    }
-    let none_right = groups.iter().all(|(_, m)| !matches!(report.rows[m[0]].cases[case].verdict, Verdict::Passed));
-    let lead = if none_right { "backends disagree and none matches the reference" } else { "backends disagree" };
-    format!("{lead}: {}; an emulator fault is likely (a kernel bug fails alike on every backend)", parts.join("; "))
 }
 
 /// One finding per contract symbol of a selected kernel that `image` does not define, for

@@ -58,37 +58,72 @@ impl CasePlan {
 }
 
 /// Checks one planned case against a finished batch; returns every finding (empty = pass).
+/// After a call that faulted or did not run, the later calls of the case start from what it
+/// left, so their own findings are consequences: they are counted in one [`Class::KnockOn`]
+/// finding instead of reading like arithmetic bugs of their own.
 pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &Image) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let mut broke: Option<&str> = None;
+    let mut knock_on = 0;
     for c in &plan.calls {
-        let rec = batch.record(&run.resp, c.call);
-        if let Some(f) = run.fault_of(c.call) {
-            let plain = describe_fault(&c.label, f, image, batch);
-            findings.push(crate::diagnose::explain(&c.label, f, plain, image, batch, abi, rec.seed));
+        let own = check_call(c, batch, run, abi, image);
+        if broke.is_some() {
+            knock_on += usize::from(!own.is_empty());
             continue;
         }
-        if !rec.completed {
-            let why = match (run.batch_fault(), &run.abandoned) {
-                (Some(f), _) => describe_fault("batch", f, image, batch).text,
-                (None, Some(reason)) => reason.clone(),
-                (None, None) => "the batch stopped before it".into(),
-            };
-            // A refused system call that killed the guest before it could say which call made
-            // it (backend/process.rs) is still the kernel's doing, not a lab failure.
-            let class = match run.batch_fault() {
-                Some(Fault { kind: FaultKind::SystemCall { .. }, .. }) => Class::Syscall,
-                _ => Class::NotRun,
-            };
-            findings.push(Finding::new(class, format!("{} did not run: {why}", c.label)));
-            continue;
+        let stops = own.iter().any(|f| !matches!(f.class, Class::Value | Class::Bounds | Class::Abi));
+        if stops {
+            broke = Some(&c.label);
         }
-        findings.extend(abi_findings(&c.label, &rec, abi));
-        for e in &c.expects {
-            findings.extend(expect_finding(&c.label, e, batch, &run.resp, rec.ret));
-        }
+        findings.extend(own);
+    }
+    if let (Some(label), true) = (broke, knock_on > 0) {
+        let calls = if knock_on == 1 { "call" } else { "calls" };
+        findings.push(Finding::new(
+            Class::KnockOn,
+            format!(
+                "{knock_on} later {calls} of this case went wrong too, as a consequence of the finding in {label} \
+                 (each starts from what the call before it left); their own findings are not listed"
+            ),
+        ));
     }
     if findings.is_empty() {
         findings.extend(plan.last.iter().filter_map(|last| final_finding(last, batch, &run.resp)));
+    }
+    findings
+}
+
+/// The findings of one call of a case: its fault, or why it did not run, or its ABI and
+/// output checks.
+fn check_call(
+    c: &crate::cases::plan::CallCheck,
+    batch: &Batch,
+    run: &BatchRun,
+    abi: &Abi,
+    image: &Image,
+) -> Vec<Finding> {
+    let rec = batch.record(&run.resp, c.call);
+    if let Some(f) = run.fault_of(c.call) {
+        let plain = describe_fault(&c.label, f, image, batch);
+        return vec![crate::diagnose::explain(&c.label, f, plain, image, batch, abi, rec.seed)];
+    }
+    if !rec.completed {
+        let why = match (run.batch_fault(), &run.abandoned) {
+            (Some(f), _) => describe_fault("batch", f, image, batch).text,
+            (None, Some(reason)) => reason.clone(),
+            (None, None) => "the batch stopped before it".into(),
+        };
+        // A refused system call that killed the guest before it could say which call made
+        // it (backend/process.rs) is still the kernel's doing, not a lab failure.
+        let class = match run.batch_fault() {
+            Some(Fault { kind: FaultKind::SystemCall { .. }, .. }) => Class::Syscall,
+            _ => Class::NotRun,
+        };
+        return vec![Finding::new(class, format!("{} did not run: {why}", c.label))];
+    }
+    let mut findings = abi_findings(&c.label, &rec, abi);
+    for e in &c.expects {
+        findings.extend(expect_finding(&c.label, e, batch, &run.resp, rec.ret));
     }
     findings
 }
