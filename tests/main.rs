@@ -28,6 +28,7 @@ mod reports;
 mod silent_green;
 mod unaligned_bounds;
 mod vector_files;
+mod verdicts;
 mod workflow;
 mod zbb;
 

@@ -58,32 +58,34 @@ impl CasePlan {
 }
 
 /// Checks one planned case against a finished batch; returns every finding (empty = pass).
-/// After a call that faulted or did not run, the later calls of the case start from what it
-/// left, so their own findings are consequences: they are counted in one [`Class::KnockOn`]
-/// finding instead of reading like arithmetic bugs of their own.
+/// After a call that faulted or did not run, later calls of the case may use what it left (a
+/// chain's next step, a MAC of earlier tags): their wrong values and bounds are consequences,
+/// counted in one [`Class::KnockOn`] finding instead of reading like arithmetic bugs of their
+/// own. Their own faults and ABI findings stay listed: those are causes.
 pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &Image) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut broke: Option<&str> = None;
     let mut knock_on = 0;
     for c in &plan.calls {
         let own = check_call(c, batch, run, abi, image);
+        let outputs = |f: &Finding| matches!(f.class, Class::Value | Class::Bounds);
         if broke.is_some() {
-            knock_on += usize::from(!own.is_empty());
+            knock_on += usize::from(own.iter().any(outputs));
+            findings.extend(own.into_iter().filter(|f| !outputs(f)));
             continue;
         }
-        let stops = own.iter().any(|f| !matches!(f.class, Class::Value | Class::Bounds | Class::Abi));
-        if stops {
+        if own.iter().any(|f| !outputs(f) && f.class != Class::Abi) {
             broke = Some(&c.label);
         }
         findings.extend(own);
     }
     if let (Some(label), true) = (broke, knock_on > 0) {
-        let calls = if knock_on == 1 { "call" } else { "calls" };
+        let calls = if knock_on == 1 { "call returns" } else { "calls return" };
         findings.push(Finding::new(
             Class::KnockOn,
             format!(
-                "{knock_on} later {calls} of this case went wrong too, as a consequence of the finding in {label} \
-                 (each starts from what the call before it left); their own findings are not listed"
+                "{knock_on} later {calls} wrong outputs after the finding in {label}, which they may build on \
+                 (their value findings are not listed)"
             ),
         ));
     }
