@@ -26,6 +26,7 @@ mod predict;
 mod protocol;
 mod reports;
 mod silent_green;
+mod top_limb;
 mod unaligned_bounds;
 mod vector_files;
 mod verdicts;

@@ -13,6 +13,9 @@ independently of the lab's Rust reference:
   vectors/poly1305/intermediate.json  accumulators after given blocks (RFC 8439 §2.5.2 prints them)
   vectors/poly1305/chains.json    the MAC-of-MACs self-test of poly1305-donna (BoringSSL, OpenSSL,
                                   Linux carry it), recomputed here with Python integers
+  vectors/poly1305/top-limb.json  accumulator sums and partially reduced results whose top limb
+                                  (bits 104..) sits at and around 2^26 and 2^27, sums around p
+                                  and 2p; expect_acc from Python integers (RFC 8439 §2.5.1)
 
 Message patterns match lab/src/vectors.rs::generate: counter (i mod 256), repeat, and random =
 SHA-256(seed u64 LE || counter u64 LE) blocks. Re-running rewrites the same files.
@@ -305,6 +308,216 @@ def poly_chains():
     write("poly1305", "chains", "Chained procedures: the MAC-of-MACs self-test", v)
 
 
+# --- top-limb edges (vectors/poly1305/top-limb.json) ---------------------------------------
+#
+# The bundled kernels (kernels/*/poly1305.S) all compute the same integers: h in radix 2^64,
+# per block h += m + 2^128, then the column product
+#   D = h0 r0 + h1 s1 + (h0 r1 + h1 r0 + h2 s1) 2^64 + h2 r0 2^128    (s1 = r1 + r1/4)
+# and the partial reduction h = (D mod 2^130) + 5 (D >> 130), which is what they convert to
+# limbs (limb 4 = h >> 104). kernel_model() follows that only to CHOOSE inputs (which D and
+# which result a block leads to); every expected value is RFC 8439 on Python integers
+# (poly_exact), and the lab checks every call against its own reference as well.
+
+M64 = (1 << 64) - 1
+
+
+def limbs_value(l):
+    return sum(v << (26 * i) for i, v in enumerate(l))
+
+
+def kernel_columns(r):
+    """The coefficients of h0, h1, h2 in D for a clamped r."""
+    r0, r1 = r & M64, r >> 64
+    s1 = r1 + (r1 >> 2)
+    return r0 + (r1 << 64), s1 + (r0 << 64), (s1 << 64) + (r0 << 128)
+
+
+def kernel_model(acc, r, msg, lengths):
+    """Per call: (D of its last block, the partially reduced result the call stores)."""
+    a0, a1, a2 = kernel_columns(r)
+    h, pos, out = limbs_value(acc), 0, []
+    for n in lengths:
+        d = None
+        for i in range(pos, pos + n // 16 * 16, 16):
+            h += int.from_bytes(msg[i:i + 16], "little") + (1 << 128)
+            h0, h1, h2 = h & M64, (h >> 64) & M64, h >> 128
+            assert h2 <= 10  # the kernels' bound before a multiply
+            d = h0 * a0 + h1 * a1 + h2 * a2
+            assert d >> 128 <= M64  # d2 fits a 64-bit word
+            h = (d & ((1 << 130) - 1)) + 5 * (d >> 130)
+        out.append((d, h))
+        pos += n
+        h = limbs_value(limbs(h))
+    return out
+
+
+def poly_exact(acc, r, msg):
+    a = limbs_value(acc) % P
+    for i in range(0, len(msg) // 16 * 16, 16):
+        a = (a + int.from_bytes(msg[i:i + 16] + b"\x01", "little")) * r % P
+    return a
+
+
+def lagrange(b1, b2):
+    """Lagrange-Gauss reduction of a 2-dimensional lattice basis."""
+    def dot(u, v):
+        return u[0] * v[0] + u[1] * v[1]
+    if dot(b1, b1) < dot(b2, b2):
+        b1, b2 = b2, b1
+    while True:
+        n = dot(b2, b2)
+        mu = (2 * dot(b1, b2) + n) // (2 * n)  # round(dot / n)
+        b1 = (b1[0] - mu * b2[0], b1[1] - mu * b2[1])
+        if dot(b1, b1) >= n:
+            return b2, b1
+        b1, b2 = b2, b1
+
+
+def block_sums_for(r, h2, target):
+    """Sums h = h0 + h1 2^64 + h2 2^128 (h0, h1 < 2^64) whose D is = target mod p: the lattice
+    points {h0 + c h1 = t mod p} nearest the middle of the box (Babai rounding on a reduced basis)."""
+    a0, a1, a2 = kernel_columns(r)
+    inv = pow(a0, -1, P)
+    c, t = a1 * inv % P, (target - h2 * a2) * inv % P
+    b1, b2 = lagrange((P, 0), ((-c) % P, 1))
+    gx, gy = (1 << 63) - t, 1 << 63
+    det = b1[0] * b2[1] - b1[1] * b2[0]
+    u0 = (2 * (gx * b2[1] - gy * b2[0]) + det) // (2 * det)
+    v0 = (2 * (b1[0] * gy - b1[1] * gx) + det) // (2 * det)
+    out = []
+    for du in range(-2, 3):
+        for dv in range(-2, 3):
+            u, v = u0 + du, v0 + dv
+            x, y = t + u * b1[0] + v * b2[0], u * b1[1] + v * b2[1]
+            if 0 <= x <= M64 and 0 <= y <= M64:
+                assert (x * a0 + y * a1 + h2 * a2 - target) % P == 0
+                out.append(x | y << 64 | h2 << 128)
+    return sorted(out)
+
+
+def rel(x, base_name, base):
+    d = x - base
+    return base_name if d == 0 else f"{base_name} {'+' if d > 0 else '-'} {abs(d)}"
+
+
+def describe(x):
+    """A value near 2^130, 2^131 or p in words, with its top limb."""
+    for name, base in [("2^131", 1 << 131), ("2p", 2 * P), ("2^130", 1 << 130), ("p", P)]:
+        if abs(x - base) <= 16:
+            return f"{rel(x, name, base)} (bits 104.. = {x >> 104:#x})"
+    return f"{x:#x} (bits 104.. = {x >> 104:#x})"
+
+
+def top_entry(name, what, acc, r, msg, lengths=None, note=""):
+    assert r & ~CLAMP == 0 and all(x < (1 << 26) for x in acc[:4]) and acc[4] < (1 << 27)
+    lengths = lengths or [len(msg)]
+    calls = kernel_model(acc, r, msg, lengths)
+    want = poly_exact(acc, r, msg)
+    assert calls[-1][1] % P == want
+    steps = "; ".join(
+        f"call {i + 1}: D {describe(d)}, result {describe(h)}" if len(calls) > 1 else f"D {describe(d)}, result {describe(h)}"
+        for i, (d, h) in enumerate(calls))
+    e = {"name": name, "source": "top-limb edges, chosen with the bundled kernels' radix-2^64 arithmetic (ci/tools/gen_vectors.py); expect_acc from Python integers (RFC 8439 §2.5.1)",
+         "comment": f"{what}. Bundled kernels: the last block's product before the final partial reduction, {steps}{note}",
+         "acc": acc, "r_hex": r.to_bytes(16, "little").hex(), "msg_hex": msg.hex()}
+    if len(lengths) > 1:
+        e["lengths"] = lengths
+    e["expect_acc"] = format(want, "x")
+    return e, calls
+
+
+def split_sum(rng, h):
+    """acc (in bounds, < 2^131) and a block m with acc + m + 2^128 = h."""
+    lo, hi = max(0, h - (1 << 128) - ((1 << 131) - 1)), min((1 << 128) - 1, h - (1 << 128))
+    assert lo <= hi, hex(h)
+    m = rng.choice([lo, hi, rng.randint(lo, hi)])
+    return limbs(h - (1 << 128) - m), m.to_bytes(16, "little")
+
+
+def poly_top_limb():
+    rng = random.Random(25)
+    v = []
+    # r = 1: D is the sum acc + m + 2^128 itself, so its top limb is the one "before the final
+    # partial reduction" in any limb form (26-bit limbs after their carry chain, or radix 2^64).
+    sums = [
+        ("p - 1 = 2^130 - 6", P - 1), ("p = 2^130 - 5", P), ("p + 1 = 2^130 - 4", P + 1),
+        ("2^130 - 1 (limb 4 = 2^26 - 1, every limb full)", (1 << 130) - 1),
+        ("2^130 (limb 4 = 2^26)", 1 << 130), ("2^130 + 1", (1 << 130) + 1),
+        ("2^130 + 2^104 - 1 (limb 4 = 2^26, limbs 0-3 full)", (1 << 130) + (1 << 104) - 1),
+        ("2^130 + 2^104 (limb 4 = 2^26 + 1)", (1 << 130) + (1 << 104)),
+        ("2p - 1 = 2^131 - 11", 2 * P - 1), ("2p = 2^131 - 10", 2 * P), ("2p + 1 = 2^131 - 9", 2 * P + 1),
+        ("2^131 - 6 (result 2^130 - 1)", (1 << 131) - 6), ("2^131 - 5 (result 2^130)", (1 << 131) - 5),
+        ("2^131 - 4 (result 2^130 + 1)", (1 << 131) - 4), ("2^131 - 1 (result 2^130 + 4)", (1 << 131) - 1),
+        ("2^131 - 2^104 (limb 4 = 2^27 - 1, the contract's largest)", (1 << 131) - (1 << 104)),
+        ("2^131 (limb 4 = 2^27, above the contract's output bound)", 1 << 131),
+        ("2^131 + 2^129 - 2 (the largest: every acc limb at its bound, m all 0xff)", (1 << 131) + (1 << 129) - 2),
+    ]
+    for label, s in sums:
+        if s == (1 << 131) + (1 << 129) - 2:
+            acc, m = [(1 << 26) - 1] * 4 + [(1 << 27) - 1], b"\xff" * 16
+        else:
+            acc, m = split_sum(rng, s)
+        assert limbs_value(acc) + int.from_bytes(m, "little") + (1 << 128) == s
+        e, _ = top_entry(f"r = 1, acc + m + 2^128 = {label}", f"sum acc + m + 2^128 = {describe(s)}; with r = 1 this is the value before the final partial reduction", acc, 1, m)
+        v.append(e)
+    # Other r: one block whose product the partial reduction leaves exactly at the target, so a
+    # kernel that masks limb 4 (or loses the carry into it) is off by 2^130 = 5 (mod p).
+    targets = [("p - 1", P - 1), ("p", P), ("p + 1", P + 1), ("2^130 - 1", (1 << 130) - 1),
+               ("2^130", 1 << 130), ("2^130 + 1", (1 << 130) + 1), ("2^130 + 4", (1 << 130) + 4)]
+    rs = [("r = 2^28 - 1 (largest below 2^64: D = h r exactly)", (1 << 28) - 1),
+          ("largest clamped r", CLAMP), ("r = 2^123 + 1", (1 << 123) + 1),
+          ("random clamped r", rng.getrandbits(128) & CLAMP)]
+    for rn, r in rs:
+        for tn, t in targets:
+            hit = None
+            for h2 in range(1, 10):
+                for h in block_sums_for(r, h2, t):
+                    acc, m = split_sum(rng, h)
+                    if kernel_model(acc, r, m, [16])[0][1] == t:
+                        hit = (acc, m)
+                        break
+                if hit:
+                    break
+            assert hit, (rn, tn)
+            e, _ = top_entry(f"{rn}, one block, result {tn}", f"one block whose partially reduced result is {describe(t)}", hit[0], r, hit[1])
+            v.append(e)
+    # The same results after a random first block, in one call: the top limb is made inside the loop.
+    for rn, r in rs[1:3]:
+        for tn, t in [("2^130", 1 << 130), ("2^130 + 4", (1 << 130) + 4)]:
+            for _ in range(1000):
+                acc, m1 = limbs(rng.getrandbits(130)), rng.getrandbits(128).to_bytes(16, "little")
+                h1 = kernel_model(acc, r, m1, [16])[0][1]
+                fits = [h for h2 in range(1, 10) for h in block_sums_for(r, h2, t) if 0 <= h - h1 - (1 << 128) < (1 << 128)]
+                if fits:
+                    m2 = (fits[0] - h1 - (1 << 128)).to_bytes(16, "little")
+                    break
+            else:
+                raise AssertionError("no second block")
+            e, calls = top_entry(f"{rn}, two blocks in one call, result {tn}", f"a random first block, then a block whose partially reduced result is {describe(t)}", acc, r, m1 + m2)
+            assert calls[-1][1] == t
+            v.append(e)
+    # A result with limb 4 = 2^26 handed to the next call: the kernel must take its own output.
+    r = CLAMP
+    h = next(h for h2 in range(1, 10) for h in block_sums_for(r, h2, 1 << 130))
+    acc, m = split_sum(rng, h)
+    msg = m + rng.getrandbits(128).to_bytes(16, "little")
+    e, calls = top_entry("largest clamped r, two calls, the first leaving 2^130 (limb 4 = 2^26)", "call 1 leaves the result 2^130, limbs [0, 0, 0, 0, 2^26]; call 2 starts from the limbs call 1 stored", acc, r, msg, [16, 16])
+    assert calls[0][1] == 1 << 130
+    v.append(e)
+    acc, m = split_sum(rng, (1 << 131) - 1)
+    e, calls = top_entry("r = 1, two calls, the first leaving 2^130 + 4", "call 1: sum 2^131 - 1, result 2^130 + 4 (limbs [4, 0, 0, 0, 2^26]); call 2 starts from it", acc, 1, m + b"\xff" * 16, [16, 16])
+    assert calls[0][1] == (1 << 130) + 4
+    v.append(e)
+    write("poly1305", "top-limb",
+          "Poly1305 processBlocks with the accumulator's top limb (limb 4, bits 104..) at and around its bounds: "
+          "sums acc + m + 2^128 (r = 1) at p - 1, p, p + 1, 2^130 - 1, 2^130, 2^130 + 1, 2^130 + 2^104 (limb 4 = 2^26 + 1), 2p - 1, 2p, 2p + 1, "
+          "2^131 - 6 .. 2^131 - 1, 2^131 - 2^104 (limb 4 = 2^27 - 1), 2^131 and the largest sum; and, for r = 2^28 - 1, the largest clamped r, "
+          "2^123 + 1 and a random r, blocks whose partially reduced result (what the bundled kernels store) is p - 1, p, p + 1, 2^130 - 1, "
+          "2^130 (limb 4 = 2^26), 2^130 + 1, 2^130 + 4, alone, after a first block, and handed to a second call. Targets a kernel that "
+          "masks limb 4 to 26 bits or drops a carry into it after the partial reduction (off by 2^130 = 5 mod p); each entry's comment "
+          "says what the bundled kernels' arithmetic makes of it", v)
+
+
 if __name__ == "__main__":
     assert poly1305_tag(bytes.fromhex("85d6be7857556d337f4452fe42d506a80103808afb0db2fd4abff6af4149f51b"),
                         b"Cryptographic Forum Research Group").hex() == "a8061dc1305136c6c22b8baf0c0127a9"
@@ -316,3 +529,4 @@ if __name__ == "__main__":
     md5_chains()
     poly_intermediate()
     poly_chains()
+    poly_top_limb()
