@@ -205,10 +205,10 @@ fn a_stray_write_fails_only_the_calls_that_made_it(#[case] nr: u32, #[case] fd: 
             for case in &row.failed {
                 // The first finding is the call that wrote; a later call of the same chain may
                 // then compute from what that call left (an exit leaves the accumulator as it
-                // was): a value finding, never an ABI one.
+                // was): one knock-on finding, never an ABI or value one.
                 let f = &case.findings;
                 assert!(
-                    f[0].text.contains(text) && f[1..].iter().all(|f| f.class == kernel_lab::finding::Class::Value),
+                    f[0].text.contains(text) && f[1..].iter().all(|f| f.class == kernel_lab::finding::Class::KnockOn),
                     "{backend} {}: {}: {:#?}",
                     row.set,
                     case.name,

@@ -55,6 +55,7 @@ pub mod finding;
 pub mod fnv;
 pub mod fuzz;
 pub mod image;
+pub mod input_file;
 pub mod interrupt;
 pub mod isa;
 pub mod paths;

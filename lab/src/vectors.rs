@@ -23,7 +23,6 @@ mod message;
 mod strict;
 
 use std::fmt;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use num_bigint::BigUint;
@@ -247,35 +246,11 @@ struct FileDoc {
     vectors: Vec<Value>,
 }
 
-/// Reads a regular file of at most `cap` bytes. Opens without blocking (a FIFO or device is
-/// refused, never waited on).
-fn read_regular(path: &Path, cap: u64) -> Result<String, String> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file (a directory, FIFO or device): vector files must be regular files".into());
-    }
-    if meta.len() > cap {
-        return Err(format!("{} bytes, more than a vector file may have ({cap})", meta.len()));
-    }
-    let mut bytes = Vec::new();
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.len() as u64 > cap {
-        return Err(format!("more than {cap} bytes, more than a vector file may have"));
-    }
-    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))
-}
-
 /// Loads one vector file. Returns the set (with every valid entry) and every problem found.
 /// The set is `None` only when the file as a whole is unusable.
 pub fn load_file(path: &Path) -> (Option<VectorSet>, Vec<VectorError>) {
     let err = |field: Option<String>, problem: String| VectorError { file: path.into(), entry: None, field, problem };
-    let text = match read_regular(path, MAX_FILE_BYTES) {
+    let text = match crate::input_file::read_regular(path, MAX_FILE_BYTES, "a vector file") {
         Ok(t) => t,
         Err(e) => return (None, vec![err(None, e)]),
     };

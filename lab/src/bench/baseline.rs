@@ -144,7 +144,9 @@ impl Baseline {
     /// # Errors
     /// A sentence naming the file and, for bad content, the entry and what is wrong.
     pub fn load(path: &Path) -> Result<Baseline, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // A baseline is a few KiB; 16 MiB refuses /dev/zero and runaway files at once.
+        let text = crate::input_file::read_regular(path, 16 << 20, "a baseline")
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         let b: Baseline =
             serde_json::from_str(&text).map_err(|e| format!("{}: not a baseline: {e}", path.display()))?;
         if b.schema != SCHEMA {

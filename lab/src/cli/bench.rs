@@ -58,7 +58,7 @@ pub(crate) struct BenchArgs {
     /// Instruction counts (per variant) and llvm-mca runs done at once, each on its own thread
     /// (default: one per CPU); the report is the same for any N. The native comparison and the
     /// throughput section are timed and always run alone.
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
 }
 

@@ -27,13 +27,13 @@ pub(crate) struct FuzzArgs {
     /// Run shard I of N: case k belongs to shard k mod N (e.g. 0/4).
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<(u64, u64)>,
-    /// Cases per backend entry.
-    #[arg(long, default_value_t = 256)]
+    /// Cases per backend entry (1 to 65536).
+    #[arg(long, default_value_t = 256, value_parser = parse_batch)]
     batch: usize,
     /// Pieces of the campaign run at once, each on its own thread (default: one per CPU). A
     /// target is cut into pieces of 8 batches; the results are the same for any N (but for
     /// times and, with --time, how many cases fit).
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
     /// Folder for shrunk failures (vector files).
     #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
@@ -42,13 +42,27 @@ pub(crate) struct FuzzArgs {
     report: OutputArgs,
 }
 
-/// A positive duration such as `60s` or `10m`.
+/// The longest `--time` (a year): a deadline past it could overflow the clock's arithmetic.
+const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
+/// A positive duration such as `60s` or `10m`, at most [`MAX_TIME`].
 fn parse_time(s: &str) -> Result<humantime::Duration, String> {
     let d: humantime::Duration = s.parse().map_err(|e| format!("{e} (e.g. 60s, 10m)"))?;
     if d.is_zero() {
         return Err("the time budget must be above zero".into());
     }
+    if *d > MAX_TIME {
+        return Err(format!("the time budget must be at most {}", humantime::format_duration(MAX_TIME)));
+    }
     Ok(d)
+}
+
+/// A `--batch` size from 1 to 65536.
+fn parse_batch(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}`: expected a number of cases from 1 to 65536")),
+    }
 }
 
 pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {

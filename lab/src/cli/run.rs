@@ -30,8 +30,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Wall-clock budget per batch in seconds on qemu-user and native; a batch past it fails
-    /// as a hang.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    /// as a hang (1 to 86400).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     batch_seconds: u64,
     /// Which end of their pages the guarded cases' inputs touch a guard page with: `end` catches
     /// over-reads, `start` under-reads (every vector also runs packed at its offsets).
@@ -60,7 +60,7 @@ pub(crate) struct RunArgs {
     fail_fast: bool,
     /// Variant x backend combinations run at once, each on its own thread (default: one per
     /// CPU). The report is the same for any N, but for times.
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
     #[command(flatten)]
     out: OutputArgs,

@@ -59,6 +59,9 @@ struct Entry {
     symbols: BTreeMap<String, String>,
 }
 
+/// Most bytes a manifest may have (a few hundred per variant; 1 MiB is thousands of them).
+const MAX_BYTES: u64 = 1 << 20;
+
 /// Reads the manifest at `path` into one [`UserKernel`] per `[[variant]]`.
 ///
 /// # Errors
@@ -66,7 +69,8 @@ struct Entry {
 pub fn load(path: &Path) -> Result<Vec<UserKernel>, ManifestError> {
     let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let fail = |entry: Option<String>, what: String| ManifestError { file: file.clone(), entry, what };
-    let text = std::fs::read_to_string(&file).map_err(|e| fail(None, format!("cannot read the manifest: {e}")))?;
+    let text = crate::input_file::read_regular(&file, MAX_BYTES, "a manifest")
+        .map_err(|e| fail(None, format!("cannot read the manifest: {e}")))?;
     let de = toml::Deserializer::parse(&text).map_err(|e| fail(None, e.to_string()))?;
     let parsed: File = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
