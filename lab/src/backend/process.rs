@@ -602,9 +602,7 @@ impl ProcessBackend {
         let replies = File::from(rep_r);
         let (etx, stderr_rx) = mpsc::channel();
         thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            let _ = etx.send(s);
+            let _ = etx.send(bounded_stderr(&mut stderr));
         });
         Ok(Guest { child, requests: File::from(req_w), replies, stdout, stderr: stderr_rx, seq: 0 })
     }
@@ -1025,8 +1023,54 @@ impl Drop for ProcessBackend {
     }
 }
 
+/// Bytes of a guest's stderr kept for reports; the rest is read (so the guest never blocks on
+/// a full pipe) and counted, not kept: a guest that writes hundreds of MiB cannot grow the lab
+/// or its report.
+const STDERR_KEPT: usize = 4096;
+
+/// A guest's stderr as report text: its first [`STDERR_KEPT`] bytes with control characters
+/// escaped (a guest's escape sequences must not reach the user's terminal), and how many bytes
+/// followed.
+fn bounded_stderr(from: &mut impl Read) -> String {
+    let mut kept = Vec::with_capacity(STDERR_KEPT);
+    let mut buf = [0u8; 8192];
+    let mut rest: u64 = 0;
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let take = n.min(STDERR_KEPT - kept.len());
+                kept.extend_from_slice(&buf[..take]);
+                rest += (n - take) as u64;
+            }
+        }
+    }
+    let mut text = escape_controls(&String::from_utf8_lossy(&kept));
+    if rest > 0 {
+        text.push_str(&format!(" ... and {rest} more bytes"));
+    }
+    text
+}
+
+/// `text` with every control character but newline and tab written as an escape (`\u{1b}`).
+pub(crate) fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn guest_stderr_is_bounded_and_its_control_characters_escaped() {
+        let mut noisy: Vec<u8> = b"\x1b[2Jboom\n".to_vec();
+        noisy.extend(std::iter::repeat_n(b'x', 10_000));
+        let text = super::bounded_stderr(&mut noisy.as_slice());
+        assert!(text.starts_with("\\u{1b}[2Jboom\n"), "{}", &text[..20]);
+        let tail = 10_000 + 9 - super::STDERR_KEPT;
+        assert!(text.ends_with(&format!("x ... and {tail} more bytes")), "{}", &text[text.len() - 40..]);
+    }
+
     use super::*;
     use crate::variant::Variant;
 
