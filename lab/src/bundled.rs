@@ -29,6 +29,15 @@ pub fn content_hash() -> String {
     })
 }
 
+/// The first file of the extracted copy at `dest` that is missing or differs from the bytes
+/// built into this binary (about 1 MB read per run; the copy is what clang assembles).
+pub fn changed(dest: &Path) -> Option<PathBuf> {
+    FILES.iter().map(|(rel, data)| (dest.join(rel), data)).find_map(|(path, data)| {
+        let same = std::fs::read(&path).is_ok_and(|on_disk| on_disk == *data);
+        (!same).then_some(path)
+    })
+}
+
 /// The folder `cache/bundled-<hash>/` holding `kernels/` and `vectors/` as built into this
 /// binary; written on first use (into a private folder, then renamed into place, so a half
 /// written copy is never used and concurrent runs agree).
@@ -38,7 +47,14 @@ pub fn content_hash() -> String {
 pub fn extract(cache: &Path) -> Result<PathBuf, String> {
     let dest = cache.join(format!("bundled-{}", content_hash()));
     if dest.is_dir() {
-        return Ok(dest);
+        match changed(&dest) {
+            None => return Ok(dest),
+            Some(file) => {
+                // An edited driver copy must not change what the lab checks: write it anew.
+                eprintln!("lab: cached {} differs from the copy built into lab: writing it again", file.display());
+                let _ = std::fs::remove_dir_all(&dest);
+            }
+        }
     }
     let named = |p: &Path| {
         let p = p.to_path_buf();
@@ -59,4 +75,22 @@ pub fn extract(cache: &Path) -> Result<PathBuf, String> {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(dest)
+}
+
+#[cfg(test)]
+mod seal_tests {
+    use super::*;
+
+    #[test]
+    fn an_edited_cached_copy_is_written_again() {
+        let cache = tempfile::tempdir().unwrap();
+        let dest = extract(cache.path()).unwrap();
+        assert_eq!(changed(&dest), None);
+        let driver = dest.join("kernels/x86_64/driver.S");
+        let text = std::fs::read_to_string(&driver).unwrap();
+        std::fs::write(&driver, text.lines().skip(1).collect::<Vec<_>>().join("\n")).unwrap();
+        assert_eq!(changed(&dest), Some(driver.clone()));
+        assert_eq!(extract(cache.path()).unwrap(), dest);
+        assert_eq!(std::fs::read_to_string(&driver).unwrap(), text, "the copy built into lab again");
+    }
 }

@@ -86,6 +86,31 @@ impl Diagnosis {
     }
 }
 
+/// The cache's sealed files (images, driver objects) against their seals
+/// ([`crate::cache_seal`]): a changed file is removed, so the variant checks after this one
+/// (and the next `lab run`) build it again; the check says which and why.
+fn cache_check(cache: &Path) -> Check {
+    let bad = crate::cache_seal::check_tree(cache);
+    let what = "image cache".to_string();
+    if bad.is_empty() {
+        return Check {
+            what,
+            state: State::Ok(format!("{}: every cached image and object matches its seal", cache.display())),
+        };
+    }
+    for (p, _) in &bad {
+        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(crate::cache_seal::seal_path(p));
+    }
+    let list: Vec<String> = bad.iter().take(3).map(|(p, why)| format!("{}: {why}", p.display())).collect();
+    let more = if bad.len() > 3 { format!("; and {} more", bad.len() - 3) } else { String::new() };
+    let n = bad.len();
+    Check {
+        what,
+        state: State::Warning(format!("{n} cached files removed to be built again: {}{more}", list.join("; "))),
+    }
+}
+
 /// Runs every check. Images are built from `kernels_dir` into the lab's image cache
 /// ([`crate::paths::cache_dir`]), keyed by a hash of every input as for `lab run` (a cached image
 /// is the one these sources and flags give); the toolchain itself is exercised from scratch for
@@ -101,6 +126,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
     d.checks.push(folder_check("vectors", vectors_dir));
+    d.checks.push(cache_check(&crate::paths::cache_dir()));
     let build = BuildConfig { kernels_dir: kernels_dir.to_path_buf(), cache_dir: crate::paths::cache_dir() };
     for v in &VARIANTS {
         d.checks.extend(variant_checks(&build, v));

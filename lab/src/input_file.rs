@@ -44,7 +44,10 @@ mod tests {
         assert!(read_regular(Path::new("/"), 10, "x").unwrap_err().starts_with("not a regular file"));
         let f = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(f.path(), "0123456789A").unwrap();
-        assert_eq!(read_regular(f.path(), 10, "a baseline").unwrap_err(), "11 bytes, more than a baseline may have (10)");
+        assert_eq!(
+            read_regular(f.path(), 10, "a baseline").unwrap_err(),
+            "11 bytes, more than a baseline may have (10)"
+        );
         assert_eq!(read_regular(f.path(), 11, "x").unwrap(), "0123456789A");
     }
 }

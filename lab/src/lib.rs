@@ -45,6 +45,7 @@ pub mod backend;
 pub mod batch;
 pub mod bench;
 pub mod bundled;
+pub mod cache_seal;
 pub mod cases;
 pub mod contract;
 pub mod diagnose;

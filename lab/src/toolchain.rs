@@ -250,9 +250,11 @@ pub fn build_image_with(
     let header = protocol::c_header(spec);
     let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &header, &driver, &inputs)?);
     let elf = out_dir.join("lab.elf");
-    if elf.is_file() {
+    if crate::cache_seal::usable(&elf) {
         return Ok(elf);
     }
+    // A folder whose image failed its seal is built again from scratch.
+    let _ = std::fs::remove_dir_all(&out_dir);
     let clang = find(CLANG)?;
     let lld = find(LLD)?;
     let parent = cfg.cache_dir.join(variant.name);
@@ -319,6 +321,7 @@ pub fn build_image_with(
     }
     link.args(&kernel_objects).args(&inputs.objects).arg(&mark_o).arg(&driver_o);
     run(variant, &mut link)?;
+    crate::cache_seal::seal(&tmp_elf).map_err(io(&tmp_elf))?;
     // Rename the whole folder into place so a half-built image is never taken from the cache;
     // if another build won the race, its identical image is used.
     let tmp_dir = tmp.keep();
@@ -396,14 +399,17 @@ impl LabObject<'_> {
         }
         let dir = self.cache_dir.join("objects");
         let path = dir.join(format!("{}-{name}-{key}.o", self.variant.arch.name()));
-        if path.is_file() {
+        if crate::cache_seal::usable(&path) {
             return Ok(path);
         }
         let staged = self.staging.join(format!("{name}.o"));
         assemble(&staged)?;
+        crate::cache_seal::seal(&staged).map_err(io(&staged))?;
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        // Renamed into place whole, so a half-written object is never taken; a concurrent build's
-        // identical object may replace it.
+        // Renamed into place whole (the seal first), so a half-written object is never taken;
+        // a concurrent build's identical object may replace it.
+        let seal = crate::cache_seal::seal_path(&path);
+        std::fs::rename(crate::cache_seal::seal_path(&staged), &seal).map_err(io(&seal))?;
         std::fs::rename(&staged, &path).map_err(io(&path))?;
         Ok(path)
     }
