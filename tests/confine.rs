@@ -231,3 +231,53 @@ fn sigterm_during_lab_fuzz_stops_it_with_an_interrupted_report() {
     assert_eq!((doc["command"].as_str(), doc["status"].as_str()), (Some("fuzz"), Some("interrupted")), "{doc}");
     assert_eq!(doc["totals"]["failed"], 0, "{doc}");
 }
+
+/// The guests of `parent` whose command line mentions `needle`: its children that lead a
+/// process group of their own, as confined guests do (the qemu `-cpu` probe does not).
+fn guests_mentioning(parent: u32, needle: &str) -> Vec<u32> {
+    processes_mentioning(needle)
+        .into_iter()
+        .filter(|(pid, _)| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // After the parenthesised command name: state, ppid, pgrp.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let field = |i: usize| after.split_whitespace().nth(i).and_then(|p| p.parse::<u32>().ok());
+            field(1) == Some(parent) && field(2) == Some(*pid)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+#[test]
+fn a_guest_killed_from_outside_fails_no_correct_case() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("report.json");
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["run", "--arch", "riscv64", "--backend", "qemu", "--seed", "1", "--format", "json", "--output"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("lab");
+    let mut kills = 0;
+    let started = Instant::now();
+    while kills < 3 && started.elapsed() < Duration::from_secs(60) {
+        if lab.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if let Some(pid) = guests_mentioning(lab.id(), "qemu-riscv64").first() {
+            // SAFETY: kill(2) on a pid this test found as lab's guest; no memory is involved.
+            if unsafe { libc::kill(*pid as i32, libc::SIGKILL) } == 0 {
+                kills += 1;
+                // As an operator or the OOM killer would: one kill, not a storm.
+                std::thread::sleep(Duration::from_millis(150));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = lab.wait().expect("wait");
+    assert!(kills > 0, "no guest was killed: the run ended first");
+    let json = read_json(&out);
+    assert_eq!(json["totals"]["failed"], 0, "{kills} kills: {}", json["rows"]);
+    assert_eq!(status.code(), Some(0), "{kills} kills: {}", json["setup_errors"]);
+}

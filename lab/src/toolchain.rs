@@ -253,8 +253,6 @@ pub fn build_image_with(
     if crate::cache_seal::usable(&elf) {
         return Ok(elf);
     }
-    // A folder whose image failed its seal is built again from scratch.
-    let _ = std::fs::remove_dir_all(&out_dir);
     let clang = find(CLANG)?;
     let lld = find(LLD)?;
     let parent = cfg.cache_dir.join(variant.name);
@@ -325,8 +323,12 @@ pub fn build_image_with(
     // Rename the whole folder into place so a half-built image is never taken from the cache;
     // if another build won the race, its identical image is used.
     let tmp_dir = tmp.keep();
-    if std::fs::rename(&tmp_dir, &out_dir).is_err() && !elf.is_file() {
-        return Err(io(&out_dir)(std::io::Error::other("could not move the built image into the cache")));
+    if std::fs::rename(&tmp_dir, &out_dir).is_err() && !crate::cache_seal::usable(&elf) {
+        // A folder without a sound image (one whose seal failed) is in the way: replace it.
+        let _ = std::fs::remove_dir_all(&out_dir);
+        if std::fs::rename(&tmp_dir, &out_dir).is_err() && !elf.is_file() {
+            return Err(io(&out_dir)(std::io::Error::other("could not move the built image into the cache")));
+        }
     }
     let _ = std::fs::remove_dir_all(&tmp_dir);
     Ok(elf)

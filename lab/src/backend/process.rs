@@ -480,10 +480,16 @@ fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), String> {
     if let Some(known) = probed.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return known;
     }
-    let answer = match Command::new(program).args(["-cpu", cpu]).arg(image).stdin(Stdio::null()).output() {
+    let start = || Command::new(program).args(["-cpu", cpu]).arg(image).stdin(Stdio::null()).output();
+    // Killed from outside (no qemu refusal ends by a signal): ask once more.
+    let out = start().and_then(|out| if out.status.code().is_none() { start() } else { Ok(out) });
+    let answer = match out {
         Err(e) => Err(format!("cannot start: {e}")),
         // The guest ran: qemu accepted the CPU model (1 is qemu's own failure, no `_start` status).
         Ok(out) if out.status.code().is_some_and(|c| c != 1 && protocol::exit::describe(c).is_some()) => Ok(()),
+        Ok(out) if out.status.code().is_none() => {
+            Err(format!("cannot start `-cpu {cpu}`: killed twice from outside ({})", out.status))
+        }
         Ok(out) => Err(format!(
             "cannot start `-cpu {cpu}` ({}): {}; this qemu-user lacks the CPU model or a property the variant \
              needs (the lab needs qemu-user 7.2 or newer, Debian package qemu-user from bookworm)",
@@ -964,7 +970,17 @@ impl Backend for ProcessBackend {
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
         self.stamp(payload);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
-        match self.exchange(resp_len, sum, true)? {
+        let mut answer = self.exchange(resp_len, sum, true)?;
+        for _ in 0..KILL_RETRIES {
+            if !answer.killed_from_outside() {
+                break;
+            }
+            // Not the kernel's doing: run the batch again, whole, on a fresh guest.
+            self.shared.as_mut().expect("arena created").write(payload);
+            self.stamp(payload);
+            answer = self.exchange(resp_len, sum, true)?;
+        }
+        match answer {
             Answer::Run(run) if run.resp.is_empty() => Ok(self.hung(payload, resp_len, run)),
             Answer::Run(run) => Ok(run),
             Answer::Surprise { kind, detail } => self.step(payload, resp_len, sum, (kind, detail)),
@@ -991,6 +1007,11 @@ impl Backend for ProcessBackend {
                 Ok(self.hung(&batch.resume_payload(&before, start), batch.resp_len, run))
             }
             Answer::Run(run) => Ok(run),
+            answer @ Answer::Surprise { .. } if answer.killed_from_outside() => {
+                // Not the kernel's doing: the rest of the batch again, as a fresh entry.
+                let before = self.replay(batch, start)?;
+                self.execute(&batch.resume_payload(&before, start), batch.resp_len)
+            }
             Answer::Surprise { kind, detail } => {
                 let before = self.replay(batch, start)?;
                 self.step(&batch.resume_payload(&before, start), batch.resp_len, sum, (kind, detail))
@@ -1021,6 +1042,34 @@ impl Drop for ProcessBackend {
     fn drop(&mut self) {
         let _ = self.reap();
     }
+}
+
+/// How often a batch runs again after its guest was killed from outside
+/// ([`Answer::killed_from_outside`]) before its calls are stepped one at a time.
+const KILL_RETRIES: usize = 2;
+
+impl Answer {
+    /// Whether the guest died of SIGKILL ([`killed_from_outside`]): a crash, or a protocol
+    /// surprise (a broken pipe) whose guest ended so.
+    fn killed_from_outside(&self) -> bool {
+        match self {
+            Answer::Run(_) => false,
+            Answer::Surprise { kind: FaultKind::Crash(how), .. } => killed_from_outside(how),
+            Answer::Surprise { detail, .. } => {
+                detail.split_once("guest ended: ").is_some_and(|(_, how)| killed_from_outside(how))
+            }
+        }
+    }
+}
+
+/// Whether a guest that died without a reply (`how`: [`ProcessBackend::reap`]'s words) was
+/// killed by SIGKILL. The lab never SIGKILLs a guest it still waits on, and the seccomp
+/// allow-list lets a guest signal only its own process: so either someone outside killed it (an
+/// operator, the OOM killer), and the batch proves nothing about its calls, or the kernel
+/// killed itself, and it does so again when the batch runs a second time on a fresh guest
+/// (then the calls are stepped one at a time as for any other death).
+fn killed_from_outside(how: &str) -> bool {
+    how.starts_with("signal: 9 (SIGKILL)")
 }
 
 /// Bytes of a guest's stderr kept for reports; the rest is read (so the guest never blocks on
