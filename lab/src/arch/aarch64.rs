@@ -272,3 +272,54 @@ fn classify(insn: &Insn) -> InsnClass {
         InsnClass::Alu
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(text: &str) -> Insn {
+        Insn { addr: 0x1000, bytes: vec![0; 4], text: text.into() }
+    }
+
+    #[test]
+    fn sp_based_accesses_are_checked_and_sp_moves_tracked() {
+        let access = |then| SpUse { check: Some(SpCheck::Access), then };
+        let moves = |then| SpUse { check: None, then };
+        let cases = [
+            ("str x0, [sp]", access(SpEffect::Keep)),
+            ("ldr q0, [sp, #32]", access(SpEffect::Keep)),
+            ("stp x29, x30, [sp, #-32]!", access(SpEffect::Adjust(-32))),
+            ("ldp x19, x20, [sp], #32", access(SpEffect::Adjust(32))),
+            ("ld1 { v0.16b }, [sp], x2", access(SpEffect::Unknown)),
+            ("sub sp, sp, #8", moves(SpEffect::Adjust(-8))),
+            ("add sp, sp, #1, lsl #12", moves(SpEffect::Adjust(4096))),
+            ("mov sp, x29", moves(SpEffect::Unknown)),
+            ("ret", moves(SpEffect::Unknown)),
+            ("mov x29, sp", SpUse::NONE),
+            ("ldr x0, [x1, #8]", SpUse::NONE),
+        ];
+        for (text, want) in cases {
+            assert_eq!(sp_use(&insn(text)), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn exclusives_and_acquire_release_need_their_size() {
+        let cases = [
+            ("ldxr x10, [x9]", Some(8)),
+            ("ldaxr w1, [x0]", Some(4)),
+            ("stxr w1, x0, [x2]", Some(8)),
+            ("stlxrh w1, w0, [x2]", Some(2)),
+            ("ldxp x0, x1, [x2]", Some(16)),
+            ("ldarb w0, [x1]", Some(1)),
+            ("stlr w0, [x1]", Some(4)),
+            ("ldr x0, [x1]", None),
+            ("ldp x0, x1, [x2]", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(aligned_only(&insn(text)), want, "{text}");
+        }
+        let mut regs = |r: &str| (r == "x9").then_some(0x2001);
+        assert_eq!(base_address(&insn("ldxr x10, [x9]"), &mut regs), Some(0x2001));
+    }
+}

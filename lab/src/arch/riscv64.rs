@@ -328,3 +328,48 @@ fn classify(insn: &Insn) -> InsnClass {
         InsnClass::Alu
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(bytes: &[u8], text: &str) -> Insn {
+        Insn { addr: 0x1000, bytes: bytes.to_vec(), text: text.into() }
+    }
+
+    #[test]
+    fn calls_are_jal_and_jalr_with_rd_ra() {
+        assert!(is_call(&[0xef, 0, 0, 0]), "jal ra, 0");
+        assert!(is_call(&[0xe7, 0x00, 0x05, 0x00]), "jalr ra, 0(a0)");
+        assert!(is_call(&[0x02, 0x95]), "c.jalr a0");
+        assert!(!is_call(&[0x6f, 0, 0, 0]), "j 0 (jal zero)");
+        assert!(!is_call(&[0x02, 0x85]), "c.jr a0");
+        assert!(!is_call(&[0x02, 0x90]), "c.ebreak");
+        assert!(!is_call(&[0xef]), "a short word");
+    }
+
+    #[test]
+    fn sp_moves_are_tracked() {
+        let moves = |then| SpUse { check: None, then };
+        let cases = [
+            (insn(&[0x13, 0x01, 0x01, 0xff], "addi sp, sp, -16"), moves(SpEffect::Adjust(-16))),
+            (insn(&[0, 0], "mv sp, s0"), moves(SpEffect::Unknown)),
+            (insn(&[0, 0], "sd ra, 8(sp)"), SpUse::NONE),
+            (insn(&[0, 0], "sd sp, 0(a0)"), SpUse::NONE),
+            (insn(&[0x82, 0x80], "ret"), moves(SpEffect::Unknown)),
+            (insn(&[0xef, 0, 0, 0], "jal 0x1000"), SpUse { check: Some(SpCheck::Call), then: SpEffect::Keep }),
+        ];
+        for (i, want) in cases {
+            assert_eq!(sp_use(&i), want, "{}", i.text);
+        }
+    }
+
+    #[test]
+    fn lr_sc_and_amos_need_their_size() {
+        assert_eq!(aligned_only(&insn(&[], "lr.d t1, (t0)")), Some(8));
+        assert_eq!(aligned_only(&insn(&[], "amoadd.w.aqrl a0, a1, (a2)")), Some(4));
+        assert_eq!(aligned_only(&insn(&[], "ld t1, 0(t0)")), None);
+        let mut regs = |r: &str| (r == "t0").then_some(0x3001);
+        assert_eq!(paren_address(&insn(&[], "lr.d t1, (t0)"), &mut regs), Some(0x3001));
+    }
+}

@@ -462,3 +462,60 @@ fn classify(insn: &Insn) -> InsnClass {
         InsnClass::Alu
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(bytes: &[u8]) -> Insn {
+        Insn { addr: 0x1000, bytes: bytes.to_vec(), text: String::new() }
+    }
+
+    #[test]
+    fn aligned_only_instructions_and_their_alignment() {
+        let cases: [(&[u8], Option<u64>, &str); 8] = [
+            (&[0x66, 0x0f, 0x6f, 0x07], Some(16), "movdqa xmm0, [rdi]"),
+            (&[0xf3, 0x0f, 0x6f, 0x07], None, "movdqu xmm0, [rdi]"),
+            (&[0x66, 0x0f, 0xfe, 0x07], Some(16), "paddd xmm0, [rdi]: every legacy SSE m128 operand"),
+            (&[0xf3, 0x0f, 0x7e, 0x07], None, "movq xmm0, [rdi]: 8 bytes"),
+            (&[0x66, 0x0f, 0x6f, 0xc1], None, "movdqa xmm0, xmm1: no memory"),
+            (&[0xc5, 0xfd, 0x6f, 0x07], Some(32), "vmovdqa ymm0, [rdi]"),
+            (&[0xc5, 0xfe, 0x6f, 0x07], None, "vmovdqu ymm0, [rdi]"),
+            (&[0x48, 0x0f, 0xc7, 0x0f], Some(16), "cmpxchg16b [rdi]"),
+        ];
+        for (bytes, want, what) in cases {
+            assert_eq!(aligned_only(&insn(bytes)), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn the_operand_address_comes_from_the_named_registers() {
+        // movdqa xmm0, [rdi + rsi*4 + 8]
+        let i = insn(&[0x66, 0x0f, 0x6f, 0x44, 0xb7, 0x08]);
+        let mut regs = |r: &str| match r {
+            "rdi" => Some(0x1000),
+            "rsi" => Some(3),
+            _ => None,
+        };
+        assert_eq!(operand_address(&i, &mut regs), Some(0x1000 + 12 + 8));
+        let mut none = |_: &str| None;
+        assert_eq!(operand_address(&i, &mut none), None, "an unknown register gives no address");
+    }
+
+    #[test]
+    fn rsp_moves_are_tracked_and_calls_checked() {
+        let cases: [(&[u8], SpUse, &str); 7] = [
+            (&[0xe8, 0, 0, 0, 0], SpUse { check: Some(SpCheck::Call), then: SpEffect::Keep }, "call"),
+            (&[0x53], SpUse { check: None, then: SpEffect::Adjust(-8) }, "push rbx"),
+            (&[0x5b], SpUse { check: None, then: SpEffect::Adjust(8) }, "pop rbx"),
+            (&[0x48, 0x83, 0xec, 0x08], SpUse { check: None, then: SpEffect::Adjust(-8) }, "sub rsp, 8"),
+            (&[0x48, 0x8d, 0x64, 0x24, 0x10], SpUse { check: None, then: SpEffect::Adjust(16) }, "lea rsp, [rsp+16]"),
+            (&[0x48, 0x89, 0xec], SpUse { check: None, then: SpEffect::Unknown }, "mov rsp, rbp"),
+            (&[0xc3], SpUse { check: None, then: SpEffect::Unknown }, "ret"),
+        ];
+        for (bytes, want, what) in cases {
+            assert_eq!(sp_use(&insn(bytes)), want, "{what}");
+        }
+        assert_eq!(sp_use(&insn(&[0x48, 0x01, 0xd8])), SpUse::NONE, "add rax, rbx");
+    }
+}
