@@ -137,13 +137,17 @@ pub struct AlignSpec {
     /// engine) and for faults that carry no address (x86 `#GP`); `None` where the engines
     /// trap aligned-only instructions themselves with the address (aarch64 `FAR_EL1`,
     /// riscv64 `mtval`, `si_addr`).
-    pub address: Option<fn(&Insn, &mut dyn FnMut(&str) -> Option<u64>) -> Option<u64>>,
+    pub address: Option<OperandAddress>,
     /// The registers of a fault reply's register words, in order (the x86_64 driver copies
     /// `gregs[0..16]` of the signal's `ucontext_t`); empty when the driver sends none.
     pub fault_regs: &'static [&'static str],
     /// Unicorn register ids by name, for [`address`](Self::address) under Unicorn.
     pub unicorn_regs: &'static [(&'static str, i32)],
 }
+
+/// The address of an instruction's memory operand, given register values by name (`None`
+/// when a register it needs is not known).
+pub type OperandAddress = fn(&Insn, &mut dyn FnMut(&str) -> Option<u64>) -> Option<u64>;
 
 /// What an instruction does with the stack pointer, for the sp alignment checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
