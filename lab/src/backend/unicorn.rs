@@ -1533,6 +1533,12 @@ impl UnicornBackend {
         loop {
             let (refused, suspect) = {
                 let st = self.state.borrow();
+                // An alignment hook's stop is the call's fault: the rest of the translation
+                // block still ran after it (`emu_stop` ends the run at the next block), and
+                // what it touched must not take its place.
+                if st.seen.align.is_some() {
+                    break;
+                }
                 (st.refused, st.seen.suspect)
             };
             if let Some(page) = refused {
