@@ -42,7 +42,7 @@ pub fn parse_imm(s: &str) -> Option<i64> {
         Some(h) => i64::from_str_radix(h, 16).ok()?,
         None => digits.parse::<i64>().ok()?,
     };
-    Some(if neg { -v } else { v })
+    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// Where an sp offset came from in the static tracking: the last instruction that moved sp.
@@ -106,7 +106,9 @@ pub fn sp_scan(image: &Image) -> Result<Vec<Violation>, DisasmError> {
         state = match (u.then, state) {
             (SpEffect::Keep, s) => s,
             (SpEffect::Adjust(d), Some(t)) => {
-                Some(Tracked { sp: (t.sp as i64 + d).rem_euclid(SP_ALIGN as i64) as u64, moved_by: Some(insn.addr) })
+                // Modulo 16 first: an adjustment may be any i64 (a bogus immediate must not overflow).
+                let sp = (t.sp + d.rem_euclid(SP_ALIGN as i64) as u64) % SP_ALIGN;
+                Some(Tracked { sp, moved_by: Some(insn.addr) })
             }
             (SpEffect::Adjust(_), None) | (SpEffect::Unknown, _) => None,
         };

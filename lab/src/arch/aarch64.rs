@@ -195,7 +195,9 @@ fn sp_use(insn: &Insn) -> SpUse {
                 Some("lsl #12") => Some(1 << 12),
                 Some(_) => None,
             };
-            parse_imm(imm).zip(scale).map(|(v, k)| if m == "sub" { -v * k } else { v * k })
+            let signed =
+                |(v, k): (i64, i64)| if m == "sub" { v.wrapping_mul(k).wrapping_neg() } else { v.wrapping_mul(k) };
+            parse_imm(imm).zip(scale).map(signed)
         }
         _ => None,
     };

@@ -326,7 +326,7 @@ fn sp_use(insn: &Insn) -> SpUse {
     }
     let imm = i.try_immediate(1).ok().map(|v| v as i64);
     let adjust = match (i.mnemonic(), imm) {
-        (Mnemonic::Sub, Some(v)) => Some(-v),
+        (Mnemonic::Sub, Some(v)) => Some(v.wrapping_neg()),
         (Mnemonic::Add, Some(v)) => Some(v),
         (Mnemonic::Lea, None) if i.memory_base() == Register::RSP && i.memory_index() == Register::None => {
             Some(i.memory_displacement64() as i64)
