@@ -3,6 +3,7 @@
 //! vector files). Needs clang, lld and qemu-user (ci/setup.sh installs them).
 
 mod agreement;
+mod alignment;
 mod arch_rows;
 mod bench;
 mod bounds;

@@ -51,7 +51,7 @@
 #define LAB_REQUEST_MAGIC  0x313051455242414c  /* "LABREQ01" */
 #define LAB_REPLY_MAGIC    0x313050455242414c  /* "LABREP01" */
 #define LAB_REQUEST_SIZE   32
-#define LAB_REPLY_SIZE     64
+#define LAB_REPLY_SIZE     192
 #define LAB_RQ_MAGIC        0
 #define LAB_RQ_SEQ          8
 #define LAB_RQ_SUM_OFF      16
@@ -64,6 +64,8 @@
 #define LAB_RP_SI_ADDR      40
 #define LAB_RP_PC           48
 #define LAB_RP_CURRENT      56
+#define LAB_RP_REGS         64
+#define LAB_RP_NREGS       16
 #define LAB_KIND_DONE      0
 #define LAB_KIND_FAULT     1
 #define LAB_FNV_OFFSET     0xcbf29ce484222325  /* checksum: FNV-1a over u64 words */

@@ -52,6 +52,7 @@
 #define SI_SYSCALL      24              /* SIGSYS: the int si_syscall after si_call_addr */
 /* ucontext_t: uc_mcontext at 40 (after uc_flags, uc_link, uc_stack), gregs[REG_RIP = 16]
  * at 40 + 16*8 = 168.  Verified under qemu-x86_64 and natively. */
+#define UC_GREGS        40              /* uc_mcontext.gregs[0] = REG_R8 */
 #define UC_RIP          168
 #define UC_RSP          (UC_RIP - 8)    /* gregs[REG_RSP] */
 #define UC_EFL          (UC_RIP + 8)    /* gregs[REG_EFL] */
@@ -590,8 +591,9 @@ lab_seccomp_install:
 /* ------------------------------------------------------------------------------------------
  * lab_fault_handler(int signo, siginfo_t *si, ucontext_t *uc), SA_SIGINFO, on the altstack,
  * every other signal blocked.  Sends the reply (magic, seq, kind = fault, checksum, signo,
- * si_addr, pc, current), then returns through lab_sigreturn into the request loop (the
- * saved context's rip and rsp replaced, DF cleared), so a fault costs no new guest process.
+ * si_addr, pc, current, the general-purpose registers), then returns through lab_sigreturn
+ * into the request loop (the saved context's rip and rsp replaced, DF cleared), so a fault
+ * costs no new guest process.
  * It may use any register, but returns on its own rsp.
  * ---------------------------------------------------------------------------------------- */
         .type   lab_fault_handler, @function
@@ -619,6 +621,12 @@ lab_fault_handler:
 1:      mov     [r12 + LAB_RP_SI_ADDR], rax
         mov     rax, [r15 + UC_RIP]
         mov     [r12 + LAB_RP_PC], rax          /* pc of the faulting instruction */
+        xor     ecx, ecx                        /* gregs[0 .. LAB_RP_NREGS] (REG_R8 .. REG_RSP): */
+2:      mov     rax, [r15 + UC_GREGS + 8 * rcx] /* the host computes the address of a fault */
+        mov     [r12 + LAB_RP_REGS + 8 * rcx], rax  /* whose signal has none (#GP) from them */
+        add     ecx, 1
+        cmp     ecx, LAB_RP_NREGS
+        jb      2b
         call    .Lsend_reply
         add     qword ptr [rip + lab_io_seq], 1
         lea     rax, [rip + .Lio_loop]

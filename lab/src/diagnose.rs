@@ -1,4 +1,6 @@
-//! Diagnoses that name the cause of a failure instead of its symptom: a return through a
+//! Diagnoses that name the cause of a failure instead of its symptom: an alignment rule
+//! ([`crate::align::explain`]: sp misaligned, an aligned-only instruction's operand misaligned,
+//! named from the instruction whatever signal the backend saw), a return through a
 //! corrupted stack (an unbalanced push/pop sends the kernel's `ret` to the driver's poison), a
 //! runaway that walks off the end of the arena (a hang where memory is larger), and a kernel
 //! that depends on the unspecified upper 32 bits of an `int` argument (found by re-running the
@@ -96,6 +98,9 @@ pub fn explain(
 ) -> Finding {
     let rest =
         describe.text.strip_prefix(label).and_then(|t| t.strip_prefix(": ")).unwrap_or(&describe.text).to_string();
+    if let Some(named) = crate::align::explain(label, fault, image, batch, &rest) {
+        return named;
+    }
     if let Some(why) = into_data(fault, batch) {
         return Finding::new(describe.class, format!("{label}: {why}; the backend saw: {rest}"));
     }

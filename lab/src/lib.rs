@@ -40,6 +40,7 @@ macro_rules! named_values {
 }
 
 pub mod abi;
+pub mod align;
 pub mod arch;
 pub mod backend;
 pub mod batch;

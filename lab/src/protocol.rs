@@ -195,8 +195,9 @@ pub mod token {
     pub const REPLY_MAGIC: u64 = u64::from_le_bytes(*b"LABREP01");
     /// Request words: `magic, seq, sum_off, sum_len`.
     pub const REQUEST_WORDS: usize = 4;
-    /// Reply words: `magic, seq, kind, sum, signo, si_addr, pc, current`.
-    pub const REPLY_WORDS: usize = 8;
+    /// Reply words: `magic, seq, kind, sum, signo, si_addr, pc, current`, then [`NREGS`]
+    /// register words.
+    pub const REPLY_WORDS: usize = REGS + NREGS;
     /// Word indices of a request.
     pub const MAGIC: usize = 0;
     /// Sequence number: 0 for the first request a process gets, then +1 for each; a reply
@@ -219,6 +220,14 @@ pub mod token {
     pub const PC: usize = 6;
     /// Reply, fault: the call in flight (`current` when the signal came).
     pub const CURRENT: usize = 7;
+    /// Reply, fault: the first of [`NREGS`] words of the interrupted context's registers, so
+    /// the host can compute the address of a fault whose signal carries none (an x86 `#GP`
+    /// from a misaligned `movdqa`: `si_addr` 0). x86_64: `gregs[0..16]` of the `ucontext_t`
+    /// (`REG_R8` .. `REG_RSP`, the arch row's `AlignSpec::fault_regs`); the other drivers leave
+    /// them 0 (their alignment faults carry the address).
+    pub const REGS: usize = 8;
+    /// Register words in a reply.
+    pub const NREGS: usize = 16;
     /// Reply kind: `lab_batch` returned.
     pub const KIND_DONE: u64 = 0;
     /// Reply kind: the fault handler ran; the process exits next.
@@ -373,9 +382,11 @@ pub fn c_header(spec: &Spec) -> String {
         ("SI_ADDR", token::SI_ADDR),
         ("PC", token::PC),
         ("CURRENT", token::CURRENT),
+        ("REGS", token::REGS),
     ] {
         line(format!("#define LAB_RP_{name:<12} {}", i * 8));
     }
+    line(format!("#define LAB_RP_NREGS       {}", token::NREGS));
     line(format!("#define LAB_KIND_DONE      {}", token::KIND_DONE));
     line(format!("#define LAB_KIND_FAULT     {}", token::KIND_FAULT));
     line(format!("#define LAB_FNV_OFFSET     {FNV_OFFSET:#018x}  /* checksum: FNV-1a over u64 words */"));

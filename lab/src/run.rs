@@ -479,8 +479,8 @@ pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kern
     out
 }
 
-/// The static ISA and system-call scan of `image` ([`isa::scan`]): one image finding per
-/// violation, why Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not, and
+/// The static ISA and system-call scan of `image` ([`isa::scan`]) and its stack-pointer
+/// alignment scan ([`crate::align::sp_scan`], class abi): one image finding per violation, why Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not, and
 /// set-up errors of the scan itself. Shared by `lab run` and `lab fuzz`.
 pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding>, Option<String>, Vec<String>) {
     let (findings, errors) = match isa::scan(image, variant) {
@@ -496,6 +496,11 @@ pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding
         ),
         Err(e) => (Vec::new(), vec![format!("{variant}: ISA scan: {e}")]),
     };
+    // The static sp-alignment check (qemu and native cannot see a misaligned sp; align.rs).
+    let mut findings = findings;
+    let sp = crate::align::sp_scan(image).unwrap_or_default().into_iter();
+    findings
+        .extend(sp.map(|v| ImageFinding { variant: variant.name, finding: Finding::new(Class::Abi, v.to_string()) }));
     (findings, isa::unicorn_refusal(image).ok().flatten(), errors)
 }
 

@@ -4,10 +4,11 @@
 use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 
 use super::{
-    Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SyscallSpec, Trap, TrapPc,
-    UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
+    SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::align::{operands, parse_imm};
 use crate::disasm::{Insn, InsnClass};
 use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::toolchain::Tool;
@@ -136,7 +137,119 @@ pub static SPEC: ArchSpec = ArchSpec {
         source: "poly1305-armv8.pl: h[3] at 0, is_base2_26 24 (0: base 2^64), r0 32, r1 40",
     },
     classify,
+    align: AlignSpec {
+        sp_use,
+        entry_sp: 0,
+        access_rule: Some(
+            "AArch64 Linux faults on this (SP alignment check: SCTLR_EL1.SA0 is set at EL0; Arm ARM DDI 0487, \
+             \"SP alignment checking\"), though QEMU and Unicorn do not model it",
+        ),
+        call_rule: None,
+        aligned_only,
+        aligned_rule: "ARMv8.0-A exclusive and acquire/release accesses must be aligned to their size or they take an \
+             alignment fault (Arm ARM DDI 0487, \"Alignment of data accesses\")",
+        address: Some(base_address),
+        fault_regs: &[],
+        unicorn_regs: &UNICORN_REGS,
+    },
 };
+
+/// Unicorn's ids of x0-x30 and sp, by name (for [`base_address`] under Unicorn).
+const UNICORN_REGS: [(&str, i32); 32] = {
+    const NAMES: [&str; 31] = [
+        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15", "x16",
+        "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "x30",
+    ];
+    let mut out = [("sp", RegisterARM64::SP as i32); 32];
+    let mut i = 0;
+    while i < 29 {
+        out[i] = (NAMES[i], RegisterARM64::X0 as i32 + i as i32);
+        i += 1;
+    }
+    out[29] = (NAMES[29], RegisterARM64::X29 as i32);
+    out[30] = (NAMES[30], RegisterARM64::X30 as i32);
+    out
+};
+
+/// What an AArch64 instruction does with sp (llvm-objdump text): a load or store with an
+/// `[sp` base is checked, and its pre- or post-index writeback moves sp after the access (Arm
+/// ARM: the SP alignment check uses the base before the offset); `add`/`sub sp, sp, #imm`
+/// moves it; any other write to sp, `b`, `br` and `ret` end the tracking.
+fn sp_use(insn: &Insn) -> SpUse {
+    let m = insn.mnemonic();
+    let ops = operands(&insn.text);
+    if let Some(at) = ops.find("[sp").filter(|_| m.starts_with("ld") || m.starts_with("st")) {
+        return SpUse { check: Some(SpCheck::Access), then: writeback(&ops[at..]) };
+    }
+    if ["b", "br", "ret"].contains(&m) {
+        return SpUse { check: None, then: SpEffect::Unknown };
+    }
+    let mut parts = ops.split(", ");
+    if !matches!(parts.next(), Some("sp" | "wsp")) {
+        return SpUse::NONE;
+    }
+    let adjust = match (m, parts.next(), parts.next(), parts.next()) {
+        ("add" | "sub", Some("sp"), Some(imm), shift) => {
+            let scale = match shift {
+                None => Some(1),
+                Some("lsl #12") => Some(1 << 12),
+                Some(_) => None,
+            };
+            let signed =
+                |(v, k): (i64, i64)| if m == "sub" { v.wrapping_mul(k).wrapping_neg() } else { v.wrapping_mul(k) };
+            parse_imm(imm).zip(scale).map(signed)
+        }
+        _ => None,
+    };
+    SpUse { check: None, then: adjust.map_or(SpEffect::Unknown, SpEffect::Adjust) }
+}
+
+/// How the memory operand `mem` (from `[sp` on) moves sp: `[sp, #-16]!` by -16 (pre-index),
+/// `[sp], #16` by 16 (post-index), a plain offset not at all.
+fn writeback(mem: &str) -> SpEffect {
+    if let Some(inner) = mem.strip_suffix("]!") {
+        return inner.split(", ").nth(1).and_then(parse_imm).map_or(SpEffect::Unknown, SpEffect::Adjust);
+    }
+    match mem.split_once("], ") {
+        Some((_, post)) => parse_imm(post).map_or(SpEffect::Unknown, SpEffect::Adjust),
+        None => SpEffect::Keep,
+    }
+}
+
+/// The size of an ARMv8.0 access that must be aligned to it: exclusives (`ldxr`, `stlxr`,
+/// pairs twice the register) and acquire/release (`ldar`, `stlr`); `b`/`h` forms 1 and 2.
+fn aligned_only(insn: &Insn) -> Option<u64> {
+    const EXCL: &[&str] =
+        &["ldxr", "ldaxr", "stxr", "stlxr", "ldxp", "ldaxp", "stxp", "stlxp", "ldar", "stlr", "ldapr"];
+    let m = insn.mnemonic();
+    let (base, size) = match m.strip_suffix('b').or_else(|| m.strip_suffix('h')) {
+        Some(b) if EXCL.contains(&b) => (b, Some(if m.ends_with('b') { 1 } else { 2 })),
+        _ => (m, None),
+    };
+    if !EXCL.contains(&base) {
+        return None;
+    }
+    if let Some(s) = size {
+        return Some(s);
+    }
+    // The data register: the first operand, after the status register of a store-exclusive.
+    let ops: Vec<&str> = operands(&insn.text).split(", ").collect();
+    let data = if base.starts_with("st") && base.contains('x') { ops.get(1) } else { ops.first() }?;
+    let reg = if data.starts_with('x') { 8 } else { 4 };
+    Some(if base.ends_with('p') { 2 * reg } else { reg })
+}
+
+/// The address of a base-register-only memory operand (`[x9]`, `[sp]`, `[x9, #0]`: every form
+/// the aligned-only instructions have).
+fn base_address(insn: &Insn, reg: &mut dyn FnMut(&str) -> Option<u64>) -> Option<u64> {
+    let ops = operands(&insn.text);
+    let mem = &ops[ops.find('[')? + 1..];
+    let inner = mem.split(']').next()?;
+    let mut parts = inner.split(", ");
+    let base = reg(parts.next()?)?;
+    let offset = parts.next().map_or(Some(0), parse_imm)?;
+    Some(base.wrapping_add(offset as u64))
+}
 
 /// The class of an AArch64 instruction, by mnemonic.
 fn classify(insn: &Insn) -> InsnClass {
@@ -159,5 +272,56 @@ fn classify(insn: &Insn) -> InsnClass {
         InsnClass::Load
     } else {
         InsnClass::Alu
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(text: &str) -> Insn {
+        Insn { addr: 0x1000, bytes: vec![0; 4], text: text.into() }
+    }
+
+    #[test]
+    fn sp_based_accesses_are_checked_and_sp_moves_tracked() {
+        let access = |then| SpUse { check: Some(SpCheck::Access), then };
+        let moves = |then| SpUse { check: None, then };
+        let cases = [
+            ("str x0, [sp]", access(SpEffect::Keep)),
+            ("ldr q0, [sp, #32]", access(SpEffect::Keep)),
+            ("stp x29, x30, [sp, #-32]!", access(SpEffect::Adjust(-32))),
+            ("ldp x19, x20, [sp], #32", access(SpEffect::Adjust(32))),
+            ("ld1 { v0.16b }, [sp], x2", access(SpEffect::Unknown)),
+            ("sub sp, sp, #8", moves(SpEffect::Adjust(-8))),
+            ("add sp, sp, #1, lsl #12", moves(SpEffect::Adjust(4096))),
+            ("mov sp, x29", moves(SpEffect::Unknown)),
+            ("ret", moves(SpEffect::Unknown)),
+            ("mov x29, sp", SpUse::NONE),
+            ("ldr x0, [x1, #8]", SpUse::NONE),
+        ];
+        for (text, want) in cases {
+            assert_eq!(sp_use(&insn(text)), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn exclusives_and_acquire_release_need_their_size() {
+        let cases = [
+            ("ldxr x10, [x9]", Some(8)),
+            ("ldaxr w1, [x0]", Some(4)),
+            ("stxr w1, x0, [x2]", Some(8)),
+            ("stlxrh w1, w0, [x2]", Some(2)),
+            ("ldxp x0, x1, [x2]", Some(16)),
+            ("ldarb w0, [x1]", Some(1)),
+            ("stlr w0, [x1]", Some(4)),
+            ("ldr x0, [x1]", None),
+            ("ldp x0, x1, [x2]", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(aligned_only(&insn(text)), want, "{text}");
+        }
+        let mut regs = |r: &str| (r == "x9").then_some(0x2001);
+        assert_eq!(base_address(&insn("ldxr x10, [x9]"), &mut regs), Some(0x2001));
     }
 }

@@ -106,6 +106,82 @@ pub struct ArchSpec {
     pub classify: fn(&Insn) -> InsnClass,
     /// OpenSSL's scalar Poly1305 context on this architecture (docs/contracts.md).
     pub openssl_poly1305: crate::reference::openssl::PolyCtx,
+    /// Alignment rules the emulators do not model ([`crate::align`]).
+    pub align: AlignSpec,
+}
+
+/// Alignment rules the lab checks itself, because QEMU (qemu-user and Unicorn) does not model
+/// them: the stack pointer at sp-based accesses and at the kernel's own calls, and the operand
+/// of aligned-only instructions ([`crate::align`]: the image scan's static sp tracking, the
+/// Unicorn backend's hooks, the names of alignment faults on every backend).
+#[derive(Debug)]
+pub struct AlignSpec {
+    /// What an instruction does with the stack pointer ([`SpUse`]).
+    pub sp_use: fn(&Insn) -> SpUse,
+    /// sp mod 16 at a kernel's first instruction, in bytes (x86_64: 8, the caller's `call`
+    /// pushed the return address; elsewhere 0).
+    pub entry_sp: u64,
+    /// Why sp must be 16-byte aligned at an sp-based load or store, with the source; `None`
+    /// where neither the ISA nor the psABI requires it at an access.
+    pub access_rule: Option<&'static str>,
+    /// Why sp must be 16-byte aligned at a call the kernel makes, with the source; `None` where
+    /// only accesses are checked.
+    pub call_rule: Option<&'static str>,
+    /// The alignment in bytes an aligned-only instruction's memory operand needs (`movdqa`: 16,
+    /// `ldxr x0`: 8, `lr.d`: 8); `None` for an instruction that takes any address.
+    pub aligned_only: fn(&Insn) -> Option<u64>,
+    /// What happens to a misaligned operand of an aligned-only instruction, with the source.
+    pub aligned_rule: &'static str,
+    /// The effective address of an instruction's memory operand from register values by name
+    /// (`rdi`), for the engines that do not check the alignment themselves (Unicorn's x86
+    /// engine) and for faults that carry no address (x86 `#GP`); `None` where the engines
+    /// trap aligned-only instructions themselves with the address (aarch64 `FAR_EL1`,
+    /// riscv64 `mtval`, `si_addr`).
+    pub address: Option<OperandAddress>,
+    /// The registers of a fault reply's register words, in order (the x86_64 driver copies
+    /// `gregs[0..16]` of the signal's `ucontext_t`); empty when the driver sends none.
+    pub fault_regs: &'static [&'static str],
+    /// Unicorn register ids by name, for [`address`](Self::address) under Unicorn.
+    pub unicorn_regs: &'static [(&'static str, i32)],
+}
+
+/// The address of an instruction's memory operand, given register values by name (`None`
+/// when a register it needs is not known).
+pub type OperandAddress = fn(&Insn, &mut dyn FnMut(&str) -> Option<u64>) -> Option<u64>;
+
+/// What an instruction does with the stack pointer, for the sp alignment checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpUse {
+    /// Whether sp must be 16-byte aligned when the instruction starts, and why.
+    pub check: Option<SpCheck>,
+    /// What sp is after it, relative to before (for the static tracking).
+    pub then: SpEffect,
+}
+
+impl SpUse {
+    /// Neither checks nor moves sp.
+    pub const NONE: SpUse = SpUse { check: None, then: SpEffect::Keep };
+}
+
+/// Where sp alignment is required.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpCheck {
+    /// A load or store with sp as its base register.
+    Access,
+    /// A call (the callee's entry).
+    Call,
+}
+
+/// How an instruction moves sp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpEffect {
+    /// Not at all (or back where it was, as a call that returns).
+    Keep,
+    /// By this many bytes (negative: down).
+    Adjust(i64),
+    /// To a value the static tracking cannot follow, or control leaves the straight line
+    /// (an unconditional jump or a return).
+    Unknown,
 }
 
 /// The base ISA the default variant builds for, and the extensions a build may add.

@@ -5,10 +5,11 @@
 use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
 use super::{
-    Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SyscallSpec, Trap, TrapPc,
-    UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
+    SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::align::{operands, parse_imm};
 use crate::disasm::{Insn, InsnClass};
 use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::toolchain::Tool;
@@ -196,7 +197,102 @@ pub static SPEC: ArchSpec = ArchSpec {
         source: "poly1305-riscv64.pl: h[3] at 0, r0 24, r1 32, s1 40, top_power (u32) 48",
     },
     classify,
+    align: AlignSpec {
+        sp_use,
+        entry_sp: 0,
+        access_rule: None,
+        call_rule: Some(
+            "the RISC-V psABI requires it at every call (\"Integer Calling Convention\": the stack pointer shall be \
+             aligned to a 128-bit boundary upon procedure entry)",
+        ),
+        aligned_only,
+        aligned_rule: "LR/SC and AMOs need a naturally aligned address or they raise an address-misaligned or \
+             access-fault exception (RISC-V unprivileged ISA, \"A\" extension)",
+        address: Some(paren_address),
+        fault_regs: &[],
+        unicorn_regs: &UNICORN_REGS,
+    },
 };
+
+/// Unicorn's ids of x0-x31, by the ABI names llvm-objdump prints.
+const UNICORN_REGS: [(&str, i32); 32] = {
+    const NAMES: [&str; 32] = [
+        "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",
+        "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+    ];
+    let mut out = [("zero", RegisterRISCV::X0 as i32); 32];
+    let mut i = 0;
+    while i < 32 {
+        out[i] = (NAMES[i], RegisterRISCV::X0 as i32 + i as i32);
+        i += 1;
+    }
+    out
+};
+
+/// Whether the instruction's bytes are a call: `jal`/`jalr` with rd = ra, or `c.jalr` (RISC-V
+/// unprivileged ISA, "Control Transfer Instructions"; RV64 has no `c.jal`).
+fn is_call(bytes: &[u8]) -> bool {
+    match *bytes {
+        [a, b, c, d, ..] if a & 3 == 3 => {
+            let w = u32::from_le_bytes([a, b, c, d]);
+            matches!(w & 0x7f, 0x6f | 0x67) && (w >> 7) & 31 == 1
+        }
+        [a, b, ..] if a & 3 != 3 => {
+            let h = u16::from_le_bytes([a, b]);
+            h & 0xf07f == 0x9002 && (h >> 7) & 31 != 0
+        }
+        _ => false,
+    }
+}
+
+/// What a RISC-V instruction does with sp: a call is checked (and returns with sp where it
+/// was); `addi sp, sp, imm` moves it; any other write to sp, `j`, `jr`, `ret` and `tail` end
+/// the tracking.
+fn sp_use(insn: &Insn) -> SpUse {
+    const NOT_WRITING: &[&str] = &[
+        "sb", "sh", "sw", "sd", "fsh", "fsw", "fsd", "beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez",
+        "blez", "bgez", "bltz", "bgtz", "bgt", "ble", "bgtu", "bleu",
+    ];
+    if is_call(&insn.bytes) {
+        return SpUse { check: Some(SpCheck::Call), then: SpEffect::Keep };
+    }
+    let m = insn.mnemonic();
+    let m = m.strip_prefix("c.").unwrap_or(m);
+    if ["j", "jr", "ret", "tail"].contains(&m) {
+        return SpUse { check: None, then: SpEffect::Unknown };
+    }
+    let mut parts = operands(&insn.text).split(", ");
+    if parts.next() != Some("sp") || NOT_WRITING.contains(&m) {
+        return SpUse::NONE;
+    }
+    let adjust = match (m, parts.next(), parts.next()) {
+        ("addi", Some("sp"), Some(imm)) => parse_imm(imm),
+        _ => None,
+    };
+    SpUse { check: None, then: adjust.map_or(SpEffect::Unknown, SpEffect::Adjust) }
+}
+
+/// The size an LR/SC/AMO must be aligned to: `.w` 4, `.d` 8.
+fn aligned_only(insn: &Insn) -> Option<u64> {
+    let m = insn.mnemonic();
+    if !(m.starts_with("lr.") || m.starts_with("sc.") || m.starts_with("amo")) {
+        return None;
+    }
+    match m.split('.').nth(1) {
+        Some("w") => Some(4),
+        Some("d") => Some(8),
+        _ => None,
+    }
+}
+
+/// The address of an A-extension memory operand, `(t0)` (or `0(t0)`).
+fn paren_address(insn: &Insn, reg: &mut dyn FnMut(&str) -> Option<u64>) -> Option<u64> {
+    let ops = operands(&insn.text);
+    let open = ops.rfind('(')?;
+    let name = ops[open + 1..].split(')').next()?;
+    let offset = ops[..open].rsplit(", ").next().filter(|s| !s.is_empty()).map_or(Some(0), parse_imm)?;
+    Some(reg(name)?.wrapping_add(offset as u64))
+}
 
 const EPC: TrapPc = TrapPc::Register(RegisterRISCV::MEPC as i32, 4);
 
@@ -230,5 +326,50 @@ fn classify(insn: &Insn) -> InsnClass {
         InsnClass::Load
     } else {
         InsnClass::Alu
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(bytes: &[u8], text: &str) -> Insn {
+        Insn { addr: 0x1000, bytes: bytes.to_vec(), text: text.into() }
+    }
+
+    #[test]
+    fn calls_are_jal_and_jalr_with_rd_ra() {
+        assert!(is_call(&[0xef, 0, 0, 0]), "jal ra, 0");
+        assert!(is_call(&[0xe7, 0x00, 0x05, 0x00]), "jalr ra, 0(a0)");
+        assert!(is_call(&[0x02, 0x95]), "c.jalr a0");
+        assert!(!is_call(&[0x6f, 0, 0, 0]), "j 0 (jal zero)");
+        assert!(!is_call(&[0x02, 0x85]), "c.jr a0");
+        assert!(!is_call(&[0x02, 0x90]), "c.ebreak");
+        assert!(!is_call(&[0xef]), "a short word");
+    }
+
+    #[test]
+    fn sp_moves_are_tracked() {
+        let moves = |then| SpUse { check: None, then };
+        let cases = [
+            (insn(&[0x13, 0x01, 0x01, 0xff], "addi sp, sp, -16"), moves(SpEffect::Adjust(-16))),
+            (insn(&[0, 0], "mv sp, s0"), moves(SpEffect::Unknown)),
+            (insn(&[0, 0], "sd ra, 8(sp)"), SpUse::NONE),
+            (insn(&[0, 0], "sd sp, 0(a0)"), SpUse::NONE),
+            (insn(&[0x82, 0x80], "ret"), moves(SpEffect::Unknown)),
+            (insn(&[0xef, 0, 0, 0], "jal 0x1000"), SpUse { check: Some(SpCheck::Call), then: SpEffect::Keep }),
+        ];
+        for (i, want) in cases {
+            assert_eq!(sp_use(&i), want, "{}", i.text);
+        }
+    }
+
+    #[test]
+    fn lr_sc_and_amos_need_their_size() {
+        assert_eq!(aligned_only(&insn(&[], "lr.d t1, (t0)")), Some(8));
+        assert_eq!(aligned_only(&insn(&[], "amoadd.w.aqrl a0, a1, (a2)")), Some(4));
+        assert_eq!(aligned_only(&insn(&[], "ld t1, 0(t0)")), None);
+        let mut regs = |r: &str| (r == "t0").then_some(0x3001);
+        assert_eq!(paren_address(&insn(&[], "lr.d t1, (t0)"), &mut regs), Some(0x3001));
     }
 }

@@ -5,13 +5,13 @@
 
 use iced_x86::{
     CpuidFeature, Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, InstructionInfoFactory, Mnemonic,
-    OpAccess,
+    OpAccess, OpKind, Register,
 };
 use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 
 use super::{
-    Arch, ArchSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SyscallSpec, Trap,
-    TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck,
+    SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::disasm::{Insn, InsnClass};
@@ -229,7 +229,181 @@ pub static SPEC: ArchSpec = ArchSpec {
         source: "poly1305-x86_64.pl: h[3] at 0 (is_base2_26 = upper half of h2 for AVX), r0 24, r1 32",
     },
     classify,
+    align: AlignSpec {
+        sp_use,
+        // The caller's `call` pushed the return address (SysV §3.2.2).
+        entry_sp: 8,
+        access_rule: None,
+        call_rule: Some(
+            "the System V AMD64 psABI requires it at every call (§3.2.2: rsp + 8 is a multiple of 16 at function \
+             entry), and callees rely on it for aligned SSE spills",
+        ),
+        aligned_only,
+        aligned_rule:
+            "a misaligned memory operand of an aligned-only SSE/AVX instruction raises #GP (Intel SDM vol. 2, \
+             MOVDQA: \"the operand must be aligned on a 16-byte boundary or a general-protection exception (#GP) will \
+             be generated\"), which QEMU 5 (Unicorn) does not check",
+        address: Some(operand_address),
+        fault_regs: &GPRS,
+        unicorn_regs: &UNICORN_REGS,
+    },
 };
+
+/// The 16 general-purpose registers in the order of Linux's `ucontext_t` `gregs[0..16]`
+/// (`REG_R8` .. `REG_RSP`, arch/x86/include/uapi/asm/sigcontext.h), which the driver's fault
+/// handler copies into the fault reply (kernels/README.md).
+const GPRS: [&str; 16] =
+    ["r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx", "rsp"];
+
+/// Unicorn's ids of the 16 general-purpose registers, by name.
+const UNICORN_REGS: [(&str, i32); 16] = [
+    ("r8", RegisterX86::R8 as i32),
+    ("r9", RegisterX86::R9 as i32),
+    ("r10", RegisterX86::R10 as i32),
+    ("r11", RegisterX86::R11 as i32),
+    ("r12", RegisterX86::R12 as i32),
+    ("r13", RegisterX86::R13 as i32),
+    ("r14", RegisterX86::R14 as i32),
+    ("r15", RegisterX86::R15 as i32),
+    ("rdi", RegisterX86::RDI as i32),
+    ("rsi", RegisterX86::RSI as i32),
+    ("rbp", RegisterX86::RBP as i32),
+    ("rbx", RegisterX86::RBX as i32),
+    ("rdx", RegisterX86::RDX as i32),
+    ("rax", RegisterX86::RAX as i32),
+    ("rcx", RegisterX86::RCX as i32),
+    ("rsp", RegisterX86::RSP as i32),
+];
+
+/// The name of a 64-bit general-purpose register as [`GPRS`] spells it.
+fn gpr_name(r: Register) -> Option<&'static str> {
+    const IN_ORDER: [Register; 16] = [
+        Register::R8,
+        Register::R9,
+        Register::R10,
+        Register::R11,
+        Register::R12,
+        Register::R13,
+        Register::R14,
+        Register::R15,
+        Register::RDI,
+        Register::RSI,
+        Register::RBP,
+        Register::RBX,
+        Register::RDX,
+        Register::RAX,
+        Register::RCX,
+        Register::RSP,
+    ];
+    IN_ORDER.iter().position(|&g| g == r).map(|i| GPRS[i])
+}
+
+/// What an x86-64 instruction does with rsp: a `call` is checked (and returns with rsp where it
+/// was); `push`/`pop`/`pushfq`/`enter` move it by their implicit increment; `sub`/`add rsp, imm`
+/// and `lea rsp, [rsp + d]` by their operand; `leave`, any other write to rsp, a `jmp` or a
+/// `ret` end the tracking.
+fn sp_use(insn: &Insn) -> SpUse {
+    const UNKNOWN: SpUse = SpUse { check: None, then: SpEffect::Unknown };
+    let i = decode(&insn.bytes, insn.addr);
+    if i.is_invalid() || i.mnemonic() == Mnemonic::Leave {
+        return UNKNOWN;
+    }
+    let system_call = matches!(i.mnemonic(), Mnemonic::Syscall | Mnemonic::Sysenter);
+    match i.flow_control() {
+        FlowControl::Call | FlowControl::IndirectCall if !system_call => {
+            return SpUse { check: Some(SpCheck::Call), then: SpEffect::Keep }
+        }
+        FlowControl::Return | FlowControl::UnconditionalBranch | FlowControl::IndirectBranch => return UNKNOWN,
+        _ => {}
+    }
+    if i.is_stack_instruction() {
+        return SpUse { check: None, then: SpEffect::Adjust(i64::from(i.stack_pointer_increment())) };
+    }
+    let writes_rsp =
+        i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().full_register() == Register::RSP;
+    if !writes_rsp {
+        return SpUse::NONE;
+    }
+    let imm = i.try_immediate(1).ok().map(|v| v as i64);
+    let adjust = match (i.mnemonic(), imm) {
+        (Mnemonic::Sub, Some(v)) => Some(v.wrapping_neg()),
+        (Mnemonic::Add, Some(v)) => Some(v),
+        (Mnemonic::Lea, None) if i.memory_base() == Register::RSP && i.memory_index() == Register::None => {
+            Some(i.memory_displacement64() as i64)
+        }
+        _ => None,
+    };
+    SpUse { check: None, then: adjust.map_or(SpEffect::Unknown, SpEffect::Adjust) }
+}
+
+/// The alignment an aligned-only instruction's memory operand needs, in bytes: legacy SSE
+/// instructions with a 16-byte memory operand (Intel SDM vol. 1 §11.4.1.1 / vol. 2: "must be
+/// aligned on a 16-byte boundary") except the explicitly unaligned ones; `cmpxchg16b` (16);
+/// `fxsave`/`fxrstor` (16); VEX/EVEX aligned moves (`vmovdqa`, `vmovaps`, `vmovntdq`, ...) to
+/// their vector length.
+fn aligned_only(insn: &Insn) -> Option<u64> {
+    let i = decode(&insn.bytes, insn.addr);
+    let memory = (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory);
+    if i.is_invalid() || !memory {
+        return None;
+    }
+    let size = i.memory_size().size() as u64;
+    let m = i.mnemonic();
+    const UNALIGNED: &[Mnemonic] = &[
+        Mnemonic::Movdqu,
+        Mnemonic::Movups,
+        Mnemonic::Movupd,
+        Mnemonic::Lddqu,
+        Mnemonic::Pcmpestri,
+        Mnemonic::Pcmpestri64,
+        Mnemonic::Pcmpestrm,
+        Mnemonic::Pcmpestrm64,
+        Mnemonic::Pcmpistri,
+        Mnemonic::Pcmpistrm,
+        Mnemonic::Maskmovdqu,
+    ];
+    const VEX_ALIGNED: &[Mnemonic] = &[
+        Mnemonic::Vmovdqa,
+        Mnemonic::Vmovdqa32,
+        Mnemonic::Vmovdqa64,
+        Mnemonic::Vmovaps,
+        Mnemonic::Vmovapd,
+        Mnemonic::Vmovntdq,
+        Mnemonic::Vmovntdqa,
+        Mnemonic::Vmovntps,
+        Mnemonic::Vmovntpd,
+    ];
+    match i.encoding() {
+        EncodingKind::Legacy => {
+            let xmm = (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && i.op_register(k).is_xmm());
+            let sse = size == 16 && xmm && !UNALIGNED.contains(&m);
+            let fx = matches!(m, Mnemonic::Fxsave | Mnemonic::Fxsave64 | Mnemonic::Fxrstor | Mnemonic::Fxrstor64);
+            (sse || fx || m == Mnemonic::Cmpxchg16b).then_some(16)
+        }
+        EncodingKind::VEX | EncodingKind::EVEX => VEX_ALIGNED.contains(&m).then_some(size).filter(|&s| s >= 16),
+        _ => None,
+    }
+}
+
+/// The effective address of an instruction's memory operand (iced-x86's `virtual_address`),
+/// from the general-purpose registers by name; the segment bases of ES/CS/SS/DS are 0 in
+/// 64-bit mode, FS/GS bases are not known here.
+fn operand_address(insn: &Insn, reg: &mut dyn FnMut(&str) -> Option<u64>) -> Option<u64> {
+    let i = decode(&insn.bytes, insn.addr);
+    let op = (0..i.op_count()).find(|&k| i.op_kind(k) == OpKind::Memory)?;
+    i.try_virtual_address(op, 0, |r, _, _| {
+        if matches!(r, Register::ES | Register::CS | Register::SS | Register::DS) {
+            return Some(0);
+        }
+        let full = reg(gpr_name(r.full_register())?)?;
+        Some(match r.size() {
+            4 => full & 0xffff_ffff,
+            2 => full & 0xffff,
+            1 => full & 0xff,
+            _ => full,
+        })
+    })
+}
 
 /// Whether the instruction is VEX-, EVEX- or XOP-encoded (Unicorn computes some VEX.128 forms
 /// wrongly: docs/DESIGN.md "Backend facts").
@@ -286,5 +460,62 @@ fn classify(insn: &Insn) -> InsnClass {
         InsnClass::Load
     } else {
         InsnClass::Alu
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(bytes: &[u8]) -> Insn {
+        Insn { addr: 0x1000, bytes: bytes.to_vec(), text: String::new() }
+    }
+
+    #[test]
+    fn aligned_only_instructions_and_their_alignment() {
+        let cases: [(&[u8], Option<u64>, &str); 8] = [
+            (&[0x66, 0x0f, 0x6f, 0x07], Some(16), "movdqa xmm0, [rdi]"),
+            (&[0xf3, 0x0f, 0x6f, 0x07], None, "movdqu xmm0, [rdi]"),
+            (&[0x66, 0x0f, 0xfe, 0x07], Some(16), "paddd xmm0, [rdi]: every legacy SSE m128 operand"),
+            (&[0xf3, 0x0f, 0x7e, 0x07], None, "movq xmm0, [rdi]: 8 bytes"),
+            (&[0x66, 0x0f, 0x6f, 0xc1], None, "movdqa xmm0, xmm1: no memory"),
+            (&[0xc5, 0xfd, 0x6f, 0x07], Some(32), "vmovdqa ymm0, [rdi]"),
+            (&[0xc5, 0xfe, 0x6f, 0x07], None, "vmovdqu ymm0, [rdi]"),
+            (&[0x48, 0x0f, 0xc7, 0x0f], Some(16), "cmpxchg16b [rdi]"),
+        ];
+        for (bytes, want, what) in cases {
+            assert_eq!(aligned_only(&insn(bytes)), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn the_operand_address_comes_from_the_named_registers() {
+        // movdqa xmm0, [rdi + rsi*4 + 8]
+        let i = insn(&[0x66, 0x0f, 0x6f, 0x44, 0xb7, 0x08]);
+        let mut regs = |r: &str| match r {
+            "rdi" => Some(0x1000),
+            "rsi" => Some(3),
+            _ => None,
+        };
+        assert_eq!(operand_address(&i, &mut regs), Some(0x1000 + 12 + 8));
+        let mut none = |_: &str| None;
+        assert_eq!(operand_address(&i, &mut none), None, "an unknown register gives no address");
+    }
+
+    #[test]
+    fn rsp_moves_are_tracked_and_calls_checked() {
+        let cases: [(&[u8], SpUse, &str); 7] = [
+            (&[0xe8, 0, 0, 0, 0], SpUse { check: Some(SpCheck::Call), then: SpEffect::Keep }, "call"),
+            (&[0x53], SpUse { check: None, then: SpEffect::Adjust(-8) }, "push rbx"),
+            (&[0x5b], SpUse { check: None, then: SpEffect::Adjust(8) }, "pop rbx"),
+            (&[0x48, 0x83, 0xec, 0x08], SpUse { check: None, then: SpEffect::Adjust(-8) }, "sub rsp, 8"),
+            (&[0x48, 0x8d, 0x64, 0x24, 0x10], SpUse { check: None, then: SpEffect::Adjust(16) }, "lea rsp, [rsp+16]"),
+            (&[0x48, 0x89, 0xec], SpUse { check: None, then: SpEffect::Unknown }, "mov rsp, rbp"),
+            (&[0xc3], SpUse { check: None, then: SpEffect::Unknown }, "ret"),
+        ];
+        for (bytes, want, what) in cases {
+            assert_eq!(sp_use(&insn(bytes)), want, "{what}");
+        }
+        assert_eq!(sp_use(&insn(&[0x48, 0x01, 0xd8])), SpUse::NONE, "add rax, rbx");
     }
 }

@@ -135,6 +135,13 @@ pub enum FaultKind {
     Memory { access: Option<Access>, addr: Option<u64> },
     /// A misaligned or otherwise bad bus access (SIGBUS; Unicorn `*_UNALIGNED`).
     Bus { addr: Option<u64> },
+    /// An aligned-only instruction's memory operand at `addr`, not a multiple of `need` bytes:
+    /// a fault on hardware that the backend names from the registers (Unicorn's alignment hook,
+    /// or an x86 `#GP`, whose signal carries no address). [`crate::align`].
+    Misaligned { addr: u64, need: u64 },
+    /// sp was `sp`, not 16-byte aligned, where the architecture or its psABI requires it (an
+    /// sp-based access on AArch64, a call on x86_64 and riscv64): Unicorn's alignment hook.
+    StackMisaligned { sp: u64 },
     /// A breakpoint or trap instruction (SIGTRAP).
     Trap,
     /// An arithmetic exception (SIGFPE).
@@ -187,6 +194,10 @@ impl fmt::Display for FaultKind {
             }
             FaultKind::Bus { addr: Some(a) } => write!(f, "bus error (misaligned or bad access) at {a:#x}"),
             FaultKind::Bus { addr: None } => write!(f, "bus error (misaligned or bad access)"),
+            FaultKind::Misaligned { addr, need } => {
+                write!(f, "misaligned operand: {addr:#x} is not {need}-byte aligned")
+            }
+            FaultKind::StackMisaligned { sp } => write!(f, "stack pointer {sp:#x} is not 16-byte aligned"),
             FaultKind::Trap => write!(f, "trap (breakpoint)"),
             FaultKind::Arithmetic => write!(f, "arithmetic exception"),
             FaultKind::SystemCall { nr: None, .. } => write!(f, "system call from a kernel"),

@@ -33,6 +33,7 @@ use super::confine::{self, Guest as Confined, Support};
 use super::prot_delta::InForce;
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::abi::Abi;
+use crate::align;
 use crate::batch::Batch;
 use crate::image::{Arena, Image};
 use crate::protocol::{self, header, token};
@@ -50,6 +51,21 @@ const CLOSED: &str = "the reply stream closed";
 const SIGSYS_DEATH: &str = "signal: 31 (SIGSYS)";
 const REFUSED_BLOCKED: &str = "refused by the lab's seccomp filter while the guest blocked every signal (qemu-user \
      does around fork), so the guest could not report the call: it was killed by SIGSYS";
+
+/// The detail of a fault named from the reply's registers ([`ProcessBackend::misaligned`]).
+const NO_ADDRESS: &str = "the signal carried no address (si_addr 0, as for every #GP); the lab computed the operand's \
+     address from the registers of the fault reply";
+
+/// The aligned-only instructions of `image`'s kernel code whose operand address the arch row
+/// computes from a fault reply's registers; none when the driver sends no registers, or when
+/// the image cannot be disassembled (then such a fault keeps the signal's own words).
+fn aligned_only_sites(image: &Image) -> Vec<crate::disasm::Insn> {
+    if image.arch.spec().align.fault_regs.is_empty() {
+        return Vec::new();
+    }
+    let sites = align::hook_sites(image).unwrap_or_default();
+    sites.into_iter().filter(|s| matches!(s.check, align::SiteCheck::Operand(_))).map(|s| s.insn).collect()
+}
 
 /// A reply token, or why none came.
 type Reply = Result<[u64; token::REPLY_WORDS], String>;
@@ -344,6 +360,10 @@ pub struct ProcessBackend {
     /// The protection table last sent to the guest, for the delta to the next
     /// ([`stamp`](Self::stamp)), and the delta entries' allocation.
     in_force: (InForce, Vec<crate::batch::Protection>),
+    /// The kernels' aligned-only instructions whose operand address a fault reply's registers
+    /// give ([`align::hook_sites`]; empty where the driver sends no registers), to name a fault
+    /// whose signal carries no address ([`misaligned`](Self::misaligned)).
+    aligned: Vec<crate::disasm::Insn>,
 }
 
 fn syscall_len(arch: crate::variant::Arch) -> u64 {
@@ -554,6 +574,7 @@ impl ProcessBackend {
             spare_resp: (Vec::new(), Some(Vec::new())),
             lent: (0, Vec::new()),
             in_force: (InForce::default(), Vec::new()),
+            aligned: aligned_only_sites(image),
         })
     }
 
@@ -770,7 +791,26 @@ impl ProcessBackend {
             ),
             k => (k, pc),
         };
+        let (kind, detail) = match self.misaligned(&kind, pc, reply) {
+            Some(named) => (named, NO_ADDRESS.to_string()),
+            None => (kind, detail),
+        };
         Fault { kind, pc: Some(pc), call: usize::try_from(reply[token::CURRENT]).ok(), detail }
+    }
+
+    /// A fault without an address (an x86 `#GP` reports `si_addr` 0) at an aligned-only
+    /// instruction whose operand, computed from the reply's register words, is misaligned: that
+    /// is the fault ([`FaultKind::Misaligned`]).
+    fn misaligned(&self, kind: &FaultKind, pc: u64, reply: &[u64; token::REPLY_WORDS]) -> Option<FaultKind> {
+        if !matches!(kind, FaultKind::Memory { addr: Some(0) | None, .. } | FaultKind::Bus { addr: Some(0) | None }) {
+            return None;
+        }
+        let insn = self.aligned.iter().find(|i| i.addr == pc)?;
+        let spec = &self.arch.spec().align;
+        let regs = &reply[token::REGS..token::REGS + token::NREGS];
+        let mut read = |name: &str| spec.fault_regs.iter().position(|r| *r == name).and_then(|k| regs.get(k).copied());
+        let (addr, need) = align::misaligned_operand(spec, insn, &mut read)?;
+        Some(FaultKind::Misaligned { addr, need })
     }
 
     /// After a surprise in a whole entry: runs its calls again one per entry on a fresh guest,

@@ -31,6 +31,7 @@ use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unico
 use super::guest_ram::GuestRam;
 use super::icount::{BlockIcounts, BlockProfile};
 use super::{zbb, Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
+use crate::align::{self, SiteCheck};
 use crate::arch::{Arch, ReturnAddress, Trap, TrapPc, UnicornSupport};
 use crate::batch::{self, Batch, Protection, PROT_WRITE};
 use crate::image::{Arena, Image};
@@ -97,7 +98,23 @@ struct Seen {
     /// The fault in `mem` was seen in the batch's run, but the call's re-run under a memory
     /// hook did not repeat it: the kernel behaves differently when run again.
     unrepeated: bool,
+    /// An alignment rule an alignment hook saw broken ([`crate::align`]).
+    align: Option<AlignStop>,
 }
+
+/// An alignment rule broken at an instruction the lab hooks ([`crate::align::hook_sites`]):
+/// hardware faults (or the psABI is broken) where QEMU goes on.
+#[derive(Debug, Clone, Copy)]
+enum AlignStop {
+    /// sp was not 16-byte aligned at the instruction at `pc`.
+    Sp { pc: u64, sp: u64 },
+    /// The memory operand of the aligned-only instruction at `pc` was `addr`, not a multiple
+    /// of `need` bytes.
+    Operand { pc: u64, addr: u64, need: u64 },
+}
+
+/// The detail of a fault an alignment hook found.
+const ALIGN_HOOK: &str = "seen by the lab's alignment hook at the instruction";
 
 /// An MMIO access piece that touched bytes outside its buffer on exact page `page`: the bytes
 /// `[lo, hi)` (a 4-byte read stands for the aligned 8 bytes around it; a write, only its bytes
@@ -522,6 +539,7 @@ impl UnicornBackend {
         let driver_code = driver.addr..driver.addr + driver.size.max(1);
         state.borrow_mut().driver = driver_code.clone();
         Self::add_hooks(&mut uc, image.arch, &state, &zbb, driver_code, &limits)?;
+        Self::add_align_hooks(&mut uc, image, &state)?;
         let uc_page_size = uc.ctl_get_page_size().map_err(uc_err("page size"))?;
         Ok(UnicornBackend {
             uc,
@@ -845,6 +863,48 @@ impl UnicornBackend {
                 let _ = uc.emu_stop();
             })
             .map_err(uc_err("syscall hook"))?;
+        }
+        Ok(())
+    }
+
+    /// One code hook per instruction of the kernels' code that an alignment rule checks
+    /// ([`align::hook_sites`]: sp-based accesses on AArch64, calls on x86_64 and riscv64, and
+    /// aligned-only instructions): QEMU checks neither sp alignment nor (in Unicorn's x86 engine)
+    /// the operands of aligned-only SSE moves. Only those instructions pay a callback, so runs
+    /// of kernels without them cost nothing. A broken rule stops the run ([`AlignStop`]).
+    fn add_align_hooks(
+        uc: &mut Unicorn<'static, ()>,
+        image: &Image,
+        state: &Rc<RefCell<HookState>>,
+    ) -> Result<(), BackendError> {
+        let sites = align::hook_sites(image).map_err(|e| BackendError::Unicorn(format!("alignment hooks: {e}")))?;
+        let spec = image.arch.spec();
+        let (sp_reg, rules) = (spec.unicorn.sp, &spec.align);
+        for site in sites {
+            let s = Rc::clone(state);
+            let pc = site.insn.addr;
+            uc.add_code_hook(pc, pc, move |uc, addr, _| {
+                let stop = match site.check {
+                    SiteCheck::Sp => uc
+                        .reg_read(sp_reg)
+                        .ok()
+                        .filter(|sp| !sp.is_multiple_of(align::SP_ALIGN))
+                        .map(|sp| AlignStop::Sp { pc: addr, sp }),
+                    SiteCheck::Operand(_) => {
+                        let mut read = |name: &str| {
+                            let id = rules.unicorn_regs.iter().find(|(n, _)| *n == name)?.1;
+                            uc.reg_read(id).ok()
+                        };
+                        align::misaligned_operand(rules, &site.insn, &mut read)
+                            .map(|(addr_, need)| AlignStop::Operand { pc: addr, addr: addr_, need })
+                    }
+                };
+                if let Some(stop) = stop {
+                    s.borrow_mut().seen.align.get_or_insert(stop);
+                    let _ = uc.emu_stop();
+                }
+            })
+            .map_err(uc_err("alignment hook"))?;
         }
         Ok(())
     }
@@ -1208,6 +1268,13 @@ impl UnicornBackend {
     /// Turns the engine's stop into a fault, if it was one.
     fn classify(&self, result: Result<(), uc_error>, pc: u64) -> Option<(FaultKind, u64, String)> {
         let seen = self.state.borrow().seen.clone();
+        match seen.align {
+            Some(AlignStop::Sp { pc, sp }) => return Some((FaultKind::StackMisaligned { sp }, pc, ALIGN_HOOK.into())),
+            Some(AlignStop::Operand { pc, addr, need }) => {
+                return Some((FaultKind::Misaligned { addr, need }, pc, ALIGN_HOOK.into()))
+            }
+            None => {}
+        }
         if let Some(at) = seen.syscall {
             // The hook sees the pc of the `syscall`/`sysenter` itself (measured).
             return Some((FaultKind::SystemCall { nr: None, name: None }, at, String::new()));
@@ -1466,6 +1533,12 @@ impl UnicornBackend {
         loop {
             let (refused, suspect) = {
                 let st = self.state.borrow();
+                // An alignment hook's stop is the call's fault: the rest of the translation
+                // block still ran after it (`emu_stop` ends the run at the next block), and
+                // what it touched must not take its place.
+                if st.seen.align.is_some() {
+                    break;
+                }
                 (st.refused, st.seen.suspect)
             };
             if let Some(page) = refused {
