@@ -51,6 +51,11 @@ fn x86_outside_baseline(bytes: &[u8], addr: u64, baseline: &[CpuidFeature], isa:
     if i.is_invalid() {
         return Some("does not decode as x86-64".into());
     }
+    // CET's landing pads are NOPs on every x86-64 CPU without CET (Intel SDM, ENDBR64): legal
+    // in any build; compilers and perlasm put one at every function entry.
+    if matches!(i.mnemonic(), iced_x86::Mnemonic::Endbr64 | iced_x86::Mnemonic::Endbr32) {
+        return None;
+    }
     let encoding = match i.encoding() {
         EncodingKind::Legacy => "",
         EncodingKind::VEX => "VEX-encoded (AVX/BMI family), ",
@@ -134,4 +139,21 @@ pub fn unicorn_refusal(image: &Image) -> Result<Option<String>, DisasmError> {
             refuse.why
         )
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endbr64_is_legal_and_vex_code_is_judged_by_its_features() {
+        let base = [CpuidFeature::INTEL8086, CpuidFeature::SSE2];
+        assert_eq!(x86_outside_baseline(&[0xf3, 0x0f, 0x1e, 0xfa], 0, &base, "x86-64"), None, "endbr64");
+        // blsi ecx, eax (VEX.LZ.0F38 F3 /3)
+        let blsi = [0xc4, 0xe2, 0x70, 0xf3, 0xd8];
+        let why = x86_outside_baseline(&blsi, 0, &base, "x86-64").expect("BMI1 is not baseline");
+        assert_eq!(why, "VEX-encoded (AVX/BMI family), needs BMI1, not in x86-64");
+        let with_bmi1 = [CpuidFeature::INTEL8086, CpuidFeature::SSE2, CpuidFeature::BMI1];
+        assert_eq!(x86_outside_baseline(&blsi, 0, &with_bmi1, "x86-64+bmi1"), None);
+    }
 }
