@@ -190,3 +190,23 @@ fn a_kernel_that_does_not_assemble_exits_2_naming_the_build() {
     assert!(out.contains("nothing ran: no kernel could be set up"), "{out}");
     assert!(!out.contains("variant      backend"), "a table with no rows: {out}");
 }
+
+/// A report written with `--output` gets the mode the umask gives any new file: 0644 under
+/// umask 022 (a temporary file's 0600 before).
+#[test]
+fn a_report_file_gets_the_mode_of_the_umask() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("lab.json");
+    let rfc1321 = kernel_lab::paths::vectors_dir().join("md5/rfc1321.json");
+    let script = "umask 022 && exec \"$@\"";
+    let out = Command::new("sh")
+        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_lab"), "run", "--arch", "x86_64", "--backend", "unicorn"])
+        .args(["--kernel", "md5", "--no-bundled", "--vectors", rfc1321.to_str().unwrap(), "--format", "json"])
+        .args(["--output", report.to_str().unwrap()])
+        .output()
+        .expect("run lab");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = std::fs::metadata(&report).expect("report written").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "mode {mode:o}");
+}

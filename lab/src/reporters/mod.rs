@@ -118,7 +118,8 @@ pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Res
 }
 
 /// [`write`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
-/// renamed over it, so a reader never sees half a report. A `path` that is not a regular file
+/// renamed over it, so a reader never sees half a report. The file gets the mode the umask gives
+/// any new file (0644 under umask 022). A `path` that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a FIFO) is written in place: a rename would replace the device
 /// node with a file.
 ///
@@ -145,7 +146,9 @@ pub fn write_with(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new().prefix(".lab-report-").tempfile_in(dir).map_err(io)?;
+    // Mode 0666 through the umask, as any new file gets (tempfile's default is 0600).
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666);
+    let mut tmp = tempfile::Builder::new().prefix(".lab-report-").permissions(mode).tempfile_in(dir).map_err(io)?;
     render(tmp.as_file_mut())?;
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
