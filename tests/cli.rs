@@ -210,3 +210,102 @@ fn a_report_file_gets_the_mode_of_the_umask() {
     let mode = std::fs::metadata(&report).expect("report written").permissions().mode() & 0o777;
     assert_eq!(mode, 0o644, "mode {mode:o}");
 }
+
+/// `lab run` of the x86_64 MD5 kernel on Unicorn (seed 3) with `args`, as JSON: the exit status,
+/// the report (`Null` when stdout is no JSON) and stderr.
+fn x86_md5_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["run", "--arch", "x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "3"])
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .expect("run lab");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().expect("exit status"), doc, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The sets and the vector names (case names without their layout suffix) a JSON report ran,
+/// each once, in order.
+fn sets_and_vectors(doc: &serde_json::Value) -> (Vec<String>, Vec<String>) {
+    let (mut sets, mut vectors) = (Vec::new(), Vec::new());
+    for row in doc["rows"].as_array().expect("rows") {
+        let set = row["set"].as_str().unwrap().to_string();
+        if !sets.contains(&set) {
+            sets.push(set);
+        }
+        for case in row["cases"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let vector = name.split(" [").next().unwrap().split(" @+").next().unwrap().to_string();
+            if !vectors.contains(&vector) {
+                vectors.push(vector);
+            }
+        }
+    }
+    (sets, vectors)
+}
+
+/// Filters match substrings (the `--help` example `--case 'MD5("abc")'`), `=NAME` exactly and
+/// `*`/`?` as globs over the whole name.
+#[test]
+fn filters_match_substrings_exact_names_and_globs() {
+    let ran = |args: &[&str]| {
+        let (code, doc, stderr) = x86_md5_json(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        sets_and_vectors(&doc)
+    };
+    let abc = "RFC1321 A.5 #3: MD5(\"abc\")";
+    assert_eq!(ran(&["--set", "rfc1321", "--case", "MD5(\"abc\")"]), (vec!["rfc1321".into()], vec![abc.into()]));
+    assert_eq!(ran(&["--set", "=rfc1321", "--case", &format!("={abc}")]).1, [abc]);
+    let (sets, vectors) = ran(&["--set", "rfc13*", "--case", "RFC1321 A.5 #?: MD5(\"a\")"]);
+    assert_eq!((sets, vectors), (vec!["rfc1321".into()], vec!["RFC1321 A.5 #2: MD5(\"a\")".into()]));
+    // A substring selects every set containing it; the exact form only the one.
+    let (mut sets, _) = ran(&["--set", "openssl", "--case", "MD5"]);
+    sets.sort();
+    assert_eq!(sets, ["openssl", "openssl-misaligned"]);
+    assert_eq!(ran(&["--set", "=openssl", "--case", "MD5"]).0, ["openssl"]);
+    let (_, vectors) = ran(&["--set", "=openssl", "--case", "*MD5 test #?"]);
+    assert_eq!(vectors.len(), 7, "evpmd_md.txt MD5 test #1 to #7, not the MD5-SHA1 tests: {vectors:?}");
+}
+
+/// A filter pattern that matches nothing exits 2 before anything runs, naming the filter and the
+/// nearest names, not "no kernel could be set up".
+#[test]
+fn a_filter_that_matches_nothing_exits_2_naming_it_and_the_nearest_names() {
+    let (code, doc, stderr) = x86_md5_json(&["--set", "rfc1321", "--case", "MD5(\"abd\")"]);
+    assert_eq!((code, doc), (2, serde_json::Value::Null), "{stderr}");
+    assert!(
+        stderr.contains(
+            "lab run: --case `MD5(\"abd\")`: no vector or case matches (nearest: `RFC1321 A.5 #3: MD5(\"abc\")`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no kernel could be set up") && !stderr.contains("building"), "{stderr}");
+    let (code, _, stderr) = x86_md5_json(&["--set", "=openssl-misalign"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--set `=openssl-misalign`: no vector set matches (nearest: `openssl-misaligned`"),
+        "{stderr}"
+    );
+    let (code, out) = lab(&["run", "--variant", "riscv65", "--check-args"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--variant `riscv65`: no variant matches (nearest: `riscv64`"), "{out}");
+    let (code, out) = lab(&["run", "--kernel", "md6", "--check-args"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--kernel `md6`: no kernel matches (nearest: `md5`"), "{out}");
+}
+
+/// A mistyped `--vectors` path exits 2 at once, naming it, before any kernel is built or run.
+#[test]
+fn a_mistyped_vectors_path_exits_2_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("my-vectros.json");
+    let started = std::time::Instant::now();
+    let (code, out) = lab(&["run", "--vectors", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("lab run: --vectors {}: no such file or folder", missing.display())), "{out}");
+    assert!(!out.contains(" passed, ") && !out.contains("variant "), "nothing may run: {out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    let (code, out) = lab(&["run", "--kernels-dir", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("--kernels-dir {}: no such file or folder", missing.display())), "{out}");
+}

@@ -164,7 +164,7 @@ fn junit_all_cases_shows_the_failure_and_the_skip_with_the_right_counts() {
     assert!(body.contains("[value] md5_implCompress(buffered block 0): state expected"), "{body}");
     let replay = format!(
         "replay: lab run --seed 7 --kernels-dir {} --no-bundled --vectors {} --arch x86_64 --backend unicorn --kernel md5 \
-         --set rfc1321 --case 'RFC1321 A.5 #1: MD5(\"\") [guarded]'",
+         --set '=rfc1321' --case '=RFC1321 A.5 #1: MD5(\"\") [guarded]'",
         dir.path().display(),
         paths::vectors_dir().join("md5/rfc1321.json").display()
     );
@@ -272,9 +272,9 @@ fn the_replay_line_reproduces_the_findings_and_case_narrows_them() {
         .collect();
     assert_eq!(failed_cases(&narrowed), expect, "--case runs that vector's cases, drawn as in the full run");
 
-    let (code, out, _) = lab(&[&json_args[..], &["--case", "no such case"]].concat(), &[]);
+    let (code, _, stderr) = lab(&[&json_args[..], &["--case", "no such case"]].concat(), &[]);
     assert_eq!(code, 2, "a name that selects nothing is an error, not a pass");
-    assert!(out.contains("--case no such case: no vector or case of that name"), "{out}");
+    assert!(stderr.contains("--case `no such case`: no vector or case matches (nearest: "), "{stderr}");
 }
 
 #[test]
@@ -443,7 +443,7 @@ fn the_junit_replay_line_keeps_every_option_and_reproduces_the_run() {
     let body = failure.text().unwrap_or_default();
     let line = body.lines().next().and_then(|l| l.strip_prefix("replay: lab ")).expect("a replay line first");
     let kernels = format!("--kernels-dir {}", dir.path().display());
-    for option in ["--flush start", &kernels, "--no-bundled --vectors", "--backend unicorn", "--set rfc1321"] {
+    for option in ["--flush start", &kernels, "--no-bundled --vectors", "--backend unicorn", "--set '=rfc1321'"] {
         assert!(line.contains(option), "`{option}` missing from the replay line: {line}");
     }
     let args = shlex::split(line).expect("shell words");

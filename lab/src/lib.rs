@@ -10,7 +10,8 @@
 //! [`reference`] (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
 //! -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings),
 //! [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`] (differential fuzzing),
-//! [`run`] (orchestration), [`report`] and [`reporters`] (the report; JSON and JUnit output),
+//! [`filter`] (name filters of the command line), [`run`] (orchestration), [`report`] and
+//! [`reporters`] (the report; JSON and JUnit output),
 //! [`replay`] (replay command lines), [`exit`] (exit statuses), [`progress`] (events for long
 //! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`] (`lab bench`)
 //! [`doctor`] (is the set-up complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt
@@ -51,6 +52,7 @@ pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
 pub mod exit;
+pub mod filter;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;

@@ -370,7 +370,10 @@ impl Report {
             let _ = writeln!(s, "\nnote: {n}");
         }
         if p + f == 0 {
-            let why = if self.rows.is_empty() && !self.setup_errors.is_empty() {
+            let only_filters = self.setup_errors.iter().all(|e| crate::filter::is_miss(e));
+            let why = if self.rows.is_empty() && !self.setup_errors.is_empty() && only_filters {
+                "no vector or case matches the --set/--case filters (see the set-up errors above)"
+            } else if self.rows.is_empty() && !self.setup_errors.is_empty() {
                 "no kernel could be set up (see the set-up errors above)"
             } else if self.rows.is_empty() {
                 "no vector entry to run (see the notes and errors above)"

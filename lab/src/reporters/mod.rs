@@ -277,7 +277,7 @@ mod tests {
         let body = failure.text().unwrap();
         assert!(body.contains("shrunk (32 bytes):\n  [bounds] limb 2 is 0x4000000, above 2^26\n"), "{body}");
         assert!(
-            body.contains("replay: lab run --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305 --set fuzz --case shrunk"),
+            body.contains("replay: lab run --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305 --set '=fuzz' --case '=shrunk'"),
             "{body}"
         );
     }
