@@ -16,7 +16,7 @@ fn run_riscv64_without_zbb_passes_on_unicorn_and_qemu() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("riscv64      unicorn  md5") && out.contains("riscv64      qemu     md5"), "{out}");
     assert!(!out.contains("riscv64+zbb"), "--no-zbb must leave the Zbb variant out: {out}");
-    assert!(out.contains("SKIPPED riscv64 on native: native runs only the host's architecture"), "{out}");
+    assert!(out.contains("NOT APPLICABLE riscv64 on native: native runs only the host's architecture"), "{out}");
 }
 
 #[test]
@@ -191,26 +191,6 @@ fn a_kernel_that_does_not_assemble_exits_2_naming_the_build() {
     assert!(!out.contains("variant      backend"), "a table with no rows: {out}");
 }
 
-/// A report written with `--output` gets the mode the umask gives any new file: 0644 under
-/// umask 022 (a temporary file's 0600 before).
-#[test]
-fn a_report_file_gets_the_mode_of_the_umask() {
-    use std::os::unix::fs::PermissionsExt as _;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let report = dir.path().join("lab.json");
-    let rfc1321 = kernel_lab::paths::vectors_dir().join("md5/rfc1321.json");
-    let script = "umask 022 && exec \"$@\"";
-    let out = Command::new("sh")
-        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_lab"), "run", "--arch", "x86_64", "--backend", "unicorn"])
-        .args(["--kernel", "md5", "--no-bundled", "--vectors", rfc1321.to_str().unwrap(), "--format", "json"])
-        .args(["--output", report.to_str().unwrap()])
-        .output()
-        .expect("run lab");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let mode = std::fs::metadata(&report).expect("report written").permissions().mode() & 0o777;
-    assert_eq!(mode, 0o644, "mode {mode:o}");
-}
-
 /// `lab run` of the x86_64 MD5 kernel on Unicorn (seed 3) with `args`, as JSON: the exit status,
 /// the report (`Null` when stdout is no JSON) and stderr.
 fn x86_md5_json(args: &[&str]) -> (i32, serde_json::Value, String) {
@@ -308,4 +288,53 @@ fn a_mistyped_vectors_path_exits_2_before_anything_runs() {
     let (code, out) = lab(&["run", "--kernels-dir", missing.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains(&format!("--kernels-dir {}: no such file or folder", missing.display())), "{out}");
+}
+
+/// A report written with `--output` gets the mode the umask gives any new file: 0644 under
+/// umask 022 (a temporary file's 0600 before).
+#[test]
+fn a_report_file_gets_the_mode_of_the_umask() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("lab.json");
+    let rfc1321 = kernel_lab::paths::vectors_dir().join("md5/rfc1321.json");
+    let script = "umask 022 && exec \"$@\"";
+    let out = Command::new("sh")
+        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_lab"), "run", "--arch", "x86_64", "--backend", "unicorn"])
+        .args(["--kernel", "md5", "--no-bundled", "--vectors", rfc1321.to_str().unwrap(), "--format", "json"])
+        .args(["--output", report.to_str().unwrap()])
+        .output()
+        .expect("run lab");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = std::fs::metadata(&report).expect("report written").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "mode {mode:o}");
+}
+
+/// A default run restricted to riscv64 (no Zbb) on Unicorn and native, on a host of another
+/// architecture: native on riscv64 cannot exist, so it is listed once as not applicable with
+/// its reason and no case is skipped, in the human table and in the JSON report.
+#[test]
+fn native_on_another_architecture_is_not_applicable_and_nothing_is_skipped() {
+    if std::env::consts::ARCH == "riscv64" {
+        return; // native runs riscv64 there
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("lab.json");
+    let args = ["run", "--arch", "riscv64", "--no-zbb", "--backend", "unicorn,native", "--seed", "3"];
+    let (code, human) = lab(&[&args[..], &["--format", "json", "--output", json.to_str().unwrap()]].concat());
+    assert_eq!(code, 0, "{human}");
+    assert!(human.contains(" failed, 0 skipped, 1 combination not applicable (seed 3"), "{human}");
+    let reason = format!("native runs only the host's architecture ({}), not riscv64", std::env::consts::ARCH);
+    assert!(human.contains(&format!("\nNOT APPLICABLE riscv64 on native: {reason}\n")), "{human}");
+    assert_eq!(human.matches("(not applicable)").count(), 1, "one table line: {human}");
+    assert!(!human.contains("SKIPPED"), "{human}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let totals = &doc["totals"];
+    assert_eq!((totals["skipped"].as_u64(), totals["not_applicable"].as_u64()), (Some(0), Some(1)), "{totals}");
+    assert!(totals["passed"].as_u64() > Some(10_000), "every bundled case ran on Unicorn: {totals}");
+    assert_eq!(
+        doc["not_applicable"],
+        serde_json::json!([{ "variant": "riscv64", "backend": "native", "reason": reason }])
+    );
+    assert!(doc["rows"].as_array().unwrap().iter().all(|r| r["backend"] == "unicorn"), "no native row");
 }

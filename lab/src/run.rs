@@ -174,6 +174,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     assemble(cfg, &images, scans, &cells, outs, &sets, &mut report);
     report.elapsed = started.elapsed();
     report.interrupted = crate::interrupt::interrupted();
+    report.set_apart_not_applicable(&cfg.variants, &cfg.backends);
     report
 }
 
