@@ -22,8 +22,8 @@ pub struct OutputArgs {
     /// Write the report to FILE (the human table still goes to stdout).
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
-    /// JUnit test cases: `rows` = one per variant × backend × kernel × vector set, failures
-    /// listed inside (a full run: ~150 cases, kilobytes); `all` = one per case (~160,000).
+    /// JUnit test cases: `rows` = one per row of the report (variant × backend × kernel ×
+    /// vector set, or fuzz target), failures listed inside; `all` = one per case.
     #[arg(long, value_enum, default_value = "rows")]
     pub(crate) junit_cases: JunitCases,
 }

@@ -40,11 +40,11 @@ impl Format {
 /// How many JUnit test cases the rows become (`--junit-cases`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum JunitCases {
-    /// One per variant × backend × kernel × set, failures listed inside (capped with a
-    /// count); a variant × backend skipped whole is one skipped case. A full run: ~150 cases.
+    /// One per row (variant × backend × kernel × set, or fuzz target), failures listed inside
+    /// (capped with a count); a variant × backend skipped whole is one skipped case.
     #[default]
     Rows,
-    /// One per case (a full run: ~160,000 cases, tens of MB).
+    /// One per case.
     All,
 }
 
