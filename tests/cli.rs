@@ -158,8 +158,9 @@ fn list_speaks_json_with_the_same_format_option() {
 }
 
 /// `lab fuzz` exits with the status its JSON report states ([`kernel_lab::exit::ExitCode`]):
-/// a campaign where every target was skipped tested nothing, so it is a set-up error (2) like a
-/// `lab run` where nothing ran, not a pass.
+/// a campaign where no target could exist (native on another architecture: not applicable,
+/// nothing skipped) tested nothing, so it is a set-up error (2) like a `lab run` where nothing
+/// ran, not a pass.
 #[test]
 fn fuzz_exits_with_the_status_its_json_report_states() {
     let foreign = if std::env::consts::ARCH == "riscv64" { "aarch64" } else { "riscv64" };
@@ -168,7 +169,12 @@ fn fuzz_exits_with_the_status_its_json_report_states() {
         .output()
         .expect("run lab");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
-    assert_eq!((doc["status"].as_str(), doc["totals"]["skipped"].as_u64()), (Some("setup-error"), Some(4)));
+    let combos = kernel_lab::variant::VARIANTS.iter().filter(|v| v.arch.name() == foreign).count() as u64;
+    let totals = &doc["totals"];
+    assert_eq!((doc["status"].as_str(), totals["skipped"].as_u64()), (Some("setup-error"), Some(0)), "{doc}");
+    assert_eq!(totals["not_applicable"].as_u64(), Some(combos), "one per variant × backend, not per kernel: {doc}");
+    assert_eq!(doc["rows"].as_array().map(Vec::len), Some(0), "{doc}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("native   md5       not applicable: native runs only"));
     assert_eq!(out.status.code(), doc["exit_code"].as_i64().map(|c| c as i32));
     assert_eq!(out.status.code(), Some(2));
 }
