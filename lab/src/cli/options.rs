@@ -321,6 +321,14 @@ pub(crate) fn check_input(option: &str, path: &Path, expect: Expect) -> Result<(
         (Expect::Dir, false) => return Err(fail("not a folder".into())),
         _ => {}
     }
-    let opened = if meta.is_dir() { std::fs::read_dir(path).map(drop) } else { std::fs::File::open(path).map(drop) };
+    // Only folders and regular files are opened: opening a FIFO would wait for a writer (the
+    // loaders refuse what is not a regular file, naming it).
+    let opened = if meta.is_dir() {
+        std::fs::read_dir(path).map(drop)
+    } else if meta.is_file() {
+        std::fs::File::open(path).map(drop)
+    } else {
+        Ok(())
+    };
     opened.map_err(|e| fail(format!("cannot read it: {e}")))
 }
