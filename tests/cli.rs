@@ -16,7 +16,7 @@ fn run_riscv64_without_zbb_passes_on_unicorn_and_qemu() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("riscv64      unicorn  md5") && out.contains("riscv64      qemu     md5"), "{out}");
     assert!(!out.contains("riscv64+zbb"), "--no-zbb must leave the Zbb variant out: {out}");
-    assert!(out.contains("SKIPPED riscv64 on native: native runs only the host's architecture"), "{out}");
+    assert!(out.contains("NOT APPLICABLE riscv64 on native: native runs only the host's architecture"), "{out}");
 }
 
 #[test]
@@ -158,8 +158,9 @@ fn list_speaks_json_with_the_same_format_option() {
 }
 
 /// `lab fuzz` exits with the status its JSON report states ([`kernel_lab::exit::ExitCode`]):
-/// a campaign where every target was skipped tested nothing, so it is a set-up error (2) like a
-/// `lab run` where nothing ran, not a pass.
+/// a campaign where no target could exist (native on another architecture: not applicable,
+/// nothing skipped) tested nothing, so it is a set-up error (2) like a `lab run` where nothing
+/// ran, not a pass.
 #[test]
 fn fuzz_exits_with_the_status_its_json_report_states() {
     let foreign = if std::env::consts::ARCH == "riscv64" { "aarch64" } else { "riscv64" };
@@ -168,7 +169,12 @@ fn fuzz_exits_with_the_status_its_json_report_states() {
         .output()
         .expect("run lab");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
-    assert_eq!((doc["status"].as_str(), doc["totals"]["skipped"].as_u64()), (Some("setup-error"), Some(4)));
+    let combos = kernel_lab::variant::VARIANTS.iter().filter(|v| v.arch.name() == foreign).count() as u64;
+    let totals = &doc["totals"];
+    assert_eq!((doc["status"].as_str(), totals["skipped"].as_u64()), (Some("setup-error"), Some(0)), "{doc}");
+    assert_eq!(totals["not_applicable"].as_u64(), Some(combos), "one per variant × backend, not per kernel: {doc}");
+    assert_eq!(doc["rows"].as_array().map(Vec::len), Some(0), "{doc}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("native   md5       not applicable: native runs only"));
     assert_eq!(out.status.code(), doc["exit_code"].as_i64().map(|c| c as i32));
     assert_eq!(out.status.code(), Some(2));
 }
@@ -189,4 +195,152 @@ fn a_kernel_that_does_not_assemble_exits_2_naming_the_build() {
     assert!(!out.contains("riscv64: building riscv64"), "{out}");
     assert!(out.contains("nothing ran: no kernel could be set up"), "{out}");
     assert!(!out.contains("variant      backend"), "a table with no rows: {out}");
+}
+
+/// `lab run` of the x86_64 MD5 kernel on Unicorn (seed 3) with `args`, as JSON: the exit status,
+/// the report (`Null` when stdout is no JSON) and stderr.
+fn x86_md5_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["run", "--arch", "x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "3"])
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .expect("run lab");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().expect("exit status"), doc, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The sets and the vector names (case names without their layout suffix) a JSON report ran,
+/// each once, in order.
+fn sets_and_vectors(doc: &serde_json::Value) -> (Vec<String>, Vec<String>) {
+    let (mut sets, mut vectors) = (Vec::new(), Vec::new());
+    for row in doc["rows"].as_array().expect("rows") {
+        let set = row["set"].as_str().unwrap().to_string();
+        if !sets.contains(&set) {
+            sets.push(set);
+        }
+        for case in row["cases"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let vector = name.split(" [").next().unwrap().split(" @+").next().unwrap().to_string();
+            if !vectors.contains(&vector) {
+                vectors.push(vector);
+            }
+        }
+    }
+    (sets, vectors)
+}
+
+/// Filters match substrings (the `--help` example `--case 'MD5("abc")'`), `=NAME` exactly and
+/// `*`/`?` as globs over the whole name.
+#[test]
+fn filters_match_substrings_exact_names_and_globs() {
+    let ran = |args: &[&str]| {
+        let (code, doc, stderr) = x86_md5_json(args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        sets_and_vectors(&doc)
+    };
+    let abc = "RFC1321 A.5 #3: MD5(\"abc\")";
+    assert_eq!(ran(&["--set", "rfc1321", "--case", "MD5(\"abc\")"]), (vec!["rfc1321".into()], vec![abc.into()]));
+    assert_eq!(ran(&["--set", "=rfc1321", "--case", &format!("={abc}")]).1, [abc]);
+    let (sets, vectors) = ran(&["--set", "rfc13*", "--case", "RFC1321 A.5 #?: MD5(\"a\")"]);
+    assert_eq!((sets, vectors), (vec!["rfc1321".into()], vec!["RFC1321 A.5 #2: MD5(\"a\")".into()]));
+    // A substring selects every set containing it; the exact form only the one.
+    let (mut sets, _) = ran(&["--set", "openssl", "--case", "MD5"]);
+    sets.sort();
+    assert_eq!(sets, ["openssl", "openssl-misaligned"]);
+    assert_eq!(ran(&["--set", "=openssl", "--case", "MD5"]).0, ["openssl"]);
+    let (_, vectors) = ran(&["--set", "=openssl", "--case", "*MD5 test #?"]);
+    assert_eq!(vectors.len(), 7, "evpmd_md.txt MD5 test #1 to #7, not the MD5-SHA1 tests: {vectors:?}");
+}
+
+/// A filter pattern that matches nothing exits 2 before anything runs, naming the filter and the
+/// nearest names, not "no kernel could be set up".
+#[test]
+fn a_filter_that_matches_nothing_exits_2_naming_it_and_the_nearest_names() {
+    let (code, doc, stderr) = x86_md5_json(&["--set", "rfc1321", "--case", "MD5(\"abd\")"]);
+    assert_eq!((code, doc), (2, serde_json::Value::Null), "{stderr}");
+    assert!(
+        stderr.contains(
+            "lab run: --case `MD5(\"abd\")`: no vector or case matches (nearest: `RFC1321 A.5 #3: MD5(\"abc\")`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no kernel could be set up") && !stderr.contains("building"), "{stderr}");
+    let (code, _, stderr) = x86_md5_json(&["--set", "=openssl-misalign"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--set `=openssl-misalign`: no vector set matches (nearest: `openssl-misaligned`"),
+        "{stderr}"
+    );
+    let (code, out) = lab(&["run", "--variant", "riscv65", "--check-args"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--variant `riscv65`: no variant matches (nearest: `riscv64`"), "{out}");
+    let (code, out) = lab(&["run", "--kernel", "md6", "--check-args"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--kernel `md6`: no kernel matches (nearest: `md5`"), "{out}");
+}
+
+/// A mistyped `--vectors` path exits 2 at once, naming it, before any kernel is built or run.
+#[test]
+fn a_mistyped_vectors_path_exits_2_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("my-vectros.json");
+    let started = std::time::Instant::now();
+    let (code, out) = lab(&["run", "--vectors", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("lab run: --vectors {}: no such file or folder", missing.display())), "{out}");
+    assert!(!out.contains(" passed, ") && !out.contains("variant "), "nothing may run: {out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    let (code, out) = lab(&["run", "--kernels-dir", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("--kernels-dir {}: no such file or folder", missing.display())), "{out}");
+}
+
+/// A report written with `--output` gets the mode the umask gives any new file: 0644 under
+/// umask 022 (a temporary file's 0600 before).
+#[test]
+fn a_report_file_gets_the_mode_of_the_umask() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("lab.json");
+    let rfc1321 = kernel_lab::paths::vectors_dir().join("md5/rfc1321.json");
+    let script = "umask 022 && exec \"$@\"";
+    let out = Command::new("sh")
+        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_lab"), "run", "--arch", "x86_64", "--backend", "unicorn"])
+        .args(["--kernel", "md5", "--no-bundled", "--vectors", rfc1321.to_str().unwrap(), "--format", "json"])
+        .args(["--output", report.to_str().unwrap()])
+        .output()
+        .expect("run lab");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = std::fs::metadata(&report).expect("report written").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "mode {mode:o}");
+}
+
+/// A default run restricted to riscv64 (no Zbb) on Unicorn and native, on a host of another
+/// architecture: native on riscv64 cannot exist, so it is listed once as not applicable with
+/// its reason and no case is skipped, in the human table and in the JSON report.
+#[test]
+fn native_on_another_architecture_is_not_applicable_and_nothing_is_skipped() {
+    if std::env::consts::ARCH == "riscv64" {
+        return; // native runs riscv64 there
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("lab.json");
+    let args = ["run", "--arch", "riscv64", "--no-zbb", "--backend", "unicorn,native", "--seed", "3"];
+    let (code, human) = lab(&[&args[..], &["--format", "json", "--output", json.to_str().unwrap()]].concat());
+    assert_eq!(code, 0, "{human}");
+    assert!(human.contains(" failed, 0 skipped, 1 combination not applicable (seed 3"), "{human}");
+    let reason = format!("native runs only the host's architecture ({}), not riscv64", std::env::consts::ARCH);
+    assert!(human.contains(&format!("\nNOT APPLICABLE riscv64 on native: {reason}\n")), "{human}");
+    assert_eq!(human.matches("(not applicable)").count(), 1, "one table line: {human}");
+    assert!(!human.contains("SKIPPED"), "{human}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let totals = &doc["totals"];
+    assert_eq!((totals["skipped"].as_u64(), totals["not_applicable"].as_u64()), (Some(0), Some(1)), "{totals}");
+    assert!(totals["passed"].as_u64() > Some(10_000), "every bundled case ran on Unicorn: {totals}");
+    assert_eq!(
+        doc["not_applicable"],
+        serde_json::json!([{ "variant": "riscv64", "backend": "native", "reason": reason }])
+    );
+    assert!(doc["rows"].as_array().unwrap().iter().all(|r| r["backend"] == "unicorn"), "no native row");
 }

@@ -146,7 +146,7 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
         let what = format!("{} {} on {}", r.kernel, r.variant, r.backend);
         match &r.outcome {
             Outcome::Clean => assert_eq!(r.cases, 256, "{what}"),
-            Outcome::Skipped(why) => assert!(r.backend.supports(variant(r.variant)).is_err(), "{what}: {why}"),
+            Outcome::NotApplicable(why) => assert!(r.backend.applicable(variant(r.variant)).is_err(), "{what}: {why}"),
             other => panic!("{what}: {other:?}"),
         }
     }

@@ -1,6 +1,7 @@
 //! The JSON and JUnit reports of `lab run` as CI reads them: a failure (a kernel with one MD5
-//! rotate amount changed) and a skip (aarch64 on native) appear as such, with the right
-//! counts, in XML that follows the JUnit schema's structure, and JSON with its schema fields.
+//! rotate amount changed) and a combination that cannot exist (aarch64 on native, not a skip)
+//! appear as such, with the right counts, in XML that follows the JUnit schema's structure, and
+//! JSON with its schema fields.
 
 use std::path::Path;
 use std::process::Command;
@@ -28,7 +29,7 @@ fn lab(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 }
 
 /// `lab run` over aarch64 and the broken x86_64 on Unicorn and native, RFC 1321 only: aarch64
-/// passes on Unicorn and is skipped on native, x86_64 fails on both. `extra` adds the format
+/// passes on Unicorn and is not applicable on native, x86_64 fails on both. `extra` adds the format
 /// options.
 fn broken_run(kernels: &Path, extra: &[&str]) -> (i32, String, String) {
     let rfc1321 = paths::vectors_dir().join("md5/rfc1321.json");
@@ -54,6 +55,27 @@ fn broken_run(kernels: &Path, extra: &[&str]) -> (i32, String, String) {
     ];
     args.extend_from_slice(extra);
     lab(&args, &[])
+}
+
+/// The JUnit report lists aarch64 on native once, as a property of the suite `not applicable`
+/// with the reason, and has no test case of it (not a skip).
+fn assert_not_applicable(doc: &roxmltree::Document) {
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite") && n.attribute("name") == Some("not applicable"))
+        .expect("a `not applicable` suite");
+    let props: Vec<(&str, &str)> = suite
+        .descendants()
+        .filter(|n| n.has_tag_name("property"))
+        .map(|p| (p.attribute("name").unwrap(), p.attribute("value").unwrap()))
+        .collect();
+    assert_eq!(props.len(), 1, "{props:?}");
+    assert_eq!(props[0].0, "aarch64 on native");
+    assert!(props[0].1.starts_with(SKIP_REASON), "{props:?}");
+    let native_cases = doc.descendants().filter(|n| {
+        n.has_tag_name("testcase") && n.attribute("classname").is_some_and(|c| c.starts_with("aarch64.native"))
+    });
+    assert_eq!(native_cases.count(), 0, "no test case for a combination that cannot exist");
 }
 
 fn attr<T: std::str::FromStr>(n: roxmltree::Node, name: &str) -> T {
@@ -130,7 +152,8 @@ fn junit_all_cases_shows_the_failure_and_the_skip_with_the_right_counts() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     // With --output the human table still goes to stdout, without colour on a pipe.
     let n = rfc1321_cases();
-    assert!(stdout.contains(&format!("{n} passed, {} failed, {n} skipped (seed 7", 2 * n)), "{stdout}");
+    let verdict = format!("{n} passed, {} failed, 0 skipped, 1 combination not applicable (seed 7", 2 * n);
+    assert!(stdout.contains(&verdict), "{stdout}");
     assert!(!stdout.contains('\x1b'), "colour on a pipe: {stdout:?}");
 
     let xml = std::fs::read_to_string(&xml_path).expect("JUnit file written");
@@ -140,9 +163,9 @@ fn junit_all_cases_shows_the_failure_and_the_skip_with_the_right_counts() {
         suites,
         vec![
             ("aarch64 on unicorn".to_string(), n, 0, 0, 0),
-            ("aarch64 on native".to_string(), n, 0, 0, n),
             ("x86_64 on unicorn".to_string(), n, n, 0, 0),
             ("x86_64 on native".to_string(), n, n, 0, 0),
+            ("not applicable".to_string(), 0, 0, 0, 0),
         ]
     );
 
@@ -164,15 +187,13 @@ fn junit_all_cases_shows_the_failure_and_the_skip_with_the_right_counts() {
     assert!(body.contains("[value] md5_implCompress(buffered block 0): state expected"), "{body}");
     let replay = format!(
         "replay: lab run --seed 7 --kernels-dir {} --no-bundled --vectors {} --arch x86_64 --backend unicorn --kernel md5 \
-         --set rfc1321 --case 'RFC1321 A.5 #1: MD5(\"\") [guarded]'",
+         --set '=rfc1321' --case '=RFC1321 A.5 #1: MD5(\"\") [guarded]'",
         dir.path().display(),
         paths::vectors_dir().join("md5/rfc1321.json").display()
     );
     assert!(body.contains(&replay), "{replay}\n{body}");
 
-    let skipped = case("aarch64.native.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\") [guarded]");
-    let skip = elements(skipped).find(|n| n.has_tag_name("skipped")).expect("<skipped>");
-    assert!(skip.attribute("message").unwrap().starts_with(SKIP_REASON), "{skip:?}");
+    assert_not_applicable(&doc);
 
     let passed = case("aarch64.unicorn.md5.rfc1321", "RFC1321 A.5 #3: MD5(\"abc\") @+2");
     assert_eq!(elements(passed).count(), 0, "a passed case has no outcome element");
@@ -189,9 +210,9 @@ fn default_junit_has_one_case_per_row_and_one_skip_per_cell() {
         suites,
         vec![
             ("aarch64 on unicorn".to_string(), 1, 0, 0, 0),
-            ("aarch64 on native".to_string(), 1, 0, 0, 1),
             ("x86_64 on unicorn".to_string(), 1, 1, 0, 0),
             ("x86_64 on native".to_string(), 1, 1, 0, 0),
+            ("not applicable".to_string(), 0, 0, 0, 0),
         ]
     );
     let cases: Vec<(&str, &str)> = doc
@@ -201,13 +222,9 @@ fn default_junit_has_one_case_per_row_and_one_skip_per_cell() {
         .collect();
     assert_eq!(
         cases,
-        [
-            ("aarch64.unicorn.md5", "rfc1321"),
-            ("aarch64.native", "all kernels and sets"),
-            ("x86_64.unicorn.md5", "rfc1321"),
-            ("x86_64.native.md5", "rfc1321")
-        ]
+        [("aarch64.unicorn.md5", "rfc1321"), ("x86_64.unicorn.md5", "rfc1321"), ("x86_64.native.md5", "rfc1321")]
     );
+    assert_not_applicable(&doc);
     let n = rfc1321_cases();
     let failure = doc.descendants().find(|n| n.has_tag_name("failure")).expect("<failure>");
     let message = failure.attribute("message").unwrap();
@@ -272,9 +289,9 @@ fn the_replay_line_reproduces_the_findings_and_case_narrows_them() {
         .collect();
     assert_eq!(failed_cases(&narrowed), expect, "--case runs that vector's cases, drawn as in the full run");
 
-    let (code, out, _) = lab(&[&json_args[..], &["--case", "no such case"]].concat(), &[]);
+    let (code, _, stderr) = lab(&[&json_args[..], &["--case", "no such case"]].concat(), &[]);
     assert_eq!(code, 2, "a name that selects nothing is an error, not a pass");
-    assert!(out.contains("--case no such case: no vector or case of that name"), "{out}");
+    assert!(stderr.contains("--case `no such case`: no vector or case matches (nearest: "), "{stderr}");
 }
 
 #[test]
@@ -317,7 +334,7 @@ fn the_report_is_the_same_for_any_number_of_jobs() {
             without_times(&json)
         };
         let one = run("1");
-        assert!(one["rows"].as_array().is_some_and(|r| r.len() == 4), "{one}");
+        assert!(one["rows"].as_array().is_some_and(|r| r.len() == 3), "aarch64 on native has no row: {one}");
         assert_eq!(one, run("4"), "{extra:?}: --jobs 1 and --jobs 4 differ");
     }
 }
@@ -336,7 +353,8 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         (Some("run"), Some("failed"), Some(1))
     );
     let n = rfc1321_cases() as u64;
-    assert_eq!(doc["totals"], serde_json::json!({"passed": n, "failed": 2 * n, "skipped": n, "disagreed": 0}));
+    let totals = serde_json::json!({"passed": n, "failed": 2 * n, "skipped": 0, "disagreed": 0, "not_applicable": 1});
+    assert_eq!(doc["totals"], totals);
     assert!(doc["elapsed_s"].as_f64().unwrap() > 0.0);
 
     let rows = doc["rows"].as_array().unwrap();
@@ -349,12 +367,7 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         .collect();
     assert_eq!(
         cells,
-        vec![
-            ("aarch64", "unicorn", n, 0, 0),
-            ("aarch64", "native", 0, 0, n),
-            ("x86_64", "unicorn", 0, n, 0),
-            ("x86_64", "native", 0, n, 0)
-        ]
+        vec![("aarch64", "unicorn", n, 0, 0), ("x86_64", "unicorn", 0, n, 0), ("x86_64", "native", 0, n, 0)]
     );
     for r in rows {
         let cases = r["cases"].as_array().unwrap();
@@ -362,16 +375,18 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
         let outcome = match (r["passed"].as_u64(), r["failed"].as_u64()) {
             (Some(p), _) if p == n => "passed",
             (_, Some(f)) if f == n => "failed",
-            _ => "skipped",
+            _ => panic!("a row neither passed nor failed whole: {r}"),
         };
         assert!(cases.iter().all(|c| c["outcome"] == outcome), "{r}");
     }
-    let failed = &rows[2]["cases"][0];
+    let failed = &rows[1]["cases"][0];
     assert_eq!(failed["name"], "RFC1321 A.5 #1: MD5(\"\") [guarded]");
     assert_eq!(failed["findings"][0]["class"], "value");
     assert!(failed["findings"][0]["text"].as_str().unwrap().contains("state expected [d98c1dd4"), "{failed}");
-    assert!(rows[1]["cases"][0]["skip_reason"].as_str().unwrap().starts_with(SKIP_REASON));
-    assert!(rows[1]["skip_reason"].as_str().unwrap().starts_with(SKIP_REASON));
+    let na = &doc["not_applicable"];
+    assert_eq!((na[0]["variant"].as_str(), na[0]["backend"].as_str()), (Some("aarch64"), Some("native")), "{na}");
+    assert!(na[0]["reason"].as_str().unwrap().starts_with(SKIP_REASON), "{na}");
+    assert_eq!(na.as_array().map(Vec::len), Some(1), "{na}");
 }
 
 #[test]
@@ -443,7 +458,7 @@ fn the_junit_replay_line_keeps_every_option_and_reproduces_the_run() {
     let body = failure.text().unwrap_or_default();
     let line = body.lines().next().and_then(|l| l.strip_prefix("replay: lab ")).expect("a replay line first");
     let kernels = format!("--kernels-dir {}", dir.path().display());
-    for option in ["--flush start", &kernels, "--no-bundled --vectors", "--backend unicorn", "--set rfc1321"] {
+    for option in ["--flush start", &kernels, "--no-bundled --vectors", "--backend unicorn", "--set '=rfc1321'"] {
         assert!(line.contains(option), "`{option}` missing from the replay line: {line}");
     }
     let args = shlex::split(line).expect("shell words");

@@ -486,6 +486,9 @@ pub enum Outcome {
     Failed(Box<Failure>),
     /// The backend cannot run the variant, or the image lacks the kernel.
     Skipped(String),
+    /// The backend and the variant cannot exist together on this host (native on another
+    /// architecture, [`crate::backend::BackendKind::applicable`]): nothing was skipped.
+    NotApplicable(String),
     /// Building, loading or running failed.
     Error(String),
 }
@@ -736,6 +739,10 @@ fn plan_variant(
                 outcome,
                 image_findings: findings.clone(),
             };
+            if let Err(why) = kind.applicable(variant) {
+                out.push(result(Outcome::NotApplicable(why)));
+                continue;
+            }
             let image = match (&image, scan_errors.first()) {
                 (Ok(i), None) => i,
                 (Err(e), _) | (Ok(_), Some(e)) => {
@@ -1086,23 +1093,32 @@ fn write_failure(
 
 /// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row
 /// per target (set `fuzz`) holding one case, the campaign, which passed, failed with the
-/// shrunk case's findings and file, or was skipped with its reason.
+/// shrunk case's findings and file, or was skipped with its reason. A variant × backend that
+/// cannot exist on this host has no row: it is listed once in the report's `not_applicable`.
 pub fn to_report(
     results: &[TargetResult],
     seed: u64,
     shard: (u64, u64),
     elapsed: std::time::Duration,
 ) -> crate::report::Report {
-    use crate::report::{CaseOutcome, Report, Row, Verdict};
+    use crate::report::{CaseOutcome, NotApplicable, Report, Row, Verdict};
+    let mut not_applicable: Vec<NotApplicable> = Vec::new();
+    for r in results {
+        let Outcome::NotApplicable(reason) = &r.outcome else { continue };
+        if !not_applicable.iter().any(|n| n.variant == r.variant && n.backend == r.backend) {
+            not_applicable.push(NotApplicable { variant: r.variant, backend: r.backend, reason: reason.clone() });
+        }
+    }
     let rows = results
         .iter()
+        .filter(|r| !matches!(r.outcome, Outcome::NotApplicable(_)))
         .map(|r| {
             // No seed, shard or case count in the name: they change every night, and CI
             // viewers follow a test's history by its name.
             let name = "differential fuzzing".to_string();
             let verdict = match &r.outcome {
                 Outcome::Clean => Verdict::Passed,
-                Outcome::Skipped(why) => Verdict::Skipped(why.clone()),
+                Outcome::Skipped(why) | Outcome::NotApplicable(why) => Verdict::Skipped(why.clone()),
                 Outcome::Error(e) => Verdict::Failed(vec![Finding::new(Class::NotRun, e.clone())]),
                 Outcome::Failed(f) => {
                     let mut findings = f.findings.clone();
@@ -1139,7 +1155,7 @@ pub fn to_report(
         }
     }
     let interrupted = crate::interrupt::interrupted();
-    Report { rows, seed, elapsed, image_findings, interrupted, ..Report::default() }
+    Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, ..Report::default() }
 }
 
 #[cfg(test)]

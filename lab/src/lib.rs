@@ -10,7 +10,9 @@
 //! [`reference`] (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
 //! -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings),
 //! [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`] (differential fuzzing),
-//! [`run`] (orchestration; [`run::compare`] puts every case to [`vote`] across backends), [`report`] and [`reporters`] (the report; JSON and JUnit output),
+//! [`filter`] (name filters of the command line), [`run`] (orchestration; [`run::compare`]
+//! puts every case to [`vote`] across backends), [`report`] and [`reporters`] (the report; JSON
+//! and JUnit output),
 //! [`replay`] (replay command lines), [`exit`] (exit statuses), [`progress`] (events for long
 //! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`] (`lab bench`)
 //! [`doctor`] (is the set-up complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt
@@ -53,6 +55,7 @@ pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
 pub mod exit;
+pub mod filter;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;

@@ -2,7 +2,9 @@
 //! (human, JUnit, `lab fuzz`'s text and the vector files it writes) prints lines built here, so
 //! a replay carries every option that decides the findings: the seed, `--kernels-dir`,
 //! `--vectors`, `--no-bundled`, `--flush`, the budgets, `$KERNEL_LAB_ROOT`, and the row's
-//! variant (`--zbb`/`--no-zbb` included), backend, kernel and set.
+//! variant (`--zbb`/`--no-zbb` included), backend, kernel and set. Set, case and user variant
+//! names are written in their exact form (`--set '=rfc1321'`, [`crate::filter`]): the line selects
+//! that name only, never another that contains it.
 
 use std::path::Path;
 
@@ -90,16 +92,16 @@ impl Replay {
             Some(v) => words.push(format!("--arch {}", v.arch)),
             // A user's kernel (manifest or --object): its variant by name.
             None if !self.options.iter().any(|(n, _)| n == "--variant") => {
-                words.push(format!("--variant {}", quote(variant)))
+                words.push(format!("--variant {}", quote(&format!("={variant}"))))
             }
             None => {}
         }
         words.push(format!("--backend {backend} --kernel {kernel}"));
         if let Some(set) = set {
-            words.push(format!("--set {}", quote(set)));
+            words.push(format!("--set {}", quote(&format!("={set}"))));
         }
         if let Some(case) = case {
-            words.push(format!("--case {}", quote(case)));
+            words.push(format!("--case {}", quote(&format!("={case}"))));
         }
         words.join(" ")
     }
@@ -122,7 +124,7 @@ mod tests {
         assert_eq!(
             line,
             "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --zbb --backend qemu \
-             --kernel md5 --set jtreg --case \"1M 'a'\""
+             --kernel md5 --set '=jtreg' --case \"=1M 'a'\""
         );
         assert_eq!(
             r.fuzz_target("riscv64", BackendKind::Unicorn, Kernel::Md5),

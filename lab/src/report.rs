@@ -11,6 +11,9 @@ use crate::finding::{Class, Finding};
 use crate::variant::{Kernel, Variant};
 use crate::vectors::{VectorError, VectorSet};
 
+mod not_applicable;
+pub use not_applicable::NotApplicable;
+
 /// A case that failed, with what went wrong.
 #[derive(Debug, Clone)]
 pub struct CaseFailure {
@@ -246,6 +249,9 @@ pub struct Report {
     pub interrupted: Option<i32>,
     /// The run's replay options ([`crate::replay`]); `None`: the seed alone replays it.
     pub replay: Option<crate::replay::Replay>,
+    /// Variant × backend combinations that cannot exist on this host, listed once each and
+    /// counted apart from skips ([`Report::set_apart_not_applicable`]); they have no rows.
+    pub not_applicable: Vec<NotApplicable>,
 }
 
 impl Report {
@@ -349,6 +355,7 @@ impl Report {
                 );
             }
         }
+        self.write_not_applicable_rows(&mut s, vw, sw);
         self.write_bounds_legend(&mut s);
         // Findings about a whole image first: they usually explain the failures below them.
         for f in &self.image_findings {
@@ -358,6 +365,7 @@ impl Report {
         self.write_failures(&mut s, paint);
         self.write_disagreements(&mut s, paint);
         self.write_skips(&mut s, paint);
+        self.write_not_applicable(&mut s, paint);
         if list_vector_errors {
             for e in &self.vector_errors {
                 let _ = writeln!(s, "\n{}: {e}", paint.apply(FAIL, "vector file error"));
@@ -386,8 +394,13 @@ impl Report {
             let _ = writeln!(s, "\nnote: {n}");
         }
         if p + f == 0 {
-            let why = if self.rows.is_empty() && !self.setup_errors.is_empty() {
+            let only_filters = self.setup_errors.iter().all(|e| crate::filter::is_miss(e));
+            let why = if self.rows.is_empty() && !self.setup_errors.is_empty() && only_filters {
+                "no vector or case matches the --set/--case filters (see the set-up errors above)"
+            } else if self.rows.is_empty() && !self.setup_errors.is_empty() {
                 "no kernel could be set up (see the set-up errors above)"
+            } else if self.rows.is_empty() && !self.not_applicable.is_empty() {
+                "every selected variant × backend is not applicable on this host (see above)"
             } else if self.rows.is_empty() {
                 "no vector entry to run (see the notes and errors above)"
             } else {
@@ -395,7 +408,7 @@ impl Report {
             };
             let _ = writeln!(s, "\nnothing ran: {why}");
         }
-        let mut verdict = format!("{p} passed, {f} failed, {k} skipped");
+        let mut verdict = format!("{p} passed, {f} failed, {k} skipped{}", self.not_applicable_note());
         let (blamed, no_majority) = self.blamed();
         if !blamed.is_empty() {
             let each: Vec<String> = blamed.iter().map(|(b, n)| format!("{b} {n}")).collect();

@@ -102,12 +102,14 @@ pub fn load_sets(cfg: &RunConfig) -> LoadedSets {
 /// Which sets and cases run, and whether the run stops at the first failure.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    /// Vector set names to run (empty: every set).
+    /// Patterns of the vector sets to run (empty: every set), matched as [`crate::filter`]
+    /// says: substrings, `=NAME` exactly, `*`/`?` as globs.
     pub sets: Vec<String>,
-    /// Vector or case names to run (empty: all). A vector runs whole (every case of it) when
-    /// its name or one of its case names is listed; each case's random draws depend only on
-    /// the seed, set, vector index and case (never the variant, the backend or other cases),
-    /// so the narrowed run repeats the full run's cases.
+    /// Patterns of the vectors or cases to run (empty: all), matched as `sets` are. A vector
+    /// runs whole (every case of it) when its name or one of its case names matches; each
+    /// case's random draws depend only on the seed, set, vector index and case (never the
+    /// variant, the backend, the filter or other cases), so the narrowed run repeats the full
+    /// run's cases.
     pub cases: Vec<String>,
     /// After the first row with a failed case, the remaining rows are skipped with the reason.
     pub fail_fast: bool,
@@ -174,6 +176,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     assemble(cfg, &images, scans, &cells, outs, &sets, &mut report);
     report.elapsed = started.elapsed();
     report.interrupted = crate::interrupt::interrupted();
+    report.set_apart_not_applicable(&cfg.variants, &cfg.backends);
     report
 }
 
@@ -403,31 +406,13 @@ fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[Vec
     backends * sets.iter().filter(runs).map(cases_in).sum::<usize>()
 }
 
-/// Keeps the sets and vectors `filter` selects; a `--set` or `--case` name that selects
-/// nothing is a set-up error naming what exists, so a mistyped name never passes as "0 failed".
+/// Keeps the sets and vectors `filter` selects ([`crate::filter::select`]: names match as
+/// substrings, `=NAME` exactly, `*`/`?` as globs); a `--set` or `--case` pattern that selects
+/// nothing is a set-up error naming the nearest names, so a mistyped name never passes as
+/// "0 failed".
 fn apply_filter(filter: &Filter, sets: Vec<VectorSet>, report: &mut Report) -> Vec<VectorSet> {
-    for name in filter.sets.iter().filter(|n| !sets.iter().any(|s| &&s.set == n)) {
-        let mut known: Vec<&str> = sets.iter().map(|s| s.set.as_str()).collect();
-        known.sort_unstable();
-        known.dedup();
-        report.setup_errors.push(format!("--set {name}: no such vector set (sets here: {})", known.join(", ")));
-    }
-    let mut sets: Vec<VectorSet> =
-        sets.into_iter().filter(|s| filter.sets.is_empty() || filter.sets.contains(&s.set)).collect();
-    if filter.cases.is_empty() {
-        return sets;
-    }
-    let selected = |v: &vectors::Vector| filter.cases.iter().any(|c| *c == v.name || plan::case_names(v).contains(c));
-    for name in &filter.cases {
-        let hit = sets.iter().flat_map(|s| &s.vectors).any(|v| *name == v.name || plan::case_names(v).contains(name));
-        if !hit {
-            report.setup_errors.push(format!("--case {name}: no vector or case of that name in the selected sets"));
-        }
-    }
-    for s in &mut sets {
-        s.vectors.retain(selected);
-    }
-    sets.retain(|s| !s.vectors.is_empty());
+    let (sets, misses) = crate::filter::select(filter, sets);
+    report.setup_errors.extend(misses);
     sets
 }
 

@@ -61,17 +61,25 @@ impl BackendKind {
         }
     }
 
-    /// Whether this backend can run `variant`; `Err` carries the reason reported as a skip
-    /// (another architecture natively, or an extension a user's declared ISA needs and this
-    /// backend cannot provide).
+    /// Whether this backend can run `variant`; `Err` carries the reason: the combination cannot
+    /// exist on this host ([`applicable`](Self::applicable): another architecture natively),
+    /// or an extension a user's declared ISA needs and this backend cannot provide (a skip).
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
+        self.applicable(variant)?;
+        crate::user_kernel::of(variant).and_then(|k| k.backend_lacks(self)).map_or(Ok(()), Err)
+    }
+
+    /// Whether this backend and `variant` can exist together on this host at all; `Err` carries
+    /// why not (native runs only the host's architecture). Reports list such a combination once
+    /// as not applicable, never as skipped cases ([`crate::report::NotApplicable`]).
+    pub fn applicable(self, variant: &Variant) -> Result<(), String> {
         match self {
             BackendKind::Native if Arch::host() != Some(variant.arch) => Err(format!(
                 "native runs only the host's architecture ({}), not {}",
                 std::env::consts::ARCH,
                 variant.arch
             )),
-            _ => crate::user_kernel::of(variant).and_then(|k| k.backend_lacks(self)).map_or(Ok(()), Err),
+            _ => Ok(()),
         }
     }
 

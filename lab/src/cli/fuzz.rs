@@ -145,6 +145,9 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
             fuzz::Outcome::Skipped(why) => {
                 let _ = writeln!(out, "{head} skipped: {why}");
             }
+            fuzz::Outcome::NotApplicable(why) => {
+                let _ = writeln!(out, "{head} not applicable: {why}");
+            }
             fuzz::Outcome::Error(e) => {
                 let _ = writeln!(out, "{head} error: {e}");
             }
@@ -182,11 +185,12 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
     let count = |p: fn(&fuzz::Outcome) -> bool| results.iter().filter(|r| p(&r.outcome)).count();
     let _ = writeln!(
         out,
-        "\n{} cases: {} targets clean, {} failed, {} skipped, {} errors, {} image findings (seed {seed})",
+        "\n{} cases: {} targets clean, {} failed, {} skipped, {} not applicable, {} errors, {} image findings (seed {seed})",
         results.iter().map(|r| r.cases).sum::<u64>(),
         count(|o| matches!(o, fuzz::Outcome::Clean)),
         count(|o| matches!(o, fuzz::Outcome::Failed(_))),
         count(|o| matches!(o, fuzz::Outcome::Skipped(_))),
+        count(|o| matches!(o, fuzz::Outcome::NotApplicable(_))),
         count(|o| matches!(o, fuzz::Outcome::Error(_))),
         shown.len(),
     );

@@ -1,11 +1,12 @@
 //! Options shared by several commands: the variant/kernel/backend selection and the report output.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use kernel_lab::backend::BackendKind;
 use kernel_lab::exit::ExitCode;
+use kernel_lab::filter;
 use kernel_lab::paths;
 use kernel_lab::report::Report;
 use kernel_lab::reporters::{self, Format, JunitCases, ReportError};
@@ -21,8 +22,8 @@ pub struct OutputArgs {
     /// Write the report to FILE (the human table still goes to stdout).
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
-    /// JUnit test cases: `rows` = one per variant × backend × kernel × vector set, failures
-    /// listed inside (a full run: ~150 cases, kilobytes); `all` = one per case (~160,000).
+    /// JUnit test cases: `rows` = one per row of the report (variant × backend × kernel ×
+    /// vector set, or fuzz target), failures listed inside; `all` = one per case.
     #[arg(long, value_enum, default_value = "rows")]
     pub(crate) junit_cases: JunitCases,
 }
@@ -128,9 +129,11 @@ pub(crate) struct Select {
     /// Only variants built without Zbb.
     #[arg(long)]
     pub(crate) no_zbb: bool,
-    /// Kernels to check: repeat the option or give a comma list (default: all).
-    #[arg(long = "kernel", value_delimiter = ',', value_enum)]
-    pub(crate) kernel: Vec<Kernel>,
+    /// Kernels to check, md5 and poly1305: repeat the option or give a comma list (default:
+    /// all). A name matches when it contains the pattern; `=NAME` matches exactly, `*` and `?`
+    /// glob.
+    #[arg(long = "kernel", value_name = "NAME", value_delimiter = ',')]
+    pub(crate) kernel: Vec<String>,
     /// Backends to use: repeat the option or give a comma list (default: every backend that can
     /// run a variant).
     #[arg(long = "backend", value_delimiter = ',', value_enum)]
@@ -163,31 +166,35 @@ pub(crate) struct OwnKernel {
     #[arg(long, value_name = "ISA", requires = "object")]
     pub(crate) isa: Option<String>,
     /// Only the variants of these names (repeat or comma list): the lab's (`lab list`) or a
-    /// manifest's.
+    /// manifest's. A name matches when it contains the pattern; `=NAME` matches exactly, `*`
+    /// and `?` glob.
     #[arg(long = "variant", value_name = "NAME", value_delimiter = ',')]
     pub(crate) variant: Vec<String>,
 }
 
 impl Select {
-    /// The variants `--arch`/`--zbb`/`--no-zbb` name (all when none is given).
+    /// The variants `--arch`/`--zbb`/`--no-zbb`/`--variant` name (all when none is given),
+    /// after [`check`](Self::check).
     ///
     /// # Errors
-    /// When no variant matches.
+    /// An input path or a `--kernel` pattern [`check`](Self::check) refuses, a `--variant`
+    /// pattern that matches no variant (naming the nearest), or no variant left.
     pub(crate) fn variants(&self) -> Result<Vec<&'static Variant>, String> {
+        self.check()?;
         let archs = &self.arch;
         let pool: Vec<&'static Variant> = match self.user_kernels(archs)? {
             Some(kernels) => kernels.into_iter().map(UserKernel::into_variant).collect(),
             None => VARIANTS.iter().collect(),
         };
-        if let Some(name) = self.own.variant.iter().find(|n| !pool.iter().any(|v| v.name == n.as_str())) {
-            let known: Vec<&str> = pool.iter().map(|v| v.name).collect();
-            return Err(format!("--variant {name}: no such variant (here: {})", known.join(", ")));
+        let known: Vec<&str> = pool.iter().map(|v| v.name).collect();
+        if let Some(e) = filter::misses("--variant", "variant", &self.own.variant, &known).into_iter().next() {
+            return Err(e);
         }
         let variants: Vec<&'static Variant> = pool
             .into_iter()
             .filter(|v| archs.is_empty() || archs.contains(&v.arch))
             .filter(|v| (!self.zbb || v.zbb) && (!self.no_zbb || !v.zbb))
-            .filter(|v| self.own.variant.is_empty() || self.own.variant.iter().any(|n| n == v.name))
+            .filter(|v| self.own.variant.is_empty() || filter::any_matches(&self.own.variant, v.name))
             .collect();
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb/--variant options (see `lab list`)".into());
@@ -244,12 +251,30 @@ impl Select {
         })
     }
 
-    pub(crate) fn kernels(&self) -> Vec<Kernel> {
-        if self.kernel.is_empty() {
-            Kernel::ALL.to_vec()
-        } else {
-            self.kernel.clone()
+    /// Every input path of the selection exists and has the right kind (`--kernels-dir` a
+    /// folder, `--manifest` and `--object` files), and every `--kernel` pattern matches a
+    /// kernel: checked before anything runs.
+    ///
+    /// # Errors
+    /// The first problem, naming the option and the path or pattern.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if let Some(dir) = &self.kernels_dir {
+            check_input("--kernels-dir", dir, Expect::Dir)?;
         }
+        if let Some(m) = &self.own.manifest {
+            check_input("--manifest", m, Expect::File)?;
+        }
+        for o in &self.own.object {
+            check_input("--object", o, Expect::File)?;
+        }
+        let names: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+        filter::misses("--kernel", "kernel", &self.kernel, &names).into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// The kernels `--kernel` selects, in report order (all when none is given).
+    pub(crate) fn kernels(&self) -> Vec<Kernel> {
+        let chosen = |k: &Kernel| self.kernel.is_empty() || filter::any_matches(&self.kernel, k.name());
+        Kernel::ALL.into_iter().filter(chosen).collect()
     }
 
     pub(crate) fn backends(&self) -> Vec<BackendKind> {
@@ -266,4 +291,44 @@ impl Select {
             cache_dir: paths::cache_dir(),
         }
     }
+}
+
+/// What an input path must be ([`check_input`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// A readable file.
+    File,
+    /// A readable folder.
+    Dir,
+    /// Either.
+    FileOrDir,
+}
+
+/// Checks, before anything runs, that `path` given to `option` exists, is what `expect` says
+/// and can be read.
+///
+/// # Errors
+/// `--vectors x.json: no such file or folder`, `--kernels-dir k: not a folder`, or the error
+/// opening it, naming the option and the path.
+pub(crate) fn check_input(option: &str, path: &Path, expect: Expect) -> Result<(), String> {
+    let fail = |why: String| format!("{option} {}: {why}", path.display());
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => fail("no such file or folder".into()),
+        _ => fail(e.to_string()),
+    })?;
+    match (expect, meta.is_dir()) {
+        (Expect::File, true) => return Err(fail("a folder, not a file".into())),
+        (Expect::Dir, false) => return Err(fail("not a folder".into())),
+        _ => {}
+    }
+    // Only folders and regular files are opened: opening a FIFO would wait for a writer (the
+    // loaders refuse what is not a regular file, naming it).
+    let opened = if meta.is_dir() {
+        std::fs::read_dir(path).map(drop)
+    } else if meta.is_file() {
+        std::fs::File::open(path).map(drop)
+    } else {
+        Ok(())
+    };
+    opened.map_err(|e| fail(format!("cannot read it: {e}")))
 }

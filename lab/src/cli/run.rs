@@ -12,7 +12,7 @@ use kernel_lab::replay::Replay;
 use kernel_lab::run::{self, Filter, RunConfig};
 use kernel_lab::vectors::{self, CostLimits};
 
-use super::options::{OutputArgs, Select};
+use super::options::{check_input, Expect, OutputArgs, Select};
 use crate::bars::Bars;
 
 #[derive(Args)]
@@ -48,11 +48,13 @@ pub(crate) struct RunArgs {
     /// Most bytes all vector entries of the run may cost together; entries past it are refused.
     #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_run_bytes, value_parser = clap::value_parser!(u64).range(1..))]
     max_run_bytes: u64,
-    /// Run only the vector sets named (repeat or comma list), e.g. `--set rfc1321`.
+    /// Run only the vector sets named (repeat or comma list), e.g. `--set rfc1321`. A name
+    /// matches when it contains the pattern; `=NAME` matches exactly, `*` and `?` glob.
     #[arg(long = "set", value_name = "NAME", value_delimiter = ',')]
     sets: Vec<String>,
-    /// Run only the vectors or cases named (repeat for more), e.g. `--case 'MD5("abc")'`; a
-    /// vector runs with all its cases, drawn exactly as in the full run with the same seed.
+    /// Run only the vectors or cases named (repeat for more), e.g. `--case 'MD5("abc")'` or
+    /// `--case 'RFC1321*'`, matched as --set; a vector runs with all its cases, drawn exactly
+    /// as in the full run with the same seed.
     #[arg(long = "case", value_name = "NAME")]
     cases: Vec<String>,
     /// Stop after the first failed row; the rest is reported as skipped.
@@ -94,10 +96,13 @@ impl Flush {
 impl RunArgs {
     /// Resolves the typed arguments into a run configuration.
     fn resolve(&self) -> Result<RunConfig, String> {
+        // The selection first: its paths and patterns are checked before the vector files.
+        let variants = self.select.variants()?;
         let kernels = self.select.kernels();
         let mut vector_files =
             if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
         for v in &self.vectors {
+            check_input("--vectors", v, Expect::FileOrDir)?;
             if v.is_dir() {
                 let files = vectors::json_files_under(v).map_err(|e| format!("--vectors {}: {e}", v.display()))?;
                 if files.is_empty() {
@@ -113,7 +118,7 @@ impl RunArgs {
         }
         let seed = self.seed.unwrap_or_else(rand::random);
         Ok(RunConfig {
-            variants: self.select.variants()?,
+            variants,
             backends: self.select.backends(),
             kernels,
             vector_files,
@@ -188,6 +193,18 @@ pub(crate) fn run_cmd(args: &RunArgs) -> ExitCode {
     let loaded = run::load_sets(&cfg);
     for e in &loaded.errors {
         super::out::eprintln(&format!("vector file error: {e}"));
+    }
+    // A filter that selects nothing is refused before anything is built or run.
+    let misses = kernel_lab::filter::check(&cfg.filter, &loaded.sets);
+    for e in &misses {
+        super::out::eprintln(&format!("lab run: {e}"));
+    }
+    if !misses.is_empty() {
+        // Why a set may be missing: its file was left out by --kernel, or gave no entry.
+        for n in &loaded.notes {
+            super::out::eprintln(&format!("note: {n}"));
+        }
+        return ExitCode::Error;
     }
     let mut bars = Bars::default();
     let mut report = run::run_loaded(&cfg, loaded, &mut |e| bars.handle(e));

@@ -31,6 +31,17 @@ struct JsonReport<'a> {
     interrupted: Option<String>,
     /// What the run could not guarantee (unconfined guests); added in version 2.
     warnings: &'a [String],
+    /// Variant × backend combinations that cannot exist on this host (native on another
+    /// architecture), with the reason; they have no rows. Added in version 2 with an empty
+    /// default.
+    not_applicable: Vec<JsonNotApplicable<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonNotApplicable<'a> {
+    variant: &'a str,
+    backend: &'static str,
+    reason: &'a str,
 }
 
 #[derive(Serialize)]
@@ -54,6 +65,9 @@ struct Totals {
     /// Cases whose result differs between backends (an emulator fault is likely); not in
     /// `failed`. Added in version 1 with default 0.
     disagreed: usize,
+    /// Variant × backend combinations (not cases) that cannot exist on this host; not in
+    /// `skipped`. Added in version 2 with default 0.
+    not_applicable: usize,
 }
 
 #[derive(Serialize)]
@@ -120,7 +134,13 @@ pub(super) fn render_into(
         elapsed_s: report.elapsed.as_secs_f64(),
         status: report.status().name(),
         exit_code: report.status().code(),
-        totals: Totals { passed, failed, skipped, disagreed: report.disagreed() },
+        totals: Totals {
+            passed,
+            failed,
+            skipped,
+            disagreed: report.disagreed(),
+            not_applicable: report.not_applicable.len(),
+        },
         rows: report.rows.iter().map(row).collect(),
         vector_errors: report
             .vector_errors
@@ -142,6 +162,11 @@ pub(super) fn render_into(
             .collect(),
         interrupted: report.interrupted.map(crate::interrupt::name),
         warnings: &report.warnings,
+        not_applicable: report
+            .not_applicable
+            .iter()
+            .map(|n| JsonNotApplicable { variant: n.variant, backend: n.backend.name(), reason: &n.reason })
+            .collect(),
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     out.write_all(b"\n").map_err(serde_json::Error::io)

@@ -6,7 +6,9 @@
 //! 30 MB per file (about 150 cases). `--junit-cases all` writes one `<testcase>` per case
 //! instead (classname `variant.backend.kernel.set`). A row of another contract family than
 //! HotSpot's names it in the kernel part (`md5-openssl`). Set-up or vector-file problems are
-//! `<error>` cases in a `set-up` suite, so a run that exits 2 never shows green.
+//! `<error>` cases in a `set-up` suite, so a run that exits 2 never shows green. Combinations
+//! that cannot exist on the host (native on another architecture) are no test case: properties
+//! of a `not applicable` suite with no case.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -67,6 +69,9 @@ pub(super) fn render(report: &Report, command: &str, cases: JunitCases) -> Resul
         junit.add_test_suite(s);
     }
     if let Some(s) = interrupted_suite(report) {
+        junit.add_test_suite(s);
+    }
+    if let Some(s) = not_applicable_suite(report) {
         junit.add_test_suite(s);
     }
     Ok(drop_root_skipped(&junit.to_string()?))
@@ -304,5 +309,22 @@ fn setup_suite(report: &Report) -> Option<TestSuite> {
         case.set_classname("set-up");
         suite.add_test_case(case);
     }
+    Some(suite)
+}
+
+/// Variant × backend combinations that cannot exist on this host: a suite `not applicable`
+/// with no test case (nothing was skipped) and one property per combination, named
+/// `riscv64 on native`, valued with the reason; `None` when there are none.
+fn not_applicable_suite(report: &Report) -> Option<TestSuite> {
+    if report.not_applicable.is_empty() {
+        return None;
+    }
+    let mut suite = TestSuite::new("not applicable");
+    suite.add_properties(
+        report
+            .not_applicable
+            .iter()
+            .map(|n| Property::new(format!("{} on {}", n.variant, n.backend), n.reason.as_str())),
+    );
     Some(suite)
 }

@@ -40,11 +40,11 @@ impl Format {
 /// How many JUnit test cases the rows become (`--junit-cases`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum JunitCases {
-    /// One per variant × backend × kernel × set, failures listed inside (capped with a
-    /// count); a variant × backend skipped whole is one skipped case. A full run: ~150 cases.
+    /// One per row (variant × backend × kernel × set, or fuzz target), failures listed inside
+    /// (capped with a count); a variant × backend skipped whole is one skipped case.
     #[default]
     Rows,
-    /// One per case (a full run: ~160,000 cases, tens of MB).
+    /// One per case.
     All,
 }
 
@@ -118,7 +118,8 @@ pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Res
 }
 
 /// [`write`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
-/// renamed over it, so a reader never sees half a report. A `path` that is not a regular file
+/// renamed over it, so a reader never sees half a report. The file gets the mode the umask gives
+/// any new file (0644 under umask 022). A `path` that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a FIFO) is written in place: a rename would replace the device
 /// node with a file.
 ///
@@ -145,7 +146,9 @@ pub fn write_with(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new().prefix(".lab-report-").tempfile_in(dir).map_err(io)?;
+    // Mode 0666 through the umask, as any new file gets (tempfile's default is 0600).
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666);
+    let mut tmp = tempfile::Builder::new().prefix(".lab-report-").permissions(mode).tempfile_in(dir).map_err(io)?;
     render(tmp.as_file_mut())?;
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
@@ -274,7 +277,7 @@ mod tests {
         let body = failure.text().unwrap();
         assert!(body.contains("shrunk (32 bytes):\n  [bounds] limb 2 is 0x4000000, above 2^26\n"), "{body}");
         assert!(
-            body.contains("replay: lab run --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305 --set fuzz --case shrunk"),
+            body.contains("replay: lab run --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305 --set '=fuzz' --case '=shrunk'"),
             "{body}"
         );
     }

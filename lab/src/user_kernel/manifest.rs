@@ -116,7 +116,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         sources,
         objects,
         symbols,
-        replay: vec![("--manifest".into(), file.display().to_string()), ("--variant".into(), e.name)],
+        replay: vec![("--manifest".into(), file.display().to_string()), ("--variant".into(), format!("={}", e.name))],
     })
 }
 
