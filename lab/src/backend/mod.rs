@@ -4,18 +4,16 @@
 //! alone and the rest of the batch still runs.
 
 pub mod confine;
-mod guest_ram;
 pub mod icount;
 mod process;
 mod prot_delta;
 mod unicorn;
-pub mod zbb;
 
 use std::fmt;
 use std::time::Duration;
 
 pub use process::ProcessBackend;
-pub use unicorn::{UnicornBackend, EXIT_ADDRESS as UNICORN_EXIT_ADDRESS};
+pub use unicorn::{zbb, UnicornBackend, EXIT_ADDRESS as UNICORN_EXIT_ADDRESS};
 
 use crate::batch::Batch;
 use crate::image::Image;
