@@ -11,7 +11,7 @@
 //! one end ([`Placement`]); read-only buffers are protected against writes. The guards after
 //! buffers lie on even pages and paged buffers come before packed ones, so the batches of one
 //! vector set share their pattern of pages and a qemu/native guest changes few of them from one
-//! to the next (the delta entries, backend/prot_delta.rs). The
+//! to the next (the delta entries, backend/process/prot_delta.rs). The
 //! protection table (header words 6 and 7) tells the guest which pages to protect; `_start`
 //! applies it with `mprotect`, the Unicorn backend checks every access against it, and checks
 //! the bytes of the first and last page of every paged buffer exactly (the exact ranges after

@@ -3,16 +3,14 @@
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
-pub mod confine;
 pub mod icount;
 mod process;
-mod prot_delta;
 mod unicorn;
 
 use std::fmt;
 use std::time::Duration;
 
-pub use process::ProcessBackend;
+pub use process::{confine, ProcessBackend};
 pub use unicorn::{zbb, UnicornBackend, EXIT_ADDRESS as UNICORN_EXIT_ADDRESS};
 
 use crate::batch::Batch;

@@ -1,0 +1,201 @@
+//! The guest process: its command line and confinement, start, end and how it ended, its bounded
+//! stderr, and the one-off probe of a qemu `-cpu` string.
+
+use super::*;
+
+/// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
+pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills two descriptors on success; the result is checked.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_err("pipe2"));
+    }
+    // SAFETY: both are fresh descriptors nobody else owns.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((high_fd(r)?, high_fd(w)?))
+}
+
+/// Bytes the guest wrote to its stdout so far (none is the only right answer), read without
+/// blocking: the guest wrote them before its reply, so they are already in the pipe.
+pub(super) fn stray_output(stdout: &mut ChildStdout) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = stdout.read(&mut buf) {
+        got.extend_from_slice(&buf[..n]);
+        if got.len() >= 1 << 16 {
+            break;
+        }
+    }
+    got
+}
+
+/// Starts `program -cpu cpu image` once without the protocol's fds (the guest's `_start` then
+/// ends with one of its own exit statuses, [`protocol::exit`], `MMAP`) and says why it cannot
+/// run, if qemu itself refuses (exit 1, its words on stderr): a qemu-user older than the variant's CPU
+/// model (say, without the RISC-V `zbb=` property, added in qemu 7.x) refuses the `-cpu`
+/// string and would otherwise fail every case of every batch as a crash. The answer is kept
+/// per (program, cpu) for the life of the process.
+///
+/// Not confined, unlike every guest: without the protocol's fds the lab's own `_start` exits
+/// before any kernel symbol is reached, and Landlock would refuse a qemu that is a wrapper
+/// script (its `exec` of the real qemu), hiding qemu's own refusal behind EACCES.
+pub(super) fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), String> {
+    /// (qemu binary, -cpu model) -> whether it starts.
+    type Probes = HashMap<(PathBuf, String), Result<(), String>>;
+    static PROBED: OnceLock<Mutex<Probes>> = OnceLock::new();
+    let key = (program.to_path_buf(), cpu.to_string());
+    let probed = PROBED.get_or_init(Mutex::default);
+    if let Some(known) = probed.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
+    }
+    let start = || Command::new(program).args(["-cpu", cpu]).arg(image).stdin(Stdio::null()).output();
+    // Killed from outside (no qemu refusal ends by a signal): ask once more.
+    let out = start().and_then(|out| if out.status.code().is_none() { start() } else { Ok(out) });
+    let answer = match out {
+        Err(e) => Err(format!("cannot start: {e}")),
+        // The guest ran: qemu accepted the CPU model (1 is qemu's own failure, no `_start` status).
+        Ok(out) if out.status.code().is_some_and(|c| c != 1 && protocol::exit::describe(c).is_some()) => Ok(()),
+        Ok(out) if out.status.code().is_none() => {
+            Err(format!("cannot start `-cpu {cpu}`: killed twice from outside ({})", out.status))
+        }
+        Ok(out) => Err(format!(
+            "cannot start `-cpu {cpu}` ({}): {}; this qemu-user lacks the CPU model or a property the variant \
+             needs (the lab needs qemu-user 7.2 or newer, Debian package qemu-user from bookworm)",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    };
+    if let Ok(mut m) = probed.lock() {
+        m.insert(key, answer.clone());
+    }
+    answer
+}
+
+/// Whether a guest that died without a reply (`how`: [`ProcessBackend::reap`]'s words) was
+/// killed by SIGKILL. The lab never SIGKILLs a guest it still waits on, and the seccomp
+/// allow-list lets a guest signal only its own process: so either someone outside killed it (an
+/// operator, the OOM killer), and the batch proves nothing about its calls, or the kernel
+/// killed itself, and it does so again when the batch runs a second time on a fresh guest
+/// (then the calls are stepped one at a time as for any other death).
+pub(super) fn killed_from_outside(how: &str) -> bool {
+    how.starts_with("signal: 9 (SIGKILL)")
+}
+
+/// Bytes of a guest's stderr kept for reports; the rest is read (so the guest never blocks on
+/// a full pipe) and counted, not kept: a guest that writes hundreds of MiB cannot grow the lab
+/// or its report.
+pub(super) const STDERR_KEPT: usize = 4096;
+
+/// A guest's stderr as report text: its first [`STDERR_KEPT`] bytes with control characters
+/// escaped (a guest's escape sequences must not reach the user's terminal), and how many bytes
+/// followed.
+pub(super) fn bounded_stderr(from: &mut impl Read) -> String {
+    let mut kept = Vec::with_capacity(STDERR_KEPT);
+    let mut buf = [0u8; 8192];
+    let mut rest: u64 = 0;
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let take = n.min(STDERR_KEPT - kept.len());
+                kept.extend_from_slice(&buf[..take]);
+                rest += (n - take) as u64;
+            }
+        }
+    }
+    let mut text = escape_controls(&String::from_utf8_lossy(&kept));
+    if rest > 0 {
+        text.push_str(&format!(" ... and {rest} more bytes"));
+    }
+    text
+}
+
+/// `text` with every control character but newline and tab written as an escape (`\u{1b}`).
+pub(crate) fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect()
+}
+
+impl ProcessBackend {
+    /// The guest's command: stdin empty, stdout and stderr piped, and the protocol's fds in
+    /// place (`pre_exec`). Kept apart from the I/O set-up so confinement can extend it alone.
+    ///
+    /// Confinement (backend/confine.rs) goes first: its `pre_exec` runs before the dup2 below,
+    /// while its own descriptors (the Landlock ruleset) may still sit on fds 3-5.
+    pub(super) fn command(&self, handed: [RawFd; 3]) -> Result<Command, BackendError> {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let arena = (self.arena.addr, self.arena.addr + self.arena.size);
+        let protectable: Vec<(u64, u64)> = std::iter::once(arena).chain(self.arena.kernel_data).collect();
+        let guest = match self.kind {
+            BackendKind::Native => Confined::Native { image: &self.image, protectable: &protectable },
+            _ => Confined::Qemu { qemu: &self.program, image: &self.image },
+        };
+        confine::confine(&mut cmd, &guest, self.support).map_err(|e| self.error(format!("cannot confine: {e}")))?;
+        let targets = [protocol::fd::ARENA, protocol::fd::REQUEST, protocol::fd::REPLY];
+        // SAFETY: only dup2 (async-signal-safe) between fork and exec. The sources are >= 10,
+        // the targets 3-5, so no source is overwritten; dup2 clears close-on-exec on targets.
+        unsafe {
+            cmd.pre_exec(move || {
+                for (src, dst) in handed.iter().zip(targets) {
+                    if libc::dup2(*src, dst as RawFd) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        Ok(cmd)
+    }
+
+    pub(super) fn spawn(&mut self) -> Result<Guest, BackendError> {
+        if let Some(sig) = crate::interrupt::interrupted() {
+            return Err(self.error(format!("not started: the lab was interrupted by {}", crate::interrupt::name(sig))));
+        }
+        let arena_fd = self.shared.as_ref().map(|s| s.fd.as_raw_fd()).expect("arena created");
+        let (req_r, req_w) = pipe().map_err(|e| self.error(e))?;
+        let (rep_r, rep_w) = pipe().map_err(|e| self.error(e))?;
+        let mut child = self
+            .command([arena_fd, req_r.as_raw_fd(), rep_w.as_raw_fd()])?
+            .spawn()
+            .map_err(|e| self.error(format!("cannot start: {e}")))?;
+        crate::interrupt::register(child.id());
+        drop((req_r, rep_w)); // the child's ends
+        let stdout = child.stdout.take().expect("piped stdout");
+        // SAFETY: O_NONBLOCK on our own read end: stray output is polled, never waited for.
+        unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let replies = File::from(rep_r);
+        let (etx, stderr_rx) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = etx.send(bounded_stderr(&mut stderr));
+        });
+        Ok(Guest { child, requests: File::from(req_w), replies, stdout, stderr: stderr_rx, seq: 0 })
+    }
+
+    /// Ends the guest and says how it ended (exit status with its meaning, or signal, and its
+    /// stderr).
+    pub(super) fn reap(&mut self) -> String {
+        let Some(mut g) = self.guest.take() else { return String::new() };
+        drop(g.requests);
+        // The whole group: anything the guest started goes with it. Forget the pid before it
+        // is reaped and free for reuse.
+        confine::kill_group(g.child.id());
+        crate::interrupt::unregister(g.child.id());
+        let status = match g.child.wait() {
+            Ok(s) => match s.code().and_then(protocol::exit::describe) {
+                Some(meaning) => format!("{s} ({meaning})"),
+                None => s.to_string(),
+            },
+            Err(_) => String::new(),
+        };
+        let stderr = g.stderr.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
+        let stderr = stderr.trim();
+        if stderr.is_empty() {
+            status
+        } else {
+            format!("{status}; stderr: {stderr}")
+        }
+    }
+}
