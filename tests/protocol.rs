@@ -194,7 +194,7 @@ fn a_stray_write_fails_only_the_calls_that_made_it(#[case] nr: u32, #[case] fd: 
     for backend in [BackendKind::Qemu, BackendKind::Native] {
         let rows: Vec<_> = report.rows.iter().filter(|r| r.backend == backend).collect();
         assert_eq!(rows.len(), 4, "{backend}: {rows:#?}");
-        // Natively the driver's seccomp allow-list (backend/confine.rs) refuses a write to fd 1
+        // Natively the driver's seccomp allow-list (backend/process/confine.rs) refuses a write to fd 1
         // before it happens (writes to the reply fd and exit_group stay allowed): a fault of that
         // call. Under qemu the write lands and is a protocol error.
         let text = match backend {

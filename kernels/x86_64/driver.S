@@ -530,7 +530,7 @@ _start:
         jnz     .Lexit_mprotect
         ret
 
-/* lab_seccomp_install: reads a BPF program (struct sock_filter[], lab/src/backend/confine.rs)
+/* lab_seccomp_install: reads a BPF program (struct sock_filter[], lab/src/backend/process/confine.rs)
  * from LAB_FD_SECCOMP to EOF and installs it with prctl(PR_SET_NO_NEW_PRIVS) +
  * seccomp(SECCOMP_SET_MODE_FILTER).  No such fd (qemu-user) or an empty program: no filter.
  * A filter that was given but cannot be installed exits LAB_EXIT_SECCOMP: the guest never

@@ -207,7 +207,7 @@ fn qemu_cpu_check(variant: &'static Variant) -> Check {
     Check { what, state }
 }
 
-/// seccomp and Landlock for the qemu and native guests (lab/src/backend/confine.rs); a missing
+/// seccomp and Landlock for the qemu and native guests (lab/src/backend/process/confine.rs); a missing
 /// layer is a warning: runs still work, with less confinement.
 fn confinement_state() -> State {
     let s = crate::backend::confine::Support::probe();

@@ -182,7 +182,7 @@ pub mod fd {
     /// Reply tokens, guest to host.
     pub const REPLY: u64 = 5;
     /// Native guests only: the seccomp allow-list (`struct sock_filter[]`, read to EOF) the
-    /// x86_64 driver installs after its set-up (lab/src/backend/confine.rs).
+    /// x86_64 driver installs after its set-up (lab/src/backend/process/confine.rs).
     pub const SECCOMP: u64 = 9;
 }
 

@@ -268,7 +268,7 @@ pub enum UnicornSupport {
     /// Unicorn decodes and runs it.
     Decoded,
     /// Unicorn does not, the lab emulates it on the illegal-instruction exception
-    /// (`backend/zbb.rs`).
+    /// (`backend/unicorn/zbb.rs`).
     Emulated,
     /// Unicorn cannot run it; the reason, for a skip.
     Missing(&'static str),

@@ -151,7 +151,7 @@ pub enum FaultKind {
     /// An arithmetic exception (SIGFPE).
     Arithmetic,
     /// A system call from the kernel (`ecall`, `svc`, `syscall`), which kernels may not make, or
-    /// one the guest's seccomp filter refused (backend/confine.rs). `nr` and `name` when the
+    /// one the guest's seccomp filter refused (backend/process/confine.rs). `nr` and `name` when the
     /// backend knows the call (the guest's SIGSYS report carries its number).
     SystemCall { nr: Option<u64>, name: Option<&'static str> },
     /// Another CPU exception, by the emulator's interrupt number.

@@ -116,7 +116,7 @@ fn check_call(
             (None, None) => "the batch stopped before it".into(),
         };
         // A refused system call that killed the guest before it could say which call made
-        // it (backend/process.rs) is still the kernel's doing, not a lab failure.
+        // it (backend/process/) is still the kernel's doing, not a lab failure.
         let class = match run.batch_fault() {
             Some(Fault { kind: FaultKind::SystemCall { .. }, .. }) => Class::Syscall,
             _ => Class::NotRun,

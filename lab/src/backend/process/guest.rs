@@ -121,7 +121,7 @@ impl ProcessBackend {
     /// The guest's command: stdin empty, stdout and stderr piped, and the protocol's fds in
     /// place (`pre_exec`). Kept apart from the I/O set-up so confinement can extend it alone.
     ///
-    /// Confinement (backend/confine.rs) goes first: its `pre_exec` runs before the dup2 below,
+    /// Confinement (backend/process/confine.rs) goes first: its `pre_exec` runs before the dup2 below,
     /// while its own descriptors (the Landlock ruleset) may still sit on fds 3-5.
     pub(super) fn command(&self, handed: [RawFd; 3]) -> Result<Command, BackendError> {
         let mut cmd = Command::new(&self.program);

@@ -96,7 +96,7 @@ pub struct ProcessBackend {
     arch: crate::variant::Arch,
     /// The image (Landlock rules).
     image: PathBuf,
-    /// Confinement the kernel offers (backend/confine.rs).
+    /// Confinement the kernel offers (backend/process/confine.rs).
     support: Support,
     /// Guard pages of the batch last written ([`guard_ranges`]) and the payload they belong
     /// to (address and length, to notice a resume of another batch).
