@@ -1,9 +1,10 @@
 //! Reporters: a finished [`Report`] rendered for people ([`Report::to_human`]) or for CI
-//! (`json`, `junit`). They take any report, whichever command filled it (`lab run`, `lab fuzz`),
+//! (`json`, `junit`, `sarif`). They take any report, whichever command filled it (`lab run`, `lab fuzz`),
 //! and never look at how the rows were produced.
 
 mod json;
 mod junit;
+mod sarif;
 
 use std::path::Path;
 
@@ -11,6 +12,7 @@ use crate::report::Report;
 
 pub use json::SCHEMA_VERSION;
 pub use junit::FAILURES_LISTED;
+pub use sarif::{RESULTS_LISTED as SARIF_RESULTS_LISTED, SCHEMA_URI as SARIF_SCHEMA_URI};
 
 /// An output format (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -21,11 +23,14 @@ pub enum Format {
     Json,
     /// JUnit XML (the Jenkins/Ant schema GitHub, GitLab and Jenkins read).
     Junit,
+    /// SARIF 2.1.0 (OASIS), for GitHub and GitLab code scanning: a result per image finding
+    /// and per failed case, located at the kernel source line where DWARF maps it.
+    Sarif,
 }
 
 impl Format {
     /// Every format, in `--format` order.
-    pub const ALL: [Format; 3] = [Format::Human, Format::Json, Format::Junit];
+    pub const ALL: [Format; 4] = [Format::Human, Format::Json, Format::Junit, Format::Sarif];
 
     /// Command-line name.
     pub fn name(self) -> &'static str {
@@ -33,6 +38,7 @@ impl Format {
             Format::Human => "human",
             Format::Json => "json",
             Format::Junit => "junit",
+            Format::Sarif => "sarif",
         }
     }
 }
@@ -104,6 +110,7 @@ pub fn render_into(
         Format::Human => out.write_all(report.to_human().as_bytes()).map_err(io),
         Format::Json => Ok(json::render_into(report, command, out)?),
         Format::Junit => out.write_all(junit::render(report, command, cases)?.as_bytes()).map_err(io),
+        Format::Sarif => Ok(sarif::render_into(report, command, out)?),
     }
 }
 
