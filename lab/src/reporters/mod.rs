@@ -300,6 +300,60 @@ mod tests {
         assert_eq!(xml.matches("[bounds] limb 2").count(), FAILURES_LISTED, "{xml}");
     }
 
+    /// The sample's failed case is one SARIF result: its class, an error, the case named in the
+    /// message, the fuzz replay line, and (no image known) its contract symbol as the place.
+    #[test]
+    fn sarif_lists_a_failed_case_with_its_class_message_and_replay() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&render(&sample_report(), Format::Sarif, "fuzz").unwrap()).unwrap();
+        assert_eq!((doc["version"].as_str(), doc["$schema"].as_str()), (Some("2.1.0"), Some(SARIF_SCHEMA_URI)));
+        let results = doc["runs"][0]["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{doc:#}");
+        let r = &results[0];
+        assert_eq!((r["ruleId"].as_str(), r["level"].as_str()), (Some("bounds"), Some("error")));
+        assert_eq!(
+            r["message"]["text"],
+            "aarch64 on qemu, poly1305 kernel, set fuzz, case shrunk: limb 2 is 0x4000000, above 2^26"
+        );
+        assert_eq!(
+            r["properties"]["replay"],
+            "lab fuzz --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305"
+        );
+        assert_eq!(r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"], "poly1305_processBlocks");
+        assert_eq!(doc["runs"][0]["invocations"][0]["properties"]["seed"], "18446744073709551615");
+    }
+
+    /// A case the vote blamed on the emulator is a warning, not the kernel's error; results past
+    /// the cap are counted in a notification, and an interrupted run did not execute successfully.
+    #[test]
+    fn sarif_levels_cap_and_interruption() {
+        let mut report = sample_report();
+        report.rows[0].reattribute(0, Finding::new(Class::EmulatorFault, "qemu returned 1, native 2"));
+        let failure = report.rows[0].failed[0].clone();
+        report.rows[0].failed.extend((0..SARIF_RESULTS_LISTED).map(|_| failure.clone()));
+        report.interrupted = Some(2);
+        let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Sarif, "run").unwrap()).unwrap();
+        let run = &doc["runs"][0];
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), SARIF_RESULTS_LISTED);
+        assert_eq!(run["properties"]["results_left_out"], 2);
+        assert!(results.iter().all(|r| r["level"] == "error"), "kernel failures come first");
+        let inv = &run["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        let notes: Vec<&str> = inv["toolExecutionNotifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["message"]["text"].as_str().unwrap())
+            .collect();
+        assert!(notes.iter().any(|n| n.contains("2 more results left out")), "{notes:?}");
+
+        report.rows[0].failed.clear();
+        let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Sarif, "run").unwrap()).unwrap();
+        let r = &doc["runs"][0]["results"][0];
+        assert_eq!((r["ruleId"].as_str(), r["level"].as_str()), (Some("emulator-fault"), Some("warning")));
+    }
+
     #[test]
     fn json_keeps_a_u64_seed_exact_and_lists_every_case() {
         let text = render(&sample_report(), Format::Json, "fuzz").unwrap();
