@@ -264,6 +264,8 @@ fn resolve(report: &Report, pending: Vec<Pending>, root: Option<&Path>) -> Vec<V
 /// variant, the source line by address, and the address of each contract symbol.
 type Lines = HashMap<&'static str, (HashMap<u64, SourceLine>, HashMap<String, u64>)>;
 
+/// Reads the image of each variant that has a pending result once: the addresses of the
+/// contract symbols the results point at, and the source lines of those and of the pcs.
 fn source_lines(report: &Report, pending: &[Pending]) -> Lines {
     let mut out = Lines::new();
     for (variant, path) in &report.images {
