@@ -113,7 +113,8 @@ fn an_overread_is_a_memory_result_at_its_source_line_with_the_replay() {
     let r = result(&log, "memory");
     assert_eq!(r["level"], "error");
     let (uri, line, symbol) = place(r);
-    assert!(uri.starts_with("file://") && uri.ends_with("/x86_64/poly1305.S"), "{uri}");
+    // The run's own kernels folder, even when the cached image was built from another copy.
+    assert_eq!(uri, format!("file://{}/x86_64/poly1305.S", dir.path().display()));
     assert_eq!(line, line_of("overread.S", "movzx"));
     assert_eq!(symbol, "poly1305_processBlocks");
     let text = r["message"]["text"].as_str().unwrap();
@@ -133,7 +134,7 @@ fn an_avx_instruction_in_the_baseline_build_is_an_isa_result_at_its_line() {
     let r = result(&log, "isa");
     assert_eq!(r["level"], "error");
     let (uri, line, symbol) = place(r);
-    assert!(uri.ends_with("/x86_64/md5.S"), "{uri}");
+    assert_eq!(uri, format!("file://{}/x86_64/md5.S", dir.path().display()));
     assert_eq!(line, line_of("vex.S", "vpxor"));
     assert!(symbol.starts_with("md5_implCompress"), "{symbol}");
     assert!(r["properties"]["replay"].as_str().unwrap().contains("--arch x86_64"), "{r}");

@@ -255,6 +255,10 @@ pub struct Report {
     /// Where each variant's image was built: variant name and ELF path, for reporters that map
     /// an address back to the kernel source (SARIF, through the image's DWARF line table).
     pub images: Vec<(&'static str, std::path::PathBuf)>,
+    /// The kernels folder the images were built from (`--kernels-dir`), when known: an image
+    /// from the cache may have been built from another copy of the same sources, and names
+    /// that copy in its DWARF; the SARIF report names the file of this folder instead.
+    pub kernels_dir: Option<std::path::PathBuf>,
 }
 
 impl Report {

@@ -253,7 +253,7 @@ fn resolve(report: &Report, pending: Vec<Pending>, root: Option<&Path>) -> Vec<V
                 "ruleIndex": rule_index(p.class),
                 "level": level(p.class),
                 "message": { "text": p.message },
-                "locations": location(&p, image, found, root).into_iter().collect::<Vec<_>>(),
+                "locations": location(&p, image, found, report.kernels_dir.as_deref(), root).into_iter().collect::<Vec<_>>(),
                 "properties": p.properties,
             })
         })
@@ -287,6 +287,7 @@ fn location(
     p: &Pending,
     image: Option<&Path>,
     lines: Option<&(HashMap<u64, SourceLine>, HashMap<String, u64>)>,
+    kernels_dir: Option<&Path>,
     root: Option<&Path>,
 ) -> Option<Value> {
     let symbol_pc = p.symbol.and_then(|s| lines?.1.get(s).copied());
@@ -294,7 +295,10 @@ fn location(
     let line = pc.and_then(|pc| lines?.0.get(&pc));
     let name = p.place.clone().or_else(|| p.symbol.map(str::to_string));
     let physical = match (line, image) {
-        (Some(l), _) => Some(json!({ "artifactLocation": artifact(&l.file, root), "region": { "startLine": l.line } })),
+        (Some(l), _) => {
+            let file = source_file(&l.file, kernels_dir);
+            Some(json!({ "artifactLocation": artifact(&file, root), "region": { "startLine": l.line } }))
+        }
         (None, Some(image)) => Some(image_location(image, pc, root)),
         (None, None) => None,
     };
@@ -306,6 +310,19 @@ fn location(
         loc["logicalLocations"] = json!([{ "fullyQualifiedName": name, "kind": "function" }]);
     }
     (loc != json!({})).then_some(loc)
+}
+
+/// The source file a line table names, as a file of the run's kernels folder: an image from
+/// the cache may have been built from another copy of the same sources (the build key hashes
+/// their names and contents, not their folder), so `ARCH/NAME` of the run's `kernels_dir` is
+/// preferred when it exists; any other file (the lab's driver, a user's kernel) as named.
+fn source_file(dwarf: &Path, kernels_dir: Option<&Path>) -> PathBuf {
+    let here = || {
+        let arch = dwarf.parent()?.file_name()?;
+        let candidate = kernels_dir?.join(arch).join(dwarf.file_name()?);
+        candidate.is_file().then_some(candidate)
+    };
+    here().unwrap_or_else(|| dwarf.to_path_buf())
 }
 
 /// The image file, with the address when there is one.
@@ -374,6 +391,20 @@ mod tests {
         );
         assert_eq!(artifact(Path::new("/tmp/my k/a.S"), Some(root)), json!({ "uri": "file:///tmp/my%20k/a.S" }));
         assert_eq!(dir_uri(root), "file:///w/repo/");
+    }
+
+    /// A cached image built from another copy of the kernels names that copy; the run's own
+    /// kernels folder wins when it holds the file.
+    #[test]
+    fn a_line_names_the_file_of_the_runs_kernels_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("x86_64")).unwrap();
+        std::fs::write(dir.path().join("x86_64/md5.S"), "ret\n").unwrap();
+        let elsewhere = Path::new("/gone/kernels/x86_64/md5.S");
+        assert_eq!(source_file(elsewhere, Some(dir.path())), dir.path().join("x86_64/md5.S"));
+        let other = Path::new("/gone/kernels/x86_64/poly1305.S");
+        assert_eq!(source_file(other, Some(dir.path())), other);
+        assert_eq!(source_file(elsewhere, None), elsewhere);
     }
 
     #[test]
