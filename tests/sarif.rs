@@ -187,3 +187,36 @@ fn a_fuzz_campaign_writes_sarif_too() {
     assert_eq!(log["runs"][0]["invocations"][0]["properties"]["command"], "fuzz");
     assert_eq!(log["runs"][0]["results"].as_array().map(Vec::len), Some(0));
 }
+
+#[test]
+fn a_fuzz_failure_is_located_and_replays_its_shrunk_case() {
+    let (dir, _) = fixture_kernels("x86_64", "poly1305.S", "overread.S");
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout) = lab(&[
+        "fuzz",
+        "--kernels-dir",
+        dir.path().to_str().unwrap(),
+        "--arch",
+        "x86_64",
+        "--backend",
+        "unicorn",
+        "--kernel",
+        "poly1305",
+        "--cases",
+        "50",
+        "--seed",
+        "5",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--format",
+        "sarif",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let log = valid_sarif(&stdout);
+    let r = result(&log, "memory");
+    let (uri, line, _) = place(r);
+    assert_eq!(uri, format!("file://{}/x86_64/poly1305.S", dir.path().display()));
+    assert_eq!(line, line_of("overread.S", "movzx"));
+    let replay = r["properties"]["replay"].as_str().unwrap();
+    assert!(replay.starts_with("lab run --seed 5 ") && replay.contains("--vectors "), "{replay}");
+}

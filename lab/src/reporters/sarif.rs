@@ -165,7 +165,10 @@ fn case_result(row: &Row, case: &CaseFailure, replay: &Replay, command: &str) ->
     let class = case.findings.first().map_or(Class::NotRun, |f| f.class);
     let (pc, place) = case.findings.iter().find_map(|f| fault_place(&f.text)).unzip();
     let line = if command == "fuzz" {
-        replay.fuzz_target(row.variant, row.backend, row.kernel)
+        // The shrunk case's own `lab run` line (fuzz.rs writes it into the last finding), which
+        // carries the kernels folder; the target's campaign otherwise.
+        let written = case.findings.iter().rev().find_map(|f| f.text.split_once("; replay: ")).map(|(_, l)| l);
+        written.map_or_else(|| replay.fuzz_target(row.variant, row.backend, row.kernel), str::to_string)
     } else {
         replay.narrowed(row.variant, row.backend, row.kernel, Some(&row.set), Some(&case.name))
     };
