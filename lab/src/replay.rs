@@ -138,6 +138,7 @@ mod tests {
             "lab fuzz --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --no-zbb --backend unicorn \
              --kernel md5"
         );
+        assert_eq!(r.variant("x86_64"), "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64");
         r.root = Some("/my lab".into());
         assert!(r.narrowed("x86_64", BackendKind::Native, Kernel::Poly1305, None, None).starts_with(
             "KERNEL_LAB_ROOT='/my lab' lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64 \

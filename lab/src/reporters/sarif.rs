@@ -263,9 +263,16 @@ fn resolve(report: &Report, pending: Vec<Pending>, root: Option<&Path>) -> Vec<V
         .collect()
 }
 
-/// What the image of each variant says about the results' pcs and contract symbols: for each
-/// variant, the source line by address, and the address of each contract symbol.
-type Lines = HashMap<&'static str, (HashMap<u64, SourceLine>, HashMap<String, u64>)>;
+/// What one image says about the results' pcs and contract symbols.
+struct ImageLines {
+    /// The source line of each address its line table covers.
+    by_pc: HashMap<u64, SourceLine>,
+    /// The address of each contract symbol asked for.
+    symbols: HashMap<String, u64>,
+}
+
+/// [`ImageLines`] by variant.
+type Lines = HashMap<&'static str, ImageLines>;
 
 /// Reads the image of each variant that has a pending result once: the addresses of the
 /// contract symbols the results point at, and the source lines of those and of the pcs.
@@ -279,7 +286,7 @@ fn source_lines(report: &Report, pending: &[Pending]) -> Lines {
         }
         let symbols = crate::source_lines::symbols(path, &names);
         let pcs: Vec<u64> = mine.filter_map(|p| p.pc).chain(symbols.values().copied()).collect();
-        out.insert(variant, (crate::source_lines::lookup(path, &pcs), symbols));
+        out.insert(variant, ImageLines { by_pc: crate::source_lines::lookup(path, &pcs), symbols });
     }
     out
 }
@@ -289,13 +296,13 @@ fn source_lines(report: &Report, pending: &[Pending]) -> Lines {
 fn location(
     p: &Pending,
     image: Option<&Path>,
-    lines: Option<&(HashMap<u64, SourceLine>, HashMap<String, u64>)>,
+    lines: Option<&ImageLines>,
     kernels_dir: Option<&Path>,
     root: Option<&Path>,
 ) -> Option<Value> {
-    let symbol_pc = p.symbol.and_then(|s| lines?.1.get(s).copied());
+    let symbol_pc = p.symbol.and_then(|s| lines?.symbols.get(s).copied());
     let pc = p.pc.or(if p.place.is_none() { symbol_pc } else { None });
-    let line = pc.and_then(|pc| lines?.0.get(&pc));
+    let line = pc.and_then(|pc| lines?.by_pc.get(&pc));
     let name = p.place.clone().or_else(|| p.symbol.map(str::to_string));
     let physical = match (line, image) {
         (Some(l), _) => {
