@@ -26,6 +26,7 @@ mod own_kernel;
 mod predict;
 mod protocol;
 mod reports;
+mod sarif;
 mod silent_green;
 mod top_limb;
 mod unaligned_bounds;

@@ -40,6 +40,46 @@ pub enum Class {
 }
 
 impl Class {
+    /// Every class, in declaration order (the SARIF reporter lists each as a rule).
+    pub const ALL: [Class; 13] = [
+        Class::Value,
+        Class::Bounds,
+        Class::Abi,
+        Class::Memory,
+        Class::Isa,
+        Class::Syscall,
+        Class::Fault,
+        Class::Hang,
+        Class::NotRun,
+        Class::MissingSymbol,
+        Class::Disagreement,
+        Class::EmulatorFault,
+        Class::KnockOn,
+    ];
+
+    /// One line saying what a finding of this class means (the SARIF rules' short description).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Class::Value => "A wrong state, digest, tag, return value or accumulator value",
+            Class::Bounds => "Output limbs outside the contract's bounds",
+            Class::Abi => {
+                "A psABI violation: callee-saved register, stack pointer or flag not restored, or a misaligned stack"
+            }
+            Class::Memory => "An access outside the call's buffers and stack budget",
+            Class::Isa => "An instruction outside the variant's declared ISA",
+            Class::Syscall => "A system call from a kernel",
+            Class::Fault => "The kernel faulted (illegal instruction, misaligned access, trap)",
+            Class::Hang => "The kernel ran past its instruction or time budget",
+            Class::NotRun => "The call never ran, or the backend failed",
+            Class::MissingSymbol => "The image lacks a contract symbol of a selected kernel",
+            Class::Disagreement => {
+                "Backends returned different results and no side holds a majority (not the kernel's)"
+            }
+            Class::EmulatorFault => "An emulator returned outputs the other backends contradict (not the kernel's)",
+            Class::KnockOn => "Follows from an earlier finding of the same case",
+        }
+    }
+
     /// Lower-case name for reports.
     pub fn name(self) -> &'static str {
         match self {

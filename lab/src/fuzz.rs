@@ -516,6 +516,8 @@ pub struct TargetResult {
     /// lacks. Any of them fails the campaign (qemu-user runs a kernel's system calls itself,
     /// so only the static scan sees them there).
     pub image_findings: Vec<Finding>,
+    /// The variant's image, when it was built (the SARIF report maps addresses through it).
+    pub image: Option<std::path::PathBuf>,
 }
 
 impl TargetResult {
@@ -738,6 +740,7 @@ fn plan_variant(
                 elapsed: Default::default(),
                 outcome,
                 image_findings: findings.clone(),
+                image: image.as_ref().ok().map(|i| i.path.clone()),
             };
             if let Err(why) = kind.applicable(variant) {
                 out.push(result(Outcome::NotApplicable(why)));
@@ -1154,8 +1157,14 @@ pub fn to_report(
             }
         }
     }
+    let mut images: Vec<(&'static str, std::path::PathBuf)> = Vec::new();
+    for r in results {
+        if let (Some(path), false) = (&r.image, images.iter().any(|(v, _)| *v == r.variant)) {
+            images.push((r.variant, path.clone()));
+        }
+    }
     let interrupted = crate::interrupt::interrupted();
-    Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, ..Report::default() }
+    Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, images, ..Report::default() }
 }
 
 #[cfg(test)]

@@ -58,20 +58,25 @@ impl Replay {
         set: Option<&str>,
         case: Option<&str>,
     ) -> String {
-        self.line("run", variant, backend, kernel, set, case)
+        self.line("run", variant, Some((backend, kernel)), set, case)
+    }
+
+    /// `lab run` narrowed to one variant, every backend and kernel of the run: what replays a
+    /// finding about the variant's image (the static scans run whatever the backend).
+    pub fn variant(&self, variant: &str) -> String {
+        self.line("run", variant, None, None, None)
     }
 
     /// `lab fuzz` narrowed to one variant × backend × kernel: the campaign of one target.
     pub fn fuzz_target(&self, variant: &str, backend: BackendKind, kernel: Kernel) -> String {
-        self.line("fuzz", variant, backend, kernel, None, None)
+        self.line("fuzz", variant, Some((backend, kernel)), None, None)
     }
 
     fn line(
         &self,
         command: &str,
         variant: &str,
-        backend: BackendKind,
-        kernel: Kernel,
+        target: Option<(BackendKind, Kernel)>,
         set: Option<&str>,
         case: Option<&str>,
     ) -> String {
@@ -96,7 +101,9 @@ impl Replay {
             }
             None => {}
         }
-        words.push(format!("--backend {backend} --kernel {kernel}"));
+        if let Some((backend, kernel)) = target {
+            words.push(format!("--backend {backend} --kernel {kernel}"));
+        }
         if let Some(set) = set {
             words.push(format!("--set {}", quote(&format!("={set}"))));
         }
@@ -131,6 +138,7 @@ mod tests {
             "lab fuzz --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --no-zbb --backend unicorn \
              --kernel md5"
         );
+        assert_eq!(r.variant("x86_64"), "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64");
         r.root = Some("/my lab".into());
         assert!(r.narrowed("x86_64", BackendKind::Native, Kernel::Poly1305, None, None).starts_with(
             "KERNEL_LAB_ROOT='/my lab' lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64 \

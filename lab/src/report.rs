@@ -252,6 +252,13 @@ pub struct Report {
     /// Variant × backend combinations that cannot exist on this host, listed once each and
     /// counted apart from skips ([`Report::set_apart_not_applicable`]); they have no rows.
     pub not_applicable: Vec<NotApplicable>,
+    /// Where each variant's image was built: variant name and ELF path, for reporters that map
+    /// an address back to the kernel source (SARIF, through the image's DWARF line table).
+    pub images: Vec<(&'static str, std::path::PathBuf)>,
+    /// The kernels folder the images were built from (`--kernels-dir`), when known: an image
+    /// from the cache may have been built from another copy of the same sources, and names
+    /// that copy in its DWARF; the SARIF report names the file of this folder instead.
+    pub kernels_dir: Option<std::path::PathBuf>,
 }
 
 impl Report {

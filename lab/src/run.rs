@@ -145,6 +145,8 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     report.notes = loaded.notes;
     let sets = apply_filter(&cfg.filter, loaded.sets, &mut report);
     let images = build_images(cfg, &mut report, progress);
+    report.images = images.iter().map(|(v, image)| (v.name, image.path.clone())).collect();
+    report.kernels_dir = Some(cfg.build.kernels_dir.clone());
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
     let scans: Vec<Scan> = images.iter().map(|(v, image)| Scan::of(cfg, v, image, &sets)).collect();
     let cells: Vec<PlacedCell> = (0..images.len())

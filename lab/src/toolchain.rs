@@ -177,6 +177,7 @@ fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) ->
     field(variant.march.as_bytes());
     field(header.as_bytes());
     field(KERNEL_DATA_MARK.as_bytes());
+    field(b"-g"); // images cached before the sources were assembled with -g are rebuilt
     for flag in &inputs.clang_flags {
         field(flag.as_bytes());
     }
@@ -271,6 +272,7 @@ pub fn build_image_with(
                 .arg(format!("-march={march}"))
                 .args(variant.arch.spec().clang_flags)
                 .args(flags)
+                .arg("-g") // DWARF line tables: the SARIF report maps a pc to its .S line
                 .arg(step);
             cmd
         };

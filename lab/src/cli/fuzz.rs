@@ -121,7 +121,8 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
     let mut bars = crate::bars::Bars::default();
     let results = fuzz::campaign(&cfg, &mut |e| bars.handle(e));
     human(&fuzz_text(&results, seed));
-    let report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
+    let mut report = fuzz::to_report(&results, seed, cfg.shard, started.elapsed());
+    report.kernels_dir = Some(cfg.build.kernels_dir.clone());
     // The exit status is the report's, so the JSON's `exit_code` is the process's.
     args.report.emit_structured(&report, "fuzz")
 }

@@ -16,7 +16,8 @@ use kernel_lab::variant::{Arch, Kernel, Variant, VARIANTS};
 
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// Report format: the human table, JSON (docs/report-schema.md) or JUnit XML.
+    /// Report format: the human table, JSON (docs/report-schema.md), JUnit XML or SARIF 2.1.0
+    /// (code scanning).
     #[arg(long, value_enum, default_value = "human")]
     pub(crate) format: Format,
     /// Write the report to FILE (the human table still goes to stdout).

@@ -1,9 +1,10 @@
 //! Reporters: a finished [`Report`] rendered for people ([`Report::to_human`]) or for CI
-//! (`json`, `junit`). They take any report, whichever command filled it (`lab run`, `lab fuzz`),
+//! (`json`, `junit`, `sarif`). They take any report, whichever command filled it (`lab run`, `lab fuzz`),
 //! and never look at how the rows were produced.
 
 mod json;
 mod junit;
+mod sarif;
 
 use std::path::Path;
 
@@ -11,6 +12,7 @@ use crate::report::Report;
 
 pub use json::SCHEMA_VERSION;
 pub use junit::FAILURES_LISTED;
+pub use sarif::{RESULTS_LISTED as SARIF_RESULTS_LISTED, SCHEMA_URI as SARIF_SCHEMA_URI};
 
 /// An output format (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -21,11 +23,14 @@ pub enum Format {
     Json,
     /// JUnit XML (the Jenkins/Ant schema GitHub, GitLab and Jenkins read).
     Junit,
+    /// SARIF 2.1.0 (OASIS), for GitHub and GitLab code scanning: a result per image finding
+    /// and per failed case, located at the kernel source line where DWARF maps it.
+    Sarif,
 }
 
 impl Format {
     /// Every format, in `--format` order.
-    pub const ALL: [Format; 3] = [Format::Human, Format::Json, Format::Junit];
+    pub const ALL: [Format; 4] = [Format::Human, Format::Json, Format::Junit, Format::Sarif];
 
     /// Command-line name.
     pub fn name(self) -> &'static str {
@@ -33,6 +38,7 @@ impl Format {
             Format::Human => "human",
             Format::Json => "json",
             Format::Junit => "junit",
+            Format::Sarif => "sarif",
         }
     }
 }
@@ -104,6 +110,7 @@ pub fn render_into(
         Format::Human => out.write_all(report.to_human().as_bytes()).map_err(io),
         Format::Json => Ok(json::render_into(report, command, out)?),
         Format::Junit => out.write_all(junit::render(report, command, cases)?.as_bytes()).map_err(io),
+        Format::Sarif => Ok(sarif::render_into(report, command, out)?),
     }
 }
 
@@ -291,6 +298,60 @@ mod tests {
         let xml = render(&report, Format::Junit, "run").unwrap();
         assert!(xml.contains("... and 5 more failed cases"), "{xml}");
         assert_eq!(xml.matches("[bounds] limb 2").count(), FAILURES_LISTED, "{xml}");
+    }
+
+    /// The sample's failed case is one SARIF result: its class, an error, the case named in the
+    /// message, the fuzz replay line, and (no image known) its contract symbol as the place.
+    #[test]
+    fn sarif_lists_a_failed_case_with_its_class_message_and_replay() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&render(&sample_report(), Format::Sarif, "fuzz").unwrap()).unwrap();
+        assert_eq!((doc["version"].as_str(), doc["$schema"].as_str()), (Some("2.1.0"), Some(SARIF_SCHEMA_URI)));
+        let results = doc["runs"][0]["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{doc:#}");
+        let r = &results[0];
+        assert_eq!((r["ruleId"].as_str(), r["level"].as_str()), (Some("bounds"), Some("error")));
+        assert_eq!(
+            r["message"]["text"],
+            "aarch64 on qemu, poly1305 kernel, set fuzz, case shrunk: limb 2 is 0x4000000, above 2^26"
+        );
+        assert_eq!(
+            r["properties"]["replay"],
+            "lab fuzz --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305"
+        );
+        assert_eq!(r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"], "poly1305_processBlocks");
+        assert_eq!(doc["runs"][0]["invocations"][0]["properties"]["seed"], "18446744073709551615");
+    }
+
+    /// A case the vote blamed on the emulator is a warning, not the kernel's error; results past
+    /// the cap are counted in a notification, and an interrupted run did not execute successfully.
+    #[test]
+    fn sarif_levels_cap_and_interruption() {
+        let mut report = sample_report();
+        report.rows[0].reattribute(0, Finding::new(Class::EmulatorFault, "qemu returned 1, native 2"));
+        let failure = report.rows[0].failed[0].clone();
+        report.rows[0].failed.extend((0..SARIF_RESULTS_LISTED).map(|_| failure.clone()));
+        report.interrupted = Some(2);
+        let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Sarif, "run").unwrap()).unwrap();
+        let run = &doc["runs"][0];
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), SARIF_RESULTS_LISTED);
+        assert_eq!(run["properties"]["results_left_out"], 2);
+        assert!(results.iter().all(|r| r["level"] == "error"), "kernel failures come first");
+        let inv = &run["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        let notes: Vec<&str> = inv["toolExecutionNotifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["message"]["text"].as_str().unwrap())
+            .collect();
+        assert!(notes.iter().any(|n| n.contains("2 more results left out")), "{notes:?}");
+
+        report.rows[0].failed.clear();
+        let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Sarif, "run").unwrap()).unwrap();
+        let r = &doc["runs"][0]["results"][0];
+        assert_eq!((r["ruleId"].as_str(), r["level"].as_str()), (Some("emulator-fault"), Some("warning")));
     }
 
     #[test]
