@@ -47,6 +47,7 @@ pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod bench;
+pub mod build_confine;
 pub mod bundled;
 pub mod cache_seal;
 pub mod cases;
