@@ -112,7 +112,8 @@ impl Outcome {
                 Some(format!("tried to write a file larger than {} MiB and was stopped", limits.file_size >> 20))
             }
             Some(libc::SIGKILL) => Some("was killed (SIGKILL)".into()),
-            _ if self.stderr.contains("out of memory") || self.stderr.contains("Cannot allocate memory") => {
+            // LLVM's own words when an allocation fails (not a user's `.error "out of memory"`).
+            _ if self.stderr.contains("LLVM ERROR: out of memory") || self.stderr.contains("std::bad_alloc") => {
                 Some(format!("ran out of its {} MiB address space", limits.address_space >> 20))
             }
             _ => None,

@@ -560,3 +560,25 @@ fn check_objects(variant: &Variant, inputs: &Inputs, compiled: &[PathBuf]) -> Re
     objects::select(always, archives, &wanted).map_err(fail)?;
     Ok(pulled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A quoted path that exists is taken as refused (made absolute); one that does not, a
+    /// note line, or a path clang could not find beside the source (`.incbin` searches the
+    /// working folder) is not.
+    #[test]
+    fn refused_paths_are_the_quoted_ones_that_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("evil.S");
+        std::fs::write(dir.path().join("beside.inc"), "").unwrap();
+        let stderr = "evil.S:3:9: error: Could not find incbin file '/etc/passwd'\n\
+                      evil.S:4:9: error: Could not find incbin file '/no/such/file'\n\
+                      evil.S:5:9: error: Could not find incbin file 'beside.inc'\n\
+                      evil.S:6:9: note: while reading '/etc/hostname'\n";
+        assert_eq!(refused_paths(stderr, Some(&src)), vec![PathBuf::from("/etc/passwd")]);
+        let stderr = "evil.S:3:10: fatal error: cannot open file 'beside.inc': Permission denied\n";
+        assert_eq!(refused_paths(stderr, Some(&src)), vec![dir.path().join("beside.inc")]);
+    }
+}
