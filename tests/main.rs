@@ -7,6 +7,7 @@ mod alignment;
 mod arch_rows;
 mod bench;
 mod bounds;
+mod build_confine;
 mod checks;
 mod cli;
 mod clobber;

@@ -207,13 +207,18 @@ fn qemu_cpu_check(variant: &'static Variant) -> Check {
     Check { what, state }
 }
 
-/// seccomp and Landlock for the qemu and native guests (lab/src/backend/process/confine.rs); a missing
+/// seccomp and Landlock for the qemu and native guests (lab/src/backend/process/confine.rs) and
+/// Landlock for the builds (lab/src/build_confine.rs); a missing
 /// layer is a warning: runs still work, with less confinement.
 fn confinement_state() -> State {
     let s = crate::backend::confine::Support::probe();
-    let gaps = s.gaps();
+    let mut gaps = s.gaps();
+    gaps.extend(crate::build_confine::gaps().into_iter().map(|g| format!("builds: {g}")));
     if gaps.is_empty() {
-        State::Ok(format!("seccomp filters and Landlock ABI {} (qemu and native guests are confined)", s.landlock_abi))
+        State::Ok(format!(
+            "seccomp filters and Landlock ABI {} (qemu and native guests and the builds are confined)",
+            s.landlock_abi
+        ))
     } else {
         State::Warning(gaps.join("; "))
     }

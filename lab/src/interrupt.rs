@@ -1,6 +1,7 @@
 //! SIGINT/SIGTERM: stop honestly. [`install`] (called by the `lab` command, crate
 //! `signal-hook`) starts a thread that, on the first signal, records it and kills the process
-//! group of every live guest ([`register`]); the run loops see [`interrupted`], stop starting
+//! group of every live guest and build tool ([`register`]; lab/src/build_confine.rs); the run
+//! loops see [`interrupted`], stop starting
 //! work, and the command writes its report marked interrupted and exits with 128 + the signal
 //! number (130 for SIGINT, 143 for SIGTERM). A second signal exits at once, without a report.
 //! Unicorn batches run in-process and are not cut short: the run stops after the batch in

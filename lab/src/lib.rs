@@ -5,7 +5,7 @@
 //!
 //! One module per concern (docs/ARCHITECTURE.md has the data flow and a line per module):
 //! [`arch`] (per-architecture facts, one row each), [`variant`] (what is built), [`toolchain`]
-//! (building it), [`image`] (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the
+//! (building it; [`build_confine`] keeps the build tools from the host), [`image`] (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the
 //! driver protocol, defined once), [`batch`] (batch layout), [`backend`] (what executes),
 //! [`reference`] (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
 //! -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings),
@@ -47,6 +47,7 @@ pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod bench;
+pub mod build_confine;
 pub mod bundled;
 pub mod cache_seal;
 pub mod cases;

@@ -141,6 +141,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
         let gaps = backend::confine::Support::probe().gaps();
         report.warnings.extend(gaps.into_iter().map(|g| format!("qemu and native guests: {g}")));
     }
+    report.warnings.extend(crate::build_confine::gaps().into_iter().map(|g| format!("builds: {g}")));
     report.vector_errors = loaded.errors;
     report.notes = loaded.notes;
     let sets = apply_filter(&cfg.filter, loaded.sets, &mut report);
@@ -386,12 +387,18 @@ fn build_images(
         let image = toolchain::build_image(&cfg.build, variant)
             .map_err(|e| match e {
                 // These already say "building <variant>: ...".
-                toolchain::ToolchainError::Failed { .. } | toolchain::ToolchainError::Object { .. } => e.to_string(),
+                toolchain::ToolchainError::Failed { .. }
+                | toolchain::ToolchainError::Object { .. }
+                | toolchain::ToolchainError::Refused { .. }
+                | toolchain::ToolchainError::Stopped { .. }
+                | toolchain::ToolchainError::Interrupted { .. } => e.to_string(),
                 _ => format!("{variant}: {e}"),
             })
             .and_then(|p| Image::load(&p, variant.arch).map_err(|e| format!("{variant}: {e}")));
         match image {
             Ok(i) => images.push((variant, i)),
+            // A build the signal killed is no set-up error: the report says it was interrupted.
+            Err(_) if crate::interrupt::interrupted().is_some() => break,
             Err(e) => report.setup_errors.push(e),
         }
         progress(Progress::Advance { by: 1, note: variant.name });

@@ -10,6 +10,8 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
+use crate::backend::confine::Support;
+use crate::build_confine::{self, Grants, Limits};
 use crate::paths;
 use crate::protocol;
 use crate::user_kernel::objects::{self, ObjectError};
@@ -68,6 +70,20 @@ pub enum ToolchainError {
     /// defines (checked before linking).
     #[error("building {variant}: {source}")]
     Object { variant: String, source: ObjectError },
+    /// A kernel source reached for a host file its build may not read ([`crate::build_confine`]).
+    #[error(
+        "building {variant}: {}: the build was refused access to {} (kernel sources may read only the regular files \
+         of their own folder and the lab's include folder)\n{stderr}",
+        file.display(),
+        refused.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    Refused { variant: &'static str, file: PathBuf, refused: Vec<PathBuf>, stderr: String },
+    /// A build tool hit a limit of [`crate::build_confine`] (time, file size, memory).
+    #[error("building {variant}: {what}: `{tool}` {why}\n{stderr}")]
+    Stopped { variant: &'static str, what: String, tool: String, why: String, stderr: String },
+    /// SIGINT or SIGTERM stopped the build ([`crate::interrupt`]).
+    #[error("building {variant}: interrupted by {}", crate::interrupt::name(*.signal))]
+    Interrupted { variant: &'static str, signal: i32 },
 }
 
 /// Finds `tool` on `PATH`.
@@ -196,15 +212,64 @@ fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) ->
     Ok(key)
 }
 
-/// Runs a build command, turning a failure into [`ToolchainError::Failed`].
-fn run(variant: &Variant, cmd: &mut Command) -> Result<(), ToolchainError> {
+/// Runs a build command confined to `grants` ([`crate::build_confine`]), turning a failure into
+/// [`ToolchainError::Failed`], or [`ToolchainError::Refused`] when the tool was refused a file
+/// that exists (`source` names the kernel source being built; `None` for the lab's own steps
+/// and the link), [`ToolchainError::Stopped`] at a limit, [`ToolchainError::Interrupted`].
+fn run(variant: &Variant, source: Option<&Path>, grants: &Grants, cmd: &mut Command) -> Result<(), ToolchainError> {
     let command = format!("{cmd:?}").replace('"', "");
-    let out = cmd.output().map_err(|source| ToolchainError::Io { path: PathBuf::from(cmd.get_program()), source })?;
-    if out.status.success() {
+    let limits = Limits::BUILD;
+    let interrupted = |signal| ToolchainError::Interrupted { variant: variant.name, signal };
+    if let Some(signal) = crate::interrupt::interrupted() {
+        return Err(interrupted(signal));
+    }
+    let out = build_confine::run(cmd, grants, &limits)
+        .map_err(|source| ToolchainError::Io { path: PathBuf::from(cmd.get_program()), source })?;
+    if out.status.success() && !out.timed_out {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    Err(ToolchainError::Failed { variant: variant.name, command, stderr })
+    if let Some(signal) = crate::interrupt::interrupted() {
+        return Err(interrupted(signal));
+    }
+    let what = source.map_or_else(|| "linking".to_string(), |s| s.display().to_string());
+    if let Some(why) = out.limit_hit(&limits) {
+        let tool = Path::new(cmd.get_program()).file_name().unwrap_or_default().to_string_lossy().into_owned();
+        return Err(ToolchainError::Stopped { variant: variant.name, what, tool, why, stderr: out.stderr });
+    }
+    let refused = refused_paths(&out.stderr, source);
+    match source {
+        Some(source) if !refused.is_empty() && Support::probe().landlock_abi > 0 => Err(ToolchainError::Refused {
+            variant: variant.name,
+            file: source.to_path_buf(),
+            refused,
+            stderr: out.stderr,
+        }),
+        _ => Err(ToolchainError::Failed { variant: variant.name, command, stderr: out.stderr }),
+    }
+}
+
+/// Paths a tool's error messages quote (`'...'` or `"..."`) that exist on the host: clang says
+/// it cannot find (`.incbin`, a path from the working folder) or open (`#include`, "Permission
+/// denied", a path from the including file's folder, `source`'s) a file the build was not
+/// allowed to read, so one that exists was refused.
+fn refused_paths(stderr: &str, source: Option<&Path>) -> Vec<PathBuf> {
+    let dir = source.and_then(Path::parent);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in stderr.lines().filter(|l| l.contains("error:")) {
+        let beside = if line.contains("Permission denied") { dir } else { None };
+        for quoted in line.split(['\'', '"']).skip(1).step_by(2).filter(|q| !q.is_empty()) {
+            let path = Path::new(quoted);
+            let found = beside
+                .map(|d| d.join(path))
+                .into_iter()
+                .chain(std::iter::once(path.to_path_buf()))
+                .find(|p| std::fs::symlink_metadata(p).is_ok());
+            if let Some(p) = found.map(|p| std::path::absolute(&p).unwrap_or(p)).filter(|p| !out.contains(p)) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 /// Linked between the kernels and `driver.o`: an empty, page-aligned `.bss` section whose
@@ -265,7 +330,12 @@ pub fn build_image_with(
     let include = tmp_dir.join("include");
     std::fs::create_dir_all(&include).map_err(io(&include))?;
     std::fs::write(include.join(PROTOCOL_HEADER), &header).map_err(io(&include))?;
-    let assemble = |src: &Path, obj: &Path, march: &str, flags: &[String]| {
+    // What the kernel sources may read: the regular files of their own folders, and the
+    // build's folder (the generated include folder, the preprocessed text, the objects).
+    let sources_may =
+        Grants { folders: source_folders(cfg, variant, &inputs), scratch: Some(tmp_dir.clone()), ..Grants::default() };
+    let lab_may = Grants { files: vec![driver.clone()], scratch: Some(tmp_dir.clone()), ..Grants::default() };
+    let assemble = |src: &Path, obj: &Path, march: &str, flags: &[String], may: &Grants, user: Option<&Path>| {
         let clang_for = |step: &str| {
             let mut cmd = Command::new(&clang);
             cmd.arg(format!("--target={}", variant.arch.spec().clang_triple))
@@ -273,6 +343,9 @@ pub fn build_image_with(
                 .args(variant.arch.spec().clang_flags)
                 .args(flags)
                 .arg("-g") // DWARF line tables: the SARIF report maps a pc to its .S line
+                // A crashing clang writes a reproducer beside the system's temporary files
+                // (outside the build's folder: Landlock refuses it); ask for none.
+                .arg("-fno-crash-diagnostics")
                 .arg(step);
             cmd
         };
@@ -282,18 +355,18 @@ pub fn build_image_with(
         // of the preprocessed text, so its messages still name `x.S` and its lines.
         let src = if src.extension().is_some_and(|x| x == "S") {
             let pre = obj.with_extension("s");
-            run(variant, clang_for("-E").arg("-I").arg(&include).arg("-o").arg(&pre).arg(src))?;
+            run(variant, user, may, clang_for("-E").arg("-I").arg(&include).arg("-o").arg(&pre).arg(src))?;
             std::borrow::Cow::Owned(pre)
         } else {
             std::borrow::Cow::Borrowed(src)
         };
-        run(variant, clang_for("-c").arg("-o").arg(obj).arg(&*src))
+        run(variant, user, may, clang_for("-c").arg("-o").arg(obj).arg(&*src))
     };
     let mut kernel_objects = Vec::new();
     for (i, src) in inputs.sources.iter().enumerate() {
         let obj =
             tmp_dir.join(format!("{i}-{}", src.file_stem().unwrap_or_default().to_string_lossy())).with_extension("o");
-        assemble(src, &obj, variant.march, &inputs.clang_flags)?;
+        assemble(src, &obj, variant.march, &inputs.clang_flags, &sources_may, Some(src))?;
         kernel_objects.push(obj);
     }
     let undefined = check_objects(variant, &inputs, &kernel_objects)?;
@@ -304,11 +377,11 @@ pub fn build_image_with(
     let mark_o = lab_object.get("lab_kernel_data_end", KERNEL_DATA_MARK.as_bytes(), &header, |obj| {
         let mark = tmp_dir.join("lab_kernel_data_end.s");
         std::fs::write(&mark, KERNEL_DATA_MARK).map_err(io(&mark))?;
-        assemble(&mark, obj, driver_march, &[])
+        assemble(&mark, obj, driver_march, &[], &lab_may, None)
     })?;
     let driver_text = std::fs::read(&driver).map_err(io(&driver))?;
-    let driver_o =
-        lab_object.get("lab_driver", &driver_text, &header, |obj| assemble(&driver, obj, driver_march, &[]))?;
+    let driver_o = lab_object
+        .get("lab_driver", &driver_text, &header, |obj| assemble(&driver, obj, driver_march, &[], &lab_may, None))?;
     let tmp_elf = tmp_dir.join("lab.elf");
     let mut link = Command::new(&lld);
     link.args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf);
@@ -320,7 +393,15 @@ pub fn build_image_with(
         link.arg("-u").arg(symbol);
     }
     link.args(&kernel_objects).args(&inputs.objects).arg(&mark_o).arg(&driver_o);
-    run(variant, &mut link)?;
+    // ld.lld reads the objects it is given (the user's by their own paths, the lab's from the
+    // cache) and writes the image.
+    let link_may = Grants {
+        files: inputs.objects.clone(),
+        trees: vec![cfg.cache_dir.join("objects")],
+        scratch: Some(tmp_dir.clone()),
+        ..Grants::default()
+    };
+    run(variant, None, &link_may, &mut link)?;
     crate::cache_seal::seal(&tmp_elf).map_err(io(&tmp_elf))?;
     // Rename the whole folder into place so a half-built image is never taken from the cache;
     // if another build won the race, its identical image is used.
@@ -351,8 +432,12 @@ pub fn probe(variant: &Variant) -> Result<(), ToolchainError> {
     // `.s`: plain assembly, one process fewer than `.S` (no preprocessor run).
     let (src, obj, elf) = (dir.path().join("probe.s"), dir.path().join("probe.o"), dir.path().join("probe.elf"));
     std::fs::write(&src, KERNEL_DATA_MARK).map_err(io(&src))?;
+    // Confined as real builds are, so a toolchain that needs more than they allow shows here.
+    let may = Grants { scratch: Some(dir.path().to_path_buf()), ..Grants::default() };
     run(
         variant,
+        None,
+        &may,
         Command::new(&clang)
             .arg(format!("--target={}", variant.arch.spec().clang_triple))
             .arg(format!("-march={}", variant.march))
@@ -364,6 +449,8 @@ pub fn probe(variant: &Variant) -> Result<(), ToolchainError> {
     )?;
     run(
         variant,
+        None,
+        &may,
         Command::new(&lld).args(["-static", "-nostdlib", "-e", "lab_kernel_text_end", "-o"]).arg(&elf).arg(&obj),
     )
 }
@@ -424,6 +511,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError {
     move |source| ToolchainError::Io { path, source }
 }
 
+/// The folders whose regular files the kernel sources of `variant` may read: the kernels
+/// folder `<kernels_dir>/<arch>/`, or each folder holding a source of the user's kernel.
+fn source_folders(cfg: &BuildConfig, variant: &Variant, inputs: &Inputs) -> Vec<PathBuf> {
+    if user_kernel::of(variant).is_none() {
+        return vec![cfg.kernels_dir.join(variant.arch.name())];
+    }
+    let mut folders: Vec<PathBuf> = inputs.sources.iter().filter_map(|s| s.parent()).map(Path::to_path_buf).collect();
+    folders.sort();
+    folders.dedup();
+    folders
+}
+
 /// The lab's own variant of `arch` without extensions (its `-march` assembles the driver).
 fn base_variant(arch: Arch) -> &'static Variant {
     crate::variant::VARIANTS.iter().find(|v| v.arch == arch && !v.zbb).unwrap_or(&crate::variant::VARIANTS[0])
@@ -462,4 +561,26 @@ fn check_objects(variant: &Variant, inputs: &Inputs, compiled: &[PathBuf]) -> Re
     }
     objects::select(always, archives, &wanted).map_err(fail)?;
     Ok(pulled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A quoted path that exists is taken as refused (made absolute); one that does not, a
+    /// note line, or a path clang could not find beside the source (`.incbin` searches the
+    /// working folder) is not.
+    #[test]
+    fn refused_paths_are_the_quoted_ones_that_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("evil.S");
+        std::fs::write(dir.path().join("beside.inc"), "").unwrap();
+        let stderr = "evil.S:3:9: error: Could not find incbin file '/etc/passwd'\n\
+                      evil.S:4:9: error: Could not find incbin file '/no/such/file'\n\
+                      evil.S:5:9: error: Could not find incbin file 'beside.inc'\n\
+                      evil.S:6:9: note: while reading '/etc/hostname'\n";
+        assert_eq!(refused_paths(stderr, Some(&src)), vec![PathBuf::from("/etc/passwd")]);
+        let stderr = "evil.S:3:10: fatal error: cannot open file 'beside.inc': Permission denied\n";
+        assert_eq!(refused_paths(stderr, Some(&src)), vec![dir.path().join("beside.inc")]);
+    }
 }

@@ -231,7 +231,7 @@ fn landlock_ruleset(guest: &Guest<'_>) -> Result<RulesetCreated, landlock::Rules
 /// The `PT_INTERP` of a dynamically linked program (the kernel opens it for execution too).
 /// Reads only the file's first 64 KiB, where the ELF header, program headers and the
 /// interpreter's path live (the whole of qemu-aarch64 is 4.7 MB, read again at every restart).
-fn interpreter_of(program: &Path) -> Option<PathBuf> {
+pub(crate) fn interpreter_of(program: &Path) -> Option<PathBuf> {
     use object::read::elf::{FileHeader as _, ProgramHeader as _};
     use std::io::Read as _;
     let mut data = Vec::with_capacity(64 << 10);
