@@ -34,10 +34,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use landlock::{
-    Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, Scope, ABI,
-};
+use landlock::{AccessFs, PathBeneath, PathFd, RulesetCreated, RulesetCreatedAttr};
 
 use crate::backend::confine::Support;
 
@@ -52,9 +49,6 @@ pub const FILE_SIZE_LIMIT: u64 = 64 << 20;
 pub const ADDRESS_SPACE_LIMIT: u64 = 1 << 30;
 /// Bytes of a tool's standard error kept for the error message.
 pub const STDERR_LIMIT: usize = 64 << 10;
-
-/// Landlock ABI the rules are written for (as for guests, lab/src/backend/process/confine.rs).
-const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// What one tool invocation may read and write, besides the toolchain itself.
 #[derive(Debug, Clone, Default)]
@@ -201,12 +195,7 @@ fn ruleset(program: &Path, grants: &Grants) -> Result<RulesetCreated, landlock::
         | AccessFs::Truncate
         | AccessFs::Refer;
     let toolchain = toolchain_of(program);
-    let mut created = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
-        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
-        .create()?;
+    let mut created = crate::backend::confine::empty_ruleset()?;
     for p in toolchain.folders.iter().chain(&grants.trees) {
         created = add(created, p, dir_read)?;
     }

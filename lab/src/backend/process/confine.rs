@@ -209,12 +209,7 @@ fn landlock_ruleset(guest: &Guest<'_>) -> Result<RulesetCreated, landlock::Rules
     };
     let mut exec: Vec<PathBuf> = vec![program.to_path_buf()];
     exec.extend(interpreter_of(program));
-    let mut created = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
-        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
-        .create()?;
+    let mut created = empty_ruleset()?;
     for p in &reads {
         if let Ok(fd) = PathFd::new(p) {
             created = created.add_rule(PathBeneath::new(fd, read))?;
@@ -226,6 +221,21 @@ fn landlock_ruleset(guest: &Guest<'_>) -> Result<RulesetCreated, landlock::Rules
         }
     }
     Ok(created)
+}
+
+/// A Landlock ruleset that handles every filesystem right of [`LANDLOCK_ABI`], TCP bind and
+/// connect, and signal and abstract-socket scoping, with no rule yet: what guests and builds
+/// ([`crate::build_confine`]) start from, so both deny the same rights by default.
+///
+/// # Errors
+/// Landlock's own, when the ruleset cannot be created.
+pub(crate) fn empty_ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
+        .create()
 }
 
 /// The `PT_INTERP` of a dynamically linked program (the kernel opens it for execution too).
