@@ -122,7 +122,9 @@ fn fault_text(
         );
     }
     let names: Vec<&str> = witnesses.iter().map(|w| w.name()).collect();
-    let first = returned.split(':').next().unwrap_or_default();
+    // The call's label ("step 3: md5_implCompress(buffered block 0)"): up to the call's `)`.
+    let first = returned.split_once("): ").map_or(returned.as_str(), |(call, _)| call);
+    let first = if first.len() < returned.len() { format!("{first})") } else { first.to_string() };
     format!(
         "emulator fault: {culprit} returns other outputs ({first}: see below); {} and the reference agree{also}; \
          not counted as a kernel failure",
