@@ -10,10 +10,10 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::backend::confine::Support;
 use crate::build_confine::{self, Grants, Limits};
 use crate::paths;
 use crate::protocol;
+use crate::sandbox::Support;
 use crate::user_kernel::objects::{self, ObjectError};
 use crate::user_kernel::{self, UserKernel};
 use crate::variant::{Arch, Variant};

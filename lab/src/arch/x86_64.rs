@@ -15,7 +15,7 @@ use super::{
 };
 use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
-use crate::reference::openssl::{EmitReduction, PolyCtx};
+use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
 use crate::vocab::tool::Tool;
 
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).

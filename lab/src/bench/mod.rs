@@ -16,6 +16,7 @@
 pub mod baseline;
 pub mod board;
 pub mod counts;
+pub mod gate;
 pub mod mca;
 pub mod mix;
 pub mod native;

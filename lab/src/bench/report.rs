@@ -7,9 +7,9 @@ use serde::Serialize;
 use crate::contract::Family;
 use crate::exit::ExitCode;
 
-use super::baseline::Gate;
 use super::board::BoardComparison;
 use super::counts::{CountRow, BLOCKS};
+use super::gate::Gate;
 use super::mca::Prediction;
 use super::native::NativeReport;
 use super::throughput::{RawRate, ThroughputRow};
