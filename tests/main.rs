@@ -20,6 +20,7 @@ mod draws;
 mod fuzz;
 mod gating;
 mod image;
+mod library_names;
 mod matrix;
 mod mb_semantics;
 mod openssl;
