@@ -199,3 +199,39 @@ fn aarch64_data_words_in_text_are_not_decoded() {
     let found = image_findings(&json);
     assert!(found.iter().any(|f| f.starts_with("syscall: ") && f.contains("my_md5+0x4")), "{found:#?}\n{text}");
 }
+
+#[test]
+fn bench_object_times_the_users_kernel_not_the_labs() {
+    if !cfg!(target_arch = "x86_64") || kernel_lab::bench::native::unavailable().is_some() {
+        // The native comparison needs an x86_64 host with the `openssl` feature; say so.
+        eprintln!("bench --object: no native comparison in this build, checked on x86_64 hosts only");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let obj = x86_adapter(dir.path(), "ossl_md5_block_asm_data_order");
+    let args = ["bench", "--object", &obj, "--kernel", "md5", "--no-throughput", "--no-predict", "--runs", "1"];
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).args(["--format", "json"]).output().expect("lab bench");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));
+    // The lab's own x86_64 kernels were not selected: their figures are not printed at all.
+    assert!(json["native"].is_null(), "{text}");
+    let rows = json["user_native"].as_array().expect("user_native rows");
+    let workloads: Vec<&str> = rows.iter().filter_map(|r| r["workload"].as_str()).collect();
+    assert_eq!(workloads, ["md5 1 block", "md5 16 KiB"], "--kernel md5 only: {text}");
+    for r in rows {
+        assert_eq!(r["variant"], "ossl_md5_block_asm_data_order", "{text}");
+        assert_eq!(r["symbol"], "md5_block_data_order", "{text}");
+        assert!(r["mb_per_s"].as_f64().is_some_and(|x| x > 0.0), "{text}");
+        let theirs = r["openssl_mb_per_s"].as_f64().expect("OpenSSL's figure at the same size");
+        let ratio = r["vs_openssl"].as_f64().expect("ratio");
+        assert!((ratio - r["mb_per_s"].as_f64().unwrap() / theirs).abs() < 1e-9, "{text}");
+    }
+    // The instruction counts name the user's variant and MD5 alone.
+    let counts = json["counts"].as_array().expect("counts");
+    assert!(!counts.is_empty() && counts.iter().all(|c| c["kernel"] == "md5"), "{text}");
+    // The human table labels the figures as the user's.
+    let human = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().expect("lab bench");
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("Your kernels, native") && !human.contains("Native x86_64, in-process"), "{human}");
+}
