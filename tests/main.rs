@@ -25,6 +25,7 @@ mod matrix;
 mod mb_semantics;
 mod openssl;
 mod own_kernel;
+mod partial_loads;
 mod predict;
 mod protocol;
 mod reports;

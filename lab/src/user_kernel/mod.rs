@@ -46,6 +46,9 @@ pub struct UserKernel {
     /// The global symbols `objects` define ([`defined_by`]); `None` when there are sources
     /// (known only once assembled) or an object could not be read (the build says why).
     pub defines: Option<BTreeSet<String>>,
+    /// The manifest's `partial_loads` for this variant (`warn`, `fail`), overriding
+    /// `--partial-loads` ([`crate::backend::PartialLoads`]).
+    pub partial_loads: Option<crate::backend::PartialLoads>,
 }
 
 /// The global symbols `objects` (objects and archive members) define for `arch`, or `None`
@@ -248,5 +251,6 @@ pub fn from_options(
         objects: abs,
         symbols,
         replay,
+        partial_loads: None,
     })
 }
