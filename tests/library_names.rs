@@ -61,7 +61,14 @@ fn rows(json: &Value) -> Vec<(String, String, u64, u64)> {
         .as_array()
         .map(|rows| {
             rows.iter()
-                .map(|r| (s(r, "backend"), s(r, "family"), r["passed"].as_u64().unwrap_or(0), r["failed"].as_u64().unwrap_or(0)))
+                .map(|r| {
+                    (
+                        s(r, "backend"),
+                        s(r, "family"),
+                        r["passed"].as_u64().unwrap_or(0),
+                        r["failed"].as_u64().unwrap_or(0),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -69,7 +76,9 @@ fn rows(json: &Value) -> Vec<(String, String, u64, u64)> {
 
 fn image_findings(json: &Value) -> Vec<String> {
     json["image_findings"].as_array().map_or_else(Vec::new, |a| {
-        a.iter().map(|f| format!("{}: {}", f["class"].as_str().unwrap_or("?"), f["text"].as_str().unwrap_or("?"))).collect()
+        a.iter()
+            .map(|f| format!("{}: {}", f["class"].as_str().unwrap_or("?"), f["text"].as_str().unwrap_or("?")))
+            .collect()
     })
 }
 
@@ -94,10 +103,18 @@ fn x86_backends() -> &'static str {
 fn a_wrapper_calling_the_librarys_own_name_reaches_it() {
     let dir = tempfile::tempdir().unwrap();
     let lib = x86_adapter(dir.path(), "md5_block_data_order");
-    let wrapper = assemble(dir.path(), "tests/fixtures/library/md5_wrapper_x86_64.S", "w.o", "x86_64-linux-gnu", "x86-64", &[]);
+    let wrapper =
+        assemble(dir.path(), "tests/fixtures/library/md5_wrapper_x86_64.S", "w.o", "x86_64-linux-gnu", "x86-64", &[]);
     let backends = x86_backends();
     let (code, json, text) = run_md5(&[
-        "--object", &lib, "--object", &wrapper, "--symbol", "md5_block_data_order=my_md5", "--backend", backends,
+        "--object",
+        &lib,
+        "--object",
+        &wrapper,
+        "--symbol",
+        "md5_block_data_order=my_md5",
+        "--backend",
+        backends,
     ]);
     assert_eq!(code, 0, "{text}");
     all_passed(&json, "openssl", backends.split(',').count(), &text);
@@ -117,8 +134,16 @@ fn the_same_credit_bytes_inside_a_function_are_decoded_and_reported() {
         "x86-64",
         &["CREDIT_INSIDE"],
     );
-    let (code, json, text) =
-        run_md5(&["--object", &lib, "--object", &wrapper, "--symbol", "md5_block_data_order=my_md5", "--backend", "qemu"]);
+    let (code, json, text) = run_md5(&[
+        "--object",
+        &lib,
+        "--object",
+        &wrapper,
+        "--symbol",
+        "md5_block_data_order=my_md5",
+        "--backend",
+        "qemu",
+    ]);
     assert_eq!(code, 1, "{text}");
     let found = image_findings(&json);
     assert!(
@@ -135,9 +160,10 @@ fn ossl_exported_names_run_without_symbol_options() {
     assert_eq!(code, 0, "{text}");
     all_passed(&json, "openssl", 2, &text);
     // riscv64's perlasm appends the build's ISA: `_zbb` (here) or `_riscv64`.
-    for (name, march, isa) in
-        [("ossl_md5_block_asm_data_order_zbb", "rv64gc_zbb", "rv64gc_zbb"), ("ossl_md5_block_asm_data_order_riscv64", "rv64gc", "rv64gc")]
-    {
+    for (name, march, isa) in [
+        ("ossl_md5_block_asm_data_order_zbb", "rv64gc_zbb", "rv64gc_zbb"),
+        ("ossl_md5_block_asm_data_order_riscv64", "rv64gc", "rv64gc"),
+    ] {
         let define = format!("md5_block_data_order={name}");
         let obj = assemble(
             dir.path(),
@@ -210,7 +236,8 @@ fn bench_object_times_the_users_kernel_not_the_labs() {
     let dir = tempfile::tempdir().unwrap();
     let obj = x86_adapter(dir.path(), "ossl_md5_block_asm_data_order");
     let args = ["bench", "--object", &obj, "--kernel", "md5", "--no-throughput", "--no-predict", "--runs", "1"];
-    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).args(["--format", "json"]).output().expect("lab bench");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_lab")).args(args).args(["--format", "json"]).output().expect("lab bench");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));

@@ -26,11 +26,17 @@ fn run(dir: &std::path::Path, arch: &str, backends: &str, extra: &[&str]) -> (i3
 fn rows(json: &Value) -> Vec<(String, String, u64, u64)> {
     let rows = json["rows"].as_array().map(Vec::as_slice).unwrap_or_default();
     let s = |r: &Value, k: &str| r[k].as_str().unwrap_or_default().to_string();
-    rows.iter().map(|r| (s(r, "variant"), s(r, "backend"), r["passed"].as_u64().unwrap_or(0), r["failed"].as_u64().unwrap_or(0))).collect()
+    rows.iter()
+        .map(|r| {
+            (s(r, "variant"), s(r, "backend"), r["passed"].as_u64().unwrap_or(0), r["failed"].as_u64().unwrap_or(0))
+        })
+        .collect()
 }
 
 fn warnings(json: &Value) -> Vec<String> {
-    json["warnings"].as_array().map_or_else(Vec::new, |w| w.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+    json["warnings"]
+        .as_array()
+        .map_or_else(Vec::new, |w| w.iter().filter_map(|x| x.as_str().map(String::from)).collect())
 }
 
 fn backends_of(arch: &str) -> &'static str {
@@ -106,14 +112,14 @@ fn the_manifest_field_and_the_option_are_checked() {
     assert!(text.contains("`maybe` is not `warn` or `fail`"), "{text}");
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("kernel-lab.toml");
-    std::fs::write(&manifest, "[[variant]]\nname = \"k\"\narch = \"x86_64\"\nobjects = []\nsources = [\"k.S\"]\npartial_loads = \"often\"\n")
-        .unwrap();
+    std::fs::write(
+        &manifest,
+        "[[variant]]\nname = \"k\"\narch = \"x86_64\"\nobjects = []\nsources = [\"k.S\"]\npartial_loads = \"often\"\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("k.S"), "").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["run", "--manifest"])
-        .arg(&manifest)
-        .output()
-        .expect("run lab");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_lab")).args(["run", "--manifest"]).arg(&manifest).output().expect("run lab");
     let text = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("`partial_loads`: `often` is not `warn` or `fail`"), "{text}");

@@ -196,10 +196,8 @@ impl Image {
             }
         }
         symbols.retain(|name, _| mapping_kind(name).is_none());
-        let mut mapping: Vec<(u64, bool)> = elf
-            .symbols()
-            .filter_map(|s| Some((s.address(), mapping_kind(s.name().ok()?)?)))
-            .collect();
+        let mut mapping: Vec<(u64, bool)> =
+            elf.symbols().filter_map(|s| Some((s.address(), mapping_kind(s.name().ok()?)?))).collect();
         mapping.sort_unstable();
         let data_sections = elf
             .sections()

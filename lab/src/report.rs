@@ -131,7 +131,10 @@ impl Row {
             .iter()
             .map(|(_, text, n)| {
                 let more = if *n > 1 { format!(" ({n} calls at this instruction)") } else { String::new() };
-                format!("{} on {}, {} / {}: partial load: {text}{more}", self.variant, self.backend, self.kernel, self.set)
+                format!(
+                    "{} on {}, {} / {}: partial load: {text}{more}",
+                    self.variant, self.backend, self.kernel, self.set
+                )
             })
             .collect()
     }

@@ -61,7 +61,9 @@ pub fn measure(
             let mb_per_s = r.bytes_per_s / 1e6;
             let theirs = openssl
                 .iter()
-                .find(|o| o.implementation == "openssl" && o.kernel == kernel.name() && o.bytes as u64 == r.bytes_per_call)
+                .find(|o| {
+                    o.implementation == "openssl" && o.kernel == kernel.name() && o.bytes as u64 == r.bytes_per_call
+                })
                 .map(|o| o.mb_per_s);
             UserNativeRow {
                 variant: r.variant,

@@ -369,7 +369,9 @@ impl<'a, R: Rng> Planner<'a, R> {
         what: String,
     ) -> (BufId, Final) {
         match self.family(Kernel::Poly1305) {
-            Family::HotSpot | Family::BoringSsl => (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what }),
+            Family::HotSpot | Family::BoringSsl => {
+                (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what })
+            }
             Family::OpenSsl => self.openssl_poly_finish(out, acc, r, tail, s, tag, what),
         }
     }
