@@ -39,7 +39,7 @@ fn plan(image: &Image, sets: &[VectorSet]) -> (Batch, Vec<CasePlan>) {
 
 fn lab(c: &mut Criterion) {
     let v = Variant::by_name("x86_64").expect("x86_64 variant");
-    let path = toolchain::build_image(&paths::default_build(), v).expect("build (clang, lld)");
+    let path = toolchain::build_image(&toolchain::default_build(), v).expect("build (clang, lld)");
     let image = Image::load(&path, v.arch).expect("image");
     let sets = sets();
     let abi = Abi::of(v.arch);

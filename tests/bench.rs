@@ -96,7 +96,7 @@ fn per_block_counts_equal_the_static_loop_of_every_kernel() {
 #[test]
 fn spin_loop_counts_256_alu_instructions_and_its_loop_control() {
     for v in VARIANTS.iter().filter(|v| !v.zbb) {
-        let image = throughput::spin_image(&paths::default_build(), v).unwrap();
+        let image = throughput::spin_image(&toolchain::default_build(), v).unwrap();
         let (_, per_iteration) = throughput::spin_instructions(&image).unwrap();
         assert_eq!(per_iteration, 258, "{v}: spin.S has 256 ALU instructions, a decrement and a branch");
     }

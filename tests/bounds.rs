@@ -52,7 +52,7 @@ fn every_start_offset_is_checked_byte_exactly_on_unicorn(#[case] name: &str, #[c
         let (from, to) = MISALIGNED_ONLY_OVER_READ;
         mutated_kernels("riscv64", "md5.S", from, to)
     } else {
-        (tempfile::tempdir().expect("temp dir"), paths::default_build())
+        (tempfile::tempdir().expect("temp dir"), toolchain::default_build())
     };
     let v = variant(name);
     let image = image_of(&build, name);
@@ -323,7 +323,7 @@ fn md5_batch(image: &Image, n: usize) -> kernel_lab::batch::Batch {
 #[test]
 fn a_response_on_a_recycled_allocation_equals_a_fresh_ones() {
     let v = variant("x86_64");
-    let image = image_of(&paths::default_build(), "x86_64");
+    let image = image_of(&toolchain::default_build(), "x86_64");
     let mut reused = U.open(v, &image, Limits::default()).expect("unicorn");
     for n in [40, 12, 3] {
         let run = run_batch(reused.as_mut(), &md5_batch(&image, n)).expect("run");
@@ -496,7 +496,7 @@ fn the_engines_own_pages_are_unmapped_for_kernels(#[case] arch: &str, #[case] ac
 #[case("x86_64")]
 fn legal_loads_across_the_page_before_an_input_end_pass(#[case] name: &str) {
     let v = variant(name);
-    let image = image_of(&paths::default_build(), name);
+    let image = image_of(&toolchain::default_build(), name);
     let e = Stubs::of(&image);
     let input: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
     let mut want = md5::IV;

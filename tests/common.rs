@@ -22,7 +22,7 @@ pub fn variant(name: &str) -> &'static Variant {
 }
 
 pub fn build(v: &Variant) -> Image {
-    let path = toolchain::build_image(&paths::default_build(), v).unwrap_or_else(|e| panic!("{e}"));
+    let path = toolchain::build_image(&toolchain::default_build(), v).unwrap_or_else(|e| panic!("{e}"));
     Image::load(&path, v.arch).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -60,7 +60,7 @@ pub fn run_fixture_set(kind: BackendKind, v: &'static Variant, image: &Image, se
 
 pub fn config(v: &'static Variant, backend: BackendKind, kernel: Kernel) -> RunConfig {
     let files = vectors::bundled_files(&paths::vectors_dir(), &[kernel]);
-    config_with(v, vec![backend], kernel, files, paths::default_build())
+    config_with(v, vec![backend], kernel, files, toolchain::default_build())
 }
 
 /// A run of `kernel` on one variant with the given backends, vector files and kernel sources.

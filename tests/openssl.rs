@@ -279,7 +279,7 @@ fn reports_name_the_openssl_family_and_leave_hotspot_rows_as_they_were() {
     let junit = reporters::render(&report, Format::Junit, "run").expect("junit");
     assert!(junit.contains("classname=\"x86_64.unicorn.md5-openssl\""), "{junit}");
 
-    let hotspot = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files, paths::default_build());
+    let hotspot = run_with(v, vec![BackendKind::Unicorn], Kernel::Md5, files, toolchain::default_build());
     assert_eq!(hotspot.rows[0].family, Family::HotSpot);
     assert!(!hotspot.to_human().contains("contract:"), "{}", hotspot.to_human());
     let json: serde_json::Value =

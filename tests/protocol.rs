@@ -115,7 +115,7 @@ fn lab_batch_bytes(cfg: &BuildConfig, v: &'static kernel_lab::variant::Variant, 
 fn a_changed_header_offset_reaches_every_driver() {
     // The shared image cache: the key hashes the rendered header, so the moved protocol's
     // images never stand in for the current ones (and a later suite run builds none).
-    let cfg = paths::default_build();
+    let cfg = toolchain::default_build();
     let current = Spec::current();
     let mut moved = current.clone();
     // `start` and `done` trade places: lab_batch reads one and writes the other first thing.

@@ -29,7 +29,7 @@ fn top_limb_row(build: kernel_lab::toolchain::BuildConfig) -> kernel_lab::report
 
 #[test]
 fn a_kernel_that_masks_the_top_limb_fails_the_top_limb_set_on_value() {
-    let clean = top_limb_row(paths::default_build());
+    let clean = top_limb_row(toolchain::default_build());
     assert!(clean.failed.is_empty() && clean.disagreed.is_empty(), "bundled kernel: {:?}", clean.failed);
     assert_eq!(clean.passed, 156, "52 entries, each a guarded case, its misaligned twin and an offset case");
 

@@ -98,20 +98,7 @@ pub struct Arena {
     pub kernel_data: Option<(u64, u64)>,
 }
 
-/// Symbol the lab links between the kernels and the driver (`lab/src/toolchain.rs`): a
-/// page-aligned, empty `.bss` section, so the driver's data starts on a page of its own and
-/// everything writable below it belongs to the kernels.
-pub const KERNEL_DATA_END: &str = "lab_kernel_data_end";
-
-/// Symbol the lab links right after the kernels' `.text` and before the driver's
-/// (`lab/src/toolchain.rs`): the kernels' code is the executable segment up to it
-/// ([`Image::kernel_code`]), whatever symbols and helpers it holds.
-pub const KERNEL_TEXT_END: &str = "lab_kernel_text_end";
-
-/// Prefix of the lab's entry aliases: a user's kernel mapped with `--symbol CONTRACT=MINE` is
-/// linked with `--defsym lab_entry_CONTRACT=MINE` (`lab/src/toolchain.rs`) and called through
-/// it ([`Image::entry`]), so the objects' own `CONTRACT` symbol, if any, is left alone.
-pub const ENTRY_PREFIX: &str = "lab_entry_";
+pub use crate::protocol::{ENTRY_PREFIX, KERNEL_DATA_END, KERNEL_TEXT_END};
 
 /// The mapping symbol kind of `name`: `Some(true)` for data (`$d`, `$d.N`), `Some(false)` for
 /// code (`$x`, `$a`, `$t`, with or without `.N` or an ISA string), `None` for any other name.

@@ -10,8 +10,6 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::toolchain::BuildConfig;
-
 /// Where `kernels/` and `vectors/` come from: `$KERNEL_LAB_ROOT`, else the bundled copy in
 /// the cache ([`bundled_root`]).
 pub fn root() -> PathBuf {
@@ -49,9 +47,4 @@ pub fn cache_dir() -> PathBuf {
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("kernel-lab")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("kernel-lab")))
         .unwrap_or_else(|| std::env::temp_dir().join("kernel-lab"))
-}
-
-/// The default build configuration: bundled kernels, default cache.
-pub fn default_build() -> BuildConfig {
-    BuildConfig { kernels_dir: kernels_dir(), cache_dir: cache_dir() }
 }

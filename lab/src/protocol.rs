@@ -160,6 +160,21 @@ pub mod entry {
     pub const FIXED_WORDS: usize = ALL.len();
 }
 
+/// Symbol the lab links between the kernels and the driver (`lab/src/toolchain.rs`): a
+/// page-aligned, empty `.bss` section, so the driver's data starts on a page of its own and
+/// everything writable below it belongs to the kernels.
+pub const KERNEL_DATA_END: &str = "lab_kernel_data_end";
+
+/// Symbol the lab links right after the kernels' `.text` and before the driver's
+/// (`lab/src/toolchain.rs`): the kernels' code is the executable segment up to it
+/// (`Image::kernel_code`), whatever symbols and helpers it holds.
+pub const KERNEL_TEXT_END: &str = "lab_kernel_text_end";
+
+/// Prefix of the lab's entry aliases: a user's kernel mapped with `--symbol CONTRACT=MINE` is
+/// linked with `--defsym lab_entry_CONTRACT=MINE` (`lab/src/toolchain.rs`) and called through
+/// it (`Image::entry`), so the objects' own `CONTRACT` symbol, if any, is left alone.
+pub const ENTRY_PREFIX: &str = "lab_entry_";
+
 /// Words per protection-table entry: `addr`, `len`, `prot` (Linux `PROT_*` bits).
 pub const PROT_ENTRY_WORDS: usize = 3;
 /// Step between poison values ([`crate::vocab::abi::POISON_STEP`]).

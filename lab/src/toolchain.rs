@@ -43,6 +43,11 @@ pub fn run_tools() -> Vec<Tool> {
     tools
 }
 
+/// The default build configuration: bundled kernels, default cache.
+pub fn default_build() -> BuildConfig {
+    BuildConfig { kernels_dir: crate::paths::kernels_dir(), cache_dir: crate::paths::cache_dir() }
+}
+
 /// Errors while finding tools or building an image.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolchainError {
@@ -109,7 +114,7 @@ struct Inputs {
     /// (contract symbol, user's symbol) that must be defined: a missing one fails the build.
     required: Vec<(String, String)>,
     /// Entry aliases (contract symbol, user's symbol): ld.lld `--defsym
-    /// lab_entry_<contract>=<user's symbol>` ([`crate::image::ENTRY_PREFIX`]).
+    /// lab_entry_<contract>=<user's symbol>` ([`crate::protocol::ENTRY_PREFIX`]).
     aliases: Vec<(String, String)>,
     /// The user mapped no symbol with `--symbol` or a manifest: archive members defining the
     /// contract names themselves are pulled too.
@@ -193,7 +198,7 @@ fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) ->
     field(KERNEL_DATA_MARK.as_bytes());
     field(b"-g"); // images cached before the sources were assembled with -g are rebuilt
     if !inputs.aliases.is_empty() {
-        field(crate::image::ENTRY_PREFIX.as_bytes()); // images linked with `--defsym CONTRACT=...` are rebuilt
+        field(crate::protocol::ENTRY_PREFIX.as_bytes()); // images linked with `--defsym CONTRACT=...` are rebuilt
     }
     for flag in &inputs.clang_flags {
         field(flag.as_bytes());
@@ -274,9 +279,9 @@ fn refused_paths(stderr: &str, source: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// Linked between the kernels and `driver.o`: an empty, page-aligned `.bss` section whose
-/// symbol ([`crate::image::KERNEL_DATA_END`]) starts the driver's data on a page of its own, so
+/// symbol ([`crate::protocol::KERNEL_DATA_END`]) starts the driver's data on a page of its own, so
 /// the kernels' writable data can be mapped read-only during calls without the driver's; and an
-/// empty `.text` section whose symbol ([`crate::image::KERNEL_TEXT_END`]) ends the kernels'
+/// empty `.text` section whose symbol ([`crate::protocol::KERNEL_TEXT_END`]) ends the kernels'
 /// code (ld.lld keeps input order within `.text`), so `lab bench` counts every kernel
 /// instruction, helpers outside the contract symbols included.
 const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_end\nlab_kernel_data_end:\n\
@@ -388,7 +393,7 @@ pub fn build_image_with(
     let mut link = Command::new(&lld);
     link.args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf);
     for (contract, user) in &inputs.aliases {
-        link.arg(format!("--defsym={}{contract}={user}", crate::image::ENTRY_PREFIX));
+        link.arg(format!("--defsym={}{contract}={user}", crate::protocol::ENTRY_PREFIX));
     }
     // `-u`: pull the archive members that define the contract symbols (nothing else refers to them).
     for symbol in undefined {

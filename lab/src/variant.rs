@@ -36,24 +36,11 @@ pub struct Variant {
     pub custom: Option<Custom>,
 }
 
-/// A user's kernel attached to a [`Variant`], compared by identity (each is made once per
-/// process, [`crate::user_kernel::UserKernel::into_variant`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Custom(pub &'static crate::user_kernel::UserKernel);
-
-impl PartialEq for Custom {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.0, other.0)
-    }
-}
-
-impl Eq for Custom {}
-
-impl std::hash::Hash for Custom {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        std::ptr::hash(self.0, state);
-    }
-}
+/// A user's kernel attached to a [`Variant`]: its handle in [`crate::user_kernel`]'s registry
+/// (each is registered once per process, `UserKernel::into_variant`, and never removed), so a
+/// variant names it without this table depending on the user-kernel layer above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Custom(pub usize);
 
 /// Every variant the lab builds, in report order.
 pub const VARIANTS: [Variant; 4] = [

@@ -18,45 +18,9 @@ use crate::image::Image;
 use crate::toolchain::ToolchainError;
 use crate::variant::{Arch, Variant};
 
-/// Which emulator or host runs the image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BackendKind {
-    /// Unicorn 2.1.5 in-process (QEMU 5.0.1 core).
-    Unicorn,
-    /// qemu-user 7.2, one long-lived process per variant.
-    Qemu,
-    /// The x86_64 image executed directly on an x86_64 host.
-    Native,
-}
+pub use crate::vocab::backend_kind::BackendKind;
 
 impl BackendKind {
-    /// Every backend, in report order.
-    pub const ALL: [BackendKind; 3] = [BackendKind::Unicorn, BackendKind::Qemu, BackendKind::Native];
-
-    /// Command-line and report name.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Unicorn => "unicorn",
-            BackendKind::Qemu => "qemu",
-            BackendKind::Native => "native",
-        }
-    }
-
-    /// Parses a command-line name.
-    pub fn from_name(name: &str) -> Option<BackendKind> {
-        BackendKind::ALL.into_iter().find(|b| b.name() == name)
-    }
-
-    /// How finely this backend checks buffer bounds, for reports: `bytes` (Unicorn checks every
-    /// byte on the first and last page of each buffer) or `pages` (qemu and native see an access
-    /// outside a buffer only once it reaches a guard page).
-    pub fn bounds(self) -> &'static str {
-        match self {
-            BackendKind::Unicorn => "bytes",
-            BackendKind::Qemu | BackendKind::Native => "pages",
-        }
-    }
-
     /// Whether this backend can run `variant`; `Err` carries the reason: the combination cannot
     /// exist on this host ([`applicable`](Self::applicable): another architecture natively),
     /// or an extension a user's declared ISA needs and this backend cannot provide (a skip).
@@ -100,48 +64,7 @@ impl BackendKind {
     }
 }
 
-named_values!(BackendKind);
-
-/// What a **partial load** is: a naturally placed load that reaches past (or before) a buffer
-/// but lies inside one aligned 8-byte word the buffer also touches (an 8-, 4-, 2- or 1-byte load
-/// within `[8k, 8k + 8)`; 16-byte vector loads are not covered). Pages are a multiple of 8 bytes,
-/// so such a load cannot cross into another page and cannot fault on any machine; word-at-a-time
-/// kernels (cryptogams riscv64 `ld` of the last input word) rely on it. valgrind's
-/// `--partial-loads-ok` is the precedent. Only Unicorn, which checks every byte of a buffer's
-/// edge pages, can see one; qemu and native see an access only once it reaches a guard page,
-/// which a partial load never does, so they pass it under either policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PartialLoads {
-    /// The load runs and the run lists it as a warning naming the instruction and the bytes
-    /// (the default).
-    #[default]
-    Warn,
-    /// The load runs and fails its case with a `partial-load` finding
-    /// ([`crate::finding::Class::PartialLoad`]).
-    Fail,
-}
-
-impl PartialLoads {
-    /// The option and manifest value: `warn`, `fail`.
-    pub fn name(self) -> &'static str {
-        match self {
-            PartialLoads::Warn => "warn",
-            PartialLoads::Fail => "fail",
-        }
-    }
-
-    /// Parses [`PartialLoads::name`].
-    ///
-    /// # Errors
-    /// Any other word, naming the two allowed.
-    pub fn from_name(s: &str) -> Result<PartialLoads, String> {
-        match s {
-            "warn" => Ok(PartialLoads::Warn),
-            "fail" => Ok(PartialLoads::Fail),
-            other => Err(format!("`{other}` is not `warn` or `fail`")),
-        }
-    }
-}
+pub use crate::vocab::policy::PartialLoads;
 
 /// A partial load ([`PartialLoads`]) a backend let run: call `call` of the batch, at `pc`,
 /// `size` bytes at `addr`.

@@ -81,7 +81,7 @@ impl BenchConfig {
             variants: VARIANTS.iter().collect(),
             kernels: Kernel::ALL.to_vec(),
             backends: BackendKind::ALL.to_vec(),
-            build: paths::default_build(),
+            build: toolchain::default_build(),
             runs: 5,
             native: true,
             throughput: true,

@@ -8,7 +8,7 @@
 //! isa = "rv64gc_zbb"            # what the code may use (default: the arch's base ISA)
 //! sources = ["poly1305.S"]      # assembled by the lab with -march from `isa`
 //! objects = ["build/md5.o", "build/libk.a"]   # prebuilt ELF objects / static archives
-//! partial_loads = "fail"        # optional: `warn` (default) or `fail` (crate::backend::PartialLoads)
+//! partial_loads = "fail"        # optional: `warn` (default) or `fail` (crate::vocab::policy::PartialLoads)
 //! [variant.symbols]             # contract symbol = your symbol
 //! md5_implCompress = "my_md5"
 //! md5_implCompressMB = "my_md5_mb"
@@ -58,7 +58,7 @@ struct Entry {
     objects: Vec<PathBuf>,
     #[serde(default)]
     symbols: BTreeMap<String, String>,
-    /// `warn` or `fail`: partial loads of this variant ([`crate::backend::PartialLoads`]).
+    /// `warn` or `fail`: partial loads of this variant ([`crate::vocab::policy::PartialLoads`]).
     partial_loads: Option<String>,
 }
 
@@ -114,7 +114,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
     let partial_loads = e
         .partial_loads
         .as_deref()
-        .map(crate::backend::PartialLoads::from_name)
+        .map(crate::vocab::policy::PartialLoads::from_name)
         .transpose()
         .map_err(|w| format!("`partial_loads`: {w}"))?;
     Ok(UserKernel {

@@ -19,8 +19,8 @@ pub mod objects;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use crate::backend::BackendKind;
 use crate::variant::{Arch, Custom, Kernel, Variant};
+use crate::vocab::backend_kind::BackendKind;
 
 pub use isa_decl::DeclaredIsa;
 
@@ -47,8 +47,8 @@ pub struct UserKernel {
     /// (known only once assembled) or an object could not be read (the build says why).
     pub defines: Option<BTreeSet<String>>,
     /// The manifest's `partial_loads` for this variant (`warn`, `fail`), overriding
-    /// `--partial-loads` ([`crate::backend::PartialLoads`]).
-    pub partial_loads: Option<crate::backend::PartialLoads>,
+    /// `--partial-loads` ([`crate::vocab::policy::PartialLoads`]).
+    pub partial_loads: Option<crate::vocab::policy::PartialLoads>,
 }
 
 /// The global symbols `objects` (objects and archive members) define for `arch`, or `None`
@@ -173,6 +173,7 @@ impl UserKernel {
     pub fn into_variant(self) -> &'static Variant {
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         let kernel: &'static UserKernel = Box::leak(Box::new(self));
+        let handle = register(kernel);
         let arch = kernel.arch();
         let extensions: &'static [&'static str] = Box::leak(kernel.isa.extensions.clone().into_boxed_slice());
         Box::leak(Box::new(Variant {
@@ -184,14 +185,25 @@ impl UserKernel {
             qemu_cpu: leak(kernel.isa.qemu_cpu.clone()),
             isa: leak(format!("the declared ISA {}", kernel.isa.text)),
             mattr: leak(kernel.isa.mattr.clone()),
-            custom: Some(Custom(kernel)),
+            custom: Some(Custom(handle)),
         }))
     }
 }
 
 /// The user's kernel behind `variant`, if it is one.
 pub fn of(variant: &Variant) -> Option<&'static UserKernel> {
-    variant.custom.map(|c| c.0)
+    let registry = REGISTRY.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    variant.custom.and_then(|c| registry.get(c.0).copied())
+}
+
+/// Every user's kernel of this process, by its [`Custom`] handle (the index).
+static REGISTRY: std::sync::RwLock<Vec<&'static UserKernel>> = std::sync::RwLock::new(Vec::new());
+
+/// Registers `kernel` and returns its handle.
+fn register(kernel: &'static UserKernel) -> usize {
+    let mut registry = REGISTRY.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    registry.push(kernel);
+    registry.len() - 1
 }
 
 /// A one-off kernel from the command line (`--object`, `--symbol`, `--isa`), named after

@@ -6,6 +6,8 @@
 
 pub mod abi;
 pub mod arch;
+pub mod backend_kind;
 pub mod insn;
+pub mod policy;
 pub mod poly_ctx;
 pub mod tool;

@@ -353,7 +353,7 @@ mod tests {
     /// and returns the exit code.
     fn exit_after(variant: &str, bytes: &[u8]) -> Option<i32> {
         let v = Variant::by_name(variant).expect("variant");
-        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let path = crate::toolchain::build_image(&crate::toolchain::default_build(), v).expect("build");
         let image = Image::load(&path, v.arch).expect("image");
         let mut b = ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu");
         b.shared = Some(SharedArena::new(protocol::ARENA_SIZE as usize).expect("memfd"));
@@ -414,7 +414,7 @@ mod tests {
     }
 
     fn guards_hold_on(v: &'static Variant) {
-        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let path = crate::toolchain::build_image(&crate::toolchain::default_build(), v).expect("build");
         let image = Image::load(&path, v.arch).expect("image");
         let mut backends = vec![ProcessBackend::qemu(&image, v.qemu_cpu, Limits::default()).expect("qemu")];
         if crate::variant::Arch::host() == Some(v.arch) {
@@ -502,7 +502,7 @@ mod tests {
         if crate::variant::Arch::host() != Some(v.arch) {
             return None;
         }
-        let path = crate::toolchain::build_image(&crate::paths::default_build(), v).expect("build");
+        let path = crate::toolchain::build_image(&crate::toolchain::default_build(), v).expect("build");
         let image = Image::load(&path, v.arch).expect("image");
         Some((ProcessBackend::native(&image, Limits::default()).expect("native"), image))
     }
