@@ -9,7 +9,7 @@ use kernel_lab::bench::counts::{self, CountRow};
 use kernel_lab::bench::mix::{Disassembly, InsnClass, Mix};
 use kernel_lab::bench::workload::Workload;
 use kernel_lab::bench::{native, throughput};
-use kernel_lab::paths;
+use kernel_lab::toolchain;
 use kernel_lab::variant::{Kernel, VARIANTS};
 
 use crate::common::{build, SEED};

@@ -104,7 +104,7 @@ fn fuzz_finds_shrinks_and_saves_seeded_bugs() {
                 "the saved case fails on the broken kernel"
             );
             assert_eq!(
-                replay(toolchain::default_build(), kernel, &f.file, r.backend),
+                replay(kernel_lab::toolchain::default_build(), kernel, &f.file, r.backend),
                 (cases, 0),
                 "and passes on the real one"
             );
@@ -124,7 +124,7 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
         variants: kernel_lab::variant::VARIANTS.iter().collect(),
         backends: BackendKind::ALL.to_vec(),
         kernels: Kernel::ALL.to_vec(),
-        build: toolchain::default_build(),
+        build: kernel_lab::toolchain::default_build(),
         seed: SEED,
         budget: Budget::Cases(256),
         shard: (0, 1),

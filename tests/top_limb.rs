@@ -7,6 +7,7 @@ use kernel_lab::backend::BackendKind;
 use kernel_lab::finding::Class;
 use kernel_lab::paths;
 use kernel_lab::run;
+use kernel_lab::toolchain;
 use kernel_lab::variant::Kernel;
 
 use crate::common::{config_with, mutated_kernels, variant};
