@@ -455,7 +455,11 @@ pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kern
         // A misspelt OpenSSL name (`poly1305_blocs`) still points at the OpenSSL family.
         let near = |s: &str| image.symbol_names().any(|n| strsim::levenshtein(n, s) <= 3 || n.eq_ignore_ascii_case(s));
         let family = crate::contract::intended_family(kernel, |s| defined(s) || near(s));
-        for symbol in crate::contract::contracts(family, kernel).map(|c| c.symbol).filter(|s| !defined(s)) {
+        for symbol in crate::contract::contracts(family, kernel)
+            .filter(|c| c.required())
+            .map(|c| c.symbol)
+            .filter(|s| !defined(s))
+        {
             let near = image
                 .symbol_names()
                 .map(|n| (strsim::levenshtein(n, symbol), n))

@@ -134,6 +134,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         r_at: 32,
         s1_at: None,
         emit: EmitReduction::Compare,
+        vector_flag_at: Some(24),
         source: "poly1305-armv8.pl: h[3] at 0, is_base2_26 24 (0: base 2^64), r0 32, r1 40",
     },
     classify,

@@ -194,6 +194,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         r_at: 24,
         s1_at: Some(40),
         emit: EmitReduction::FoldThenCompare,
+        vector_flag_at: None,
         source: "poly1305-riscv64.pl: h[3] at 0, r0 24, r1 32, s1 40, top_power (u32) 48",
     },
     classify,

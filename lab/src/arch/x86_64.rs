@@ -226,6 +226,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         r_at: 24,
         s1_at: None,
         emit: EmitReduction::Compare,
+        vector_flag_at: Some(20),
         source: "poly1305-x86_64.pl: h[3] at 0 (is_base2_26 = upper half of h2 for AVX), r0 24, r1 32",
     },
     classify,

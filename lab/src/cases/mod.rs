@@ -6,6 +6,7 @@
 //! The backends in between only execute; they never see an expectation.
 
 pub mod answers;
+pub mod dispatch;
 pub mod openssl;
 pub mod plan;
 pub mod procedure;

@@ -11,6 +11,7 @@ use rand::Rng;
 
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
+use crate::cases::dispatch::PolyPath;
 use crate::cases::openssl::{OsslExpect, OsslFinal};
 use crate::contract::{self, Family, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
@@ -21,7 +22,7 @@ use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
 /// The addresses of the contract entry points (HotSpot's stubs, OpenSSL's block functions:
 /// [`crate::contract`]) in an image.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Stubs {
     /// `md5_implCompress`.
     pub md5_compress: Option<u64>,
@@ -33,6 +34,10 @@ pub struct Stubs {
     pub md5_block_data_order: Option<u64>,
     /// OpenSSL's `poly1305_blocks`.
     pub poly1305_blocks: Option<u64>,
+    /// The path OpenSSL's `poly1305_init` chooses, when the image defines `poly1305_init`,
+    /// `poly1305_blocks` and `poly1305_emit` ([`crate::cases::dispatch`]);
+    /// `None` for the scalar-layout contract (an image with `poly1305_blocks` alone).
+    pub poly1305_path: Option<PolyPath>,
 }
 
 impl Stubs {
@@ -45,6 +50,7 @@ impl Stubs {
             poly1305: a(POLY1305_PROCESS_BLOCKS),
             md5_block_data_order: a(MD5_BLOCK_DATA_ORDER),
             poly1305_blocks: a(POLY1305_BLOCKS),
+            poly1305_path: crate::cases::dispatch::poly1305_path(image),
         }
     }
 
@@ -72,8 +78,11 @@ impl Stubs {
             return None;
         }
         if contract::intended_family(kernel, |s| self.defines(s)) == Family::OpenSsl {
-            let lacking: Vec<&str> =
-                contract::contracts(Family::OpenSsl, kernel).map(|c| c.symbol).filter(|s| !self.defines(s)).collect();
+            let lacking: Vec<&str> = contract::contracts(Family::OpenSsl, kernel)
+                .filter(|c| c.required())
+                .map(|c| c.symbol)
+                .filter(|s| !self.defines(s))
+                .collect();
             return Some(format!("the image defines no {}", lacking.join(", ")));
         }
         let lacking: Vec<&str> = match kernel {
@@ -322,6 +331,14 @@ impl<'a, R: Rng> Planner<'a, R> {
         expects: Vec<Expect>,
     ) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
+        let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
+        self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
+    }
+
+    /// Adds a call that starts from the buffers as laid out (no copy): `poly1305_init` into a
+    /// fresh context, `poly1305_emit` reading the last one.
+    pub(crate) fn call_plain(&mut self, func: u64, args: [Arg; 4], label: String, expects: Vec<Expect>) {
+        let call = self.b.call(func, args, self.rng.gen());
         let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
         self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }

@@ -65,6 +65,9 @@ pub struct PolyCtx {
     pub s1_at: Option<usize>,
     /// `poly1305_emit`'s reduction.
     pub emit: EmitReduction,
+    /// Offset of the vector paths' `is_base2_26` word (non-zero once a vector `blocks` has
+    /// turned h into base 2^26 limbs); `None` where the architecture's code has no vector path.
+    pub vector_flag_at: Option<usize>,
     /// Where the layout is read from.
     pub source: &'static str,
 }
@@ -97,6 +100,12 @@ impl PolyCtx {
     /// `poly1305_init(ctx, key)`: h = 0, r = the first 16 key bytes clamped.
     pub fn init(&self, key_r: &[u8; 16]) -> Vec<u8> {
         self.with([0; 3], u128::from_le_bytes(*key_r) & CLAMP)
+    }
+
+    /// Whether `ctx` holds h in the scalar base 2^64 form this layout describes (its
+    /// `is_base2_26` word is zero): only then is h judged directly.
+    pub fn is_scalar(&self, ctx: &[u8]) -> bool {
+        self.vector_flag_at.is_none_or(|at| ctx.get(at..at + 4).is_none_or(|w| w == [0; 4]))
     }
 
     /// h of a context (zero words where it is short).
