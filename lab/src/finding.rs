@@ -37,11 +37,15 @@ pub enum Class {
     /// A finding that follows from an earlier one in the same case (a later call started
     /// from what a faulting call left): listed so nothing is hidden, not a cause of its own.
     KnockOn,
+    /// A kernel reads the unspecified upper 32 bits of an `int`/`unsigned int` argument
+    /// register, found by the lab's probe call and reported once per image and argument
+    /// ([`crate::abi::UpperBits::Warn`]; a warning or a failure as the policy says).
+    UpperBits,
 }
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 13] = [
+    pub const ALL: [Class; 14] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -55,6 +59,7 @@ impl Class {
         Class::Disagreement,
         Class::EmulatorFault,
         Class::KnockOn,
+        Class::UpperBits,
     ];
 
     /// One line saying what a finding of this class means (the SARIF rules' short description).
@@ -77,6 +82,7 @@ impl Class {
             }
             Class::EmulatorFault => "An emulator returned outputs the other backends contradict (not the kernel's)",
             Class::KnockOn => "Follows from an earlier finding of the same case",
+            Class::UpperBits => "The kernel reads the unspecified upper 32 bits of a 32-bit argument register",
         }
     }
 
@@ -96,6 +102,7 @@ impl Class {
             Class::Disagreement => "backends-disagree",
             Class::EmulatorFault => "emulator-fault",
             Class::KnockOn => "knock-on",
+            Class::UpperBits => "abi-upper-bits",
         }
     }
 }

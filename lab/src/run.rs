@@ -212,6 +212,8 @@ struct Scan {
     errors: Vec<String>,
     /// Why Unicorn must not run the image, if it must not.
     unicorn_refusal: Option<String>,
+    /// Warnings about the image (`abi-upper-bits` under the `warn` policy).
+    warnings: Vec<String>,
 }
 
 impl Scan {
@@ -221,7 +223,34 @@ impl Scan {
             cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
         let provided: Vec<Kernel> = selected.into_iter().filter(|&k| not_provided(variant, k).is_none()).collect();
         findings.extend(missing_symbols(variant, image, &provided));
-        Scan { findings, errors, unicorn_refusal }
+        let mut scan = Scan { findings, errors, unicorn_refusal, warnings: Vec::new() };
+        scan.probe_upper_bits(cfg, variant, image, &provided);
+        scan
+    }
+
+    /// The `abi-upper-bits` probe ([`crate::abi_probe`]) of each kernel, on the first backend
+    /// of the run that can run the image: a warning per argument the kernel reads whole.
+    fn probe_upper_bits(&mut self, cfg: &RunConfig, variant: &'static Variant, image: &Image, kernels: &[Kernel]) {
+        let usable = |k: &BackendKind| {
+            k.supports(variant).is_ok() && !(*k == BackendKind::Unicorn && self.unicorn_refusal.is_some())
+        };
+        let Some(kind) = cfg.backends.iter().copied().find(usable) else { return };
+        let entry = Stubs::of(image);
+        let wanted: Vec<Kernel> = kernels.iter().copied().filter(|&k| entry.missing(k).is_none()).collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { return };
+        for k in wanted {
+            match crate::abi_probe::reliance(backend.as_mut(), image, k) {
+                Ok(found) => self.warnings.extend(
+                    found
+                        .into_iter()
+                        .map(|f| format!("{variant} ({k}, probed on {kind}): {}: {}", f.class.name(), f.text)),
+                ),
+                Err(e) => self.errors.push(format!("{variant}: the {k} upper-bits probe on {kind} could not run: {e}")),
+            }
+        }
     }
 }
 
@@ -333,6 +362,7 @@ fn assemble(
         let variant: &'static Variant = variant;
         report.image_findings.extend(scan.findings);
         report.setup_errors.extend(scan.errors);
+        report.warnings.extend(scan.warnings);
         let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
         for (cell, out) in cells.by_ref().take(cfg.backends.len()).zip(outs.by_ref()) {
             let kind = cell.cell.kind;

@@ -23,7 +23,7 @@ use crate::finding::{Class, Finding};
 use crate::reference::md5::{self, State};
 use crate::reference::openssl::{self, PolyCtx, H64};
 use crate::reference::poly1305::{self, ClampedR, Fixed130, Limbs26};
-use crate::variant::Arch;
+use crate::variant::{Arch, Kernel};
 use crate::vectors::{self, Md5Expect, Md5Stub, Message};
 
 /// What one OpenSSL-contract call must leave behind, beyond the HotSpot expectations it shares.
@@ -379,8 +379,11 @@ impl<R: Rng> Planner<'_, R> {
                 let file = expect.map(|v| OsslExpect::PolyH { ctx: out, arch, want: want(v), file: true });
                 expects.extend(file.map(|f| self.poly_expect(out, f)));
             }
-            let len_arg = len.max(0) as u64;
-            let args = [Arg::Ptr(out, 0), Arg::Ptr(input, off), Arg::Imm(len_arg), self.int(padbit as i32)];
+            // OpenSSL's callers pass whole blocks only (`Poly1305_Update` keeps the tail): a
+            // HotSpot `length` becomes its whole blocks.
+            let len_arg = take as u64;
+            let args =
+                [Arg::Ptr(out, 0), Arg::Ptr(input, off), Arg::Imm(len_arg), self.int(Kernel::Poly1305, padbit as i32)];
             let label = format!("{name}(inp+{}, len={len_arg}, padbit={padbit})", at + off);
             self.call(func, args, prev, out, label, expects);
             if let Some(last) = self.calls.last_mut() {
@@ -439,7 +442,7 @@ impl<R: Rng> Planner<'_, R> {
             self.poly_expect(out, OsslExpect::PolyH { ctx: out, arch, want: h, file: false }),
             self.poly_expect(out, OsslExpect::Kept { buf: out, at: 24, bytes: key, what }),
         ];
-        let args = [Arg::Ptr(out, 0), Arg::Ptr(input, 0), Arg::Imm(16), self.int(0)];
+        let args = [Arg::Ptr(out, 0), Arg::Ptr(input, 0), Arg::Imm(16), self.int(Kernel::Poly1305, 0)];
         let (func, name) = self.poly_blocks();
         self.call(func, args, prev, out, format!("{name}(padded tail, len=16, padbit=0)"), expects);
         if let Some(last) = self.calls.last_mut() {

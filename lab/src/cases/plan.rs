@@ -9,6 +9,7 @@
 
 use rand::Rng;
 
+use crate::abi::UpperBits;
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
 use crate::cases::dispatch::PolyPath;
@@ -38,6 +39,9 @@ pub struct Stubs {
     /// `poly1305_blocks` and `poly1305_emit` ([`crate::cases::dispatch`]);
     /// `None` for the scalar-layout contract (an image with `poly1305_blocks` alone).
     pub poly1305_path: Option<PolyPath>,
+    /// The upper-bits policy of `int` arguments when it is not the family's
+    /// ([`UpperBits::for_family`]): the lab's reliance probe plans with [`UpperBits::Fail`].
+    pub upper_bits: Option<UpperBits>,
 }
 
 impl Stubs {
@@ -51,6 +55,7 @@ impl Stubs {
             md5_block_data_order: a(MD5_BLOCK_DATA_ORDER),
             poly1305_blocks: a(POLY1305_BLOCKS),
             poly1305_path: crate::cases::dispatch::poly1305_path(image),
+            upper_bits: None,
         }
     }
 
@@ -315,9 +320,12 @@ impl<'a, R: Rng> Planner<'a, R> {
         self.b.buffer(name, init, true, placement)
     }
 
-    /// An `int` argument as the ABI passes it (garbage or sign-extended upper half).
-    pub(crate) fn int(&mut self, v: i32) -> Arg {
-        Arg::Imm(self.b.abi().int32_arg(v, self.rng.gen()))
+    /// An `int` argument of a `kernel` call as the ABI passes it (garbage or sign-extended
+    /// upper half), clean where the family's upper-bits policy is [`UpperBits::Warn`]. The
+    /// garbage is drawn either way, so the cases' other draws do not depend on the policy.
+    pub(crate) fn int(&mut self, kernel: Kernel, v: i32) -> Arg {
+        let policy = self.e.upper_bits.unwrap_or_else(|| UpperBits::for_family(self.family(kernel)));
+        Arg::Imm(self.b.abi().int32_arg_as(v, self.rng.gen(), policy))
     }
 
     /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
@@ -399,7 +407,7 @@ impl<'a, R: Rng> Planner<'a, R> {
                 // The loader and the planner give the blocks the call takes; a short input
                 // would be a lab bug, reported as a not-run finding rather than a panic.
                 let ret = self.tape.compress_mb(state, c.input, c.ofs, c.limit);
-                let args = [c.buf, buf_ptr(out), self.int(c.ofs), self.int(c.limit)];
+                let args = [c.buf, buf_ptr(out), self.int(Kernel::Md5, c.ofs), self.int(Kernel::Md5, c.limit)];
                 let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={}, limit={})", c.ofs, c.limit);
                 let expects = match ret {
                     Some(ret) => vec![Expect::Md5State(out, *state), Expect::RetI32(ret)],

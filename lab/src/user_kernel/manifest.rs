@@ -8,6 +8,7 @@
 //! isa = "rv64gc_zbb"            # what the code may use (default: the arch's base ISA)
 //! sources = ["poly1305.S"]      # assembled by the lab with -march from `isa`
 //! objects = ["build/md5.o", "build/libk.a"]   # prebuilt ELF objects / static archives
+//! abi_upper_bits = "warn"       # fail | warn: int arguments' upper 32 bits (default: per family)
 //! [variant.symbols]             # contract symbol = your symbol
 //! md5_implCompress = "my_md5"
 //! md5_implCompressMB = "my_md5_mb"
@@ -57,6 +58,8 @@ struct Entry {
     objects: Vec<PathBuf>,
     #[serde(default)]
     symbols: BTreeMap<String, String>,
+    /// `fail` or `warn` ([`crate::abi::UpperBits`]); default: the contract family's.
+    abi_upper_bits: Option<crate::abi::UpperBits>,
 }
 
 /// Most bytes a manifest may have (a few hundred per variant; 1 MiB is thousands of them).
@@ -117,6 +120,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         objects,
         symbols,
         replay: vec![("--manifest".into(), file.display().to_string()), ("--variant".into(), format!("={}", e.name))],
+        abi_upper_bits: e.abi_upper_bits,
     })
 }
 

@@ -42,6 +42,8 @@ pub struct UserKernel {
     /// The global symbols `objects` define ([`defined_by`]); `None` when there are sources
     /// (known only once assembled) or an object could not be read (the build says why).
     pub defines: Option<BTreeSet<String>>,
+    /// The manifest's `abi_upper_bits`, if it chooses one ([`crate::abi::UpperBits`]).
+    pub abi_upper_bits: Option<crate::abi::UpperBits>,
 }
 
 /// The global symbols `objects` (objects and archive members) define for `arch`, or `None`
@@ -227,5 +229,6 @@ pub fn from_options(
         objects: abs,
         symbols,
         replay,
+        abi_upper_bits: None,
     })
 }
