@@ -180,6 +180,16 @@ pub(crate) struct OwnKernel {
     pub(crate) abi_upper_bits: Option<kernel_lab::abi::UpperBits>,
 }
 
+/// Each kernel as one variant per OpenSSL dispatch path its objects choose from
+/// ([`user_kernel::capability::expand`]).
+fn expand_paths(kernels: Vec<UserKernel>) -> Result<Vec<UserKernel>, String> {
+    let mut out = Vec::new();
+    for k in kernels {
+        out.extend(user_kernel::capability::expand(k)?);
+    }
+    Ok(out)
+}
+
 impl Select {
     /// The variants `--arch`/`--zbb`/`--no-zbb`/`--variant` name (all when none is given),
     /// after [`check`](Self::check).
@@ -250,7 +260,8 @@ impl Select {
     /// for the lab's own variants.
     fn user_kernels(&self, archs: &[Arch]) -> Result<Option<Vec<UserKernel>>, String> {
         if let Some(path) = self.manifest() {
-            return manifest::load(&path).map(Some).map_err(|e| e.to_string());
+            let kernels = manifest::load(&path).map_err(|e| e.to_string())?;
+            return expand_paths(kernels).map(Some);
         }
         if self.own.object.is_empty() {
             return Ok(None);
@@ -261,7 +272,7 @@ impl Select {
             _ => return Err("--object builds one architecture: give at most one --arch".into()),
         };
         let k = user_kernel::from_options(&self.own.object, &self.own.symbol, self.own.isa.as_deref(), arch)?;
-        Ok(Some(vec![k]))
+        expand_paths(vec![k]).map(Some)
     }
 
     /// Adds the options that choose the kernels (--manifest, --object, --symbol, --isa) to a

@@ -121,6 +121,9 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         symbols,
         replay: vec![("--manifest".into(), file.display().to_string()), ("--variant".into(), format!("={}", e.name))],
         abi_upper_bits: e.abi_upper_bits,
+        dispatch_path: None,
+        scan_isa: None,
+        not_run: None,
     })
 }
 
