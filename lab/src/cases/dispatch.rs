@@ -19,6 +19,8 @@ use crate::backend::{run_batch, Limits, UnicornBackend};
 use crate::batch::{Arg, BatchBuilder, Placement};
 use crate::contract::{POLY1305_BLOCKS, POLY1305_EMIT, POLY1305_INIT, POLY1305_OPAQUE_BYTES};
 use crate::image::Image;
+use crate::reference::openssl::PolyCtx;
+use crate::reference::poly1305::CLAMP;
 
 /// The entry points a `poly1305_init` image is called through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +40,10 @@ pub struct PolyPath {
     /// Why the lab's probe call failed, when it did: the cases then call the symbols, and
     /// every case's own `poly1305_init` call reports what it did.
     pub probe_error: Option<String>,
+    /// Whether init leaves the architecture's scalar base 2^64 layout (h = 0, the clamped r
+    /// where [`crate::reference::openssl::PolyCtx`] puts it). Not so on a path with a state of
+    /// its own from the start (x86_64 AVX-512 IFMA: base 2^44): its h is judged by the tag only.
+    pub scalar_form: bool,
 }
 
 impl PolyPath {
@@ -74,8 +80,8 @@ pub fn poly1305_path(image: &Image) -> Option<PolyPath> {
         return Some(known);
     }
     let found = probe(image, init).map_or_else(
-        |e| path(image, init, (blocks, emit), false, Some(e)),
-        |f| path(image, init, f.unwrap_or((blocks, emit)), f.is_some(), None),
+        |e| path(image, init, (blocks, emit), false, Some(e), true),
+        |(f, scalar)| path(image, init, f.unwrap_or((blocks, emit)), f.is_some(), None, scalar),
     );
     if let Ok(mut m) = probes.lock() {
         m.insert(image.path.clone(), found.clone());
@@ -83,14 +89,21 @@ pub fn poly1305_path(image: &Image) -> Option<PolyPath> {
     Some(found)
 }
 
-fn path(image: &Image, init: u64, (blocks, emit): (u64, u64), via_func: bool, err: Option<String>) -> PolyPath {
+fn path(
+    image: &Image,
+    init: u64,
+    (blocks, emit): (u64, u64),
+    via_func: bool,
+    err: Option<String>,
+    scalar_form: bool,
+) -> PolyPath {
     let (blocks_name, emit_name) = (PolyPath::name(image, blocks), PolyPath::name(image, emit));
-    PolyPath { init, blocks, emit, via_func, blocks_name, emit_name, probe_error: err }
+    PolyPath { init, blocks, emit, via_func, blocks_name, emit_name, probe_error: err, scalar_form }
 }
 
 /// One `poly1305_init` call on Unicorn: `Some((blocks, emit))` from `func` when it returned
-/// non-zero, `None` when it returned zero.
-fn probe(image: &Image, init: u64) -> Result<Option<(u64, u64)>, String> {
+/// non-zero, `None` when it returned zero; and whether the context is then the scalar layout.
+fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, bool), String> {
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     let ctx = b.buffer("ctx", &[0u8; POLY1305_OPAQUE_BYTES], true, Placement::End);
     let key = b.buffer("key", &PROBE_KEY, false, Placement::End);
@@ -110,11 +123,18 @@ fn probe(image: &Image, init: u64) -> Result<Option<(u64, u64)>, String> {
     if !completed {
         return Err(format!("{POLY1305_INIT} did not return on Unicorn"));
     }
+    let layout = PolyCtx::of(image.arch);
+    let r = u128::from_le_bytes(PROBE_KEY[..16].try_into().unwrap_or_default()) & CLAMP;
+    let want = layout.with([0; 3], r);
+    let got = batch.buffer(&run.resp, ctx);
+    let scalar = layout.is_scalar(got)
+        && got.get(..24) == want.get(..24)
+        && got.get(layout.r_at..layout.r_at + 16) == want.get(layout.r_at..layout.r_at + 16);
     let words = batch.buffer(&run.resp, func);
     let word = |i: usize| u64::from_le_bytes(words[8 * i..8 * i + 8].try_into().unwrap_or_default());
     // `int` return: only the low 32 bits are specified.
     if ret as u32 == 0 {
-        return Ok(None);
+        return Ok((None, scalar));
     }
     let (fb, fe) = (word(0), word(1));
     for (what, a) in [("blocks", fb), ("emit", fe)] {
@@ -122,5 +142,5 @@ fn probe(image: &Image, init: u64) -> Result<Option<(u64, u64)>, String> {
             return Err(format!("{POLY1305_INIT} returned non-zero with func.{what} = {a:#x}, not code of the image"));
         }
     }
-    Ok(Some((fb, fe)))
+    Ok((Some((fb, fe)), scalar))
 }

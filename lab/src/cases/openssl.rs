@@ -43,9 +43,14 @@ pub(crate) enum OsslExpect {
     /// What `poly1305_init(ctx, key, func)` leaves: `func` = `want` (the path the lab's probe
     /// found, when init returned non-zero there), and a scalar context with h = 0 and the
     /// clamped `r` where the architecture's layout puts them.
-    Init { ctx: BufId, func: BufId, arch: Arch, r: u128, want: Option<[u64; 2]>, names: [String; 2] },
-    /// The tag `poly1305_emit` wrote (judged by the case's final check; here for the digest).
-    Emitted { mac: BufId },
+    /// `layout`: whether the path keeps the scalar layout (its h words and r are checked).
+    Init { ctx: BufId, func: BufId, arch: Arch, r: u128, want: Option<[u64; 2]>, names: [String; 2], layout: bool },
+    /// A buffer judged elsewhere (a tag, by the case's final check; a context whose layout
+    /// is the path's own, by the tags `emit` makes of it): here for the cross-backend digest.
+    Output { buf: BufId },
+    /// `poly1305_emit(ctx, mac, 0)` after a `blocks` call on a path with a layout of its own:
+    /// the low 128 bits of h mod 2^130-5 (`want`), which judges h through the image's own emit.
+    EmitOfH { mac: BufId, want: [u8; 16] },
 }
 
 impl OsslExpect {
@@ -56,7 +61,8 @@ impl OsslExpect {
             OsslExpect::Unchanged { ctx, .. } | OsslExpect::PolyH { ctx, .. } => *ctx,
             OsslExpect::WhileScalar { inner, .. } => inner.buffer(),
             OsslExpect::Init { func, .. } => *func,
-            OsslExpect::Emitted { mac } => *mac,
+            OsslExpect::Output { buf } => *buf,
+            OsslExpect::EmitOfH { mac, .. } => *mac,
         }
     }
 
@@ -66,10 +72,24 @@ impl OsslExpect {
             OsslExpect::WhileScalar { ctx, arch, inner } => {
                 PolyCtx::of(*arch).is_scalar(batch.buffer(resp, *ctx)).then(|| inner.finding(label, batch, resp))?
             }
-            OsslExpect::Init { ctx, func, arch, r, want, names } => {
-                init_finding(label, batch.buffer(resp, *ctx), batch.buffer(resp, *func), *arch, *r, want, names)
+            OsslExpect::Init { ctx, func, arch, r, want, names, layout } => {
+                let ctx = layout.then(|| batch.buffer(resp, *ctx));
+                init_finding(label, ctx, batch.buffer(resp, *func), *arch, *r, want, names)
             }
-            OsslExpect::Emitted { .. } => None,
+            OsslExpect::Output { .. } => None,
+            OsslExpect::EmitOfH { mac, want } => {
+                let got = batch.buffer(resp, *mac);
+                (got != want).then(|| {
+                    Finding::new(
+                        Class::Value,
+                        format!(
+                            "{label}: h mod 2^130-5 (its low 128 bits, read through emit with s = 0) expected {}, got {}",
+                            hex::encode(want),
+                            hex::encode(got)
+                        ),
+                    )
+                })
+            }
             OsslExpect::Kept { buf, at, bytes, what } => {
                 let got = batch.buffer(resp, *buf).get(*at..).unwrap_or_default();
                 let first = got.iter().zip(bytes).position(|(g, w)| g != w)?;
@@ -164,7 +184,7 @@ impl OsslFinal {
 /// The finding of a `poly1305_init` call, if its `func` or its scalar words are wrong.
 fn init_finding(
     label: &str,
-    ctx: &[u8],
+    ctx: Option<&[u8]>,
     func: &[u8],
     arch: Arch,
     r: u128,
@@ -190,6 +210,7 @@ fn init_finding(
             ));
         }
     }
+    let ctx = ctx?;
     let layout = PolyCtx::of(arch);
     let (h, r_got) = (PolyCtx::h(ctx), ctx.get(layout.r_at..layout.r_at + 16).map(|b| b.to_vec()));
     let r_want = r.to_le_bytes().to_vec();
@@ -281,8 +302,9 @@ impl<R: Rng> Planner<'_, R> {
     /// earlier scalar `blocks` calls leave it, in the opaque context's bytes.
     pub(crate) fn openssl_poly_ctx(&self, acc: &Limbs26, r: &Limbs26) -> Vec<u8> {
         let mut ctx = PolyCtx::of(self.arch()).with(h_of(acc), r128(r));
-        if self.e.poly1305_path.is_some() {
-            if acc.reduced() == BigUint::default() {
+        if let Some(p) = &self.e.poly1305_path {
+            // A path with a layout of its own cannot start from a given h: from init, h = 0.
+            if acc.reduced() == BigUint::default() || !p.scalar_form {
                 return Vec::new();
             }
             ctx.resize(POLY1305_OPAQUE_BYTES, 0);
@@ -309,13 +331,28 @@ impl<R: Rng> Planner<'_, R> {
     }
 
     /// Expectations on a context after a `blocks` call: as they are for the scalar layout,
-    /// judged only while the context is scalar on the `poly1305_init` path.
+    /// judged only while the context is scalar on the `poly1305_init` path, and never on a
+    /// path whose init leaves a layout of its own (the tag judges those).
     fn poly_expect(&self, ctx: BufId, e: OsslExpect) -> Expect {
         let arch = self.arch();
-        Expect::OpenSsl(match self.e.poly1305_path {
+        Expect::OpenSsl(match &self.e.poly1305_path {
+            Some(p) if !p.scalar_form => OsslExpect::Output { buf: ctx },
             Some(_) => OsslExpect::WhileScalar { ctx, arch, inner: Box::new(e) },
             None => e,
         })
+    }
+
+    /// `poly1305_emit(ctx, mac, 0)` after the `blocks` call labelled `after`, checking the low
+    /// 128 bits of h mod p (`acc`): how h is judged on a path with a layout of its own.
+    fn openssl_poly_emit_of_h(&mut self, ctx: BufId, acc: &Limbs26, after: &str) {
+        let Some(path) = self.e.poly1305_path.clone() else { return };
+        let h = h_of(acc);
+        let want = (u128::from(h[0]) | u128::from(h[1]) << 64).to_le_bytes();
+        let nonce = self.input("nonce", &[0; 16], 1);
+        let mac = self.output("mac", &[0x3c; 16]);
+        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(mac, 0), Arg::Ptr(nonce, 0), Arg::Imm(self.rng.gen())];
+        let label = format!("{}(ctx, mac, nonce=0) after {after}", path.emit_name);
+        self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::EmitOfH { mac, want })]);
     }
 
     /// `poly1305_init(ctx, key, func)` into a fresh opaque context filled with a pattern (init
@@ -330,7 +367,7 @@ impl<R: Rng> Planner<'_, R> {
         let func = self.output("func", &[0x5a; 16]);
         let want = path.via_func.then_some([path.blocks, path.emit]);
         let names = [path.blocks_name.clone(), path.emit_name.clone()];
-        let e = OsslExpect::Init { ctx, func, arch: self.arch(), r, want, names };
+        let e = OsslExpect::Init { ctx, func, arch: self.arch(), r, want, names, layout: path.scalar_form };
         let args = [Arg::Ptr(ctx, 0), Arg::Ptr(key, 0), Arg::Ptr(func, 0), Arg::Imm(self.rng.gen())];
         let note = path.probe_error.map_or_else(String::new, |e| format!(" (the lab's probe: {e})"));
         self.call_plain(path.init, args, format!("{POLY1305_INIT}(ctx, key, func){note}"), vec![Expect::OpenSsl(e)]);
@@ -357,6 +394,13 @@ impl<R: Rng> Planner<'_, R> {
         let bytes = msg.read(at, used);
         let input = self.input("input", &bytes, 0);
         let key = layout.with([0; 3], r128(&r)).split_off(24);
+        let own_layout = self.e.poly1305_path.as_ref().is_some_and(|p| !p.scalar_form);
+        let mut expect = expect;
+        if init.is_empty() && own_layout {
+            // From init (h = 0), not the entry's accumulator: its expect_acc no longer applies.
+            *acc = Limbs26::default();
+            expect = None;
+        }
         let mut prev = if init.is_empty() { self.openssl_poly_init(&r) } else { self.output("ctx", init) };
         let (func, name) = self.poly_blocks();
         let mut off = 0;
@@ -385,7 +429,10 @@ impl<R: Rng> Planner<'_, R> {
             let args =
                 [Arg::Ptr(out, 0), Arg::Ptr(input, off), Arg::Imm(len_arg), self.int(Kernel::Poly1305, padbit as i32)];
             let label = format!("{name}(inp+{}, len={len_arg}, padbit={padbit})", at + off);
-            self.call(func, args, prev, out, label, expects);
+            self.call(func, args, prev, out, label.clone(), expects);
+            if own_layout {
+                self.openssl_poly_emit_of_h(out, acc, &label);
+            }
             if let Some(last) = self.calls.last_mut() {
                 last.ints = vec![(3, "padbit")];
             }
@@ -424,7 +471,7 @@ impl<R: Rng> Planner<'_, R> {
         let mac = self.output("mac", &[0x3c; 16]);
         let args = [Arg::Ptr(last, 0), Arg::Ptr(mac, 0), Arg::Ptr(nonce, 0), Arg::Imm(self.rng.gen())];
         let label = format!("{}(ctx, mac, nonce)", path.emit_name);
-        self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::Emitted { mac })]);
+        self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::Output { buf: mac })]);
         (mac, Final::OpenSsl(OsslFinal::Mac { mac, tag, what }))
     }
 
