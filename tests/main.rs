@@ -23,6 +23,7 @@ mod image;
 mod matrix;
 mod mb_semantics;
 mod openssl;
+mod openssl_real;
 mod own_kernel;
 mod predict;
 mod protocol;
