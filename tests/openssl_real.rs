@@ -27,7 +27,7 @@ fn perlasm(script: &str, flavour: &str, out: &Path) -> String {
         .args([flavour, &out.display().to_string()])
         .env("CC", "gcc")
         .status()
-        .expect("perl (ci/setup.sh installs it with build-essential)");
+        .expect("perl (Debian package perl, installed by ci/setup.sh)");
     assert!(status.success(), "perl {script}");
     std::fs::read_to_string(out).expect("generated asm")
 }
