@@ -34,6 +34,10 @@ pub enum Class {
     /// A backend returned outputs that native hardware, or the reference and the other
     /// backends, contradict ([`crate::vote`]): the emulator's fault, not the kernel's.
     EmulatorFault,
+    /// A load that reached past (or before) a buffer inside one aligned 8-byte word the buffer
+    /// also touches: it cannot fault on any machine; a finding only under `--partial-loads
+    /// fail` ([`crate::backend::PartialLoads`]), a warning otherwise.
+    PartialLoad,
     /// A finding that follows from an earlier one in the same case (a later call started
     /// from what a faulting call left): listed so nothing is hidden, not a cause of its own.
     KnockOn,
@@ -45,7 +49,7 @@ pub enum Class {
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 14] = [
+    pub const ALL: [Class; 15] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -58,6 +62,7 @@ impl Class {
         Class::MissingSymbol,
         Class::Disagreement,
         Class::EmulatorFault,
+        Class::PartialLoad,
         Class::KnockOn,
         Class::UpperBits,
     ];
@@ -81,6 +86,9 @@ impl Class {
                 "Backends returned different results and no side holds a majority (not the kernel's)"
             }
             Class::EmulatorFault => "An emulator returned outputs the other backends contradict (not the kernel's)",
+            Class::PartialLoad => {
+                "A load past a buffer inside one aligned 8-byte word it touches (cannot fault; --partial-loads fail)"
+            }
             Class::KnockOn => "Follows from an earlier finding of the same case",
             Class::UpperBits => "The kernel reads the unspecified upper 32 bits of a 32-bit argument register",
         }
@@ -101,6 +109,7 @@ impl Class {
             Class::MissingSymbol => "missing-symbol",
             Class::Disagreement => "backends-disagree",
             Class::EmulatorFault => "emulator-fault",
+            Class::PartialLoad => "partial-load",
             Class::KnockOn => "knock-on",
             Class::UpperBits => "abi-upper-bits",
         }

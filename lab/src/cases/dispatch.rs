@@ -72,7 +72,7 @@ type Probes = Mutex<HashMap<PathBuf, PolyPath>>;
 /// `func` pointing outside the image's code) the path is the symbols', with
 /// [`PolyPath::probe_error`] saying why. Computed once per image file.
 pub fn poly1305_path(image: &Image) -> Option<PolyPath> {
-    let addr = |s| image.symbol(s).map(|s| s.addr);
+    let addr = |s| image.entry(s).map(|s| s.addr);
     let (init, blocks, emit) = (addr(POLY1305_INIT)?, addr(POLY1305_BLOCKS)?, addr(POLY1305_EMIT)?);
     static PROBES: OnceLock<Probes> = OnceLock::new();
     let probes = PROBES.get_or_init(Probes::default);

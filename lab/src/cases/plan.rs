@@ -14,7 +14,7 @@ use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
 use crate::cases::dispatch::PolyPath;
 use crate::cases::openssl::{OsslExpect, OsslFinal};
-use crate::contract::{self, Family, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
+use crate::contract::{self, Family, MD5_BLOCK_ASM_DATA_ORDER, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::Limbs26;
@@ -42,12 +42,14 @@ pub struct Stubs {
     /// The upper-bits policy of `int` arguments when it is not the family's
     /// ([`UpperBits::for_family`]): the lab's reliance probe plans with [`UpperBits::Fail`].
     pub upper_bits: Option<UpperBits>,
+    /// BoringSSL's `md5_block_asm_data_order` (16-byte state).
+    pub md5_block_asm_data_order: Option<u64>,
 }
 
 impl Stubs {
     /// Looks the stub symbols up in `image`.
     pub fn of(image: &Image) -> Stubs {
-        let a = |s| image.symbol(s).map(|s| s.addr);
+        let a = |s| image.entry(s).map(|s| s.addr);
         Stubs {
             md5_compress: a(MD5_IMPL_COMPRESS),
             md5_compress_mb: a(MD5_IMPL_COMPRESS_MB),
@@ -56,6 +58,7 @@ impl Stubs {
             poly1305_blocks: a(POLY1305_BLOCKS),
             poly1305_path: crate::cases::dispatch::poly1305_path(image),
             upper_bits: None,
+            md5_block_asm_data_order: a(MD5_BLOCK_ASM_DATA_ORDER),
         }
     }
 
@@ -67,6 +70,7 @@ impl Stubs {
             POLY1305_PROCESS_BLOCKS => self.poly1305,
             MD5_BLOCK_DATA_ORDER => self.md5_block_data_order,
             POLY1305_BLOCKS => self.poly1305_blocks,
+            MD5_BLOCK_ASM_DATA_ORDER => self.md5_block_asm_data_order,
             _ => None,
         };
         addr.is_some()
@@ -82,8 +86,9 @@ impl Stubs {
         if self.family(kernel).is_some() {
             return None;
         }
-        if contract::intended_family(kernel, |s| self.defines(s)) == Family::OpenSsl {
-            let lacking: Vec<&str> = contract::contracts(Family::OpenSsl, kernel)
+        let intended = contract::intended_family(kernel, |s| self.defines(s));
+        if intended != Family::HotSpot {
+            let lacking: Vec<&str> = contract::contracts(intended, kernel)
                 .filter(|c| c.required())
                 .map(|c| c.symbol)
                 .filter(|s| !self.defines(s))
@@ -356,10 +361,11 @@ impl<'a, R: Rng> Planner<'a, R> {
         self.e.family(kernel).unwrap_or(Family::HotSpot)
     }
 
-    /// A fresh MD5 state buffer holding `init`: the state words (HotSpot) or an `MD5_CTX`.
+    /// A fresh MD5 state buffer holding `init`: the state words (HotSpot, BoringSSL) or an
+    /// `MD5_CTX` (OpenSSL).
     fn md5_state(&mut self, init: &[u8; 16]) -> BufId {
         match self.family(Kernel::Md5) {
-            Family::HotSpot => self.output("state", init),
+            Family::HotSpot | Family::BoringSsl => self.output("state", init),
             Family::OpenSsl => self.openssl_md5_ctx(init),
         }
     }
@@ -368,7 +374,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// (HotSpot) or a base 2^64 context with `r` (OpenSSL).
     pub(crate) fn poly1305_start(&self, acc: &Limbs26, r: &Limbs26) -> Vec<u8> {
         match self.family(Kernel::Poly1305) {
-            Family::HotSpot => acc.to_bytes().to_vec(),
+            Family::HotSpot | Family::BoringSsl => acc.to_bytes().to_vec(),
             Family::OpenSsl => self.openssl_poly_ctx(acc, r),
         }
     }
@@ -388,7 +394,9 @@ impl<'a, R: Rng> Planner<'a, R> {
         what: String,
     ) -> (BufId, Final) {
         match self.family(Kernel::Poly1305) {
-            Family::HotSpot => (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what }),
+            Family::HotSpot | Family::BoringSsl => {
+                (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what })
+            }
             Family::OpenSsl => self.openssl_poly_finish(out, acc, r, tail, s, tag, what),
         }
     }
@@ -396,8 +404,10 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// One MD5 stub call on `state` (the reference's state, advanced); returns the buffer
     /// holding the kernel's new state. `file` adds the vector file's expectations.
     pub fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State, file: &Md5Expect) -> BufId {
-        if self.family(Kernel::Md5) == Family::OpenSsl {
-            return self.openssl_md5_step(c, prev, state, file);
+        match self.family(Kernel::Md5) {
+            Family::OpenSsl => return self.openssl_md5_step(c, prev, state, file),
+            Family::BoringSsl => return self.boringssl_md5_step(c, prev, state, file),
+            Family::HotSpot => {}
         }
         let out = self.output("state", &[0u8; 16]);
         let (func, args, label, mut expects) = match c.stub {

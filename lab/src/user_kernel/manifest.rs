@@ -9,6 +9,7 @@
 //! sources = ["poly1305.S"]      # assembled by the lab with -march from `isa`
 //! objects = ["build/md5.o", "build/libk.a"]   # prebuilt ELF objects / static archives
 //! abi_upper_bits = "warn"       # fail | warn: int arguments' upper 32 bits (default: per family)
+//! partial_loads = "fail"        # optional: `warn` (default) or `fail` (crate::backend::PartialLoads)
 //! [variant.symbols]             # contract symbol = your symbol
 //! md5_implCompress = "my_md5"
 //! md5_implCompressMB = "my_md5_mb"
@@ -60,6 +61,8 @@ struct Entry {
     symbols: BTreeMap<String, String>,
     /// `fail` or `warn` ([`crate::abi::UpperBits`]); default: the contract family's.
     abi_upper_bits: Option<crate::abi::UpperBits>,
+    /// `warn` or `fail`: partial loads of this variant ([`crate::backend::PartialLoads`]).
+    partial_loads: Option<String>,
 }
 
 /// Most bytes a manifest may have (a few hundred per variant; 1 MiB is thousands of them).
@@ -111,6 +114,12 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
     let sources = existing(dir, "sources", e.sources)?;
     let objects = existing(dir, "objects", e.objects)?;
     let symbols = symbol_map(e.symbols).map_err(|w| format!("`symbols`: {w}"))?;
+    let partial_loads = e
+        .partial_loads
+        .as_deref()
+        .map(crate::backend::PartialLoads::from_name)
+        .transpose()
+        .map_err(|w| format!("`partial_loads`: {w}"))?;
     Ok(UserKernel {
         name: e.name.clone(),
         origin: format!("{}, {label}", file.display()),
@@ -124,6 +133,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         dispatch_path: None,
         scan_isa: None,
         not_run: None,
+        partial_loads,
     })
 }
 
