@@ -302,12 +302,7 @@ pub const CONTRACTS: [Contract; 8] = [
         family: Family::OpenSsl,
         kernel: Kernel::Poly1305,
         params: &[
-            ptr(
-                "ctx",
-                "void *",
-                "opaque context, 192 bytes (double opaque[24]), written (read-write)",
-                Access::ReadWrite,
-            ),
+            ptr("ctx", "void *", "opaque context, 192 bytes (double opaque[24]), laid out by init", Access::ReadWrite),
             ptr("key", "const unsigned char[16]", "r (the first 16 bytes of the one-time key)", Access::ReadOnly),
             ptr(
                 "func",
@@ -327,8 +322,8 @@ pub const CONTRACTS: [Contract; 8] = [
         family: Family::OpenSsl,
         kernel: Kernel::Poly1305,
         params: &[
-            ptr("ctx", "void *", "opaque context (read)", Access::ReadWrite),
-            ptr("mac", "unsigned char[16]", "the tag (written)", Access::ReadWrite),
+            ptr("ctx", "void *", "opaque context (h read)", Access::ReadWrite),
+            ptr("mac", "unsigned char[16]", "the tag", Access::ReadWrite),
             ptr("nonce", "const unsigned int[4]", "s, the last 16 bytes of the one-time key", Access::ReadOnly),
             Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
         ],
