@@ -13,9 +13,12 @@
 #                    (LLVM 14's llvm-mca rejects Zbb on sifive-u74; Debian 12 has 19.1.7 in main)
 #   libssl-dev       OpenSSL libcrypto headers for the `openssl` crate (`lab bench` compares the
 #                    native x86_64 kernels with OpenSSL through EVP; found with pkg-config)
+#   perl             tests/openssl_real.rs generates OpenSSL's perlasm from the openssl-src
+#                    crate's tree (gcc from build-essential: GNU as, which the x86_64 perlasm
+#                    probes before it emits its AVX-512 paths)
 set -euo pipefail
 
-packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev ca-certificates)
+packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev perl ca-certificates)
 
 missing=()
 for p in "${packages[@]}"; do

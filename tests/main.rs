@@ -24,6 +24,7 @@ mod library_names;
 mod matrix;
 mod mb_semantics;
 mod openssl;
+mod openssl_real;
 mod own_kernel;
 mod partial_loads;
 mod predict;

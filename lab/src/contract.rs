@@ -106,6 +106,11 @@ pub enum Shape {
     Poly1305Limbs26,
     /// Poly1305, `size_t len` bytes, base 2^64 context, `padbit` (OpenSSL scalar).
     Poly1305Base64,
+    /// OpenSSL's `poly1305_init(ctx, key, func)`: lays out the opaque context and, when it
+    /// returns non-zero, stores the `blocks` and `emit` entry points of the path it chose.
+    Poly1305Init,
+    /// OpenSSL's `poly1305_emit(ctx, mac, nonce)`: the tag from the opaque context.
+    Poly1305Emit,
 }
 
 /// One contract: a symbol a kernel image defines, and everything the lab needs to call it.
@@ -145,6 +150,17 @@ const fn size_t(name: &'static str) -> Param {
 pub const MD5_BLOCK_DATA_ORDER: &str = "md5_block_data_order";
 /// `poly1305_blocks`, OpenSSL's scalar Poly1305 block function.
 pub const POLY1305_BLOCKS: &str = "poly1305_blocks";
+/// `poly1305_init`, OpenSSL's Poly1305 set-up: chooses the code path (returns the `blocks` and
+/// `emit` pointers through `func`) and lays out the opaque context.
+pub const POLY1305_INIT: &str = "poly1305_init";
+/// `poly1305_emit`, OpenSSL's Poly1305 finalisation: the tag from the opaque context.
+pub const POLY1305_EMIT: &str = "poly1305_emit";
+/// Bytes of the opaque Poly1305 context the lab gives `poly1305_init` and every later call:
+/// `double opaque[24]` of OpenSSL's `struct poly1305_context` (include/crypto/poly1305.h),
+/// which holds the vector paths' base 2^26 state and power tables (x86_64 AVX-512: h at 0,
+/// r^1..r^4 from 48 up to 48 + 9·16; armv8 NEON: powers from 48 up to 48 + 4·36).
+pub const POLY1305_OPAQUE_BYTES: usize = 192;
+
 /// `md5_block_asm_data_order`, BoringSSL's MD5 block function (16-byte state).
 pub const MD5_BLOCK_ASM_DATA_ORDER: &str = "md5_block_asm_data_order";
 
@@ -195,7 +211,7 @@ pub fn exported_name(contract: &str, defined: impl Fn(&str) -> bool) -> Option<&
 
 /// Every contract, HotSpot's first. Order within a family is the order of
 /// [`crate::variant::Kernel::symbols`].
-pub const CONTRACTS: [Contract; 6] = [
+pub const CONTRACTS: [Contract; 8] = [
     Contract {
         symbol: MD5_IMPL_COMPRESS,
         family: Family::HotSpot,
@@ -282,6 +298,41 @@ pub const CONTRACTS: [Contract; 6] = [
         source: "OpenSSL crypto/poly1305/poly1305.c; asm/poly1305-{x86_64,armv8,riscv64}.pl context layouts",
     },
     Contract {
+        symbol: POLY1305_INIT,
+        family: Family::OpenSsl,
+        kernel: Kernel::Poly1305,
+        params: &[
+            ptr("ctx", "void *", "opaque context, 192 bytes (double opaque[24]), laid out by init", Access::ReadWrite),
+            ptr("key", "const unsigned char[16]", "r (the first 16 bytes of the one-time key)", Access::ReadOnly),
+            ptr(
+                "func",
+                "void *",
+                "two code pointers, blocks and emit, written when it returns non-zero",
+                Access::ReadWrite,
+            ),
+            Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
+        ],
+        returns: "int (non-zero: func holds the path's blocks and emit)",
+        shape: Shape::Poly1305Init,
+        reference: "reference::openssl::PolyCtx::init (scalar words)",
+        source: "OpenSSL crypto/poly1305/poly1305.c (Poly1305_Init), include/crypto/poly1305.h (opaque[24])",
+    },
+    Contract {
+        symbol: POLY1305_EMIT,
+        family: Family::OpenSsl,
+        kernel: Kernel::Poly1305,
+        params: &[
+            ptr("ctx", "void *", "opaque context (h read)", Access::ReadWrite),
+            ptr("mac", "unsigned char[16]", "the tag", Access::ReadWrite),
+            ptr("nonce", "const unsigned int[4]", "s, the last 16 bytes of the one-time key", Access::ReadOnly),
+            Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
+        ],
+        returns: "void",
+        shape: Shape::Poly1305Emit,
+        reference: "reference::poly1305::tag",
+        source: "OpenSSL crypto/poly1305/poly1305.c (Poly1305_Final)",
+    },
+    Contract {
         symbol: MD5_BLOCK_ASM_DATA_ORDER,
         family: Family::BoringSsl,
         kernel: Kernel::Md5,
@@ -297,6 +348,16 @@ pub const CONTRACTS: [Contract; 6] = [
         source: "BoringSSL crypto/md5/internal.h (md5_block_asm_data_order, x86 and x86_64 assembly)",
     },
 ];
+
+impl Contract {
+    /// Whether an image must define this symbol to run its algorithm through the family.
+    /// `poly1305_init` and `poly1305_emit` are not required: an image that defines them (both)
+    /// is run as OpenSSL's C code runs it, through `init`'s pointers; one that defines only
+    /// `poly1305_blocks` gets the scalar base 2^64 context laid out by the lab (docs/contracts.md).
+    pub fn required(&self) -> bool {
+        !matches!(self.shape, Shape::Poly1305Init | Shape::Poly1305Emit)
+    }
+}
 
 /// The contracts of `family` for `kernel`, in table order.
 pub fn contracts(family: Family, kernel: Kernel) -> impl Iterator<Item = &'static Contract> {
@@ -314,7 +375,7 @@ pub fn symbols(kernel: Kernel) -> impl Iterator<Item = &'static str> {
 /// as they were).
 pub fn report_note(family: Family, kernel: Kernel) -> Option<String> {
     (family != Family::HotSpot).then(|| {
-        let symbols: Vec<&str> = contracts(family, kernel).map(|c| c.symbol).collect();
+        let symbols: Vec<&str> = contracts(family, kernel).filter(|c| c.required()).map(|c| c.symbol).collect();
         format!("{family} contract: {}", symbols.join(", "))
     })
 }
@@ -327,16 +388,17 @@ pub fn by_symbol(symbol: &str) -> Option<&'static Contract> {
 /// The family an image runs `kernel` through: the first in [`Family::ALL`] that has contracts
 /// for `kernel` all of whose symbols `defined` says are there.
 pub fn family_of(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Option<Family> {
-    Family::ALL
-        .into_iter()
-        .find(|&f| contracts(f, kernel).next().is_some() && contracts(f, kernel).all(|c| defined(c.symbol)))
+    Family::ALL.into_iter().find(|&f| {
+        contracts(f, kernel).next().is_some()
+            && contracts(f, kernel).filter(|c| c.required()).all(|c| defined(c.symbol))
+    })
 }
 
 /// The family whose symbols a report names as missing when none is complete: the first other
 /// than HotSpot's of which the image defines any symbol (a user porting OpenSSL code), when it
 /// defines none of HotSpot's; HotSpot's otherwise.
 pub fn intended_family(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Family {
-    let any = |f| contracts(f, kernel).any(|c| defined(c.symbol));
+    let any = |f| contracts(f, kernel).filter(|c| c.required()).any(|c| defined(c.symbol));
     if any(Family::HotSpot) {
         return Family::HotSpot;
     }

@@ -41,11 +41,15 @@ pub enum Class {
     /// A finding that follows from an earlier one in the same case (a later call started
     /// from what a faulting call left): listed so nothing is hidden, not a cause of its own.
     KnockOn,
+    /// A kernel reads the unspecified upper 32 bits of an `int`/`unsigned int` argument
+    /// register, found by the lab's probe call and reported once per image and argument
+    /// ([`crate::abi::UpperBits::Warn`]; a warning or a failure as the policy says).
+    UpperBits,
 }
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 14] = [
+    pub const ALL: [Class; 15] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -60,6 +64,7 @@ impl Class {
         Class::EmulatorFault,
         Class::PartialLoad,
         Class::KnockOn,
+        Class::UpperBits,
     ];
 
     /// One line saying what a finding of this class means (the SARIF rules' short description).
@@ -85,6 +90,7 @@ impl Class {
                 "A load past a buffer inside one aligned 8-byte word it touches (cannot fault; --partial-loads fail)"
             }
             Class::KnockOn => "Follows from an earlier finding of the same case",
+            Class::UpperBits => "The kernel reads the unspecified upper 32 bits of a 32-bit argument register",
         }
     }
 
@@ -105,6 +111,7 @@ impl Class {
             Class::EmulatorFault => "emulator-fault",
             Class::PartialLoad => "partial-load",
             Class::KnockOn => "knock-on",
+            Class::UpperBits => "abi-upper-bits",
         }
     }
 }

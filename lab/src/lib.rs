@@ -42,6 +42,7 @@ macro_rules! named_values {
 }
 
 pub mod abi;
+pub mod abi_probe;
 pub mod align;
 pub mod arch;
 pub mod backend;

@@ -3,6 +3,7 @@
 
 use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 
+use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
     SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
@@ -134,6 +135,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         r_at: 32,
         s1_at: None,
         emit: EmitReduction::Compare,
+        vector_flag_at: Some(24),
         source: "poly1305-armv8.pl: h[3] at 0, is_base2_26 24 (0: base 2^64), r0 32, r1 40",
     },
     classify,
@@ -151,6 +153,29 @@ pub static SPEC: ArchSpec = ArchSpec {
         address: Some(base_address),
         fault_regs: &[],
         unicorn_regs: &UNICORN_REGS,
+    },
+    capability_trap: "udf #0",
+    capability: CapabilitySpec {
+        symbol: "OPENSSL_armcap_P",
+        words: 1,
+        source: "OpenSSL crypto/arm_arch.h (ARMV7_NEON = 1 << 0, ARMV9_SVE2_POLY1305 = 1 << 17)",
+        paths: &[
+            DispatchPath { name: "scalar", bits: &[], marker: None, extensions: &[], source: "no bit set" },
+            DispatchPath {
+                name: "neon",
+                bits: &[(0, 1 << 0)],
+                marker: Some("poly1305_blocks_neon"),
+                extensions: &[],
+                source: "poly1305-armv8.pl poly1305_init: `tst w17,#ARMV7_NEON`",
+            },
+            DispatchPath {
+                name: "sve2",
+                bits: &[(0, 1 << 0 | 1 << 17)],
+                marker: Some("poly1305_blocks_sve2"),
+                extensions: &["sve2"],
+                source: "poly1305_init: `tst w17,#ARMV9_SVE2_POLY1305` (the code is poly1305-armv9-sve2.pl's)",
+            },
+        ],
     },
 };
 

@@ -10,6 +10,7 @@
 //! (`kernels/<arch>/`); `tests/arch_rows.rs` fails on a `match` over the architecture elsewhere.
 
 pub mod aarch64;
+pub mod capability;
 pub mod riscv64;
 pub mod x86_64;
 
@@ -96,6 +97,11 @@ pub struct ArchSpec {
     pub openssl_poly1305: crate::vocab::poly_ctx::PolyCtx,
     /// Alignment rules the emulators do not model ([`crate::align`]).
     pub align: AlignSpec,
+    /// OpenSSL's capability word and Poly1305 code paths ([`capability`]).
+    pub capability: capability::CapabilitySpec,
+    /// One instruction that always traps (the body of a stub the lab defines for a symbol
+    /// only an untaken dispatch path needs).
+    pub capability_trap: &'static str,
 }
 
 /// Alignment rules the lab checks itself, because QEMU (qemu-user and Unicorn) does not model

@@ -4,6 +4,7 @@
 
 use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
+use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
     SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
@@ -194,6 +195,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         r_at: 24,
         s1_at: Some(40),
         emit: EmitReduction::FoldThenCompare,
+        vector_flag_at: None,
         source: "poly1305-riscv64.pl: h[3] at 0, r0 24, r1 32, s1 40, top_power (u32) 48",
     },
     classify,
@@ -211,6 +213,14 @@ pub static SPEC: ArchSpec = ArchSpec {
         address: Some(paren_address),
         fault_regs: &[],
         unicorn_regs: &UNICORN_REGS,
+    },
+    capability_trap: "unimp",
+    capability: CapabilitySpec {
+        symbol: "OPENSSL_riscvcap_P",
+        words: 4,
+        source: "OpenSSL crypto/riscvcap.c (OPENSSL_riscvcap_P[RISCV_CAPABILITY_COUNT]); OpenSSL 4.0.3 has no \
+                 riscv64 Poly1305 and chooses its riscv64 MD5 at build time",
+        paths: &[DispatchPath { name: "scalar", bits: &[], marker: None, extensions: &[], source: "no bit set" }],
     },
 };
 

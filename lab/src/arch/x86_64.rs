@@ -9,6 +9,7 @@ use iced_x86::{
 };
 use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 
+use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck,
     SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
@@ -164,6 +165,7 @@ const EXTENSIONS: &[IsaExtension] = &[
     avx512("avx512cd", &[CpuidFeature::AVX512CD]),
     avx512("avx512dq", &[CpuidFeature::AVX512DQ]),
     avx512("avx512vl", &[CpuidFeature::AVX512VL]),
+    avx512("avx512ifma", &[CpuidFeature::AVX512_IFMA]),
 ];
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
@@ -226,6 +228,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         r_at: 24,
         s1_at: None,
         emit: EmitReduction::Compare,
+        vector_flag_at: Some(20),
         source: "poly1305-x86_64.pl: h[3] at 0 (is_base2_26 = upper half of h2 for AVX), r0 24, r1 32",
     },
     classify,
@@ -246,6 +249,44 @@ pub static SPEC: ArchSpec = ArchSpec {
         address: Some(operand_address),
         fault_regs: &GPRS,
         unicorn_regs: &UNICORN_REGS,
+    },
+    capability_trap: "ud2",
+    capability: CapabilitySpec {
+        symbol: "OPENSSL_ia32cap_P",
+        words: 10,
+        source: "OpenSSL include/internal/cryptlib.h (OPENSSL_IA32CAP_P_MAX_INDEXES = 10); word 1 = CPUID.1:ECX, \
+                 word 2 = CPUID.7.0:EBX (crypto/x86_64cpuid.pl)",
+        paths: &[
+            DispatchPath { name: "scalar", bits: &[], marker: None, extensions: &[], source: "no bit set" },
+            DispatchPath {
+                name: "avx",
+                bits: &[(1, 1 << 28 | 1 << 27)],
+                marker: Some("poly1305_blocks_avx"),
+                extensions: &["xsave", "avx"],
+                source: "poly1305-x86_64.pl poly1305_init: `bt $60-32` of the qword at +4 (word 1 bit 28, AVX)",
+            },
+            DispatchPath {
+                name: "avx2",
+                bits: &[(1, 1 << 28 | 1 << 27), (2, 1 << 5)],
+                marker: Some("poly1305_blocks_avx2"),
+                extensions: &["xsave", "avx", "avx2"],
+                source: "poly1305_init: `bt $5+32` (word 2 bit 5, AVX2)",
+            },
+            DispatchPath {
+                name: "avx512f",
+                bits: &[(1, 1 << 28 | 1 << 27), (2, 1 << 5 | 1 << 16 | 1 << 30 | 1 << 31)],
+                marker: Some("poly1305_blocks_avx512"),
+                extensions: &["xsave", "avx", "avx2", "avx512f", "avx512bw", "avx512vl"],
+                source: "poly1305_blocks_avx2 (len >= 512): word 2 & (1<<31|1<<30|1<<16), bit 16 (AVX512F)",
+            },
+            DispatchPath {
+                name: "avx512ifma",
+                bits: &[(1, 1 << 28 | 1 << 27), (2, 1 << 5 | 1 << 16 | 1 << 21 | 1 << 30 | 1 << 31)],
+                marker: Some("poly1305_blocks_vpmadd52"),
+                extensions: &["xsave", "avx", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512ifma"],
+                source: "poly1305_init: word 2 & (1<<31|1<<21|1<<16) all set (AVX512VL, IFMA, F): base 2^44",
+            },
+        ],
     },
 };
 

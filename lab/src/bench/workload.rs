@@ -75,7 +75,7 @@ impl Workload {
     /// [`contract::CONTRACTS`]): `md5_implCompress` / `md5_implCompressMB` for HotSpot,
     /// `md5_block_data_order` (num = 1 or n) for OpenSSL.
     pub fn stub_in(&self, family: Family) -> &'static str {
-        let mut rows = contract::contracts(family, self.kernel);
+        let mut rows = contract::contracts(family, self.kernel).filter(|c| c.required());
         let row = if self.single { rows.next() } else { rows.last() };
         row.map_or_else(|| self.stub(), |c| c.symbol)
     }
@@ -110,7 +110,7 @@ impl Workload {
         let stubs = Stubs::of(image);
         let family = stubs.family(kernel).ok_or_else(|| stubs.missing(kernel).unwrap_or_default())?;
         let mut range = (u64::MAX, 0);
-        for name in contract::contracts(family, kernel).map(|c| c.symbol) {
+        for name in contract::contracts(family, kernel).filter(|c| c.required()).map(|c| c.symbol) {
             let s = image.entry(name).ok_or_else(|| format!("the image defines no {name}"))?;
             if s.size == 0 {
                 return Err(format!("{name} has no size: add `.size {name}, . - {name}` to the source"));
@@ -135,7 +135,7 @@ impl Workload {
         let (start, end) = image.kernel_code().ok_or_else(|| {
             format!("{} has no {KERNEL_TEXT_END} mark: it was not built by this lab", image.path.display())
         })?;
-        for c in contract::contracts(family, kernel) {
+        for c in contract::contracts(family, kernel).filter(|c| c.required()) {
             let s = image.entry(c.symbol).ok_or_else(|| format!("the image defines no {}", c.symbol))?;
             if !(start..end).contains(&s.addr) {
                 return Err(format!(

@@ -8,6 +8,7 @@
 
 pub mod answers;
 pub mod boringssl;
+pub mod dispatch;
 pub mod openssl;
 pub mod plan;
 pub mod procedure;

@@ -18,12 +18,12 @@ use crate::batch::{Arg, Batch, BufId};
 use crate::cases::plan::{
     Expect, Final, Md5Args, Planner, MD5_INSTRUCTIONS_PER_BLOCK, POLY1305_INSTRUCTIONS_PER_BLOCK,
 };
-use crate::contract::{MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
+use crate::contract::{MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS, POLY1305_INIT, POLY1305_OPAQUE_BYTES};
 use crate::finding::{Class, Finding};
 use crate::reference::md5::{self, State};
 use crate::reference::openssl::{self, PolyCtx, H64};
 use crate::reference::poly1305::{self, ClampedR, Fixed130, Limbs26};
-use crate::variant::Arch;
+use crate::variant::{Arch, Kernel};
 use crate::vectors::{self, Md5Expect, Md5Stub, Message};
 
 /// What one OpenSSL-contract call must leave behind, beyond the HotSpot expectations it shares.
@@ -37,6 +37,21 @@ pub(crate) enum OsslExpect {
     /// architecture's `poly1305_emit` reduces it exactly; `file`: `want` is the vector file's
     /// `expect_acc`.
     PolyH { ctx: BufId, arch: Arch, want: H64, file: bool },
+    /// `inner`, judged only while the context `ctx` is in the scalar base 2^64 form of `arch`
+    /// (a vector path's base 2^26 state is judged by `poly1305_emit`'s tag alone).
+    WhileScalar { ctx: BufId, arch: Arch, inner: Box<OsslExpect> },
+    /// What `poly1305_init(ctx, key, func)` leaves: `func` = `want` (the path the lab's probe
+    /// found, when init returned non-zero there), and a scalar context with h = 0 and the
+    /// clamped `r` where the architecture's layout puts them.
+    /// `layout`: whether the path keeps the scalar layout (its h words and r are checked).
+    Init { ctx: BufId, func: BufId, arch: Arch, r: u128, want: Option<[u64; 2]>, names: [String; 2], layout: bool },
+    /// A buffer judged elsewhere (a tag, by the case's final check; a context whose layout
+    /// is the path's own, by the tags `emit` makes of it): here for the cross-backend digest.
+    Output { buf: BufId },
+    /// `poly1305_emit(ctx, mac, 0)` after a `blocks` call on a path with a layout of its own:
+    /// the low 128 bits of h mod 2^130-5 (`want`), which judges h through the image's own emit.
+    /// `mac` holds the zero nonce in bytes 0-15 and the tag in 16-31.
+    EmitOfH { mac: BufId, want: [u8; 16] },
 }
 
 impl OsslExpect {
@@ -45,12 +60,37 @@ impl OsslExpect {
         match self {
             OsslExpect::Kept { buf, .. } => *buf,
             OsslExpect::Unchanged { ctx, .. } | OsslExpect::PolyH { ctx, .. } => *ctx,
+            OsslExpect::WhileScalar { inner, .. } => inner.buffer(),
+            OsslExpect::Init { func, .. } => *func,
+            OsslExpect::Output { buf } => *buf,
+            OsslExpect::EmitOfH { mac, .. } => *mac,
         }
     }
 
     /// The finding, if the call broke this expectation.
     pub(crate) fn finding(&self, label: &str, batch: &Batch, resp: &[u8]) -> Option<Finding> {
         match self {
+            OsslExpect::WhileScalar { ctx, arch, inner } => {
+                PolyCtx::of(*arch).is_scalar(batch.buffer(resp, *ctx)).then(|| inner.finding(label, batch, resp))?
+            }
+            OsslExpect::Init { ctx, func, arch, r, want, names, layout } => {
+                let ctx = layout.then(|| batch.buffer(resp, *ctx));
+                init_finding(label, ctx, batch.buffer(resp, *func), *arch, *r, want, names)
+            }
+            OsslExpect::Output { .. } => None,
+            OsslExpect::EmitOfH { mac, want } => {
+                let got = batch.buffer(resp, *mac).get(16..).unwrap_or_default();
+                (got != want).then(|| {
+                    Finding::new(
+                        Class::Value,
+                        format!(
+                            "{label}: h mod 2^130-5 (its low 128 bits, read through emit with s = 0) expected {}, got {}",
+                            hex::encode(want),
+                            hex::encode(got)
+                        ),
+                    )
+                })
+            }
             OsslExpect::Kept { buf, at, bytes, what } => {
                 let got = batch.buffer(resp, *buf).get(*at..).unwrap_or_default();
                 let first = got.iter().zip(bytes).position(|(g, w)| g != w)?;
@@ -113,22 +153,80 @@ impl OsslExpect {
 pub(crate) enum OsslFinal {
     /// `poly1305_emit(ctx, mac, nonce)` of the architecture on the kernel's h gives `tag`.
     Emit { ctx: BufId, arch: Arch, nonce: [u8; 16], tag: [u8; 16], what: String },
+    /// The image's own `poly1305_emit` wrote `tag` into `mac`.
+    Mac { mac: BufId, tag: [u8; 16], what: String },
 }
 
 impl OsslFinal {
     /// The finding, if the case's result is wrong.
     pub(crate) fn finding(&self, batch: &Batch, resp: &[u8]) -> Option<Finding> {
-        let OsslFinal::Emit { ctx, arch, nonce, tag, what } = self;
-        let got = PolyCtx::of(*arch).emit(PolyCtx::h(batch.buffer(resp, *ctx)), nonce);
+        let (got, tag, what) = match self {
+            OsslFinal::Emit { ctx, arch, nonce, tag, what } => {
+                (PolyCtx::of(*arch).emit(PolyCtx::h(batch.buffer(resp, *ctx)), nonce), tag, what)
+            }
+            OsslFinal::Mac { mac, tag, what } => (batch.buffer(resp, *mac).try_into().unwrap_or_default(), tag, what),
+        };
         (got != *tag).then(|| {
             Finding::new(Class::Value, format!("{what}expected {}, got {}", hex::encode(tag), hex::encode(got)))
         })
     }
 
-    /// The tag this final check computes from a context (for a MAC of MACs' outer message).
+    /// The tag of a carried buffer (for a MAC of MACs' outer message): `poly1305_emit`'s
+    /// output itself (16 bytes, [`OsslFinal::Mac`]), or the architecture's emit of a scalar
+    /// context's h.
     pub(crate) fn tag_of(arch: Arch, ctx: &[u8], nonce: &[u8; 16]) -> [u8; 16] {
-        PolyCtx::of(arch).emit(PolyCtx::h(ctx), nonce)
+        match <[u8; 16]>::try_from(ctx) {
+            Ok(mac) => mac,
+            Err(_) => PolyCtx::of(arch).emit(PolyCtx::h(ctx), nonce),
+        }
     }
+}
+
+/// The finding of a `poly1305_init` call, if its `func` or its scalar words are wrong.
+fn init_finding(
+    label: &str,
+    ctx: Option<&[u8]>,
+    func: &[u8],
+    arch: Arch,
+    r: u128,
+    want: &Option<[u64; 2]>,
+    names: &[String; 2],
+) -> Option<Finding> {
+    let word =
+        |i: usize| func.get(8 * i..8 * i + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+    if let Some(w) = want {
+        if [word(0), word(1)] != *w {
+            return Some(Finding::new(
+                Class::Value,
+                format!(
+                    "{label}: func = [{:#x}, {:#x}], but the same image's init chose [{:#x} {}, {:#x} {}] on Unicorn \
+                     (the path must depend only on the capability word)",
+                    word(0),
+                    word(1),
+                    w[0],
+                    names[0],
+                    w[1],
+                    names[1]
+                ),
+            ));
+        }
+    }
+    let ctx = ctx?;
+    let layout = PolyCtx::of(arch);
+    let (h, r_got) = (PolyCtx::h(ctx), ctx.get(layout.r_at..layout.r_at + 16).map(|b| b.to_vec()));
+    let r_want = r.to_le_bytes().to_vec();
+    let scalar = layout.is_scalar(ctx);
+    (!scalar || h != [0; 3] || r_got.as_ref() != Some(&r_want)).then(|| {
+        Finding::new(
+            Class::Value,
+            format!(
+                "{label}: the context is not {arch}'s scalar layout with h = 0 and the clamped r ({}): h {}, r {}",
+                layout.source,
+                hex_h(h),
+                r_got.map_or_else(|| "missing".into(), hex::encode)
+            ),
+        )
+    })
 }
 
 fn hex_h(h: H64) -> String {
@@ -199,9 +297,85 @@ impl<R: Rng> Planner<'_, R> {
     }
 
     /// The context a Poly1305 chain starts from when no kernel output is carried in: h = `acc`
-    /// reduced mod p, the clamped key `r`.
+    /// reduced mod p, the clamped key `r`. Through `poly1305_init` (the image defines it) a
+    /// chain from h = 0 starts with an init call: empty bytes say so
+    /// ([`Planner::openssl_poly_chain`]); another h is laid in the scalar layout, as init and
+    /// earlier scalar `blocks` calls leave it, in the opaque context's bytes.
     pub(crate) fn openssl_poly_ctx(&self, acc: &Limbs26, r: &Limbs26) -> Vec<u8> {
-        PolyCtx::of(self.arch()).with(h_of(acc), r128(r))
+        let mut ctx = PolyCtx::of(self.arch()).with(h_of(acc), r128(r));
+        if let Some(p) = &self.e.poly1305_path {
+            // A path with a layout of its own cannot start from a given h: from init, h = 0.
+            if acc.reduced() == BigUint::default() || !p.scalar_form {
+                return Vec::new();
+            }
+            ctx.resize(POLY1305_OPAQUE_BYTES, 0);
+        }
+        ctx
+    }
+
+    /// Bytes of the context buffers: the opaque context through `poly1305_init`, the scalar
+    /// layout otherwise.
+    fn poly_ctx_bytes(&self) -> usize {
+        match self.e.poly1305_path {
+            Some(_) => POLY1305_OPAQUE_BYTES,
+            None => PolyCtx::of(self.arch()).bytes,
+        }
+    }
+
+    /// The `blocks` function calls go to and its name for labels: init's `func.blocks`, or
+    /// the `poly1305_blocks` symbol.
+    fn poly_blocks(&self) -> (u64, String) {
+        match &self.e.poly1305_path {
+            Some(p) => (p.blocks, p.blocks_name.clone()),
+            None => (self.e.poly1305_blocks.unwrap_or_default(), POLY1305_BLOCKS.to_owned()),
+        }
+    }
+
+    /// Expectations on a context after a `blocks` call: as they are for the scalar layout,
+    /// judged only while the context is scalar on the `poly1305_init` path, and never on a
+    /// path whose init leaves a layout of its own (the tag judges those).
+    fn poly_expect(&self, ctx: BufId, e: OsslExpect) -> Expect {
+        let arch = self.arch();
+        Expect::OpenSsl(match &self.e.poly1305_path {
+            Some(p) if !p.scalar_form => OsslExpect::Output { buf: ctx },
+            Some(_) => OsslExpect::WhileScalar { ctx, arch, inner: Box::new(e) },
+            None => e,
+        })
+    }
+
+    /// `poly1305_emit(ctx, mac, 0)` after the `blocks` call labelled `after`, checking the low
+    /// 128 bits of h mod p (`acc`): how h is judged on a path with a layout of its own.
+    fn openssl_poly_emit_of_h(&mut self, ctx: BufId, acc: &Limbs26, after: &str) {
+        let Some(path) = self.e.poly1305_path.clone() else { return };
+        let h = h_of(acc);
+        let want = (u128::from(h[0]) | u128::from(h[1]) << 64).to_le_bytes();
+        // One buffer for both (a batch of long chains holds many of these): the zero nonce in
+        // bytes 0-15, the tag in 16-31, flush against the guard page.
+        let mut both = [0u8; 32];
+        both[16..].fill(0x3c);
+        let mac = self.output("mac", &both);
+        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(mac, 16), Arg::Ptr(mac, 0), Arg::Imm(self.rng.gen())];
+        let label = format!("{}(ctx, mac, nonce=0) after {after}", path.emit_name);
+        self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::EmitOfH { mac, want })]);
+    }
+
+    /// `poly1305_init(ctx, key, func)` into a fresh opaque context filled with a pattern (init
+    /// must write what it needs); returns the context.
+    fn openssl_poly_init(&mut self, r: &Limbs26) -> BufId {
+        let Some(path) = self.e.poly1305_path.clone() else { return self.output("ctx", &[]) };
+        let r = r128(r);
+        let mut key = r.to_le_bytes().to_vec();
+        key.extend(self.rng.gen::<[u8; 16]>());
+        let key = self.input("key", &key, 1);
+        let ctx = self.output("ctx", &[0xa5; POLY1305_OPAQUE_BYTES]);
+        let func = self.output("func", &[0x5a; 16]);
+        let want = path.via_func.then_some([path.blocks, path.emit]);
+        let names = [path.blocks_name.clone(), path.emit_name.clone()];
+        let e = OsslExpect::Init { ctx, func, arch: self.arch(), r, want, names, layout: path.scalar_form };
+        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(key, 0), Arg::Ptr(func, 0), Arg::Imm(self.rng.gen())];
+        let note = path.probe_error.map_or_else(String::new, |e| format!(" (the lab's probe: {e})"));
+        self.call_plain(path.init, args, format!("{POLY1305_INIT}(ctx, key, func){note}"), vec![Expect::OpenSsl(e)]);
+        ctx
     }
 
     /// `poly1305_blocks` calls with the given `len` arguments and `padbit` over `msg` from byte
@@ -224,10 +398,18 @@ impl<R: Rng> Planner<'_, R> {
         let bytes = msg.read(at, used);
         let input = self.input("input", &bytes, 0);
         let key = layout.with([0; 3], r128(&r)).split_off(24);
-        let mut prev = self.output("ctx", init);
+        let own_layout = self.e.poly1305_path.as_ref().is_some_and(|p| !p.scalar_form);
+        let mut expect = expect;
+        if init.is_empty() && own_layout {
+            // From init (h = 0), not the entry's accumulator: its expect_acc no longer applies.
+            *acc = Limbs26::default();
+            expect = None;
+        }
+        let mut prev = if init.is_empty() { self.openssl_poly_init(&r) } else { self.output("ctx", init) };
+        let (func, name) = self.poly_blocks();
         let mut off = 0;
         for (i, &len) in lengths.iter().enumerate() {
-            let out = self.output("ctx", &vec![0u8; layout.bytes]);
+            let out = self.output("ctx", &vec![0u8; self.poly_ctx_bytes()]);
             let take = vectors::whole_blocks(len) * 16;
             self.instructions = self.instructions.max((take / 16) as u64 * POLY1305_INSTRUCTIONS_PER_BLOCK);
             let chunk = bytes.get(off..off + take).unwrap_or_default();
@@ -235,21 +417,26 @@ impl<R: Rng> Planner<'_, R> {
                 None => vec![Expect::OpenSsl(OsslExpect::Unchanged { ctx: out, before: prev })],
                 Some(h) => {
                     *acc = limbs_of(h);
-                    vec![Expect::OpenSsl(OsslExpect::PolyH { ctx: out, arch, want: h, file: false })]
+                    vec![self.poly_expect(out, OsslExpect::PolyH { ctx: out, arch, want: h, file: false })]
                 }
             };
             let what = "the key part of the context (r and what follows h)";
-            expects.push(Expect::OpenSsl(OsslExpect::Kept { buf: out, at: 24, bytes: key.clone(), what }));
+            expects.push(self.poly_expect(out, OsslExpect::Kept { buf: out, at: 24, bytes: key.clone(), what }));
             if i + 1 == lengths.len() {
                 let want = |v: &BigUint| openssl::words(&(v % poly1305::p()));
                 let file = expect.map(|v| OsslExpect::PolyH { ctx: out, arch, want: want(v), file: true });
-                expects.extend(file.map(Expect::OpenSsl));
+                expects.extend(file.map(|f| self.poly_expect(out, f)));
             }
-            let len_arg = len.max(0) as u64;
-            let args = [Arg::Ptr(out, 0), Arg::Ptr(input, off), Arg::Imm(len_arg), self.int(padbit as i32)];
-            let label = format!("{POLY1305_BLOCKS}(inp+{}, len={len_arg}, padbit={padbit})", at + off);
-            let func = self.e.poly1305_blocks.unwrap_or_default();
-            self.call(func, args, prev, out, label, expects);
+            // OpenSSL's callers pass whole blocks only (`Poly1305_Update` keeps the tail): a
+            // HotSpot `length` becomes its whole blocks.
+            let len_arg = take as u64;
+            let args =
+                [Arg::Ptr(out, 0), Arg::Ptr(input, off), Arg::Imm(len_arg), self.int(Kernel::Poly1305, padbit as i32)];
+            let label = format!("{name}(inp+{}, len={len_arg}, padbit={padbit})", at + off);
+            self.call(func, args, prev, out, label.clone(), expects);
+            if own_layout {
+                self.openssl_poly_emit_of_h(out, acc, &label);
+            }
             if let Some(last) = self.calls.last_mut() {
                 last.ints = vec![(3, "padbit")];
             }
@@ -280,7 +467,16 @@ impl<R: Rng> Planner<'_, R> {
             // A context buffer copied from the kernel's: the chain starts from `ctx` itself.
             self.openssl_poly_tail(ctx, acc, r, &block)
         };
-        (last, Final::OpenSsl(OsslFinal::Emit { ctx: last, arch: self.arch(), nonce: s, tag, what }))
+        let Some(path) = self.e.poly1305_path.clone() else {
+            return (last, Final::OpenSsl(OsslFinal::Emit { ctx: last, arch: self.arch(), nonce: s, tag, what }));
+        };
+        // The image's own emit: `poly1305_emit(ctx, mac, nonce)` through init's pointer.
+        let nonce = self.input("nonce", &s, 1);
+        let mac = self.output("mac", &[0x3c; 16]);
+        let args = [Arg::Ptr(last, 0), Arg::Ptr(mac, 0), Arg::Ptr(nonce, 0), Arg::Imm(self.rng.gen())];
+        let label = format!("{}(ctx, mac, nonce)", path.emit_name);
+        self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::Output { buf: mac })]);
+        (mac, Final::OpenSsl(OsslFinal::Mac { mac, tag, what }))
     }
 
     /// One `poly1305_blocks(ctx, block, 16, 0)` call after `prev`.
@@ -288,18 +484,18 @@ impl<R: Rng> Planner<'_, R> {
         let (arch, layout) = (self.arch(), PolyCtx::of(self.arch()));
         let bytes = block.to_vec();
         let input = self.input("tail", &bytes, 0);
-        let out = self.output("ctx", &vec![0u8; layout.bytes]);
+        let out = self.output("ctx", &vec![0u8; self.poly_ctx_bytes()]);
         let h = openssl::poly1305_blocks(h_of(acc), r128(&r), &bytes, 0).unwrap_or_default();
         *acc = limbs_of(h);
         let key = layout.with([0; 3], r128(&r)).split_off(24);
         let what = "the key part of the context (r and what follows h)";
         let expects = vec![
-            Expect::OpenSsl(OsslExpect::PolyH { ctx: out, arch, want: h, file: false }),
-            Expect::OpenSsl(OsslExpect::Kept { buf: out, at: 24, bytes: key, what }),
+            self.poly_expect(out, OsslExpect::PolyH { ctx: out, arch, want: h, file: false }),
+            self.poly_expect(out, OsslExpect::Kept { buf: out, at: 24, bytes: key, what }),
         ];
-        let args = [Arg::Ptr(out, 0), Arg::Ptr(input, 0), Arg::Imm(16), self.int(0)];
-        let func = self.e.poly1305_blocks.unwrap_or_default();
-        self.call(func, args, prev, out, format!("{POLY1305_BLOCKS}(padded tail, len=16, padbit=0)"), expects);
+        let args = [Arg::Ptr(out, 0), Arg::Ptr(input, 0), Arg::Imm(16), self.int(Kernel::Poly1305, 0)];
+        let (func, name) = self.poly_blocks();
+        self.call(func, args, prev, out, format!("{name}(padded tail, len=16, padbit=0)"), expects);
         if let Some(last) = self.calls.last_mut() {
             last.ints = vec![(3, "padbit")];
         }

@@ -9,8 +9,10 @@
 
 use rand::Rng;
 
+use crate::abi::UpperBits;
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
+use crate::cases::dispatch::PolyPath;
 use crate::cases::openssl::{OsslExpect, OsslFinal};
 use crate::contract::{self, Family, MD5_BLOCK_ASM_DATA_ORDER, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
@@ -21,7 +23,7 @@ use crate::vectors::{self, Body, Md5Call, Md5Expect, Md5Stub, Message, Vector};
 
 /// The addresses of the contract entry points (HotSpot's stubs, OpenSSL's block functions:
 /// [`crate::contract`]) in an image.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Stubs {
     /// `md5_implCompress`.
     pub md5_compress: Option<u64>,
@@ -33,6 +35,13 @@ pub struct Stubs {
     pub md5_block_data_order: Option<u64>,
     /// OpenSSL's `poly1305_blocks`.
     pub poly1305_blocks: Option<u64>,
+    /// The path OpenSSL's `poly1305_init` chooses, when the image defines `poly1305_init`,
+    /// `poly1305_blocks` and `poly1305_emit` ([`crate::cases::dispatch`]);
+    /// `None` for the scalar-layout contract (an image with `poly1305_blocks` alone).
+    pub poly1305_path: Option<PolyPath>,
+    /// The upper-bits policy of `int` arguments when it is not the family's
+    /// ([`UpperBits::for_family`]): the lab's reliance probe plans with [`UpperBits::Fail`].
+    pub upper_bits: Option<UpperBits>,
     /// BoringSSL's `md5_block_asm_data_order` (16-byte state).
     pub md5_block_asm_data_order: Option<u64>,
 }
@@ -47,6 +56,8 @@ impl Stubs {
             poly1305: a(POLY1305_PROCESS_BLOCKS),
             md5_block_data_order: a(MD5_BLOCK_DATA_ORDER),
             poly1305_blocks: a(POLY1305_BLOCKS),
+            poly1305_path: crate::cases::dispatch::poly1305_path(image),
+            upper_bits: None,
             md5_block_asm_data_order: a(MD5_BLOCK_ASM_DATA_ORDER),
         }
     }
@@ -77,8 +88,11 @@ impl Stubs {
         }
         let intended = contract::intended_family(kernel, |s| self.defines(s));
         if intended != Family::HotSpot {
-            let lacking: Vec<&str> =
-                contract::contracts(intended, kernel).map(|c| c.symbol).filter(|s| !self.defines(s)).collect();
+            let lacking: Vec<&str> = contract::contracts(intended, kernel)
+                .filter(|c| c.required())
+                .map(|c| c.symbol)
+                .filter(|s| !self.defines(s))
+                .collect();
             return Some(format!("the image defines no {}", lacking.join(", ")));
         }
         let lacking: Vec<&str> = match kernel {
@@ -311,9 +325,12 @@ impl<'a, R: Rng> Planner<'a, R> {
         self.b.buffer(name, init, true, placement)
     }
 
-    /// An `int` argument as the ABI passes it (garbage or sign-extended upper half).
-    pub(crate) fn int(&mut self, v: i32) -> Arg {
-        Arg::Imm(self.b.abi().int32_arg(v, self.rng.gen()))
+    /// An `int` argument of a `kernel` call as the ABI passes it (garbage or sign-extended
+    /// upper half), clean where the family's upper-bits policy is [`UpperBits::Warn`]. The
+    /// garbage is drawn either way, so the cases' other draws do not depend on the policy.
+    pub(crate) fn int(&mut self, kernel: Kernel, v: i32) -> Arg {
+        let policy = self.e.upper_bits.unwrap_or_else(|| UpperBits::for_family(self.family(kernel)));
+        Arg::Imm(self.b.abi().int32_arg_as(v, self.rng.gen(), policy))
     }
 
     /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
@@ -327,6 +344,14 @@ impl<'a, R: Rng> Planner<'a, R> {
         expects: Vec<Expect>,
     ) {
         let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
+        let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
+        self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
+    }
+
+    /// Adds a call that starts from the buffers as laid out (no copy): `poly1305_init` into a
+    /// fresh context, `poly1305_emit` reading the last one.
+    pub(crate) fn call_plain(&mut self, func: u64, args: [Arg; 4], label: String, expects: Vec<Expect>) {
+        let call = self.b.call(func, args, self.rng.gen());
         let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
         self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
@@ -392,7 +417,7 @@ impl<'a, R: Rng> Planner<'a, R> {
                 // The loader and the planner give the blocks the call takes; a short input
                 // would be a lab bug, reported as a not-run finding rather than a panic.
                 let ret = self.tape.compress_mb(state, c.input, c.ofs, c.limit);
-                let args = [c.buf, buf_ptr(out), self.int(c.ofs), self.int(c.limit)];
+                let args = [c.buf, buf_ptr(out), self.int(Kernel::Md5, c.ofs), self.int(Kernel::Md5, c.limit)];
                 let label = format!("{MD5_IMPL_COMPRESS_MB}(ofs={}, limit={})", c.ofs, c.limit);
                 let expects = match ret {
                     Some(ret) => vec![Expect::Md5State(out, *state), Expect::RetI32(ret)],

@@ -213,7 +213,9 @@ impl<'v> CaseRun<'v> {
         // A MAC of MACs has four buffers per call (input, r, two accumulators), others at most
         // about two.
         let per_call = if matches!(self.v.body, Body::Poly1305MacOfMacs(_)) { 4 } else { 2 };
-        let buffers = calls.min(SEGMENT_CALLS as u64) * per_call + 4;
+        // + 8: the case's own (input, first context) and, through `poly1305_init`, its key,
+        // context and func, and emit's nonce and tag.
+        let buffers = calls.min(SEGMENT_CALLS as u64) * per_call + 8;
         let per_buffer = match self.layout {
             Layout::Guarded(_) => 4 * 4096 + 512,
             Layout::Offset(o) => 64 + o as u64 + 16 + 512,

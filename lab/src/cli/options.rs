@@ -171,6 +171,23 @@ pub(crate) struct OwnKernel {
     /// and `?` glob.
     #[arg(long = "variant", value_name = "NAME", value_delimiter = ',')]
     pub(crate) variant: Vec<String>,
+    /// What a kernel reading the unspecified upper 32 bits of an `int`/`unsigned int`
+    /// argument is: `fail` (garbage there in every call: each case fails) or `warn` (clean
+    /// there in every call, one probe case per image with garbage: one warning per argument).
+    /// Default: per contract family from its real callers (HotSpot fail, OpenSSL warn), or the
+    /// manifest's `abi_upper_bits`.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub(crate) abi_upper_bits: Option<kernel_lab::abi::UpperBits>,
+}
+
+/// Each kernel as one variant per OpenSSL dispatch path its objects choose from
+/// ([`user_kernel::capability::expand`]).
+fn expand_paths(kernels: Vec<UserKernel>) -> Result<Vec<UserKernel>, String> {
+    let mut out = Vec::new();
+    for k in kernels {
+        out.extend(user_kernel::capability::expand(k)?);
+    }
+    Ok(out)
 }
 
 impl Select {
@@ -200,7 +217,37 @@ impl Select {
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb/--variant options (see `lab list`)".into());
         }
+        kernel_lab::abi::set_upper_bits(self.upper_bits_policy(&variants)?);
         Ok(variants)
+    }
+
+    /// `--abi-upper-bits`, else the selected manifest variants' `abi_upper_bits` (one policy
+    /// per run: variants that choose differently are refused, naming them).
+    fn upper_bits_policy(&self, variants: &[&'static Variant]) -> Result<Option<kernel_lab::abi::UpperBits>, String> {
+        if self.own.abi_upper_bits.is_some() {
+            return Ok(self.own.abi_upper_bits);
+        }
+        let chosen: Vec<(&str, kernel_lab::abi::UpperBits)> = variants
+            .iter()
+            .filter_map(|v| user_kernel::of(v).and_then(|k| k.abi_upper_bits).map(|p| (v.name, p)))
+            .collect();
+        match chosen.as_slice() {
+            [] => Ok(None),
+            [(_, p), rest @ ..] if rest.iter().all(|(_, q)| q == p) && chosen.len() == variants.len() => Ok(Some(*p)),
+            _ => Err(format!(
+                "the manifest's variants choose different abi_upper_bits ({}); it is one setting of a run: \
+                 give it to every variant alike, narrow with --variant, or pass --abi-upper-bits",
+                variants
+                    .iter()
+                    .map(|v| format!(
+                        "{}: {}",
+                        v.name,
+                        user_kernel::of(v).and_then(|k| k.abi_upper_bits).map_or("(family default)", |p| p.name())
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
     }
 
     /// The manifest (--manifest, or kernel-lab.toml in --kernels-dir), if one is used.
@@ -213,7 +260,8 @@ impl Select {
     /// for the lab's own variants.
     fn user_kernels(&self, archs: &[Arch]) -> Result<Option<Vec<UserKernel>>, String> {
         if let Some(path) = self.manifest() {
-            return manifest::load(&path).map(Some).map_err(|e| e.to_string());
+            let kernels = manifest::load(&path).map_err(|e| e.to_string())?;
+            return expand_paths(kernels).map(Some);
         }
         if self.own.object.is_empty() {
             return Ok(None);
@@ -224,7 +272,7 @@ impl Select {
             _ => return Err("--object builds one architecture: give at most one --arch".into()),
         };
         let k = user_kernel::from_options(&self.own.object, &self.own.symbol, self.own.isa.as_deref(), arch)?;
-        Ok(Some(vec![k]))
+        expand_paths(vec![k]).map(Some)
     }
 
     /// Adds the options that choose the kernels (--manifest, --object, --symbol, --isa) to a
@@ -241,6 +289,9 @@ impl Select {
         }
         if let Some(isa) = &self.own.isa {
             r.value("--isa", isa.clone());
+        }
+        if let Some(p) = self.own.abi_upper_bits {
+            r.value("--abi-upper-bits", p.name().to_owned());
         }
     }
 

@@ -71,6 +71,12 @@ impl PolyCtx {
         self.with([0; 3], u128::from_le_bytes(*key_r) & CLAMP)
     }
 
+    /// Whether `ctx` holds h in the scalar base 2^64 form this layout describes (its
+    /// `is_base2_26` word is zero): only then is h judged directly.
+    pub fn is_scalar(&self, ctx: &[u8]) -> bool {
+        self.vector_flag_at.is_none_or(|at| ctx.get(at..at + 4).is_none_or(|w| w == [0; 4]))
+    }
+
     /// h of a context (zero words where it is short).
     pub fn h(ctx: &[u8]) -> H64 {
         std::array::from_fn(|i| {

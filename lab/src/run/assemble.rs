@@ -26,6 +26,7 @@ pub(super) fn assemble(
         let variant: &'static Variant = variant;
         report.image_findings.extend(scan.findings);
         report.setup_errors.extend(scan.errors);
+        report.warnings.extend(scan.warnings);
         let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
         for (cell, out) in cells.by_ref().take(cfg.backends.len()).zip(outs.by_ref()) {
             let kind = cell.cell.kind;

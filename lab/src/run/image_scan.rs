@@ -2,6 +2,8 @@
 //! calls), contract symbols it lacks, and kernels a user's image does not provide.
 
 use super::RunConfig;
+use crate::backend::BackendKind;
+use crate::cases::plan::Stubs;
 use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::isa;
@@ -17,6 +19,8 @@ pub(super) struct Scan {
     pub(super) errors: Vec<String>,
     /// Why Unicorn must not run the image, if it must not.
     pub(super) unicorn_refusal: Option<String>,
+    /// Warnings about the image (`abi-upper-bits` under the `warn` policy).
+    pub(super) warnings: Vec<String>,
 }
 
 impl Scan {
@@ -26,7 +30,34 @@ impl Scan {
             cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
         let provided: Vec<Kernel> = selected.into_iter().filter(|&k| not_provided(variant, k).is_none()).collect();
         findings.extend(missing_symbols(variant, image, &provided));
-        Scan { findings, errors, unicorn_refusal }
+        let mut scan = Scan { findings, errors, unicorn_refusal, warnings: Vec::new() };
+        scan.probe_upper_bits(cfg, variant, image, &provided);
+        scan
+    }
+
+    /// The `abi-upper-bits` probe ([`crate::abi_probe`]) of each kernel, on the first backend
+    /// of the run that can run the image: a warning per argument the kernel reads whole.
+    fn probe_upper_bits(&mut self, cfg: &RunConfig, variant: &'static Variant, image: &Image, kernels: &[Kernel]) {
+        let usable = |k: &BackendKind| {
+            k.supports(variant).is_ok() && !(*k == BackendKind::Unicorn && self.unicorn_refusal.is_some())
+        };
+        let Some(kind) = cfg.backends.iter().copied().find(usable) else { return };
+        let entry = Stubs::of(image);
+        let wanted: Vec<Kernel> = kernels.iter().copied().filter(|&k| entry.missing(k).is_none()).collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { return };
+        for k in wanted {
+            match crate::abi_probe::reliance(backend.as_mut(), image, k) {
+                Ok(found) => self.warnings.extend(
+                    found
+                        .into_iter()
+                        .map(|f| format!("{variant} ({k}, probed on {kind}): {}: {}", f.class.name(), f.text)),
+                ),
+                Err(e) => self.errors.push(format!("{variant}: the {k} upper-bits probe on {kind} could not run: {e}")),
+            }
+        }
     }
 }
 
@@ -50,7 +81,11 @@ pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kern
         // A misspelt OpenSSL name (`poly1305_blocs`) still points at the OpenSSL family.
         let near = |s: &str| image.symbol_names().any(|n| strsim::levenshtein(n, s) <= 3 || n.eq_ignore_ascii_case(s));
         let family = crate::contract::intended_family(kernel, |s| defined(s) || near(s));
-        for symbol in crate::contract::contracts(family, kernel).map(|c| c.symbol).filter(|s| !defined(s)) {
+        for symbol in crate::contract::contracts(family, kernel)
+            .filter(|c| c.required())
+            .map(|c| c.symbol)
+            .filter(|s| !defined(s))
+        {
             let near = image
                 .symbol_names()
                 .map(|n| (strsim::levenshtein(n, symbol), n))

@@ -8,6 +8,7 @@
 //! isa = "rv64gc_zbb"            # what the code may use (default: the arch's base ISA)
 //! sources = ["poly1305.S"]      # assembled by the lab with -march from `isa`
 //! objects = ["build/md5.o", "build/libk.a"]   # prebuilt ELF objects / static archives
+//! abi_upper_bits = "warn"       # fail | warn: int arguments' upper 32 bits (default: per family)
 //! partial_loads = "fail"        # optional: `warn` (default) or `fail` (crate::vocab::policy::PartialLoads)
 //! [variant.symbols]             # contract symbol = your symbol
 //! md5_implCompress = "my_md5"
@@ -58,6 +59,8 @@ struct Entry {
     objects: Vec<PathBuf>,
     #[serde(default)]
     symbols: BTreeMap<String, String>,
+    /// `fail` or `warn` ([`crate::abi::UpperBits`]); default: the contract family's.
+    abi_upper_bits: Option<crate::abi::UpperBits>,
     /// `warn` or `fail`: partial loads of this variant ([`crate::vocab::policy::PartialLoads`]).
     partial_loads: Option<String>,
 }
@@ -126,6 +129,10 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         objects,
         symbols,
         replay: vec![("--manifest".into(), file.display().to_string()), ("--variant".into(), format!("={}", e.name))],
+        abi_upper_bits: e.abi_upper_bits,
+        dispatch_path: None,
+        scan_isa: None,
+        not_run: None,
         partial_loads,
     })
 }

@@ -12,6 +12,7 @@
 //! (`ossl_md5_block_asm_data_order`, [`crate::contract::EXPORTED_NAMES`]) are mapped without
 //! `--symbol`.
 
+pub mod capability;
 pub mod isa_decl;
 pub mod manifest;
 pub mod objects;
@@ -46,6 +47,16 @@ pub struct UserKernel {
     /// The global symbols `objects` define ([`defined_by`]); `None` when there are sources
     /// (known only once assembled) or an object could not be read (the build says why).
     pub defines: Option<BTreeSet<String>>,
+    /// The manifest's `abi_upper_bits`, if it chooses one ([`crate::abi::UpperBits`]).
+    pub abi_upper_bits: Option<crate::abi::UpperBits>,
+    /// The OpenSSL dispatch path this variant runs (`avx2`), when its objects choose one
+    /// through a capability word ([`capability`]).
+    pub dispatch_path: Option<&'static str>,
+    /// The ISA the static scan allows when it is more than [`UserKernel::isa`]: the image
+    /// holds the code of every dispatch path, the variant runs one of them.
+    pub scan_isa: Option<DeclaredIsa>,
+    /// Why no backend runs this variant (a dispatch path whose code the objects lack).
+    pub not_run: Option<String>,
     /// The manifest's `partial_loads` for this variant (`warn`, `fail`), overriding
     /// `--partial-loads` ([`crate::vocab::policy::PartialLoads`]).
     pub partial_loads: Option<crate::vocab::policy::PartialLoads>,
@@ -160,6 +171,9 @@ impl UserKernel {
     /// Why `backend` cannot run code for the declared ISA, if it cannot: reported as the
     /// reason its rows are skipped (never counted as passed).
     pub fn backend_lacks(&self, backend: BackendKind) -> Option<String> {
+        if let Some(why) = &self.not_run {
+            return Some(why.clone());
+        }
         let why = match backend {
             BackendKind::Unicorn => self.isa.unicorn_lacks(),
             BackendKind::Qemu => self.isa.qemu_lacks(),
@@ -175,16 +189,23 @@ impl UserKernel {
         let kernel: &'static UserKernel = Box::leak(Box::new(self));
         let handle = register(kernel);
         let arch = kernel.arch();
-        let extensions: &'static [&'static str] = Box::leak(kernel.isa.extensions.clone().into_boxed_slice());
+        // The image (built and scanned) holds every dispatch path's code; the backends get the
+        // path's own ISA (qemu's -cpu, what Unicorn and the host must have).
+        let image_isa = kernel.scan_isa.as_ref().unwrap_or(&kernel.isa);
+        let extensions: &'static [&'static str] = Box::leak(image_isa.extensions.clone().into_boxed_slice());
+        let isa = match kernel.dispatch_path {
+            Some(p) => format!("the declared ISA {} (every dispatch path; this row runs {p})", image_isa.text),
+            None => format!("the declared ISA {}", image_isa.text),
+        };
         Box::leak(Box::new(Variant {
             name: leak(kernel.name.clone()),
             arch,
             zbb: kernel.isa.zbb(),
             extensions,
-            march: leak(kernel.isa.march.clone()),
+            march: leak(image_isa.march.clone()),
             qemu_cpu: leak(kernel.isa.qemu_cpu.clone()),
-            isa: leak(format!("the declared ISA {}", kernel.isa.text)),
-            mattr: leak(kernel.isa.mattr.clone()),
+            isa: leak(isa),
+            mattr: leak(image_isa.mattr.clone()),
             custom: Some(Custom(handle)),
         }))
     }
@@ -263,6 +284,10 @@ pub fn from_options(
         objects: abs,
         symbols,
         replay,
+        abi_upper_bits: None,
+        dispatch_path: None,
+        scan_isa: None,
+        not_run: None,
         partial_loads: None,
     })
 }

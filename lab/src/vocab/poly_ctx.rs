@@ -25,6 +25,9 @@ pub struct PolyCtx {
     pub s1_at: Option<usize>,
     /// `poly1305_emit`'s reduction.
     pub emit: EmitReduction,
+    /// Offset of the vector paths' `is_base2_26` word (non-zero once a vector `blocks` has
+    /// turned h into base 2^26 limbs); `None` where the architecture's code has no vector path.
+    pub vector_flag_at: Option<usize>,
     /// Where the layout is read from.
     pub source: &'static str,
 }

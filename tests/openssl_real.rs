@@ -1,0 +1,252 @@
+//! The real client: OpenSSL 4.0.3's own MD5 and Poly1305 perlasm, generated with `perl` from
+//! the `openssl-src` crate's tree (a dev-dependency: nothing of OpenSSL is in this
+//! repository), assembled with clang as OpenSSL's build assembles its `.s`/`.S` files
+//! (`-I crypto -I include` for the preprocessed aarch64 sources), and run through
+//! `lab run --object` as built: every dispatch path its objects hold runs green (the paths no
+//! backend here can run are listed with the reason), and one planted carry bug per path (a
+//! carry instruction dropped from that path's generated code) fails that path.
+//!
+//! x86_64 is generated with `CC=gcc`: the perlasm emits its AVX-512 and IFMA paths only when
+//! the assembler it probes is GNU as (binutils from `build-essential`); clang assembles all.
+//! OpenSSL 4.0.3 has no riscv64 Poly1305; its riscv64 MD5 is the Zbb one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The OpenSSL tree of the `openssl-src` crate.
+fn openssl_tree() -> PathBuf {
+    openssl_src::source_dir()
+}
+
+/// `perl crypto/<script> <flavour> <out>` with `CC` set; returns the generated text.
+fn perlasm(script: &str, flavour: &str, out: &Path) -> String {
+    let status = Command::new("perl")
+        .arg(openssl_tree().join("crypto").join(script))
+        .args([flavour, &out.display().to_string()])
+        .env("CC", "gcc")
+        .status()
+        .expect("perl (Debian package perl, installed by ci/setup.sh)");
+    assert!(status.success(), "perl {script}");
+    std::fs::read_to_string(out).expect("generated asm")
+}
+
+/// Assembles `src` for `target` into `obj` with clang, as OpenSSL's build does.
+fn assemble(target: &str, flags: &[&str], src: &Path, obj: &Path) {
+    let tree = openssl_tree();
+    let status = Command::new("clang")
+        .args([&format!("--target={target}"), "-c"])
+        .args(flags)
+        .arg(format!("-I{}", tree.join("crypto").display()))
+        .arg(format!("-I{}", tree.join("include").display()))
+        .arg(src)
+        .arg("-o")
+        .arg(obj)
+        .status()
+        .expect("clang");
+    assert!(status.success(), "clang {}", src.display());
+}
+
+/// `lab run ARGS --format json`: (exit code, the report).
+fn lab_json(args: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .env("KERNEL_LAB_CACHE", kernel_lab::paths::cache_dir())
+        .args(["run", "--format", "json", "--seed", "26"])
+        .args(args)
+        .output()
+        .expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code().expect("exit status"), json)
+}
+
+/// (passed, failed, skip reason) of every row of `variant` on `backend`, summed.
+fn row(report: &Value, variant: &str, backend: &str) -> (u64, u64, String) {
+    let mut out = (0, 0, String::new());
+    for r in report["rows"].as_array().expect("rows") {
+        if r["variant"] == variant && r["backend"] == backend {
+            out.0 += r["passed"].as_u64().unwrap_or(0);
+            out.1 += r["failed"].as_u64().unwrap_or(0);
+            if let Some(s) = r["skip_reason"].as_str() {
+                out.2 = s.to_owned();
+            }
+        }
+    }
+    out
+}
+
+/// `text` without the first line, after the line `label`, that starts with `prefix` and
+/// contains `with`: one carry instruction dropped from one path's function.
+fn drop_carry(text: &str, label: &str, prefix: &str, with: &str) -> String {
+    let start = text.find(&format!("\n{label}\n")).unwrap_or_else(|| panic!("{label} in the generated asm"));
+    let rest = &text[start..];
+    let at = rest
+        .split_inclusive('\n')
+        .scan(0, |pos, l| {
+            let here = *pos;
+            *pos += l.len();
+            Some((here, l))
+        })
+        .find(|(_, l)| l.starts_with(prefix) && l.contains(with))
+        .map(|(p, _)| start + p)
+        .unwrap_or_else(|| panic!("no `{prefix}...{with}` after {label}"));
+    let end = at + text[at..].find('\n').expect("line end") + 1;
+    format!("{}{}", &text[..at], &text[end..])
+}
+
+/// The host CPU's /proc/cpuinfo flags.
+fn host_has(flag: &str) -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == flag))
+}
+
+/// One planted bug: the path, its blocks function's label, and the carry line to drop.
+struct Plant {
+    path: &'static str,
+    label: &'static str,
+    prefix: &'static str,
+    with: &'static str,
+}
+
+const X86_PLANTS: [Plant; 5] = [
+    Plant { path: "scalar", label: "poly1305_blocks:", prefix: "\tadcq\t", with: "" },
+    Plant { path: "avx", label: "poly1305_blocks_avx:", prefix: "\tvpsrlq\t$26,", with: "" },
+    Plant { path: "avx2", label: "poly1305_blocks_avx2:", prefix: "\tvpsrlq\t$26,", with: "" },
+    Plant { path: "avx512f", label: "poly1305_blocks_avx512:", prefix: "\tvpsrlq\t$26,", with: "" },
+    Plant { path: "avx512ifma", label: "poly1305_blocks_vpmadd52:", prefix: "\tvpsrlvq\t", with: "" },
+];
+
+/// Whether a backend of this host runs x86_64 `path` (AVX-512 only natively, where the CPU
+/// has it).
+fn x86_runs(path: &str) -> Vec<&'static str> {
+    match path {
+        "avx512f" if host_has("avx512f") => vec!["native"],
+        "avx512ifma" if host_has("avx512ifma") => vec!["native"],
+        "avx512f" | "avx512ifma" => vec![],
+        _ => vec!["qemu", "native"],
+    }
+}
+
+#[test]
+fn openssl_x86_64_poly1305_every_path_green_and_each_planted_carry_bug_caught() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("poly1305-x86_64.s");
+    let text = perlasm("poly1305/asm/poly1305-x86_64.pl", "elf", &src);
+    let obj = dir.path().join("poly1305-x86_64.o");
+    assemble("x86_64-linux-gnu", &[], &src, &obj);
+    let obj_s = obj.display().to_string();
+    let (_, report) = lab_json(&["--object", &obj_s, "--kernel", "poly1305", "--backend", "unicorn,qemu,native"]);
+    assert_eq!(report["totals"]["failed"], 0, "{report:#}");
+    for p in &X86_PLANTS {
+        let variant = format!("poly1305-x86_64@{}", p.path);
+        for backend in x86_runs(p.path) {
+            let (passed, failed, _) = row(&report, &variant, backend);
+            assert!(passed > 6000 && failed == 0, "{variant} on {backend}: {passed} passed, {failed} failed");
+        }
+        let (passed, _, why) = row(&report, &variant, "unicorn");
+        assert!(passed == 0 && why.contains("Unicorn"), "{variant} on unicorn: {why}");
+    }
+    let (_, _, why) = row(&report, "poly1305-x86_64@avx512f", "qemu");
+    assert!(why.contains("no AVX-512"), "{why}");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("poly1305_blocks depends on the upper 32 bits of rcx (unsigned int padbit)"),
+        "{warnings}"
+    );
+
+    for p in &X86_PLANTS {
+        let Some(backend) = x86_runs(p.path).first().copied() else { continue };
+        let bad = dir.path().join(format!("bad-{}.s", p.path));
+        std::fs::write(&bad, drop_carry(&text, p.label, p.prefix, p.with)).expect("write");
+        let bad_obj = dir.path().join(format!("poly1305-x86_64-{}.o", p.path));
+        assemble("x86_64-linux-gnu", &[], &bad, &bad_obj);
+        let o = bad_obj.display().to_string();
+        let variant = format!("=poly1305-x86_64-{}@{}", p.path, p.path);
+        let (code, report) =
+            lab_json(&["--object", &o, "--kernel", "poly1305", "--backend", backend, "--variant", &variant]);
+        let (_, failed, _) = row(&report, &variant[1..], backend);
+        assert!(code == 1 && failed > 0, "planted bug in {} not caught: {report:#}", p.path);
+    }
+}
+
+#[test]
+fn openssl_aarch64_poly1305_scalar_and_neon_green_sve2_listed_and_planted_carry_bugs_caught() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("poly1305-armv8.S");
+    let text = perlasm("poly1305/asm/poly1305-armv8.pl", "linux64", &src);
+    let sve2_src = dir.path().join("poly1305-armv9-sve2.S");
+    perlasm("poly1305/asm/poly1305-armv9-sve2.pl", "linux64", &sve2_src);
+    let (obj, sve2) = (dir.path().join("poly1305-armv8.o"), dir.path().join("poly1305-armv9-sve2.o"));
+    assemble("aarch64-linux-gnu", &[], &src, &obj);
+    assemble("aarch64-linux-gnu", &[], &sve2_src, &sve2);
+    let (o, s) = (obj.display().to_string(), sve2.display().to_string());
+    let (code, report) = lab_json(&["--object", &o, "--object", &s, "--kernel", "poly1305", "--arch", "aarch64"]);
+    assert_eq!(code, 0, "{report:#}");
+    for path in ["scalar", "neon"] {
+        for backend in ["unicorn", "qemu"] {
+            let (passed, failed, _) = row(&report, &format!("poly1305-armv8@{path}"), backend);
+            assert!(passed > 6000 && failed == 0, "{path} on {backend}: {passed} passed, {failed} failed");
+        }
+    }
+    let (passed, _, why) = row(&report, "poly1305-armv8@sve2", "qemu");
+    assert!(passed == 0 && why.contains("sve2"), "the SVE2 path is listed as not run: {why}");
+    assert!(report["warnings"].to_string().contains("upper 32 bits of x3 (unsigned int padbit)"), "{report:#}");
+
+    // Without the SVE2 object its symbol is the lab's trapping stub, and that path is not run.
+    let (code, report) = lab_json(&["--object", &o, "--kernel", "poly1305", "--backend", "unicorn"]);
+    assert_eq!(code, 0, "{report:#}");
+    let (_, _, why) = row(&report, "poly1305-armv8@sve2", "unicorn");
+    assert!(why.contains("do not define poly1305_blocks_sve2"), "{why}");
+
+    let plants = [("scalar", "poly1305_blocks:", "\tadcs\t", ""), ("neon", "poly1305_blocks_neon:", "\tushr\t", "#26")];
+    for (path, label, prefix, with) in plants {
+        let bad = dir.path().join(format!("bad-{path}.S"));
+        std::fs::write(&bad, drop_carry(&text, label, prefix, with)).expect("write");
+        let bad_obj = dir.path().join(format!("poly1305-armv8-{path}.o"));
+        assemble("aarch64-linux-gnu", &[], &bad, &bad_obj);
+        let b = bad_obj.display().to_string();
+        let variant = format!("=poly1305-armv8-{path}@{path}");
+        let (code, report) =
+            lab_json(&["--object", &b, "--kernel", "poly1305", "--backend", "qemu", "--variant", &variant]);
+        let (_, failed, _) = row(&report, &variant[1..], "qemu");
+        assert!(code == 1 && failed > 0, "planted bug in {path} not caught: {report:#}");
+    }
+}
+
+/// OpenSSL's MD5 (no dispatch path: one row per backend), under the name it exports.
+#[test]
+fn openssl_md5_green_on_every_architecture() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cases = [
+        ("md5/asm/md5-x86_64.pl", "elf", "x86_64-linux-gnu", vec![], "md5-x86_64.s", None),
+        ("md5/asm/md5-aarch64.pl", "linux64", "aarch64-linux-gnu", vec![], "md5-aarch64.S", None),
+        (
+            "md5/asm/md5-riscv64-zbb.pl",
+            "linux64",
+            "riscv64-linux-gnu",
+            vec!["-march=rv64gc_zbb", "-mno-relax"],
+            "md5-riscv64-zbb.S",
+            Some("rv64gc_zbb"),
+        ),
+    ];
+    for (script, flavour, target, flags, file, isa) in cases {
+        let src = dir.path().join(file);
+        let text = perlasm(script, flavour, &src);
+        let symbol = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(".globl").map(|s| s.trim().to_owned()))
+            .expect("the exported name");
+        let obj = src.with_extension("o");
+        assemble(target, &flags, &src, &obj);
+        let (o, map) = (obj.display().to_string(), format!("md5_block_data_order={symbol}"));
+        let mut args = vec!["--object", &o, "--symbol", &map, "--kernel", "md5"];
+        if let Some(isa) = isa {
+            args.extend(["--isa", isa]);
+        }
+        let (_, report) = lab_json(&args);
+        assert_eq!(report["totals"]["failed"], 0, "{file}: {report:#}");
+        assert!(report["totals"]["passed"].as_u64() > Some(1000), "{file}: {report:#}");
+    }
+}
