@@ -104,6 +104,18 @@ pub const KERNEL_DATA_END: &str = "lab_kernel_data_end";
 /// ([`Image::kernel_code`]), whatever symbols and helpers it holds.
 pub const KERNEL_TEXT_END: &str = "lab_kernel_text_end";
 
+/// How far past a code symbol's last byte an address still reads as "fell off the end of" it
+/// ([`Image::symbolize`]): a fetch there is the function running out of its own code.
+pub const FELL_OFF_REACH: u64 = 64;
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 fn arch_of(found: Architecture) -> Option<Arch> {
     Arch::ALL.into_iter().find(|a| a.spec().elf == found)
 }
@@ -253,10 +265,28 @@ impl Image {
         match self.symbol_containing(addr) {
             Some((name, s)) if addr == s.addr => name.to_string(),
             Some((name, s)) => format!("{name}+{:#x}", addr - s.addr),
-            None if self.is_code(addr) => format!("{addr:#x} (in the image's code, outside every symbol)"),
+            None if self.is_code(addr) => match self.fell_off(addr) {
+                Some((name, past)) => {
+                    format!("{addr:#x} (fell off the end of `{name}`: {past} byte{} past its last byte)", plural(past))
+                }
+                None => format!("{addr:#x} (in the image's code, outside every symbol)"),
+            },
             None if self.segment_of(addr).is_some() => format!("{addr:#x} (in the image's data)"),
             None => format!("{addr:#x} (outside the image)"),
         }
+    }
+
+    /// The sized code symbol that ends at most [`FELL_OFF_REACH`] bytes below `addr`, with no
+    /// other symbol in between, and how far past its last byte `addr` lies (0: the byte just
+    /// after it). A captured HotSpot stub that runs out of its bytes lands here.
+    fn fell_off(&self, addr: u64) -> Option<(&str, u64)> {
+        let (name, s) = self
+            .symbols
+            .iter()
+            .filter(|(n, s)| s.addr <= addr && n.as_str() != KERNEL_TEXT_END && self.is_code(s.addr))
+            .max_by_key(|(_, s)| s.addr)?;
+        let end = s.addr + s.size;
+        (s.size > 0 && end <= addr && addr - end < FELL_OFF_REACH).then(|| (name.as_str(), addr - end))
     }
 
     /// The code symbol `addr` lies in (see [`Image::symbolize`]), with its name.

@@ -166,6 +166,13 @@ pub(crate) struct OwnKernel {
     /// (default: the arch's base ISA). Drives the ISA scan and qemu's -cpu.
     #[arg(long, value_name = "ISA", requires = "object")]
     pub(crate) isa: Option<String>,
+    /// Capture HotSpot's stubs from this `java` (e.g. `java`, /opt/jdk-21/bin/java) and run
+    /// them as a variant named after the JDK and the flags (README "HotSpot developers").
+    #[arg(long, value_name = "JAVA", conflicts_with_all = ["manifest", "object", "kernels_dir"])]
+    pub(crate) hotspot: Option<PathBuf>,
+    /// A flag for the --hotspot JVM (repeat), e.g. --jvm-flag=-XX:UseAVX=0.
+    #[arg(long = "jvm-flag", value_name = "FLAG", allow_hyphen_values = true, requires = "hotspot")]
+    pub(crate) jvm_flag: Vec<String>,
     /// Only the variants of these names (repeat or comma list): the lab's (`lab list`) or a
     /// manifest's. A name matches when it contains the pattern; `=NAME` matches exactly, `*`
     /// and `?` glob.
@@ -215,6 +222,9 @@ impl Select {
         if let Some(path) = self.manifest() {
             return manifest::load(&path).map(Some).map_err(|e| e.to_string());
         }
+        if let Some(java) = &self.own.hotspot {
+            return super::capture::hotspot_kernel(java, &self.own.jvm_flag).map(|k| Some(vec![k]));
+        }
         if self.own.object.is_empty() {
             return Ok(None);
         }
@@ -232,6 +242,12 @@ impl Select {
     pub(crate) fn replay_options(&self, r: &mut kernel_lab::replay::Replay) {
         if let Some(m) = &self.own.manifest {
             r.path("--manifest", m);
+        }
+        if let Some(java) = &self.own.hotspot {
+            r.value("--hotspot", java.to_string_lossy());
+        }
+        for f in &self.own.jvm_flag {
+            r.value("--jvm-flag", f.clone());
         }
         for o in &self.own.object {
             r.path("--object", o);
