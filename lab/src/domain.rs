@@ -20,7 +20,27 @@
 //! the domain is then class `out-of-domain` ([`crate::finding::Class::OutOfDomain`]), apart
 //! from the kernel's failures.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::vectors::{Body, Md5Stub, Vector};
+
+/// Whether this process runs [`Domain::Wide`]: one setting per `lab run`/`lab fuzz` command
+/// ([`set_current`]), read where calls are planned and judged.
+static WIDE: AtomicBool = AtomicBool::new(false);
+
+/// Sets the domain of this process's runs (the `--domain` option).
+pub fn set_current(d: Domain) {
+    WIDE.store(d == Domain::Wide, Ordering::Relaxed);
+}
+
+/// The domain of this process's runs ([`Domain::Jdk`] unless [`set_current`] said otherwise).
+pub fn current() -> Domain {
+    if WIDE.load(Ordering::Relaxed) {
+        Domain::Wide
+    } else {
+        Domain::Jdk
+    }
+}
 
 /// Which calls a run or a fuzz campaign makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -85,10 +105,11 @@ pub fn jdk_length(length: i64) -> i64 {
     }
 }
 
-/// Why a HotSpot-family vector makes a call outside the JDK's domain, if it does: an MD5 call
-/// entry's `(ofs, limit)`, or a Poly1305 call length that whole blocks cannot fix (negative
-/// or above 2^31 - 16). Digests and tags are driven the JDK's way and always lie inside.
-pub fn vector_outside(v: &Vector) -> Option<String> {
+/// Why a HotSpot-family vector makes a call outside the JDK's domain when run in `domain`, if
+/// it does: an MD5 call entry's `(ofs, limit)`, or a Poly1305 call length (in [`Domain::Jdk`]
+/// lengths are passed as [`jdk_length`], so only a negative or too large one stays outside).
+/// Digests and tags are driven the JDK's way and always lie inside.
+pub fn vector_outside(v: &Vector, domain: Domain) -> Option<String> {
     match &v.body {
         Body::Md5Call(c) if c.stub == Md5Stub::CompressMb => {
             md5_outside(c.ofs, c.limit).map(|why| format!("md5_implCompressMB with {why}"))
@@ -96,7 +117,7 @@ pub fn vector_outside(v: &Vector) -> Option<String> {
         Body::Poly1305Call(c) => c
             .lengths
             .iter()
-            .find_map(|&l| poly1305_outside(jdk_length(l)))
+            .find_map(|&l| poly1305_outside(if domain == Domain::Jdk { jdk_length(l) } else { l }))
             .map(|why| format!("poly1305_processBlocks with {why}")),
         _ => None,
     }

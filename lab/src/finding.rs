@@ -34,6 +34,9 @@ pub enum Class {
     /// A backend returned outputs that native hardware, or the reference and the other
     /// backends, contradict ([`crate::vote`]): the emulator's fault, not the kernel's.
     EmulatorFault,
+    /// A finding on a call outside the JDK's call domain ([`crate::domain`], `--domain wide`):
+    /// HotSpot's code is never called so; reported apart from the kernel's failures.
+    OutOfDomain,
     /// A finding that follows from an earlier one in the same case (a later call started
     /// from what a faulting call left): listed so nothing is hidden, not a cause of its own.
     KnockOn,
@@ -41,7 +44,7 @@ pub enum Class {
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 13] = [
+    pub const ALL: [Class; 14] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -54,6 +57,7 @@ impl Class {
         Class::MissingSymbol,
         Class::Disagreement,
         Class::EmulatorFault,
+        Class::OutOfDomain,
         Class::KnockOn,
     ];
 
@@ -76,6 +80,9 @@ impl Class {
                 "Backends returned different results and no side holds a majority (not the kernel's)"
             }
             Class::EmulatorFault => "An emulator returned outputs the other backends contradict (not the kernel's)",
+            Class::OutOfDomain => {
+                "A finding on a call outside the JDK's call domain (--domain wide): not a failure of the HotSpot contract"
+            }
             Class::KnockOn => "Follows from an earlier finding of the same case",
         }
     }
@@ -95,6 +102,7 @@ impl Class {
             Class::MissingSymbol => "missing-symbol",
             Class::Disagreement => "backends-disagree",
             Class::EmulatorFault => "emulator-fault",
+            Class::OutOfDomain => "out-of-domain",
             Class::KnockOn => "knock-on",
         }
     }

@@ -19,6 +19,7 @@ use crate::batch::{BatchBuilder, Placement};
 use crate::cases::plan::{self, CasePlan, Stubs};
 use crate::cases::verdict;
 use crate::contract::Family;
+use crate::domain::Domain;
 use crate::finding::{Class, Finding};
 use crate::image::Image;
 use crate::reference::{md5, poly1305};
@@ -59,9 +60,19 @@ fn block64() -> BoxedStrategy<Vec<u8>> {
 /// the first arm at once), and the input cycles through up to 8 generated blocks: shrinking a
 /// 16-block case then takes a few steps, not thousands of byte-by-byte ones.
 pub fn md5_call() -> BoxedStrategy<Case> {
+    md5_call_in(Domain::Wide)
+}
+
+/// [`md5_call`] within `domain`: [`Domain::Jdk`] keeps `0 <= ofs <= limit <= 2^31 - 65`
+/// ([`crate::domain`]): `ofs` in [0, 2^30), and of the edge arms `ofs = 0` and `limit` at its
+/// largest value.
+pub fn md5_call_in(domain: Domain) -> BoxedStrategy<Case> {
     let count = prop_oneof![3 => Just(1usize), 2 => Just(2usize), 1 => Just(16usize), 2 => 1usize..=64];
     let blocks = proptest::collection::vec(block64(), 1..=8);
-    let ofs = (md5_anchor(), -(1i32 << 30)..(1i32 << 30));
+    let ofs = match domain {
+        Domain::Wide => (md5_anchor(), -(1i32 << 30)..(1i32 << 30)),
+        Domain::Jdk => (md5_anchor_jdk(), 0..(1i32 << 30)),
+    };
     (count, blocks, md5_state(), 0usize..64, ofs, 0i32..64, prop::bool::weighted(0.2))
         .prop_map(|(count, blocks, state, offset, (anchor, ofs), extra, single)| {
             let (stub, n) = if single { (Md5Stub::Compress, 1) } else { (Md5Stub::CompressMb, count) };
@@ -116,6 +127,16 @@ fn md5_anchor() -> BoxedStrategy<Md5Anchor> {
         1 => Just(Md5Anchor::LimitAtMax),
         1 => Just(Md5Anchor::OfsAtMin),
         1 => Just(Md5Anchor::CrossingZero),
+    ]
+    .boxed()
+}
+
+/// [`md5_anchor`]'s arms inside the JDK's call domain.
+fn md5_anchor_jdk() -> BoxedStrategy<Md5Anchor> {
+    prop_oneof![
+        6 => Just(Md5Anchor::Anywhere),
+        1 => Just(Md5Anchor::Zero),
+        1 => Just(Md5Anchor::LimitAtMax),
     ]
     .boxed()
 }
@@ -290,9 +311,16 @@ pub fn strategy(kernel: Kernel) -> BoxedStrategy<Case> {
 /// OpenSSL family adds whole tags to Poly1305 ([`poly1305_tag`]): their tails reach
 /// `poly1305_blocks` with padbit 0, the call entries with padbit 1. MD5 stub calls become
 /// `md5_block_data_order` calls of the same blocks.
+///
+/// HotSpot's MD5 calls stay inside the JDK's call domain unless this process runs
+/// `--domain wide` ([`crate::domain::current`]); Poly1305 lengths are made the JDK's by the
+/// planner ([`crate::domain::jdk_length`]).
 pub fn strategy_for(kernel: Kernel, family: Family) -> BoxedStrategy<Case> {
     match (kernel, family) {
         (Kernel::Poly1305, Family::OpenSsl) => prop_oneof![3 => poly1305_call(), 2 => poly1305_tag()].boxed(),
+        (Kernel::Md5, Family::HotSpot) if crate::domain::current() == Domain::Jdk => {
+            prop_oneof![3 => md5_call_in(Domain::Jdk), 1 => md5_digest()].boxed()
+        }
         _ => strategy(kernel),
     }
 }
@@ -1042,6 +1070,9 @@ fn replay_options(seed: u64, kernels_dir: &std::path::Path, variant: &Variant) -
         }
         None => {}
     }
+    if crate::domain::current() != Domain::Jdk {
+        replay.value("--domain", crate::domain::current().name());
+    }
     replay
 }
 
@@ -1094,6 +1125,14 @@ fn write_failure(
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
+/// Why a HotSpot-family failure lies outside the JDK's call domain (`--domain wide`), if it
+/// does: its shrunk case makes a call the JDK never makes.
+pub fn out_of_domain(r: &TargetResult, f: &Failure) -> Option<String> {
+    let wide = crate::domain::current() == Domain::Wide && r.family == Family::HotSpot;
+    let why = crate::domain::vector_outside(&f.case, Domain::Wide).filter(|_| wide)?;
+    Some(format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"))
+}
+
 /// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row
 /// per target (set `fuzz`) holding one case, the campaign, which passed, failed with the
 /// shrunk case's findings and file, or was skipped with its reason. A variant × backend that
@@ -1138,6 +1177,9 @@ pub fn to_report(
                     findings.push(Finding::new(class, written));
                     if matches!(findings[0].class, Class::Disagreement | Class::EmulatorFault) {
                         Verdict::Disagreed(findings)
+                    } else if let Some(why) = out_of_domain(r, f) {
+                        findings.insert(0, Finding::new(Class::OutOfDomain, why));
+                        Verdict::OutOfDomain(findings)
                     } else {
                         Verdict::Failed(findings)
                     }
