@@ -13,9 +13,13 @@
 #                    (LLVM 14's llvm-mca rejects Zbb on sifive-u74; Debian 12 has 19.1.7 in main)
 #   libssl-dev       OpenSSL libcrypto headers for the `openssl` crate (`lab bench` compares the
 #                    native x86_64 kernels with OpenSSL through EVP; found with pkg-config)
+#   openjdk-17-jdk-headless
+#                    `java` (17.0.x, with HotSpot's x86_64 MD5 intrinsic) for `lab capture` and
+#                    `--hotspot`: the lab runs HotSpot's own stubs (tests/hotspot.rs); the JDK, not
+#                    the JRE, for the single-file source launcher (jdk.compiler)
 set -euo pipefail
 
-packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev ca-certificates)
+packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev ca-certificates openjdk-17-jdk-headless)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,7 +27,7 @@ for p in "${packages[@]}"; do
 done
 
 # The versions in use, for the log (the Dockerfile can pin them with a snapshot date).
-versions() { dpkg-query -W -f='setup: ${Package} ${Version}\n' clang lld qemu-user; }
+versions() { dpkg-query -W -f='setup: ${Package} ${Version}\n' clang lld qemu-user openjdk-17-jdk-headless; }
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present (${packages[*]})"

@@ -210,6 +210,15 @@ impl Select {
         Ok(variants)
     }
 
+    /// Whether the kernels are HotSpot stubs the lab captured (`--hotspot`, or a manifest
+    /// `lab capture` wrote).
+    pub(crate) fn hotspot_capture(&self) -> bool {
+        let written_by_capture = |p: PathBuf| {
+            std::fs::read_to_string(p).is_ok_and(|t| t.starts_with(kernel_lab::hotspot::MANIFEST_NOTE))
+        };
+        self.own.hotspot.is_some() || self.manifest().is_some_and(written_by_capture)
+    }
+
     /// The manifest (--manifest, or kernel-lab.toml in --kernels-dir), if one is used.
     fn manifest(&self) -> Option<PathBuf> {
         let in_dir = self.kernels_dir.as_ref().map(|d| d.join(manifest::FILE_NAME)).filter(|p| p.is_file());

@@ -100,39 +100,38 @@ pub struct Capture {
 }
 
 /// Which architectures `lab capture` can capture on this host, each with the reason when it
-/// cannot: (arch, Ok(the java that would run) or Err(why not)).
+/// cannot: (arch, Ok(the `java` it would run) or Err(why not)).
 pub fn capturable_arches() -> Vec<(Arch, Result<String, String>)> {
     let host = Arch::host();
     Arch::ALL
         .into_iter()
         .map(|a| {
             let r = if Some(a) != host {
-                Err(format!(
-                    "needs a {a} JVM run under qemu-user, which `lab capture` does not drive yet (Debian's {} \
-                     openjdk-17-jdk-headless:{} installs only with dpkg multiarch set up, and the stub checks \
-                     decode x86 only)",
-                    a.name(),
-                    debian_arch(a)
-                ))
+                Err(foreign_reason(a))
             } else if a != Arch::X86_64 {
                 Err(format!("the stub checks decode x86 only; {a} stubs are not captured yet"))
             } else {
-                match which::which("java") {
-                    Ok(p) => Ok(p.display().to_string()),
-                    Err(_) => Err("no `java` on PATH (Debian package openjdk-17-jdk-headless; or give --java)".into()),
-                }
+                which::which("java")
+                    .map(|p| p.display().to_string())
+                    .map_err(|_| "no `java` on PATH (Debian package openjdk-17-jdk-headless)".to_string())
             };
             (a, r)
         })
         .collect()
 }
 
-fn debian_arch(a: Arch) -> &'static str {
-    match a {
-        Arch::X86_64 => "amd64",
-        Arch::Aarch64 => "arm64",
-        Arch::Riscv64 => "riscv64",
-    }
+/// Why a foreign-architecture JVM is not captured here.
+fn foreign_reason(a: Arch) -> String {
+    let jdk = match a {
+        Arch::Aarch64 => "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
+        Arch::Riscv64 => "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder",
+        Arch::X86_64 => "Debian's openjdk-17-jdk-headless:amd64 through dpkg multiarch, or a user's JDK folder",
+    };
+    format!(
+        "not captured here: needs a {a} JVM ({jdk}) run under {}, which `lab capture` does not drive yet, and its \
+         stub checks decode x86 only",
+        a.qemu_binary()
+    )
 }
 
 /// The architecture `os.arch` names (`amd64`, `x86_64`, `aarch64`, `riscv64`).
