@@ -320,7 +320,8 @@ impl Report {
             ExitCode::Interrupted(sig)
         } else if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
             ExitCode::Failed
-        } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + self.out_of_domain() == 0 {
+        } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + self.out_of_domain() == 0
+        {
             ExitCode::Error
         } else {
             ExitCode::Passed

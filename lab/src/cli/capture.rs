@@ -90,8 +90,9 @@ fn capture(args: &CaptureArgs) -> Result<(Capture, PathBuf), String> {
 pub(crate) fn java_path(java: Option<&std::path::Path>) -> Result<PathBuf, String> {
     match java {
         Some(p) => Ok(p.to_path_buf()),
-        None => which::which("java")
-            .map_err(|_| "no `java` on PATH: install the Debian package openjdk-17-jdk-headless, or give --java".into()),
+        None => which::which("java").map_err(|_| {
+            "no `java` on PATH: install the Debian package openjdk-17-jdk-headless, or give --java".into()
+        }),
     }
 }
 

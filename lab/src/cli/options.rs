@@ -213,9 +213,8 @@ impl Select {
     /// Whether the kernels are HotSpot stubs the lab captured (`--hotspot`, or a manifest
     /// `lab capture` wrote).
     pub(crate) fn hotspot_capture(&self) -> bool {
-        let written_by_capture = |p: PathBuf| {
-            std::fs::read_to_string(p).is_ok_and(|t| t.starts_with(kernel_lab::hotspot::MANIFEST_NOTE))
-        };
+        let written_by_capture =
+            |p: PathBuf| std::fs::read_to_string(p).is_ok_and(|t| t.starts_with(kernel_lab::hotspot::MANIFEST_NOTE));
         self.own.hotspot.is_some() || self.manifest().is_some_and(written_by_capture)
     }
 

@@ -50,8 +50,7 @@ pub fn x86_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Vec<CpuidFeature
         features.extend(i.cpuid_features().iter().filter(|f| !BASELINE.contains(f)));
         last = i;
     }
-    if !matches!(last.flow_control(), FlowControl::Return | FlowControl::UnconditionalBranch | FlowControl::Interrupt)
-    {
+    if !matches!(last.flow_control(), FlowControl::Return | FlowControl::UnconditionalBranch | FlowControl::Interrupt) {
         return Err(refuse(format!(
             "its {} bytes end in `{}`, not a return or jump: the rest of the stub is missing (a truncated capture)",
             bytes.len(),
@@ -82,7 +81,8 @@ fn outside_reference(i: &Instruction, start: u64, end: u64) -> Option<(u64, &'st
     if i.is_ip_rel_memory_operand() && outside(i.ip_rel_memory_address()) {
         return Some((i.ip_rel_memory_address(), "reads RIP-relative memory at"));
     }
-    let branch = (0..i.op_count()).any(|n| matches!(i.op_kind(n), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
+    let branch = (0..i.op_count())
+        .any(|n| matches!(i.op_kind(n), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
     if branch && outside(i.near_branch_target()) {
         return Some((i.near_branch_target(), "branches to"));
     }

@@ -61,8 +61,10 @@ pub fn run(java: &Path, flags: &[String], wanted: &[&str]) -> Result<LiveJvm, Ca
     let main = dir.path().join("LabStubCapture.java");
     std::fs::write(&main, MAIN).map_err(|e| CaptureError::Jvm(format!("cannot write {}: {e}", main.display())))?;
     let mut cmd = Command::new(java);
-    cmd.args(flags)
-        .args(["-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintStubCode"])
+    // Unlocked before the user's flags: diagnostic ones such as -XX:-UseMD5Intrinsics need it.
+    cmd.arg("-XX:+UnlockDiagnosticVMOptions")
+        .args(flags)
+        .arg("-XX:+PrintStubCode")
         .arg(&main)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -23,9 +23,9 @@ mod object_out;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::variant::{MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 use crate::user_kernel::{DeclaredIsa, UserKernel};
 use crate::variant::Arch;
+use crate::variant::{MD5_IMPL_COMPRESS, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 
 pub use object_out::MANIFEST_NOTE;
 
@@ -124,7 +124,9 @@ pub fn capturable_arches() -> Vec<(Arch, Result<String, String>)> {
 fn foreign_reason(a: Arch) -> String {
     let jdk = match a {
         Arch::Aarch64 => "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
-        Arch::Riscv64 => "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder",
+        Arch::Riscv64 => {
+            "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder"
+        }
         Arch::X86_64 => "Debian's openjdk-17-jdk-headless:amd64 through dpkg multiarch, or a user's JDK folder",
     };
     format!(
@@ -171,10 +173,16 @@ pub fn wanted_stubs(names: &[String]) -> Result<Vec<&'static str>, CaptureError>
 /// # Errors
 /// The JVM fails ([`CaptureError::Jvm`]), a stub is refused, an explicitly wanted stub is not
 /// generated, or no stub is.
-pub fn from_jvm(java: &Path, flags: &[String], wanted: &[&'static str], explicit: bool) -> Result<Capture, CaptureError> {
+pub fn from_jvm(
+    java: &Path,
+    flags: &[String],
+    wanted: &[&'static str],
+    explicit: bool,
+) -> Result<Capture, CaptureError> {
     let live = jvm::run(java, flags, wanted)?;
-    let arch = arch_of_os(&live.os_arch)
-        .ok_or_else(|| CaptureError::Unsupported(format!("the JVM runs on `{}`, not an architecture of the lab", live.os_arch)))?;
+    let arch = arch_of_os(&live.os_arch).ok_or_else(|| {
+        CaptureError::Unsupported(format!("the JVM runs on `{}`, not an architecture of the lab", live.os_arch))
+    })?;
     let from = java.display().to_string();
     build(arch, live.version, from, flags, live.stubs, wanted, explicit)
 }

@@ -75,7 +75,8 @@ pub fn write_object(c: &Capture, dir: &Path) -> Result<PathBuf, CaptureError> {
 pub fn write(c: &Capture, dir: &Path) -> Result<PathBuf, CaptureError> {
     let object = write_object(c, dir)?;
     let path = dir.join(crate::user_kernel::manifest::FILE_NAME);
-    std::fs::write(&path, manifest_text(c, &object)).map_err(|source| CaptureError::Io { path: path.clone(), source })?;
+    std::fs::write(&path, manifest_text(c, &object))
+        .map_err(|source| CaptureError::Io { path: path.clone(), source })?;
     Ok(path)
 }
 
@@ -121,8 +122,18 @@ mod tests {
             from: "test".into(),
             flags: Vec::new(),
             stubs: vec![
-                Stub { hotspot: "md5_implCompress".into(), contract: "md5_implCompress", start: 0x1000, bytes: vec![0xc3] },
-                Stub { hotspot: "md5_implCompressMB".into(), contract: "md5_implCompressMB", start: 0x1040, bytes: vec![0x90, 0xc3] },
+                Stub {
+                    hotspot: "md5_implCompress".into(),
+                    contract: "md5_implCompress",
+                    start: 0x1000,
+                    bytes: vec![0xc3],
+                },
+                Stub {
+                    hotspot: "md5_implCompressMB".into(),
+                    contract: "md5_implCompressMB",
+                    start: 0x1040,
+                    bytes: vec![0x90, 0xc3],
+                },
             ],
             isa: "x86-64".into(),
             absent: vec!["poly1305_processBlocks"],
