@@ -1,0 +1,89 @@
+//! A campaign as a report (`crate::report::Report`) for the JSON, JUnit and SARIF reporters.
+
+use super::{Outcome, TargetResult};
+use crate::finding::{Class, Finding};
+
+/// Why a HotSpot-family failure lies outside the JDK's call domain (`--domain wide`), if it
+/// does: its shrunk case makes a call the JDK never makes.
+pub fn out_of_domain(r: &TargetResult, f: &super::Failure) -> Option<String> {
+    use crate::domain::Domain;
+    let wide = crate::domain::current() == Domain::Wide && r.family == crate::contract::Family::HotSpot;
+    let why = crate::domain::vector_outside(&f.case, Domain::Wide).filter(|_| wide)?;
+    Some(format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"))
+}
+
+/// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row
+/// per target (set `fuzz`) holding one case, the campaign, which passed, failed with the
+/// shrunk case's findings and file, or was skipped with its reason. A variant × backend that
+/// cannot exist on this host has no row: it is listed once in the report's `not_applicable`.
+pub fn to_report(
+    results: &[TargetResult],
+    seed: u64,
+    shard: (u64, u64),
+    elapsed: std::time::Duration,
+) -> crate::report::Report {
+    use crate::report::{CaseOutcome, NotApplicable, Report, Row, Verdict};
+    let mut not_applicable: Vec<NotApplicable> = Vec::new();
+    for r in results {
+        let Outcome::NotApplicable(reason) = &r.outcome else { continue };
+        if !not_applicable.iter().any(|n| n.variant == r.variant && n.backend == r.backend) {
+            not_applicable.push(NotApplicable { variant: r.variant, backend: r.backend, reason: reason.clone() });
+        }
+    }
+    let rows = results
+        .iter()
+        .filter(|r| !matches!(r.outcome, Outcome::NotApplicable(_)))
+        .map(|r| {
+            // No seed, shard or case count in the name: they change every night, and CI
+            // viewers follow a test's history by its name.
+            let name = "differential fuzzing".to_string();
+            let verdict = match &r.outcome {
+                Outcome::Clean => Verdict::Passed,
+                Outcome::Skipped(why) | Outcome::NotApplicable(why) => Verdict::Skipped(why.clone()),
+                Outcome::Error(e) => Verdict::Failed(vec![Finding::new(Class::NotRun, e.clone())]),
+                Outcome::Failed(f) => {
+                    let mut findings = f.findings.clone();
+                    let written = format!(
+                        "minimal case (case {} of seed {seed}, shard {}/{}) written to {}; replay: {}",
+                        f.case_index,
+                        shard.0,
+                        shard.1,
+                        f.file.display(),
+                        f.replay
+                    );
+                    // The note takes the class of what failed (its first finding).
+                    let class = findings.first().map_or(Class::Value, |f| f.class);
+                    findings.push(Finding::new(class, written));
+                    if matches!(findings[0].class, Class::Disagreement | Class::EmulatorFault) {
+                        Verdict::Disagreed(findings)
+                    } else if let Some(why) = out_of_domain(r, f) {
+                        findings.insert(0, Finding::new(Class::OutOfDomain, why));
+                        Verdict::OutOfDomain(findings)
+                    } else {
+                        Verdict::Failed(findings)
+                    }
+                }
+            };
+            let mut row =
+                Row { elapsed: r.elapsed, family: r.family, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
+            row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
+            row
+        })
+        .collect();
+    let mut image_findings: Vec<crate::report::ImageFinding> = Vec::new();
+    for r in results {
+        for f in &r.image_findings {
+            if !image_findings.iter().any(|g| g.variant == r.variant && g.finding == *f) {
+                image_findings.push(crate::report::ImageFinding { variant: r.variant, finding: f.clone() });
+            }
+        }
+    }
+    let mut images: Vec<(&'static str, std::path::PathBuf)> = Vec::new();
+    for r in results {
+        if let (Some(path), false) = (&r.image, images.iter().any(|(v, _)| *v == r.variant)) {
+            images.push((r.variant, path.clone()));
+        }
+    }
+    let interrupted = crate::interrupt::interrupted();
+    Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, images, ..Report::default() }
+}
