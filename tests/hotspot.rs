@@ -191,3 +191,21 @@ fn bench_counts_captured_stubs_next_to_the_labs_kernel() {
     assert_eq!(per_block("hotspot-17."), Some(606), "{text}");
     assert!(per_block("x86_64 ").is_some_and(|n| n < 606), "the lab's own x86_64 kernel beside it:\n{text}");
 }
+
+#[test]
+fn every_bundled_vector_lies_inside_the_jdk_domain() {
+    use kernel_lab::domain::{vector_outside, Domain};
+    let mut checked = 0;
+    for kernel in ["md5", "poly1305"] {
+        for entry in std::fs::read_dir(kernel_lab::paths::vectors_dir().join(kernel)).unwrap() {
+            let path = entry.unwrap().path();
+            let (set, errors) = kernel_lab::vectors::load_file(&path);
+            assert!(errors.is_empty(), "{errors:?}");
+            for v in set.unwrap().vectors {
+                assert_eq!(vector_outside(&v, Domain::Jdk), None, "{}: {}", path.display(), v.name);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked} vectors");
+}
