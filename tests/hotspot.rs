@@ -209,3 +209,31 @@ fn every_bundled_vector_lies_inside_the_jdk_domain() {
     }
     assert!(checked > 1000, "{checked} vectors");
 }
+
+/// A stub whose code runs past its symbol's size (a truncated capture would) reads as falling
+/// off its end, not as code "outside every symbol".
+#[test]
+fn running_past_a_stubs_last_byte_reads_as_falling_off_its_end() {
+    use kernel_lab::backend::BackendKind;
+    use kernel_lab::variant::Kernel;
+    let source = ".text\n.globl md5_implCompress\n.type md5_implCompress,@function\nmd5_implCompress:\n  nop\n  nop\n\
+                  .size md5_implCompress, 2\n  ud2\n.globl md5_implCompressMB\n.type md5_implCompressMB,@function\n\
+                  md5_implCompressMB:\n  mov eax, edx\n  ret\n.size md5_implCompressMB, .-md5_implCompressMB\n";
+    let source = format!(".intel_syntax noprefix\n{source}");
+    let (_dir, build) = crate::common::generated_fixture_kernels("x86_64", "md5.S", &source);
+    let files = vec![kernel_lab::paths::vectors_dir().join("md5/rfc1321.json")];
+    let v = crate::common::variant("x86_64");
+    let report =
+        kernel_lab::run::run(&crate::common::config_with(v, BackendKind::ALL.to_vec(), Kernel::Md5, files, build));
+    let texts: Vec<&str> =
+        report.rows.iter().flat_map(|r| &r.failed).flat_map(|c| &c.findings).map(|f| f.text.as_str()).collect();
+    for backend in BackendKind::ALL {
+        let row = report.rows.iter().find(|r| r.backend == backend).unwrap();
+        let first = &row.failed.first().unwrap_or_else(|| panic!("{}", report.to_human())).findings[0];
+        assert!(
+            first.text.contains("(fell off the end of `md5_implCompress`: the byte just past it)"),
+            "{backend}: {first}"
+        );
+    }
+    assert!(!texts.iter().any(|t| t.contains("outside every symbol")), "{texts:?}");
+}

@@ -145,7 +145,7 @@ fn capture_checks() -> Vec<Check> {
         .map(|(arch, can)| {
             let host = Some(arch) == crate::arch::Arch::host();
             let state = match can {
-                Err(_) if host && arch == crate::arch::Arch::X86_64 => {
+                Err(_) if host && arch.spec().hotspot.check.is_some() => {
                     State::Missing { program: "java", package: "openjdk-17-jdk-headless" }
                 }
                 Err(why) => State::NotApplicable(why),

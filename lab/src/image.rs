@@ -266,8 +266,9 @@ impl Image {
             Some((name, s)) if addr == s.addr => name.to_string(),
             Some((name, s)) => format!("{name}+{:#x}", addr - s.addr),
             None if self.is_code(addr) => match self.fell_off(addr) {
+                Some((name, 0)) => format!("{addr:#x} (fell off the end of `{name}`: the byte just past it)"),
                 Some((name, past)) => {
-                    format!("{addr:#x} (fell off the end of `{name}`: {past} byte{} past its last byte)", plural(past))
+                    format!("{addr:#x} (fell off the end of `{name}`: {} byte{} past it)", past + 1, plural(past + 1))
                 }
                 None => format!("{addr:#x} (in the image's code, outside every symbol)"),
             },

@@ -4,8 +4,8 @@
 use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 
 use super::{
-    AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
-    SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
+    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::align::{operands, parse_imm};
@@ -151,6 +151,13 @@ pub static SPEC: ArchSpec = ArchSpec {
         address: Some(base_address),
         fault_regs: &[],
         unicorn_regs: &UNICORN_REGS,
+    },
+    hotspot: HotSpotSpec {
+        os_arch: &["aarch64"],
+        jdk: "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
+        check: None,
+        // a zero word is UDF #0
+        gap_fill: 0,
     },
 };
 

@@ -108,6 +108,23 @@ pub struct ArchSpec {
     pub openssl_poly1305: crate::reference::openssl::PolyCtx,
     /// Alignment rules the emulators do not model ([`crate::align`]).
     pub align: AlignSpec,
+    /// Capturing HotSpot's stubs of this architecture ([`crate::hotspot`]).
+    pub hotspot: HotSpotSpec,
+}
+
+/// How `lab capture` treats a JVM of one architecture ([`crate::hotspot`]).
+#[derive(Debug)]
+pub struct HotSpotSpec {
+    /// Java's `os.arch` values of a JVM of this architecture (`amd64` on x86_64 Linux).
+    pub os_arch: &'static [&'static str],
+    /// Where a JDK of this architecture comes from on Debian 12, for `lab doctor`.
+    pub jdk: &'static str,
+    /// The check of one captured stub (name, address, bytes): whole instructions, references
+    /// outside it, the CPUID features it needs; `None` where the lab has no decoder for
+    /// captured code yet (its stubs are refused).
+    pub check: Option<crate::hotspot::check::StubCheck>,
+    /// The byte filling gaps between captured stubs in the object: a trap when executed.
+    pub gap_fill: u8,
 }
 
 /// Alignment rules the lab checks itself, because QEMU (qemu-user and Unicorn) does not model

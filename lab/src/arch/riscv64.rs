@@ -5,8 +5,8 @@
 use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
 use super::{
-    AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
-    SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
+    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::align::{operands, parse_imm};
@@ -211,6 +211,13 @@ pub static SPEC: ArchSpec = ArchSpec {
         address: Some(paren_address),
         fault_regs: &[],
         unicorn_regs: &UNICORN_REGS,
+    },
+    hotspot: HotSpotSpec {
+        os_arch: &["riscv64"],
+        jdk: "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder",
+        check: None,
+        // a zero halfword is an illegal instruction (c.unimp)
+        gap_fill: 0,
     },
 };
 

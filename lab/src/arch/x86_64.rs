@@ -10,8 +10,9 @@ use iced_x86::{
 use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 
 use super::{
-    AlignSpec, Arch, ArchSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck,
-    SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport,
+    ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec,
+    UnicornSupport,
 };
 use crate::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::disasm::{Insn, InsnClass};
@@ -246,6 +247,13 @@ pub static SPEC: ArchSpec = ArchSpec {
         address: Some(operand_address),
         fault_regs: &GPRS,
         unicorn_regs: &UNICORN_REGS,
+    },
+    hotspot: HotSpotSpec {
+        os_arch: &["amd64", "x86_64"],
+        jdk: "Debian's openjdk-17-jdk-headless (17.0.x has the MD5 intrinsic), or any JDK given with --java",
+        check: Some(crate::hotspot::check::x86_stub),
+        // int3
+        gap_fill: 0xcc,
     },
 };
 

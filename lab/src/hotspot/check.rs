@@ -1,9 +1,11 @@
 //! What a captured stub must satisfy before it becomes an object (x86_64, decoded with
 //! iced-x86): its bytes decode as whole instructions that end exactly at the end of its range
-//! (a truncated capture ends inside one or short of the `ret`), it reaches nothing outside its
-//! own bytes (a RIP-relative operand, a branch or an absolute address into HotSpot's code
-//! cache: a constant area or another stub, which the object would not hold), and the CPUID
-//! features it needs name the ISA string its variant declares.
+//! (a truncated capture ends inside one or short of the `ret`), it branches nowhere outside its
+//! own bytes and loads no absolute address into HotSpot's code cache (another stub, which the
+//! object would not hold), and the CPUID features it needs name the ISA string its variant
+//! declares. Its RIP-relative reads outside itself (a constant area, such as the masks of
+//! HotSpot's GHASH or AVX Poly1305 stubs) are returned as [`ConstRef`]s: the capture takes the
+//! block holding each target and the object relocates the displacement to it.
 
 use iced_x86::{CpuidFeature, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, OpKind};
 
@@ -15,16 +17,43 @@ use crate::variant::Arch;
 /// absolute address into the code cache (HotSpot reserves 240 MiB of code cache by default).
 const CODE_CACHE_REACH: u64 = 1 << 30;
 
-/// Checks one stub (HotSpot's `name`, code at `start`) and returns the CPUID features beyond
-/// baseline x86-64 it needs.
+/// An architecture's check of one captured stub ([`crate::arch::HotSpotSpec::check`]): HotSpot's
+/// name, the stub's address, its bytes.
+pub type StubCheck = fn(&str, u64, &[u8]) -> Result<Checked, CaptureError>;
+
+/// What a stub that passed its check needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// The arch row's ISA extensions its instructions need beyond the base ISA, in row order.
+    pub extensions: Vec<&'static str>,
+    /// Its reads of memory outside itself relative to the instruction pointer (a constant
+    /// area): each becomes a relocation against the captured block that holds the target.
+    pub constants: Vec<ConstRef>,
+}
+
+/// One RIP-relative reference of a stub to memory outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConstRef {
+    /// Offset in the stub of the 32-bit displacement.
+    pub disp_at: u64,
+    /// Offset in the stub of the next instruction (the displacement counts from there).
+    pub next: u64,
+    /// The address it reaches in the JVM.
+    pub target: u64,
+}
+
+/// Checks one x86_64 stub (HotSpot's `name`, code at `start`).
 ///
 /// # Errors
-/// [`CaptureError::Refused`] naming the stub, the offset and what is wrong.
-pub fn x86_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Vec<CpuidFeature>, CaptureError> {
+/// [`CaptureError::Refused`] naming the stub, the offset and what is wrong: bytes that do not
+/// decode, a last instruction cut off or not a return or jump, a branch or an absolute address
+/// outside the stub, or an instruction from an extension the lab's x86_64 row does not know.
+pub fn x86_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Checked, CaptureError> {
     let refuse = |why: String| CaptureError::Refused { stub: name.to_string(), why };
     let end = start + bytes.len() as u64;
     let mut decoder = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE);
     let mut features: Vec<CpuidFeature> = Vec::new();
+    let mut constants = Vec::new();
     let mut last = Instruction::default();
     while decoder.can_decode() {
         let i = decoder.decode();
@@ -40,10 +69,17 @@ pub fn x86_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Vec<CpuidFeature
             };
             return Err(refuse(why));
         }
-        if let Some((target, how)) = outside_reference(&i, start, end) {
+        if i.is_ip_rel_memory_operand() && (i.ip_rel_memory_address() < start || i.ip_rel_memory_address() >= end) {
+            let disp = decoder.get_constant_offsets(&i).displacement_offset() as u64;
+            constants.push(ConstRef {
+                disp_at: at + disp,
+                next: i.next_ip() - start,
+                target: i.ip_rel_memory_address(),
+            });
+        } else if let Some((target, how)) = outside_reference(&i, start, end) {
             return Err(refuse(format!(
-                "`{}` at +{at:#x} {how} {target:#x}, outside its captured bytes [{start:#x}, {end:#x}): a constant \
-                 area or another stub of the code cache, which the lab does not capture and relocate (yet)",
+                "`{}` at +{at:#x} {how} {target:#x}, outside its captured bytes [{start:#x}, {end:#x}): another stub or \
+                 an absolute address in the code cache, which the lab does not capture and relocate",
                 i.mnemonic_text()
             )));
         }
@@ -57,9 +93,24 @@ pub fn x86_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Vec<CpuidFeature
             last.mnemonic_text()
         )));
     }
-    features.sort_by_key(|f| *f as u32);
-    features.dedup();
-    Ok(features)
+    Ok(Checked { extensions: extensions(name, &features)?, constants })
+}
+
+/// The x86_64 row's extensions that allow `features`.
+fn extensions(stub: &str, features: &[CpuidFeature]) -> Result<Vec<&'static str>, CaptureError> {
+    let isa = &crate::arch::x86_64::SPEC.isa;
+    let mut names: Vec<&'static str> = Vec::new();
+    for f in features {
+        let row = isa.extensions.iter().find(|e| e.cpuid.contains(f)).ok_or_else(|| CaptureError::Refused {
+            stub: stub.to_string(),
+            why: format!("it uses {f:?}, which no x86_64 ISA row of the lab knows (lab/src/arch/x86_64.rs)"),
+        })?;
+        if !names.contains(&row.name) {
+            names.push(row.name);
+        }
+    }
+    names.sort_by_key(|n| isa.extensions.iter().position(|e| e.name == *n));
+    Ok(names)
 }
 
 /// Mnemonic of a decoded instruction, lower case.
@@ -73,14 +124,11 @@ impl MnemonicText for Instruction {
     }
 }
 
-/// Where `i` reaches outside `[start, end)`, if it does: a RIP-relative operand, a branch or
-/// call target, or an absolute address (a 64-bit immediate or a base-less displacement) near
-/// the stub.
+/// Where `i` reaches outside `[start, end)` other than by a RIP-relative operand, if it does: a
+/// branch or call target, or an absolute address (a 64-bit immediate or a base-less
+/// displacement) near the stub.
 fn outside_reference(i: &Instruction, start: u64, end: u64) -> Option<(u64, &'static str)> {
     let outside = |a: u64| a < start || a >= end;
-    if i.is_ip_rel_memory_operand() && outside(i.ip_rel_memory_address()) {
-        return Some((i.ip_rel_memory_address(), "reads RIP-relative memory at"));
-    }
     let branch = (0..i.op_count())
         .any(|n| matches!(i.op_kind(n), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64));
     if branch && outside(i.near_branch_target()) {
@@ -101,27 +149,17 @@ fn outside_reference(i: &Instruction, start: u64, end: u64) -> Option<(u64, &'st
     None
 }
 
-/// The ISA string (`x86-64`, `x86-64+bmi2+adx`) that allows `features`, from the arch row's
-/// extensions.
-///
-/// # Errors
-/// A feature no extension row of the lab knows, naming the stub.
-pub fn isa_string(arch: Arch, stubs: &[(&str, Vec<CpuidFeature>)]) -> Result<String, CaptureError> {
+/// The ISA string (`x86-64`, `x86-64+bmi2+adx`) of `arch` with `extensions` (row names).
+pub fn isa_string(arch: Arch, extensions: &[&str]) -> String {
     let isa = &arch.spec().isa;
     let mut names: Vec<&str> = Vec::new();
-    for (stub, features) in stubs {
-        for f in features {
-            let row = isa.extensions.iter().find(|e| e.cpuid.contains(f)).ok_or_else(|| CaptureError::Refused {
-                stub: (*stub).to_string(),
-                why: format!("it uses {f:?}, which no x86_64 ISA row of the lab knows (lab/src/arch/x86_64.rs)"),
-            })?;
-            if !names.contains(&row.name) {
-                names.push(row.name);
-            }
+    for e in extensions {
+        if !names.contains(e) {
+            names.push(e);
         }
     }
     names.sort_by_key(|n| isa.extensions.iter().position(|e| e.name == *n));
-    Ok(std::iter::once(isa.base).chain(names).collect::<Vec<_>>().join("+"))
+    std::iter::once(isa.base).chain(names).collect::<Vec<_>>().join("+")
 }
 
 #[cfg(test)]
@@ -133,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_whole_stub_passes_and_a_cut_one_is_refused() {
-        assert_eq!(x86_stub("s", 0x1000, TINY).unwrap(), Vec::<CpuidFeature>::new());
+        assert_eq!(x86_stub("s", 0x1000, TINY).unwrap(), Checked::default());
         let e = x86_stub("s", 0x1000, &TINY[..4]).unwrap_err().to_string();
         assert!(e.contains("not a return or jump") && e.contains("`s`"), "{e}");
         // mov eax, imm32 cut after two of its bytes
@@ -142,11 +180,11 @@ mod tests {
     }
 
     #[test]
-    fn references_outside_the_stub_are_refused() {
-        // movdqa xmm0, [rip + 0x100]; ret
+    fn references_outside_the_stub_are_refused_or_recorded_as_constants() {
+        // movdqa xmm0, [rip + 0x100]; ret: a constant 0x108 bytes on, its displacement at +4
         let rip = [0x66, 0x0f, 0x6f, 0x05, 0x00, 0x01, 0x00, 0x00, 0xc3];
-        let e = x86_stub("ghash", 0x1000, &rip).unwrap_err().to_string();
-        assert!(e.contains("RIP-relative memory at 0x1108"), "{e}");
+        let c = x86_stub("ghash", 0x1000, &rip).unwrap();
+        assert_eq!(c.constants, vec![ConstRef { disp_at: 4, next: 8, target: 0x1108 }]);
         // call rel32 to 0x2000; ret
         let call = [0xe8, 0xfb, 0x0f, 0x00, 0x00, 0xc3];
         assert!(x86_stub("c", 0x1000, &call).unwrap_err().to_string().contains("branches to 0x2000"));
@@ -158,8 +196,9 @@ mod tests {
     #[test]
     fn features_name_the_isa() {
         // rorx eax, ecx, 7 (BMI2); ret
-        let f = x86_stub("r", 0x1000, &[0xc4, 0xe3, 0x7b, 0xf0, 0xc1, 0x07, 0xc3]).unwrap();
-        assert_eq!(isa_string(Arch::X86_64, &[("r", f)]).unwrap(), "x86-64+bmi2");
-        assert_eq!(isa_string(Arch::X86_64, &[("s", Vec::new())]).unwrap(), "x86-64");
+        let c = x86_stub("r", 0x1000, &[0xc4, 0xe3, 0x7b, 0xf0, 0xc1, 0x07, 0xc3]).unwrap();
+        assert_eq!(c.extensions, vec!["bmi2"]);
+        assert_eq!(isa_string(Arch::X86_64, &c.extensions), "x86-64+bmi2");
+        assert_eq!(isa_string(Arch::X86_64, &[]), "x86-64");
     }
 }

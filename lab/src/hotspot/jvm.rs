@@ -35,6 +35,9 @@ const MAIN: &str = r#"public class LabStubCapture {
 /// How long the output must stay quiet after the ready line before the lab reads the stubs.
 pub const QUIET: Duration = Duration::from_millis(1500);
 
+/// Largest block read from the JVM besides the wanted stubs (constant areas are small).
+const MAX_BLOCK: u64 = 1 << 20;
+
 /// Longest the whole capture may take (JVM start, the source launcher's compile, the log).
 pub const DEADLINE: Duration = Duration::from_secs(180);
 
@@ -45,8 +48,8 @@ pub struct LiveJvm {
     pub version: String,
     /// `os.arch` (`amd64`, `aarch64`, `riscv64`).
     pub os_arch: String,
-    /// Every stub of the log, with `printed` replaced by the exact bytes of its range for the
-    /// stubs named in `wanted` (others keep what the log printed).
+    /// Every stub of the log, with `printed` replaced by the exact bytes of its range (the
+    /// stubs named in `wanted`, and every other block of at most 1 MiB).
     pub stubs: Vec<PrintedStub>,
 }
 
@@ -151,16 +154,24 @@ fn read_live(group: &mut Group, wanted: &[&str]) -> Result<LiveJvm, CaptureError
     let mut stubs = log::parse(&text);
     let mem = PathBuf::from(format!("/proc/{pid}/mem"));
     let file = std::fs::File::open(&mem).map_err(|e| memory_error(&mem, &e))?;
-    for s in stubs.iter_mut().filter(|s| wanted.contains(&s.name.as_str())) {
+    // Every block the log printed (a few hundred KiB): the wanted stubs and any constant area
+    // they read.
+    // they read. A block other than a wanted stub that cannot be read, or that changed since it
+    // was printed (patched code), keeps its printed bytes: it matters only if a stub reads it.
+    for s in stubs.iter_mut().filter(|s| wanted.contains(&s.name.as_str()) || s.size() <= MAX_BLOCK) {
+        let must = wanted.contains(&s.name.as_str());
         let mut bytes = vec![0u8; usize::try_from(s.size()).unwrap_or(0)];
-        file.read_exact_at(&mut bytes, s.start).map_err(|e| memory_error(&mem, &e))?;
-        if !bytes.starts_with(&s.printed) {
-            return Err(CaptureError::Jvm(format!(
-                "stub `{}`: the bytes at {:#x} differ from those the log printed (the code cache changed?)",
-                s.name, s.start
-            )));
+        match file.read_exact_at(&mut bytes, s.start) {
+            Ok(()) if bytes.starts_with(&s.printed) => s.printed = bytes,
+            Ok(()) if must => {
+                return Err(CaptureError::Jvm(format!(
+                    "stub `{}`: the bytes at {:#x} differ from those the log printed (the code cache changed?)",
+                    s.name, s.start
+                )))
+            }
+            Err(e) if must => return Err(memory_error(&mem, &e)),
+            _ => {}
         }
-        s.printed = bytes;
     }
     let _ = child.stdin.as_mut().map(|i| i.write_all(b"\n"));
     Ok(LiveJvm { version, os_arch, stubs })

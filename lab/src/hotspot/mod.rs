@@ -7,13 +7,15 @@
 //! each stub's exact address range from that log ([`log`]) and its bytes from the live JVM's
 //! memory (the log's hex drops a last group of fewer than 4 bytes on x86). A capture from a
 //! saved log ([`from_log`]) refuses a stub the log printed short. Every stub is decoded
-//! ([`check`]): cut-off code and references outside the captured bytes (a constant area,
-//! another stub) are refused, naming the stub; the CPUID features it needs give the variant's
-//! declared ISA. The variant name carries the JDK version and the flags
+//! ([`check`]): cut-off code, branches outside the captured bytes and absolute addresses into
+//! the code cache are refused, naming the stub; a RIP-relative read of a constant area takes
+//! the log's block holding it along ([`DataBlock`], relocated in the object); the CPUID
+//! features the code needs give the variant's declared ISA. The variant name carries the JDK version and the flags
 //! ([`Capture::variant_name`]).
 //!
-//! Captures are x86_64 only for now: the checks decode x86, and a foreign-architecture JVM
-//! under qemu-user is not driven yet ([`capturable_arches`]).
+//! Captures are x86_64 only for now: only that arch row has a check of captured code
+//! ([`crate::arch::HotSpotSpec`]), and a foreign-architecture JVM under qemu-user is not driven
+//! yet ([`capturable_arches`]).
 
 pub mod check;
 pub mod jvm;
@@ -76,6 +78,20 @@ pub struct Stub {
     pub start: u64,
     /// Its exact bytes, `[start, start + len)`.
     pub bytes: Vec<u8>,
+    /// Its RIP-relative reads of memory outside itself, each in one of [`Capture::data`].
+    pub constants: Vec<check::ConstRef>,
+}
+
+/// A block of the code cache a stub reads (a constant area HotSpot printed as a stub of its
+/// own, such as `StubRoutines::_ghash_poly_addr`), captured with the stubs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataBlock {
+    /// HotSpot's name of the block.
+    pub hotspot: String,
+    /// Its address in the JVM's code cache.
+    pub start: u64,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// A capture: the stubs of one JVM run with one set of flags.
@@ -92,6 +108,8 @@ pub struct Capture {
     pub flags: Vec<String>,
     /// The captured stubs, in address order.
     pub stubs: Vec<Stub>,
+    /// The constant areas the stubs read, in address order.
+    pub data: Vec<DataBlock>,
     /// The declared ISA of the code (`x86-64`, `x86-64+bmi2`).
     pub isa: String,
     /// Stubs of [`STUBS`] the JVM did not generate (a JDK without them, or flags turning them
@@ -106,44 +124,29 @@ pub fn capturable_arches() -> Vec<(Arch, Result<String, String>)> {
     Arch::ALL
         .into_iter()
         .map(|a| {
+            let row = &a.spec().hotspot;
             let r = if Some(a) != host {
-                Err(foreign_reason(a))
-            } else if a != Arch::X86_64 {
-                Err(format!("the stub checks decode x86 only; {a} stubs are not captured yet"))
+                Err(format!(
+                    "not captured here: needs a {a} JVM ({}) run under {}, which `lab capture` does not drive yet{}",
+                    row.jdk,
+                    a.qemu_binary(),
+                    if row.check.is_none() { ", and the lab has no check of its captured code yet" } else { "" }
+                ))
+            } else if row.check.is_none() {
+                Err(format!("the lab has no check of captured {a} code yet; its stubs are refused"))
             } else {
                 which::which("java")
                     .map(|p| p.display().to_string())
-                    .map_err(|_| "no `java` on PATH (Debian package openjdk-17-jdk-headless)".to_string())
+                    .map_err(|_| format!("no `java` on PATH ({})", row.jdk))
             };
             (a, r)
         })
         .collect()
 }
 
-/// Why a foreign-architecture JVM is not captured here.
-fn foreign_reason(a: Arch) -> String {
-    let jdk = match a {
-        Arch::Aarch64 => "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
-        Arch::Riscv64 => {
-            "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder"
-        }
-        Arch::X86_64 => "Debian's openjdk-17-jdk-headless:amd64 through dpkg multiarch, or a user's JDK folder",
-    };
-    format!(
-        "not captured here: needs a {a} JVM ({jdk}) run under {}, which `lab capture` does not drive yet, and its \
-         stub checks decode x86 only",
-        a.qemu_binary()
-    )
-}
-
-/// The architecture `os.arch` names (`amd64`, `x86_64`, `aarch64`, `riscv64`).
+/// The architecture whose JVM reports `os_arch` (`amd64`, `aarch64`, `riscv64`).
 fn arch_of_os(os_arch: &str) -> Option<Arch> {
-    match os_arch {
-        "amd64" | "x86_64" => Some(Arch::X86_64),
-        "aarch64" | "arm64" => Some(Arch::Aarch64),
-        "riscv64" => Some(Arch::Riscv64),
-        _ => None,
-    }
+    Arch::ALL.into_iter().find(|a| a.spec().hotspot.os_arch.contains(&os_arch))
 }
 
 /// Checks the `--stub` names: each must be one of [`STUBS`]. Empty means all of them.
@@ -224,18 +227,17 @@ fn build(
     wanted: &[&'static str],
     explicit: bool,
 ) -> Result<Capture, CaptureError> {
-    if arch != Arch::X86_64 {
-        return Err(CaptureError::Unsupported(format!(
-            "{arch} stubs are not captured yet: the lab's stub checks decode x86 only"
-        )));
-    }
+    let check = arch.spec().hotspot.check.ok_or_else(|| {
+        CaptureError::Unsupported(format!("{arch} stubs are not captured yet: the lab has no check of {arch} code"))
+    })?;
     let mut stubs = Vec::new();
     let mut absent = Vec::new();
     for &(hotspot, contract) in STUBS.iter().filter(|(h, _)| wanted.contains(h)) {
         match printed.iter().find(|p| p.name == hotspot) {
             Some(p) => {
                 let bytes = p.printed.get(..usize::try_from(p.size()).unwrap_or(usize::MAX)).unwrap_or(&p.printed);
-                stubs.push(Stub { hotspot: hotspot.into(), contract, start: p.start, bytes: bytes.to_vec() });
+                let bytes = bytes.to_vec();
+                stubs.push(Stub { hotspot: hotspot.into(), contract, start: p.start, bytes, constants: Vec::new() });
             }
             None if explicit => {
                 return Err(CaptureError::Unsupported(format!(
@@ -255,12 +257,50 @@ fn build(
         )));
     }
     stubs.sort_by_key(|s| s.start);
-    let mut features = Vec::new();
-    for s in &stubs {
-        features.push((s.hotspot.as_str(), check::x86_stub(&s.hotspot, s.start, &s.bytes)?));
+    let mut extensions = Vec::new();
+    let mut data: Vec<DataBlock> = Vec::new();
+    for s in &mut stubs {
+        let checked = check(&s.hotspot, s.start, &s.bytes)?;
+        extensions.extend(checked.extensions);
+        for c in &checked.constants {
+            let block = data_block(&s.hotspot, c, &printed)?;
+            if !data.iter().any(|d| d.start == block.start) {
+                data.push(block);
+            }
+        }
+        s.constants = checked.constants;
     }
-    let isa = check::isa_string(arch, &features)?;
-    Ok(Capture { arch, jdk, from, flags: flags.to_vec(), stubs, isa, absent })
+    data.sort_by_key(|d| d.start);
+    let isa = check::isa_string(arch, &extensions);
+    Ok(Capture { arch, jdk, from, flags: flags.to_vec(), stubs, data, isa, absent })
+}
+
+/// The block of the log holding `c`'s target, whole, for stub `stub`.
+///
+/// # Errors
+/// The target lies in no block the JVM printed, or in one whose bytes are short (a log).
+fn data_block(stub: &str, c: &check::ConstRef, printed: &[log::PrintedStub]) -> Result<DataBlock, CaptureError> {
+    let refuse = |why: String| CaptureError::Refused { stub: stub.to_string(), why };
+    let p = printed.iter().find(|p| p.start <= c.target && c.target < p.end).ok_or_else(|| {
+        refuse(format!(
+            "it reads RIP-relative memory at {:#x} (displacement at +{:#x}), which lies in no block the JVM printed: \
+             a constant area the lab cannot capture",
+            c.target, c.disp_at
+        ))
+    })?;
+    if (p.printed.len() as u64) < p.size() {
+        return Err(refuse(format!(
+            "it reads constants in `{}` [{:#x}, {:#x}), whose bytes the log prints short ({} of {}): capture from a \
+             live JVM",
+            p.name,
+            p.start,
+            p.end,
+            p.printed.len(),
+            p.size()
+        )));
+    }
+    let bytes = p.printed[..usize::try_from(p.size()).unwrap_or(0)].to_vec();
+    Ok(DataBlock { hotspot: p.name.clone(), start: p.start, bytes })
 }
 
 fn flags_note(flags: &[String]) -> String {
@@ -312,7 +352,10 @@ impl Capture {
             self.stubs.iter().map(|s| (s.contract.to_string(), s.contract.to_string())).collect();
         Ok(UserKernel {
             name: self.variant_name(),
-            origin: self.describe(),
+            origin: match self.absent.as_slice() {
+                [] => self.describe(),
+                absent => format!("{}, which generated no {} stub", self.describe(), absent.join(" or ")),
+            },
             isa,
             sources: Vec::new(),
             defines: Some(symbols.keys().cloned().collect()),
@@ -340,6 +383,7 @@ mod tests {
             from: "/usr/bin/java".into(),
             flags: flags.iter().map(|s| s.to_string()).collect(),
             stubs: Vec::new(),
+            data: Vec::new(),
             isa: "x86-64".into(),
             absent: Vec::new(),
         }
@@ -361,6 +405,47 @@ mod tests {
         let e = wanted_stubs(&["sha256_implCompress".into()]).unwrap_err().to_string();
         assert!(e.contains("`sha256_implCompress` has no contract") && e.contains("md5_implCompressMB"), "{e}");
         assert_eq!(wanted_stubs(&[]).unwrap().len(), STUBS.len());
+    }
+
+    /// A log with `md5_implCompress` at 0x1000: `movdqa xmm0, [rip + disp]; ret` (9 bytes),
+    /// and a 16-byte constant block at 0x1100.
+    fn log_with_constants(disp: u32) -> String {
+        let d = disp.to_le_bytes();
+        format!(
+            "StubRoutines::md5_implCompress [0x0000000000001000, 0x0000000000001009] (9 bytes)\n[MachCode]\n  \
+             0x0000000000001000: 660f 6f05 | {:02x}{:02x} {:02x}{:02x} | c3\n[/MachCode]\n\
+             StubRoutines::_lab_mask_addr [0x0000000000001100, 0x0000000000001110] (16 bytes)\n[MachCode]\n  \
+             0x0000000000001100: 0001 0203 | 0405 0607 | 0809 0a0b | 0c0d 0e0f\n[/MachCode]\n",
+            d[0], d[1], d[2], d[3]
+        )
+    }
+
+    #[test]
+    fn a_constant_area_is_captured_and_relocated() {
+        use object::{Object as _, ObjectSection as _};
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("stubs.log");
+        // next instruction at 0x1008; 0x1108 - 0x1008 = 0x100: byte 8 of the constant block
+        std::fs::write(&p, log_with_constants(0x100)).unwrap();
+        let c = from_log(&p, Arch::X86_64, &wanted_stubs(&[]).unwrap(), false).unwrap();
+        assert_eq!(c.data.len(), 1);
+        assert_eq!(
+            (c.data[0].hotspot.as_str(), c.data[0].start, c.data[0].bytes.len()),
+            ("_lab_mask_addr", 0x1100, 16)
+        );
+        let bytes = object_out::object_bytes(&c).unwrap();
+        let f = object::File::parse(&*bytes).unwrap();
+        let rodata = f.section_by_name(".rodata").unwrap();
+        assert_eq!(rodata.data().unwrap(), &c.data[0].bytes[..]);
+        let text = f.section_by_name(".text").unwrap();
+        let relocs: Vec<(u64, i64)> = text.relocations().map(|(at, r)| (at, r.addend())).collect();
+        // At the displacement (+4): S + A - P with A = 8 - (8 - 4) reaches rodata + 8 from the
+        // next instruction.
+        assert_eq!(relocs, vec![(4, 4)]);
+        // A read into no printed block is refused.
+        std::fs::write(&p, log_with_constants(0x4000)).unwrap();
+        let e = from_log(&p, Arch::X86_64, &wanted_stubs(&[]).unwrap(), false).unwrap_err().to_string();
+        assert!(e.contains("reads RIP-relative memory at 0x5008") && e.contains("no block the JVM printed"), "{e}");
     }
 
     #[test]
