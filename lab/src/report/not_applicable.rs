@@ -2,9 +2,7 @@
 //! architecture): not skips, since nothing that could have run did not. Each is listed once, with
 //! its reason, and counted apart ([`Report::not_applicable`]): a healthy run reports 0 skipped.
 
-use std::fmt::Write as _;
-
-use super::{Painter, Report, SKIP};
+use super::Report;
 use crate::backend::BackendKind;
 use crate::variant::Variant;
 
@@ -37,43 +35,8 @@ impl Report {
         self.rows.retain(|r| !na.iter().any(|n| n.variant == r.variant && n.backend == r.backend));
     }
 
-    /// One table line per not-applicable combination (`n/a` in every column), below the rows;
-    /// `vw` and `sw` are the table's variant and set column widths.
-    pub(super) fn write_not_applicable_rows(&self, s: &mut String, vw: usize, sw: usize) {
-        for n in &self.not_applicable {
-            let _ = writeln!(
-                s,
-                "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {:>6} {:>7} {:>8}",
-                n.variant,
-                n.backend.name(),
-                "all",
-                "(not applicable)",
-                "n/a",
-                "n/a",
-                "n/a",
-                "-"
-            );
-        }
-    }
-
-    /// "NOT APPLICABLE riscv64 and riscv64+zbb on native: <reason>": one line per backend and
-    /// reason, after the skips.
-    pub(super) fn write_not_applicable(&self, s: &mut String, paint: Painter) {
-        let mut done: Vec<(BackendKind, &str)> = Vec::new();
-        for n in &self.not_applicable {
-            if done.contains(&(n.backend, n.reason.as_str())) {
-                continue;
-            }
-            done.push((n.backend, n.reason.as_str()));
-            let alike = self.not_applicable.iter().filter(|m| m.backend == n.backend && m.reason == n.reason);
-            let variants: Vec<&str> = alike.map(|m| m.variant).collect();
-            let head = format!("NOT APPLICABLE {} on {}", variants.join(" and "), n.backend);
-            let _ = writeln!(s, "\n{}: {}", paint.apply(SKIP, &head), n.reason);
-        }
-    }
-
     /// `", 3 combinations not applicable"` for the verdict line; empty when there are none.
-    pub(super) fn not_applicable_note(&self) -> String {
+    pub(crate) fn not_applicable_note(&self) -> String {
         match self.not_applicable.len() {
             0 => String::new(),
             1 => ", 1 combination not applicable".into(),

@@ -2,6 +2,7 @@
 //! (`json`, `junit`, `sarif`). They take any report, whichever command filled it (`lab run`, `lab fuzz`),
 //! and never look at how the rows were produced.
 
+mod human;
 mod json;
 mod junit;
 mod sarif;
