@@ -26,24 +26,7 @@ use crate::isa::Violation;
 /// The alignment the psABIs and AArch64's SP alignment check require of sp, in bytes.
 pub const SP_ALIGN: u64 = 16;
 
-/// The operands of an instruction's text: `x29, x30, [sp, #-16]!` of `stp x29, x30, [sp, #-16]!`.
-pub fn operands(text: &str) -> &str {
-    text.split_once(' ').map_or("", |(_, o)| o.trim())
-}
-
-/// An immediate as llvm-objdump prints it: `#-16`, `#0x10`, `-16`, `16`.
-pub fn parse_imm(s: &str) -> Option<i64> {
-    let s = s.trim().trim_start_matches('#');
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, s),
-    };
-    let v = match digits.strip_prefix("0x") {
-        Some(h) => i64::from_str_radix(h, 16).ok()?,
-        None => digits.parse::<i64>().ok()?,
-    };
-    Some(if neg { v.wrapping_neg() } else { v })
-}
+pub use crate::vocab::insn::{operands, parse_imm};
 
 /// Where an sp offset came from in the static tracking: the last instruction that moved sp.
 #[derive(Debug, Clone, Copy)]

@@ -16,51 +16,9 @@ use crate::arch::Arch;
 pub use crate::toolchain::LLVM_OBJDUMP;
 use crate::toolchain::{self, ToolchainError};
 
-/// The class of one instruction for `lab bench`'s instruction mix. One class per instruction,
-/// first match wins: branch (any control transfer), multiply (integer multiply and divide),
-/// extension (an instruction from an ISA extension beyond the architecture's base: Zbb on
-/// RISC-V; anything beyond x86-64-v1 on x86-64; CRC/crypto on AArch64), store (writes memory),
-/// load (reads memory; an x86 ALU instruction with a memory source counts here), ALU
-/// (everything else, including moves and `nop`). Each architecture's rules live in its row
-/// (`ArchSpec::classify`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InsnClass {
-    /// Reads memory.
-    Load,
-    /// Writes memory.
-    Store,
-    /// Integer arithmetic, logic, shifts, moves.
-    Alu,
-    /// Integer multiply or divide.
-    Multiply,
-    /// Jump, branch, call, return.
-    Branch,
-    /// From an ISA extension beyond the base (Zbb, BMI, ...).
-    Extension,
-}
-
-/// One decoded instruction.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Insn {
-    /// Guest address.
-    pub addr: u64,
-    /// The instruction's bytes.
-    pub bytes: Vec<u8>,
-    /// Mnemonic and operands (`ror t0, t0, t1`), or `<unknown>` when it does not decode.
-    pub text: String,
-}
+pub use crate::vocab::insn::{Insn, InsnClass};
 
 impl Insn {
-    /// Whether the disassembler could not decode it with the listing's features.
-    pub fn unknown(&self) -> bool {
-        self.text.starts_with("<unknown>")
-    }
-
-    /// The mnemonic (`ror` of `ror t0, t0, t1`).
-    pub fn mnemonic(&self) -> &str {
-        self.text.split_whitespace().next().unwrap_or("")
-    }
-
     /// Its class on `arch` (the architecture's rules, `ArchSpec::classify`).
     pub fn class(&self, arch: Arch) -> InsnClass {
         (arch.spec().classify)(self)

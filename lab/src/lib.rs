@@ -80,4 +80,5 @@ pub mod toolchain;
 pub mod user_kernel;
 pub mod variant;
 pub mod vectors;
+pub mod vocab;
 pub mod vote;

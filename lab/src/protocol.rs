@@ -162,9 +162,8 @@ pub mod entry {
 
 /// Words per protection-table entry: `addr`, `len`, `prot` (Linux `PROT_*` bits).
 pub const PROT_ENTRY_WORDS: usize = 3;
-/// Step between poison values: callee-saved register `i` gets `seed + (i + 1) * POISON_STEP`
-/// (wrapping). The 64-bit golden-ratio constant, odd, so every register gets its own value.
-pub const POISON_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Step between poison values ([`crate::vocab::abi::POISON_STEP`]).
+pub use crate::vocab::abi::POISON_STEP;
 /// Bytes of `lab_arena` (32 MiB, 4096-aligned, the last object of the image).
 pub const ARENA_SIZE: u64 = 32 << 20;
 /// Bytes of the driver's own stack (`lab_stack_top`).

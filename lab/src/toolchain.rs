@@ -18,14 +18,7 @@ use crate::user_kernel::objects::{self, ObjectError};
 use crate::user_kernel::{self, UserKernel};
 use crate::variant::{Arch, Variant};
 
-/// An external program and the Debian package that brings it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tool {
-    /// Program name looked up on `PATH`.
-    pub program: &'static str,
-    /// Debian 12 package that installs it.
-    pub package: &'static str,
-}
+pub use crate::vocab::tool::Tool;
 
 /// The assembler driver (`clang`, package `clang`).
 pub const CLANG: Tool = Tool { program: "clang", package: "clang" };

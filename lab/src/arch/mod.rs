@@ -15,25 +15,13 @@ pub mod x86_64;
 
 use iced_x86::CpuidFeature;
 
-use crate::abi::Abi;
-use crate::disasm::{Insn, InsnClass};
-use crate::toolchain::Tool;
+use crate::vocab::abi::Abi;
+use crate::vocab::insn::{Insn, InsnClass};
+use crate::vocab::tool::Tool;
 
-/// A guest instruction-set architecture with its own kernel folder (`kernels/<arch>/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arch {
-    /// RV64GC (LP64D ABI).
-    Riscv64,
-    /// ARMv8-A AArch64 (AAPCS64).
-    Aarch64,
-    /// x86-64 (System V AMD64 psABI).
-    X86_64,
-}
+pub use crate::vocab::arch::Arch;
 
 impl Arch {
-    /// Every architecture, in report order.
-    pub const ALL: [Arch; 3] = [Arch::Riscv64, Arch::Aarch64, Arch::X86_64];
-
     /// The architecture's row: every per-architecture fact the lab uses.
     pub fn spec(self) -> &'static ArchSpec {
         match self {

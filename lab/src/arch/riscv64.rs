@@ -8,11 +8,11 @@ use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
     SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
-use crate::abi::{Abi, Int32Args, STACK_BUDGET};
-use crate::align::{operands, parse_imm};
-use crate::disasm::{Insn, InsnClass};
+use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::vocab::insn::{operands, parse_imm};
+use crate::vocab::insn::{Insn, InsnClass};
 use crate::reference::openssl::{EmitReduction, PolyCtx};
-use crate::toolchain::Tool;
+use crate::vocab::tool::Tool;
 
 /// RISC-V psABI, "Integer Register Convention" and "Floating-point Register Convention":
 /// s0–s11 and fs0–fs11 are callee-saved; gp and tp must not be changed by a callee.

@@ -14,10 +14,10 @@ use super::{
     ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec,
     UnicornSupport,
 };
-use crate::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
-use crate::disasm::{Insn, InsnClass};
+use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
+use crate::vocab::insn::{Insn, InsnClass};
 use crate::reference::openssl::{EmitReduction, PolyCtx};
-use crate::toolchain::Tool;
+use crate::vocab::tool::Tool;
 
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).
 pub const RFLAGS_DF: u64 = 1 << 10;
