@@ -100,6 +100,13 @@ pub struct ArchSpec {
     pub hotspot: HotSpotSpec,
 }
 
+/// The decoders `crate::hotspot::check` has for captured code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StubDecoder {
+    /// iced-x86 (x86-64).
+    IcedX86,
+}
+
 /// How `lab capture` treats a JVM of one architecture ([`crate::hotspot`]).
 #[derive(Debug)]
 pub struct HotSpotSpec {
@@ -107,10 +114,10 @@ pub struct HotSpotSpec {
     pub os_arch: &'static [&'static str],
     /// Where a JDK of this architecture comes from on Debian 12, for `lab doctor`.
     pub jdk: &'static str,
-    /// The check of one captured stub (name, address, bytes): whole instructions, references
-    /// outside it, the CPUID features it needs; `None` where the lab has no decoder for
-    /// captured code yet (its stubs are refused).
-    pub check: Option<crate::hotspot::check::StubCheck>,
+    /// The decoder that checks a captured stub (whole instructions, references outside it, the
+    /// ISA it needs: `crate::hotspot::check`); `None` where the lab has none yet (its stubs are
+    /// refused).
+    pub check: Option<StubDecoder>,
     /// The byte filling gaps between captured stubs in the object: a trap when executed.
     pub gap_fill: u8,
 }

@@ -11,12 +11,12 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 
 use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport,
-    ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec,
-    UnicornSupport,
+    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal,
+    UnicornSpec, UnicornSupport,
 };
+use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
-use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::vocab::tool::Tool;
 
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).
@@ -251,7 +251,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     hotspot: HotSpotSpec {
         os_arch: &["amd64", "x86_64"],
         jdk: "Debian's openjdk-17-jdk-headless (17.0.x has the MD5 intrinsic), or any JDK given with --java",
-        check: Some(crate::hotspot::check::x86_stub),
+        check: Some(StubDecoder::IcedX86),
         // int3
         gap_fill: 0xcc,
     },

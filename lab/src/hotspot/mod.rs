@@ -227,9 +227,13 @@ fn build(
     wanted: &[&'static str],
     explicit: bool,
 ) -> Result<Capture, CaptureError> {
-    let check = arch.spec().hotspot.check.ok_or_else(|| {
-        CaptureError::Unsupported(format!("{arch} stubs are not captured yet: the lab has no check of {arch} code"))
-    })?;
+    let check: check::StubCheck = match arch.spec().hotspot.check {
+        Some(crate::arch::StubDecoder::IcedX86) => check::x86_stub,
+        None => {
+            let why = format!("{arch} stubs are not captured yet: the lab has no check of {arch} code");
+            return Err(CaptureError::Unsupported(why));
+        }
+    };
     let mut stubs = Vec::new();
     let mut absent = Vec::new();
     for &(hotspot, contract) in STUBS.iter().filter(|(h, _)| wanted.contains(h)) {
