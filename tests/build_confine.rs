@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use kernel_lab::backend::confine::Support;
+use kernel_lab::sandbox::Support;
 
 use crate::common::fixture_kernels;
 

@@ -23,7 +23,11 @@ use rstest::rstest;
 use crate::common::{build, fixture_kernels, variant, SEED};
 
 /// Short budgets: the hang fixture must not cost the suite 20 s per call.
-const LIMITS: Limits = Limits { batch_time: Duration::from_millis(500), call_instructions: 1_000_000 };
+const LIMITS: Limits = Limits {
+    batch_time: Duration::from_millis(500),
+    call_instructions: 1_000_000,
+    partial_loads: kernel_lab::backend::PartialLoads::Warn,
+};
 
 /// One small vector per kernel: MD5 with three whole blocks (so `implCompressMB` loops), Poly1305
 /// with one block (one call per case, so the hang fixture hangs only twice per backend).

@@ -27,7 +27,11 @@ pub fn build(v: &Variant) -> Image {
 }
 
 /// Budgets for runs of broken fixtures: a hang or a loop fails in seconds.
-pub const FIXTURE_LIMITS: Limits = Limits { batch_time: Duration::from_secs(5), call_instructions: 1_000_000 };
+pub const FIXTURE_LIMITS: Limits = Limits {
+    batch_time: Duration::from_secs(5),
+    call_instructions: 1_000_000,
+    partial_loads: kernel_lab::backend::PartialLoads::Warn,
+};
 
 /// `v` built from the kernels of `cfg` (a fixture folder); `what` names the fixture in a failure.
 pub fn fixture_image(cfg: &BuildConfig, v: &Variant, what: &str) -> Image {

@@ -342,7 +342,11 @@ fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
         shard: (0, 1),
         batch: 8,
         out_dir: dir.path().join("out"),
-        limits: Limits { batch_time: std::time::Duration::from_millis(500), call_instructions: 1_000_000 },
+        limits: Limits {
+            batch_time: std::time::Duration::from_millis(500),
+            call_instructions: 1_000_000,
+            ..Limits::default()
+        },
         jobs: 0,
     };
     let started = std::time::Instant::now();

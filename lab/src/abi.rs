@@ -8,7 +8,7 @@ pub use crate::arch::aarch64::ABI as AARCH64;
 pub use crate::arch::riscv64::ABI as RISCV64;
 pub use crate::arch::x86_64::{ABI as X86_64, RFLAGS_DF as X86_RFLAGS_DF};
 
-use crate::variant::Arch;
+use crate::arch::Arch;
 
 impl Abi {
     /// The table for `arch`.

@@ -76,7 +76,9 @@ pub fn sp_scan(image: &Image) -> Result<Vec<Violation>, DisasmError> {
     let starts = entries(image, code);
     let mut state: Option<Tracked> = None;
     let mut out = Vec::new();
-    for insn in listing.iter().filter(|i| (code.0..code.1).contains(&i.addr)) {
+    // Data in `.text` (a perlasm credit string) is no instruction ([`Image::is_symbol_code`]).
+    let code_insns = listing.iter().filter(|i| (code.0..code.1).contains(&i.addr) && image.is_symbol_code(i.addr));
+    for insn in code_insns {
         if starts.binary_search(&insn.addr).is_ok() {
             state = Some(Tracked { sp: spec.entry_sp % SP_ALIGN, moved_by: None });
         }

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use landlock::{AccessFs, PathBeneath, PathFd, RulesetCreated, RulesetCreatedAttr};
 
-use crate::backend::confine::Support;
+use crate::sandbox::Support;
 
 /// Wall-clock time one tool invocation may take (the lab's largest kernel assembles in well
 /// under a second; a FIFO or a `.rept` of millions waits here at most).
@@ -195,7 +195,7 @@ fn ruleset(program: &Path, grants: &Grants) -> Result<RulesetCreated, landlock::
         | AccessFs::Truncate
         | AccessFs::Refer;
     let toolchain = toolchain_of(program);
-    let mut created = crate::backend::confine::empty_ruleset()?;
+    let mut created = crate::sandbox::empty_ruleset()?;
     for p in toolchain.folders.iter().chain(&grants.trees) {
         created = add(created, p, dir_read)?;
     }
@@ -276,7 +276,7 @@ fn toolchain_uncached(program: &Path) -> Toolchain {
         .map(PathBuf::from)
         .collect();
     let mut exec = vec![real.clone()];
-    exec.extend(crate::backend::confine::interpreter_of(&real));
+    exec.extend(crate::sandbox::interpreter_of(&real));
     Toolchain { folders, files, exec }
 }
 
@@ -297,7 +297,7 @@ fn wait_bounded(child: &mut Child, wall: Duration) -> std::io::Result<(ExitStatu
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() && !timed_out {
-            crate::backend::confine::kill_group(child.id());
+            crate::sandbox::kill_group(child.id());
             timed_out = true;
         }
         // Without a pidfd (Linux < 5.3) the exit is noticed within 10 ms.

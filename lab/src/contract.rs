@@ -23,17 +23,22 @@ pub enum Family {
     HotSpot,
     /// OpenSSL block functions (`md5_block_data_order`, `poly1305_blocks`).
     OpenSsl,
+    /// BoringSSL's MD5 block function (`md5_block_asm_data_order` on a bare `uint32_t[4]`
+    /// state), BoringSSL `crypto/md5/internal.h`. It has no Poly1305 row: BoringSSL's Poly1305
+    /// has no assembly block function of its own contract.
+    BoringSsl,
 }
 
 impl Family {
-    /// Every family, in precedence order: an image defining both runs HotSpot's.
-    pub const ALL: [Family; 2] = [Family::HotSpot, Family::OpenSsl];
+    /// Every family, in precedence order: an image defining two runs the first's.
+    pub const ALL: [Family; 3] = [Family::HotSpot, Family::OpenSsl, Family::BoringSsl];
 
     /// Report and command-line name (`hotspot`, `openssl`).
     pub fn name(self) -> &'static str {
         match self {
             Family::HotSpot => "hotspot",
             Family::OpenSsl => "openssl",
+            Family::BoringSsl => "boringssl",
         }
     }
 }
@@ -95,6 +100,8 @@ pub enum Shape {
     Md5OfsLimit,
     /// MD5, `num` blocks, state words at the start of a context (OpenSSL).
     Md5Num,
+    /// MD5, `num` blocks, a bare 16-byte state `uint32_t[4]` (BoringSSL).
+    Md5NumState16,
     /// Poly1305, `int length` bytes, 26-bit limbs, the 2^128 bit always set (HotSpot).
     Poly1305Limbs26,
     /// Poly1305, `size_t len` bytes, base 2^64 context, `padbit` (OpenSSL scalar).
@@ -138,10 +145,57 @@ const fn size_t(name: &'static str) -> Param {
 pub const MD5_BLOCK_DATA_ORDER: &str = "md5_block_data_order";
 /// `poly1305_blocks`, OpenSSL's scalar Poly1305 block function.
 pub const POLY1305_BLOCKS: &str = "poly1305_blocks";
+/// `md5_block_asm_data_order`, BoringSSL's MD5 block function (16-byte state).
+pub const MD5_BLOCK_ASM_DATA_ORDER: &str = "md5_block_asm_data_order";
+
+/// One name a library exports for a contract's function, found in a user's objects without
+/// `--symbol` ([`exported_name`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ExportedName {
+    /// The symbol the library's objects define.
+    pub export: &'static str,
+    /// The contract symbol it implements.
+    pub contract: &'static str,
+    /// Where the name comes from.
+    pub source: &'static str,
+}
+
+/// Names libraries export for contract functions, in the order they are tried. OpenSSL 3.0 and
+/// later rename `md5_block_data_order` (crypto/md5/md5_local.h `#define md5_block_data_order
+/// ossl_md5_block_asm_data_order`); its riscv64 perlasm (crypto/md5/asm/md5-riscv64-zbb.pl,
+/// generated twice by crypto/md5/build.info) appends `_riscv64` or `_zbb`, and
+/// crypto/md5/md5_riscv.c picks one at run time.
+pub const EXPORTED_NAMES: [ExportedName; 3] = [
+    ExportedName {
+        export: "ossl_md5_block_asm_data_order",
+        contract: MD5_BLOCK_DATA_ORDER,
+        source: "OpenSSL 3.x/4.x crypto/md5/asm/md5-{x86_64,aarch64}.pl",
+    },
+    ExportedName {
+        export: "ossl_md5_block_asm_data_order_zbb",
+        contract: MD5_BLOCK_DATA_ORDER,
+        source: "OpenSSL 3.x/4.x crypto/md5/asm/md5-riscv64-zbb.pl (zbb build)",
+    },
+    ExportedName {
+        export: "ossl_md5_block_asm_data_order_riscv64",
+        contract: MD5_BLOCK_DATA_ORDER,
+        source: "OpenSSL 3.x/4.x crypto/md5/asm/md5-riscv64-zbb.pl (RV64GC build)",
+    },
+];
+
+/// The symbol of objects defining `defined` that implements `contract` under a library's
+/// exported name ([`EXPORTED_NAMES`], first match), when the objects do not define the contract
+/// name itself.
+pub fn exported_name(contract: &str, defined: impl Fn(&str) -> bool) -> Option<&'static str> {
+    if defined(contract) {
+        return None;
+    }
+    EXPORTED_NAMES.iter().find(|e| e.contract == contract && defined(e.export)).map(|e| e.export)
+}
 
 /// Every contract, HotSpot's first. Order within a family is the order of
 /// [`crate::variant::Kernel::symbols`].
-pub const CONTRACTS: [Contract; 5] = [
+pub const CONTRACTS: [Contract; 6] = [
     Contract {
         symbol: MD5_IMPL_COMPRESS,
         family: Family::HotSpot,
@@ -227,6 +281,21 @@ pub const CONTRACTS: [Contract; 5] = [
         reference: "reference::openssl::poly1305_blocks",
         source: "OpenSSL crypto/poly1305/poly1305.c; asm/poly1305-{x86_64,armv8,riscv64}.pl context layouts",
     },
+    Contract {
+        symbol: MD5_BLOCK_ASM_DATA_ORDER,
+        family: Family::BoringSsl,
+        kernel: Kernel::Md5,
+        params: &[
+            ptr("state", "uint32_t *", "uint32_t[4]: A..D, 16 bytes, nothing after them", Access::ReadWrite),
+            ptr("data", "const uint8_t *", "num 64-byte blocks", Access::ReadOnly),
+            size_t("num"),
+            Param { name: "-", c_type: "-", bits: 64, passing: Passing::Unused, memory: None },
+        ],
+        returns: "void",
+        shape: Shape::Md5NumState16,
+        reference: "reference::md5::compress (num times)",
+        source: "BoringSSL crypto/md5/internal.h (md5_block_asm_data_order, x86 and x86_64 assembly)",
+    },
 ];
 
 /// The contracts of `family` for `kernel`, in table order.
@@ -255,21 +324,23 @@ pub fn by_symbol(symbol: &str) -> Option<&'static Contract> {
     CONTRACTS.iter().find(|c| c.symbol == symbol)
 }
 
-/// The family an image runs `kernel` through: the first in [`Family::ALL`] all of whose
-/// symbols for `kernel` `defined` says are there.
+/// The family an image runs `kernel` through: the first in [`Family::ALL`] that has contracts
+/// for `kernel` all of whose symbols `defined` says are there.
 pub fn family_of(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Option<Family> {
-    Family::ALL.into_iter().find(|&f| contracts(f, kernel).all(|c| defined(c.symbol)))
+    Family::ALL
+        .into_iter()
+        .find(|&f| contracts(f, kernel).next().is_some() && contracts(f, kernel).all(|c| defined(c.symbol)))
 }
 
-/// The family whose symbols a report names as missing when none is complete: OpenSSL's when
-/// the image defines any of them (a user porting OpenSSL code), HotSpot's otherwise.
+/// The family whose symbols a report names as missing when none is complete: the first other
+/// than HotSpot's of which the image defines any symbol (a user porting OpenSSL code), when it
+/// defines none of HotSpot's; HotSpot's otherwise.
 pub fn intended_family(kernel: Kernel, defined: impl Fn(&str) -> bool) -> Family {
     let any = |f| contracts(f, kernel).any(|c| defined(c.symbol));
-    if !any(Family::HotSpot) && any(Family::OpenSsl) {
-        Family::OpenSsl
-    } else {
-        Family::HotSpot
+    if any(Family::HotSpot) {
+        return Family::HotSpot;
     }
+    Family::ALL.into_iter().find(|&f| any(f)).unwrap_or(Family::HotSpot)
 }
 
 /// The contract table as Markdown, one row per contract (docs/contracts.md holds a copy
@@ -290,6 +361,14 @@ pub fn markdown_table() -> String {
             c.returns,
             c.reference
         ));
+    }
+    out.push_str(
+        "\nNames libraries export for a contract function, found in `--object` and manifest objects \
+         without `--symbol` (when the objects do not define the contract name itself):\n\n\
+         | exported name | contract | source |\n|---|---|---|\n",
+    );
+    for e in &EXPORTED_NAMES {
+        out.push_str(&format!("| `{}` | `{}` | {} |\n", e.export, e.contract, e.source));
     }
     out
 }
@@ -361,5 +440,31 @@ mod tests {
         assert_eq!(family_of(Kernel::Md5, |s| s == MD5_IMPL_COMPRESS), None);
         assert_eq!(intended_family(Kernel::Md5, |s| s == MD5_IMPL_COMPRESS), Family::HotSpot);
         assert_eq!(intended_family(Kernel::Poly1305, |_| false), Family::HotSpot);
+    }
+
+    #[test]
+    fn boringssl_md5_is_its_own_row_and_has_no_poly1305() {
+        let boring = |s: &str| s == MD5_BLOCK_ASM_DATA_ORDER;
+        assert_eq!(family_of(Kernel::Md5, boring), Some(Family::BoringSsl));
+        assert_eq!(family_of(Kernel::Poly1305, boring), None, "an empty family is never complete");
+        assert_eq!(family_of(Kernel::Poly1305, |_| false), None);
+        let row = by_symbol(MD5_BLOCK_ASM_DATA_ORDER).unwrap();
+        assert_eq!(row.shape, Shape::Md5NumState16);
+        let openssl_too = |s: &str| s == MD5_BLOCK_ASM_DATA_ORDER || s == MD5_BLOCK_DATA_ORDER;
+        assert_eq!(family_of(Kernel::Md5, openssl_too), Some(Family::OpenSsl));
+    }
+
+    #[test]
+    fn exported_names_map_onto_the_openssl_row_only_without_the_contract_name() {
+        let ossl = |s: &str| s == "ossl_md5_block_asm_data_order";
+        assert_eq!(exported_name(MD5_BLOCK_DATA_ORDER, ossl), Some("ossl_md5_block_asm_data_order"));
+        let zbb = |s: &str| s.starts_with("ossl_md5_block_asm_data_order_");
+        assert_eq!(exported_name(MD5_BLOCK_DATA_ORDER, zbb), Some("ossl_md5_block_asm_data_order_zbb"));
+        let both = |s: &str| s == MD5_BLOCK_DATA_ORDER || s == "ossl_md5_block_asm_data_order";
+        assert_eq!(exported_name(MD5_BLOCK_DATA_ORDER, both), None, "its own name wins");
+        assert_eq!(exported_name(POLY1305_BLOCKS, ossl), None);
+        for e in &EXPORTED_NAMES {
+            assert!(by_symbol(e.contract).is_some(), "{}", e.export);
+        }
     }
 }

@@ -247,7 +247,7 @@ fn qemu_cpu_check(variant: &'static Variant) -> Check {
 /// Landlock for the builds (lab/src/build_confine.rs); a missing
 /// layer is a warning: runs still work, with less confinement.
 fn confinement_state() -> State {
-    let s = crate::backend::confine::Support::probe();
+    let s = crate::sandbox::Support::probe();
     let mut gaps = s.gaps();
     gaps.extend(crate::build_confine::gaps().into_iter().map(|g| format!("builds: {g}")));
     if gaps.is_empty() {

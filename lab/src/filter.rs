@@ -5,8 +5,23 @@
 //! ([`no_match`]).
 
 use crate::cases::plan::case_names;
-use crate::run::Filter;
 use crate::vectors::{Vector, VectorSet};
+
+/// Which sets and cases run, and whether the run stops at the first failure.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Patterns of the vector sets to run (empty: every set), matched as this module
+    /// says: substrings, `=NAME` exactly, `*`/`?` as globs.
+    pub sets: Vec<String>,
+    /// Patterns of the vectors or cases to run (empty: all), matched as `sets` are. A vector
+    /// runs whole (every case of it) when its name or one of its case names matches; each
+    /// case's random draws depend only on the seed, set, vector index and case (never the
+    /// variant, the backend, the filter or other cases), so the narrowed run repeats the full
+    /// run's cases.
+    pub cases: Vec<String>,
+    /// After the first row with a failed case, the remaining rows are skipped with the reason.
+    pub fail_fast: bool,
+}
 
 /// How a filter pattern matches a name ([`Pattern::parse`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

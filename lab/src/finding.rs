@@ -37,6 +37,10 @@ pub enum Class {
     /// A finding on a call outside the JDK's call domain ([`crate::domain`], `--domain wide`):
     /// HotSpot's code is never called so; reported apart from the kernel's failures.
     OutOfDomain,
+    /// A load that reached past (or before) a buffer inside one aligned 8-byte word the buffer
+    /// also touches: it cannot fault on any machine; a finding only under `--partial-loads
+    /// fail` ([`crate::backend::PartialLoads`]), a warning otherwise.
+    PartialLoad,
     /// A finding that follows from an earlier one in the same case (a later call started
     /// from what a faulting call left): listed so nothing is hidden, not a cause of its own.
     KnockOn,
@@ -44,7 +48,7 @@ pub enum Class {
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 14] = [
+    pub const ALL: [Class; 15] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -58,6 +62,7 @@ impl Class {
         Class::Disagreement,
         Class::EmulatorFault,
         Class::OutOfDomain,
+        Class::PartialLoad,
         Class::KnockOn,
     ];
 
@@ -83,6 +88,9 @@ impl Class {
             Class::OutOfDomain => {
                 "A finding on a call outside the JDK's call domain (--domain wide): not a failure of the HotSpot contract"
             }
+            Class::PartialLoad => {
+                "A load past a buffer inside one aligned 8-byte word it touches (cannot fault; --partial-loads fail)"
+            }
             Class::KnockOn => "Follows from an earlier finding of the same case",
         }
     }
@@ -103,6 +111,7 @@ impl Class {
             Class::Disagreement => "backends-disagree",
             Class::EmulatorFault => "emulator-fault",
             Class::OutOfDomain => "out-of-domain",
+            Class::PartialLoad => "partial-load",
             Class::KnockOn => "knock-on",
         }
     }

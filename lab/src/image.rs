@@ -73,6 +73,10 @@ pub struct Image {
     /// `PT_LOAD` segments in file order.
     pub segments: Vec<Segment>,
     symbols: BTreeMap<String, Symbol>,
+    /// Contract entry aliases the lab linked (`lab_entry_<contract>`), by contract name.
+    entries: BTreeMap<String, Symbol>,
+    /// ELF mapping symbols (`$x`, `$d`, AArch64 and RISC-V psABI), sorted: (address, data).
+    mapping: Vec<(u64, bool)>,
     /// Allocated writable sections (`.data`, `.bss`, ...): name, address, size.
     data_sections: Vec<(String, u64, u64)>,
     /// The widest disassembly, made on first use ([`Image::listing`]).
@@ -113,6 +117,26 @@ fn plural(n: u64) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+/// Prefix of the lab's entry aliases: a user's kernel mapped with `--symbol CONTRACT=MINE` is
+/// linked with `--defsym lab_entry_CONTRACT=MINE` (`lab/src/toolchain.rs`) and called through
+/// it ([`Image::entry`]), so the objects' own `CONTRACT` symbol, if any, is left alone.
+pub const ENTRY_PREFIX: &str = "lab_entry_";
+
+/// The mapping symbol kind of `name`: `Some(true)` for data (`$d`, `$d.N`), `Some(false)` for
+/// code (`$x`, `$a`, `$t`, with or without `.N` or an ISA string), `None` for any other name.
+/// AArch64 ELF (AAELF64 "Mapping symbols") and RISC-V ELF psABI ("Mapping Symbol").
+fn mapping_kind(name: &str) -> Option<bool> {
+    let rest = name.strip_prefix('$')?;
+    let head = rest.split('.').next().unwrap_or_default();
+    match head {
+        "d" => Some(true),
+        "x" | "a" | "t" => Some(false),
+        // RISC-V `$x<ISA string>` (`$xrv64i2p1_m2p0`).
+        h if h.starts_with("xrv") => Some(false),
+        _ => None,
     }
 }
 
@@ -176,17 +200,59 @@ impl Image {
             .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
             .collect();
         size_aliases(&elf, &mut symbols);
+        let entry_names: Vec<String> = symbols.keys().filter(|n| n.starts_with(ENTRY_PREFIX)).cloned().collect();
+        let mut entries = BTreeMap::new();
+        for name in entry_names {
+            if let Some(sym) = symbols.remove(&name) {
+                entries.insert(name[ENTRY_PREFIX.len()..].to_string(), sym);
+            }
+        }
+        symbols.retain(|name, _| mapping_kind(name).is_none());
+        let mut mapping: Vec<(u64, bool)> =
+            elf.symbols().filter_map(|s| Some((s.address(), mapping_kind(s.name().ok()?)?))).collect();
+        mapping.sort_unstable();
         let data_sections = elf
             .sections()
             .filter(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC) == u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC)))
             .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
             .collect();
-        Ok(Image { path: path.into(), arch: expected, segments, symbols, data_sections, listing: Arc::default() })
+        Ok(Image {
+            path: path.into(),
+            arch: expected,
+            segments,
+            symbols,
+            entries,
+            mapping,
+            data_sections,
+            listing: Arc::default(),
+        })
     }
 
     /// The symbol called `name`, if the image defines it.
     pub fn symbol(&self, name: &str) -> Option<Symbol> {
         self.symbols.get(name).copied()
+    }
+
+    /// What the lab calls as contract symbol `contract`: the user's symbol it was mapped to
+    /// (the `lab_entry_<contract>` alias, [`ENTRY_PREFIX`]), else the image's own `contract`.
+    pub fn entry(&self, contract: &str) -> Option<Symbol> {
+        self.entries.get(contract).copied().or_else(|| self.symbol(contract))
+    }
+
+    /// Whether `addr` lies in a region an ELF mapping symbol marks as data (`$d`): the last
+    /// mapping symbol at or below it is a data one. Images without mapping symbols (x86_64)
+    /// have none.
+    pub fn is_mapped_data(&self, addr: u64) -> bool {
+        let i = self.mapping.partition_point(|&(a, _)| a <= addr);
+        i > 0 && self.mapping[i - 1].1
+    }
+
+    /// Whether the bytes at `addr` are code by the image's symbols, which the static scan
+    /// decodes ([`crate::isa::scan`]): inside a code symbol ([`Image::symbol_containing`]:
+    /// its `.size` bytes, or up to the next symbol when it has none) and not in a `$d` region.
+    /// A string perlasm places after the last sized function of `.text` is not.
+    pub fn is_symbol_code(&self, addr: u64) -> bool {
+        self.symbol_containing(addr).is_some() && !self.is_mapped_data(addr)
     }
 
     /// A copy of this image whose symbol `name` has the address and size of symbol `target`

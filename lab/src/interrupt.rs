@@ -66,7 +66,7 @@ pub fn register(pid: u32) {
         g.push(pid);
     }
     if interrupted().is_some() {
-        crate::backend::confine::kill_group(pid);
+        crate::sandbox::kill_group(pid);
     }
 }
 
@@ -80,7 +80,7 @@ pub fn unregister(pid: u32) {
 fn kill_all() {
     if let Ok(g) = GROUPS.lock() {
         for &pid in g.iter() {
-            crate::backend::confine::kill_group(pid);
+            crate::sandbox::kill_group(pid);
         }
     }
 }

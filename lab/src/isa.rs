@@ -9,7 +9,18 @@
 //! what the variant's ISA does not have. x86_64: LLVM's x86 disassembler ignores features, so
 //! each instruction's bytes go through iced-x86, whose per-instruction CPUID feature list must
 //! stay within the row's baseline (x86-64 psABI "Micro-architecture levels": CMOV, CX8, FPU,
-//! FXSR, MMX, SCE, SSE, SSE2) plus the declared extensions' features.
+//! FXSR, MMX, SCE, SSE, SSE2) plus the declared extensions' features. CET's landing pads
+//! (`endbr64`, `endbr32`) are NOPs on every CPU without CET and legal in any build.
+//!
+//! Only code is decoded: bytes the image's symbols mark as code ([`Image::is_symbol_code`]:
+//! inside a function's `.size` bytes, or up to the next symbol for a label without a size, and
+//! not in a `$d` mapping-symbol region on aarch64 and riscv64). Data in `.text` (perlasm's
+//! credit string after the last function, a constant table with its own `$d`) is not an
+//! instruction. Symbols, not reachability from the entry points: they are what assemblers and
+//! perlasm already write for every function, they need no guess at indirect branch targets (an
+//! OpenSSL `poly1305_init` hands out its vector paths as pointers), and a hand-written kernel
+//! without `.size` keeps the old, whole-label coverage. A stray instruction outside every symbol
+//! that does run still meets the dynamic checks (illegal instruction, system call).
 
 use iced_x86::{CpuidFeature, EncodingKind};
 
@@ -95,7 +106,7 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
     };
     let allowed = syscall_range(image);
     let mut out = Vec::new();
-    for insn in full.iter().filter(|i| !exempt(image, i.addr)) {
+    for insn in full.iter().filter(|i| image.is_symbol_code(i.addr) && !exempt(image, i.addr)) {
         let violation = |why: String| Violation {
             addr: insn.addr,
             place: image.symbolize(insn.addr),
@@ -119,8 +130,8 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
     Ok(out)
 }
 
-/// The first instruction of the image that the arch row says Unicorn must not run
-/// (`UnicornSpec::refuse`: x86 VEX/EVEX/XOP code), as a reason to refuse the image there;
+/// The first instruction (in code, [`Image::is_symbol_code`]) of the image that the arch row
+/// says Unicorn must not run (`UnicornSpec::refuse`: x86 VEX/EVEX/XOP code), as a reason to refuse the image there;
 /// `None` for a clean image.
 ///
 /// # Errors
@@ -130,7 +141,7 @@ pub fn unicorn_refusal(image: &Image) -> Result<Option<String>, DisasmError> {
         return Ok(None);
     };
     let full = image.listing()?;
-    Ok(full.iter().find(|i| (refuse.insn)(i)).map(|i| {
+    Ok(full.iter().filter(|i| image.is_symbol_code(i.addr)).find(|i| (refuse.insn)(i)).map(|i| {
         format!(
             "the image holds {} (`{}` at {}), {}: not run there",
             refuse.what,

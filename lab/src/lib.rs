@@ -75,6 +75,7 @@ pub mod replay;
 pub mod report;
 pub mod reporters;
 pub mod run;
+pub mod sandbox;
 pub mod source_lines;
 pub mod toolchain;
 pub mod user_kernel;

@@ -114,9 +114,36 @@ pub struct Row {
     pub elapsed: Duration,
     /// Every case, in run order (passed, failed and skipped).
     pub cases: Vec<CaseOutcome>,
+    /// Partial loads let run ([`crate::backend::PartialLoads::Warn`]), one per instruction:
+    /// (pc, the first sentence, how many calls made one there).
+    pub partial_loads: Vec<(u64, String, usize)>,
 }
 
 impl Row {
+    /// Notes a partial load at `pc` (`text`: its sentence): the first at each instruction is
+    /// kept, later ones counted.
+    pub fn note_partial_load(&mut self, pc: u64, text: String) {
+        match self.partial_loads.iter_mut().find(|(p, _, _)| *p == pc) {
+            Some((_, _, n)) => *n += 1,
+            None => self.partial_loads.push((pc, text, 1)),
+        }
+    }
+
+    /// The run's warnings for this row's partial loads: `x86_64 on unicorn, md5 / rfc1321:
+    /// <sentence> (12 calls at this instruction)`.
+    pub fn partial_load_warnings(&self) -> Vec<String> {
+        self.partial_loads
+            .iter()
+            .map(|(_, text, n)| {
+                let more = if *n > 1 { format!(" ({n} calls at this instruction)") } else { String::new() };
+                format!(
+                    "{} on {}, {} / {}: partial load: {text}{more}",
+                    self.variant, self.backend, self.kernel, self.set
+                )
+            })
+            .collect()
+    }
+
     /// An empty row to fill.
     pub fn new(variant: &'static Variant, backend: BackendKind, set: &VectorSet) -> Row {
         Row::for_set(variant.name, backend, set.kernel, &set.set)
@@ -139,6 +166,7 @@ impl Row {
             skip_reason: None,
             elapsed: Duration::ZERO,
             cases: Vec::new(),
+            partial_loads: Vec::new(),
         }
     }
 

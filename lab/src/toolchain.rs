@@ -10,10 +10,10 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::backend::confine::Support;
 use crate::build_confine::{self, Grants, Limits};
 use crate::paths;
 use crate::protocol;
+use crate::sandbox::Support;
 use crate::user_kernel::objects::{self, ObjectError};
 use crate::user_kernel::{self, UserKernel};
 use crate::variant::{Arch, Variant};
@@ -108,8 +108,12 @@ struct Inputs {
     hashed: Vec<PathBuf>,
     /// (contract symbol, user's symbol) that must be defined: a missing one fails the build.
     required: Vec<(String, String)>,
-    /// ld.lld `--defsym` aliases (contract symbol, user's symbol).
+    /// Entry aliases (contract symbol, user's symbol): ld.lld `--defsym
+    /// lab_entry_<contract>=<user's symbol>` ([`crate::image::ENTRY_PREFIX`]).
     aliases: Vec<(String, String)>,
+    /// The user mapped no symbol with `--symbol` or a manifest: archive members defining the
+    /// contract names themselves are pulled too.
+    contract_names: bool,
     /// Extra clang flags for the kernel sources (x86_64 `-madx`).
     clang_flags: Vec<String>,
 }
@@ -137,7 +141,7 @@ fn folder_inputs(dir: &Path, arch: Arch) -> Result<Inputs, ToolchainError> {
         return Err(ToolchainError::NoSources { dir: dir.to_path_buf(), arch });
     }
     let hashed = files.into_iter().filter(|p| p.file_name().is_none_or(|n| n != "driver.S")).collect();
-    Ok(Inputs { sources, objects, hashed, ..Inputs::default() })
+    Ok(Inputs { sources, objects, hashed, contract_names: true, ..Inputs::default() })
 }
 
 /// A user's kernel: its files, its symbol map and the declared ISA's clang flags.
@@ -160,6 +164,7 @@ fn user_inputs(k: &UserKernel) -> Inputs {
         hashed,
         required: k.wanted(),
         aliases: k.aliases(),
+        contract_names: k.symbols.is_empty(),
         clang_flags: k.isa.clang_flags.clone(),
     }
 }
@@ -187,6 +192,9 @@ fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) ->
     field(header.as_bytes());
     field(KERNEL_DATA_MARK.as_bytes());
     field(b"-g"); // images cached before the sources were assembled with -g are rebuilt
+    if !inputs.aliases.is_empty() {
+        field(crate::image::ENTRY_PREFIX.as_bytes()); // images linked with `--defsym CONTRACT=...` are rebuilt
+    }
     for flag in &inputs.clang_flags {
         field(flag.as_bytes());
     }
@@ -281,8 +289,9 @@ const KERNEL_DATA_MARK: &str = "\t.bss\n\t.p2align 12\n\t.globl lab_kernel_data_
 /// Returns the path of a static freestanding ELF (`ld.lld -static -nostdlib -e _start`).
 /// Every source is assembled with `-I <build>/include`, where the lab writes
 /// [`PROTOCOL_HEADER`] rendered from [`crate::protocol`]. Prebuilt objects are checked before
-/// linking ([`crate::user_kernel::objects`]); the user's names become the contract symbols by
-/// `--defsym`.
+/// linking ([`crate::user_kernel::objects`]); each user's name gets a lab-private alias
+/// (`--defsym lab_entry_<contract>=<name>`) that the lab calls as the contract, leaving every
+/// symbol of the objects as it is (a wrapper calling the library's own `NAME` still reaches it).
 ///
 /// # Errors
 /// A missing tool (naming its Debian package), no sources, an I/O error, an object the image
@@ -379,7 +388,7 @@ pub fn build_image_with(
     let mut link = Command::new(&lld);
     link.args(["-static", "-nostdlib", "-e", "_start", "-o"]).arg(&tmp_elf);
     for (contract, user) in &inputs.aliases {
-        link.arg(format!("--defsym={contract}={user}"));
+        link.arg(format!("--defsym={}{contract}={user}", crate::image::ENTRY_PREFIX));
     }
     // `-u`: pull the archive members that define the contract symbols (nothing else refers to them).
     for symbol in undefined {
@@ -543,8 +552,10 @@ fn check_objects(variant: &Variant, inputs: &Inputs, compiled: &[PathBuf]) -> Re
         }
     }
     let mut pulled: Vec<String> = inputs.required.iter().map(|(_, u)| u.clone()).collect();
-    if inputs.required.is_empty() {
-        pulled = crate::user_kernel::contract_symbols().into_iter().map(|(s, _)| s.to_string()).collect();
+    if inputs.contract_names {
+        let mapped = |c: &str| inputs.required.iter().any(|(m, _)| m == c);
+        let contracts = crate::user_kernel::contract_symbols().into_iter().map(|(s, _)| s);
+        pulled.extend(contracts.filter(|c| !mapped(c)).map(str::to_string));
     }
     let in_archives = |s: &String| archives.iter().flatten().any(|u| u.defined.iter().any(|(d, _)| d == s));
     pulled.retain(in_archives);

@@ -93,7 +93,7 @@ pub struct ArchSpec {
     /// The class of one instruction for `lab bench`'s mix (see [`InsnClass`]).
     pub classify: fn(&Insn) -> InsnClass,
     /// OpenSSL's scalar Poly1305 context on this architecture (docs/contracts.md).
-    pub openssl_poly1305: crate::reference::openssl::PolyCtx,
+    pub openssl_poly1305: crate::vocab::poly_ctx::PolyCtx,
     /// Alignment rules the emulators do not model ([`crate::align`]).
     pub align: AlignSpec,
     /// Capturing HotSpot's stubs of this architecture ([`crate::hotspot`]).

@@ -8,10 +8,10 @@ use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
     SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
-use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
 use crate::vocab::insn::{Insn, InsnClass};
+use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
 use crate::vocab::tool::Tool;
 
 /// RISC-V psABI, "Integer Register Convention" and "Floating-point Register Convention":

@@ -14,9 +14,9 @@ use super::{
     ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal,
     UnicornSpec, UnicornSupport,
 };
-use crate::reference::openssl::{EmitReduction, PolyCtx};
 use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
+use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
 use crate::vocab::tool::Tool;
 
 /// RFLAGS bit 10, the direction flag, which must be clear on return (SysV psABI §3.2.1).

@@ -85,6 +85,8 @@ impl BackendKind {
     /// A missing qemu binary (naming the Debian package), or an engine that fails to set up.
     pub fn open(self, variant: &Variant, image: &Image, limits: Limits) -> Result<Box<dyn Backend>, BackendError> {
         self.supports(variant).map_err(BackendError::Unsupported)?;
+        let declared = crate::user_kernel::of(variant).and_then(|k| k.partial_loads);
+        let limits = Limits { partial_loads: declared.unwrap_or(limits.partial_loads), ..limits };
         Ok(match self {
             BackendKind::Unicorn => {
                 // Unicorn 2.1.5 decodes no Zbb: the backend emulates it for builds that use it.
@@ -100,6 +102,63 @@ impl BackendKind {
 
 named_values!(BackendKind);
 
+/// What a **partial load** is: a naturally placed load that reaches past (or before) a buffer
+/// but lies inside one aligned 8-byte word the buffer also touches (an 8-, 4-, 2- or 1-byte load
+/// within `[8k, 8k + 8)`; 16-byte vector loads are not covered). Pages are a multiple of 8 bytes,
+/// so such a load cannot cross into another page and cannot fault on any machine; word-at-a-time
+/// kernels (cryptogams riscv64 `ld` of the last input word) rely on it. valgrind's
+/// `--partial-loads-ok` is the precedent. Only Unicorn, which checks every byte of a buffer's
+/// edge pages, can see one; qemu and native see an access only once it reaches a guard page,
+/// which a partial load never does, so they pass it under either policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PartialLoads {
+    /// The load runs and the run lists it as a warning naming the instruction and the bytes
+    /// (the default).
+    #[default]
+    Warn,
+    /// The load runs and fails its case with a `partial-load` finding
+    /// ([`crate::finding::Class::PartialLoad`]).
+    Fail,
+}
+
+impl PartialLoads {
+    /// The option and manifest value: `warn`, `fail`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PartialLoads::Warn => "warn",
+            PartialLoads::Fail => "fail",
+        }
+    }
+
+    /// Parses [`PartialLoads::name`].
+    ///
+    /// # Errors
+    /// Any other word, naming the two allowed.
+    pub fn from_name(s: &str) -> Result<PartialLoads, String> {
+        match s {
+            "warn" => Ok(PartialLoads::Warn),
+            "fail" => Ok(PartialLoads::Fail),
+            other => Err(format!("`{other}` is not `warn` or `fail`")),
+        }
+    }
+}
+
+/// A partial load ([`PartialLoads`]) a backend let run: call `call` of the batch, at `pc`,
+/// `size` bytes at `addr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartialLoad {
+    /// Index of the call in the batch.
+    pub call: usize,
+    /// Guest pc of the load.
+    pub pc: u64,
+    /// First byte loaded.
+    pub addr: u64,
+    /// Bytes loaded.
+    pub size: u64,
+    /// The policy was [`PartialLoads::Fail`]: the load is a finding, not a warning.
+    pub fail: bool,
+}
+
 /// Budgets that turn a hang into a finding.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -111,11 +170,14 @@ pub struct Limits {
     /// 11.3 M on riscv64; 64 M leaves room for 4 MiB inputs and still stops a runaway loop
     /// within a fraction of a second. `u64::MAX` turns the budget off (and its block hook).
     pub call_instructions: u64,
+    /// Whether partial loads are warnings or findings (`--partial-loads`; a manifest variant's
+    /// `partial_loads` overrides it for that variant).
+    pub partial_loads: PartialLoads,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { batch_time: Duration::from_secs(10), call_instructions: 64_000_000 }
+        Limits { batch_time: Duration::from_secs(10), call_instructions: 64_000_000, partial_loads: PartialLoads::Warn }
     }
 }
 
@@ -304,6 +366,12 @@ pub trait Backend {
 
     /// Takes back a response this backend returned, once the caller is done with it, to reuse
     /// its allocation. By default it is dropped.
+    /// The partial loads ([`PartialLoads::Warn`]) the backend let run since it was last asked,
+    /// with the call of the current batch each was in; backends that cannot see them have none.
+    fn take_partial_loads(&mut self) -> Vec<PartialLoad> {
+        Vec::new()
+    }
+
     fn recycle(&mut self, resp: Vec<u8>) {
         drop(resp);
     }
@@ -329,6 +397,8 @@ pub struct BatchRun {
     pub faults: Vec<Fault>,
     /// Why calls after the last fault did not run, when the batch was given up.
     pub abandoned: Option<String>,
+    /// Partial loads the backend let run ([`PartialLoads::Warn`]), by call.
+    pub partial_loads: Vec<PartialLoad>,
 }
 
 impl BatchRun {
@@ -378,7 +448,8 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
             Some((resp, n)) => backend.resume(batch, resp, *n)?,
         };
         let Some(fault) = run.fault else {
-            return Ok(BatchRun { resp: run.resp, faults, abandoned: None });
+            let partial_loads = backend.take_partial_loads();
+            return Ok(BatchRun { resp: run.resp, faults, abandoned: None, partial_loads });
         };
         let next = fault.call.map(|c| c + 1).filter(|&n| n < batch.ncalls());
         let abandoned = match (&fault.kind, next) {
@@ -399,7 +470,8 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
             (Some(n), None) => resumed = Some((run.resp, n)),
             (_, abandoned) => {
                 let resp = if run.resp.len() < batch.resp_len { backend.response(batch.resp_len)? } else { run.resp };
-                return Ok(BatchRun { resp, faults, abandoned });
+                let partial_loads = backend.take_partial_loads();
+                return Ok(BatchRun { resp, faults, abandoned, partial_loads });
             }
         }
     }

@@ -7,7 +7,9 @@
 //!   steady-state loop ([`steady`]) of each multi-block stub, held against the VisionFive 2
 //!   figures of the HotSpot seeds ([`board`]); [`baseline`] gates regressions against a saved
 //!   report and [`plot`] draws the counts and predictions as SVG.
-//! * [`native`]: the x86_64 kernels in-process against OpenSSL and RustCrypto.
+//! * [`native`]: the x86_64 kernels in-process against OpenSSL and RustCrypto;
+//!   [`user_native`]: a user's kernel (`--object`, `--manifest`) timed natively through the
+//!   native backend against OpenSSL (never the lab's own figures under the user's name).
 //! * [`throughput`]: calls/s, bytes/s and the overhead ratio per backend, and the wall time of
 //!   a default `lab run`.
 //!
@@ -16,6 +18,7 @@
 pub mod baseline;
 pub mod board;
 pub mod counts;
+pub mod gate;
 pub mod mca;
 pub mod mix;
 pub mod native;
@@ -24,6 +27,7 @@ pub mod plot;
 pub mod report;
 pub mod steady;
 pub mod throughput;
+pub mod user_native;
 pub mod workload;
 
 use std::time::Instant;
@@ -327,6 +331,51 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
     report.lab_run = Some(report::LabRunTime { seconds, passed, failed, skipped });
 }
 
+/// The native section: the lab's own x86_64 kernels against OpenSSL and RustCrypto unless every
+/// selected variant is a user's kernel, and each user's kernel on its own ([`user_native`]);
+/// both only for the selected kernels.
+fn native_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn FnMut(Progress<'_>)) {
+    if let Some(why) = native::unavailable() {
+        report.skipped.push(format!("native comparison: {why}"));
+        return;
+    }
+    let names: Vec<&str> = cfg.kernels.iter().map(|k| k.name()).collect();
+    let users: Vec<&'static Variant> = cfg.variants.iter().copied().filter(|v| v.custom.is_some()).collect();
+    progress(Progress::Start { task: "native timing", total: 0, unit: "" });
+    if users.len() < cfg.variants.len() {
+        match native::bench(cfg.runs) {
+            Ok(mut n) => {
+                n.rows.retain(|r| names.contains(&r.kernel.as_str()));
+                n.ratios.retain(|r| names.contains(&r.kernel));
+                report.native = Some(n);
+            }
+            Err(e) => report.errors.push(format!("native comparison: {e}")),
+        }
+    }
+    if !users.is_empty() {
+        let openssl = match &report.native {
+            Some(n) => Ok(n.rows.clone()),
+            None => native::openssl_figures(cfg.runs),
+        };
+        let openssl = openssl.unwrap_or_else(|e| {
+            report.errors.push(format!("native comparison: OpenSSL: {e}"));
+            Vec::new()
+        });
+        for v in users {
+            let timed = load(&cfg.build, v).and_then(|image| {
+                let kernels: Vec<Kernel> =
+                    cfg.kernels.iter().copied().filter(|&k| run::not_provided(v, k).is_none()).collect();
+                user_native::measure(v, &image, &kernels, &openssl, cfg.runs, cfg.seed)
+            });
+            match timed {
+                Ok(rows) => report.user_native.extend(rows),
+                Err(e) => report.skipped.push(format!("native figures of {v}: {e}")),
+            }
+        }
+    }
+    progress(Progress::Finish);
+}
+
 /// Runs every section `cfg` asks for. Never panics on set-up problems: they land in the report.
 pub fn bench(cfg: &BenchConfig) -> BenchReport {
     bench_with_progress(cfg, &mut crate::progress::ignore)
@@ -343,16 +392,7 @@ pub fn bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress<
         predict_all(cfg, &mut report, progress);
     }
     if cfg.native {
-        if let Some(why) = native::unavailable() {
-            report.skipped.push(format!("native comparison: {why}"));
-        } else {
-            progress(Progress::Start { task: "native timing", total: 0, unit: "" });
-            match native::bench(cfg.runs) {
-                Ok(n) => report.native = Some(n),
-                Err(e) => report.errors.push(format!("native comparison: {e}")),
-            }
-            progress(Progress::Finish);
-        }
+        native_all(cfg, &mut report, progress);
     }
     if cfg.throughput {
         progress(Progress::Start { task: "throughput", total: 0, unit: "" });

@@ -105,6 +105,15 @@ pub fn bench(runs: usize) -> Result<NativeReport, String> {
     imp::bench(runs.max(1))
 }
 
+/// OpenSSL alone at every size of [`SIZES`] (default path), rows named `openssl`: the figures
+/// a user's kernel is held against ([`super::user_native`]).
+///
+/// # Errors
+/// As [`bench`].
+pub fn openssl_figures(runs: usize) -> Result<Vec<NativeRow>, String> {
+    imp::openssl_rows(runs.max(1))
+}
+
 /// When this process is the OpenSSL timing child ([`CHILD_ENV`] set): the runs it was asked for.
 pub fn child_request() -> Option<usize> {
     std::env::var(CHILD_ENV).ok().and_then(|v| v.parse().ok())

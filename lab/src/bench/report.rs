@@ -7,9 +7,9 @@ use serde::Serialize;
 use crate::contract::Family;
 use crate::exit::ExitCode;
 
-use super::baseline::Gate;
 use super::board::BoardComparison;
 use super::counts::{CountRow, BLOCKS};
+use super::gate::Gate;
 use super::mca::Prediction;
 use super::native::NativeReport;
 use super::throughput::{RawRate, ThroughputRow};
@@ -44,6 +44,8 @@ pub struct BenchReport {
     pub gate: Option<Gate>,
     /// The native x86_64 comparison, when it ran.
     pub native: Option<NativeReport>,
+    /// Users' kernels timed natively against OpenSSL ([`super::user_native`]).
+    pub user_native: Vec<super::user_native::UserNativeRow>,
     /// Raw instruction rates per variant × backend.
     pub raw_rates: Vec<RawRate>,
     /// Lab throughput per variant × backend × workload.
@@ -123,6 +125,7 @@ impl BenchReport {
         self.write_predictions(&mut s);
         self.write_board(&mut s);
         self.write_native(&mut s);
+        self.write_user_native(&mut s);
         self.write_throughput(&mut s);
         for (title, lines) in
             [("SKIPPED", &self.skipped), ("ERROR", &self.errors), ("SET-UP ERROR", &self.setup_errors)]
@@ -353,6 +356,35 @@ impl BenchReport {
         let _ = writeln!(
             s,
             "(OpenSSL as users call it: one EVP_MD_CTX / EVP_MAC_CTX reused; ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)"
+        );
+    }
+
+    fn write_user_native(&self, s: &mut String) {
+        if self.user_native.is_empty() {
+            return;
+        }
+        let _ = writeln!(s, "\nYour kernels, native (through the lab's driver on this CPU), against OpenSSL");
+        let _ = writeln!(
+            s,
+            "{:<20} {:<16} {:<30} {:>7} {:>9} {:>13} {:>11}",
+            "variant", "workload", "symbol", "bytes", "MB/s", "OpenSSL MB/s", "vs OpenSSL"
+        );
+        for r in &self.user_native {
+            let _ = writeln!(
+                s,
+                "{:<20} {:<16} {:<30} {:>7} {:>9.1} {:>13} {:>11}",
+                r.variant,
+                r.workload,
+                r.symbol,
+                r.bytes,
+                r.mb_per_s,
+                opt(r.openssl_mb_per_s, |x| format!("{x:.1}")),
+                opt(r.vs_openssl, |x| format!("{x:.2}x"))
+            );
+        }
+        let _ = writeln!(
+            s,
+            "(each call through the lab's driver: fresh callee-saved values and an input copy per call, so a lower bound on the kernel's own speed; OpenSSL: whole digests and tags through EVP, its default path)"
         );
     }
 

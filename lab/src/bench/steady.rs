@@ -76,7 +76,7 @@ fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
 pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop, String> {
     let family = Workload::of(kernel, 1, 0).family_in(image);
     let symbol = Workload::of(kernel, 2, 0).stub_in(family);
-    let sym = image.symbol(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
+    let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
     if sym.size == 0 {
         return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
     }

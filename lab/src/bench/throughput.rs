@@ -347,7 +347,7 @@ pub fn variant_on(
     // the measured rates. The kernels timed here have just run to completion under the default
     // budget (the Unicorn profiles), so the timed Unicorn engines run without one.
     let limits = match kind {
-        BackendKind::Unicorn => Limits { batch_time: Duration::ZERO, call_instructions: u64::MAX },
+        BackendKind::Unicorn => Limits { batch_time: Duration::ZERO, call_instructions: u64::MAX, ..Limits::default() },
         _ => Limits::default(),
     };
     let mut spin_backend = kind.open(variant, &spin.image, limits).map_err(|e| e.to_string())?;

@@ -111,7 +111,7 @@ impl Workload {
         let family = stubs.family(kernel).ok_or_else(|| stubs.missing(kernel).unwrap_or_default())?;
         let mut range = (u64::MAX, 0);
         for name in contract::contracts(family, kernel).map(|c| c.symbol) {
-            let s = image.symbol(name).ok_or_else(|| format!("the image defines no {name}"))?;
+            let s = image.entry(name).ok_or_else(|| format!("the image defines no {name}"))?;
             if s.size == 0 {
                 return Err(format!("{name} has no size: add `.size {name}, . - {name}` to the source"));
             }
@@ -136,7 +136,7 @@ impl Workload {
             format!("{} has no {KERNEL_TEXT_END} mark: it was not built by this lab", image.path.display())
         })?;
         for c in contract::contracts(family, kernel) {
-            let s = image.symbol(c.symbol).ok_or_else(|| format!("the image defines no {}", c.symbol))?;
+            let s = image.entry(c.symbol).ok_or_else(|| format!("the image defines no {}", c.symbol))?;
             if !(start..end).contains(&s.addr) {
                 return Err(format!(
                     "{} at {:#x} lies outside the kernels' .text ({start:#x}..{end:#x}): counting needs the \

@@ -1,11 +1,13 @@
 //! Cases: what the lab asks of a kernel and how it judges the answer. A vector becomes cases
 //! ([`plan`]: calls laid into a batch, with the reference's expectations), long cases are cut
 //! into segments ([`procedure`]), and a finished batch is read back into findings ([`verdict`]);
-//! [`openssl`] plans and checks the same cases through OpenSSL's block functions. The
+//! [`openssl`] plans and checks the same cases through OpenSSL's block functions, [`boringssl`]
+//! through BoringSSL's MD5 block function. The
 //! reference's answers are computed once per run and shared by every cell ([`answers`]).
 //! The backends in between only execute; they never see an expectation.
 
 pub mod answers;
+pub mod boringssl;
 pub mod openssl;
 pub mod plan;
 pub mod procedure;

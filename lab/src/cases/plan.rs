@@ -12,7 +12,7 @@ use rand::Rng;
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
 use crate::cases::openssl::{OsslExpect, OsslFinal};
-use crate::contract::{self, Family, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
+use crate::contract::{self, Family, MD5_BLOCK_ASM_DATA_ORDER, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
 use crate::reference::poly1305::Limbs26;
@@ -33,18 +33,21 @@ pub struct Stubs {
     pub md5_block_data_order: Option<u64>,
     /// OpenSSL's `poly1305_blocks`.
     pub poly1305_blocks: Option<u64>,
+    /// BoringSSL's `md5_block_asm_data_order` (16-byte state).
+    pub md5_block_asm_data_order: Option<u64>,
 }
 
 impl Stubs {
     /// Looks the stub symbols up in `image`.
     pub fn of(image: &Image) -> Stubs {
-        let a = |s| image.symbol(s).map(|s| s.addr);
+        let a = |s| image.entry(s).map(|s| s.addr);
         Stubs {
             md5_compress: a(MD5_IMPL_COMPRESS),
             md5_compress_mb: a(MD5_IMPL_COMPRESS_MB),
             poly1305: a(POLY1305_PROCESS_BLOCKS),
             md5_block_data_order: a(MD5_BLOCK_DATA_ORDER),
             poly1305_blocks: a(POLY1305_BLOCKS),
+            md5_block_asm_data_order: a(MD5_BLOCK_ASM_DATA_ORDER),
         }
     }
 
@@ -56,6 +59,7 @@ impl Stubs {
             POLY1305_PROCESS_BLOCKS => self.poly1305,
             MD5_BLOCK_DATA_ORDER => self.md5_block_data_order,
             POLY1305_BLOCKS => self.poly1305_blocks,
+            MD5_BLOCK_ASM_DATA_ORDER => self.md5_block_asm_data_order,
             _ => None,
         };
         addr.is_some()
@@ -71,9 +75,10 @@ impl Stubs {
         if self.family(kernel).is_some() {
             return None;
         }
-        if contract::intended_family(kernel, |s| self.defines(s)) == Family::OpenSsl {
+        let intended = contract::intended_family(kernel, |s| self.defines(s));
+        if intended != Family::HotSpot {
             let lacking: Vec<&str> =
-                contract::contracts(Family::OpenSsl, kernel).map(|c| c.symbol).filter(|s| !self.defines(s)).collect();
+                contract::contracts(intended, kernel).map(|c| c.symbol).filter(|s| !self.defines(s)).collect();
             return Some(format!("the image defines no {}", lacking.join(", ")));
         }
         let lacking: Vec<&str> = match kernel {
@@ -331,10 +336,11 @@ impl<'a, R: Rng> Planner<'a, R> {
         self.e.family(kernel).unwrap_or(Family::HotSpot)
     }
 
-    /// A fresh MD5 state buffer holding `init`: the state words (HotSpot) or an `MD5_CTX`.
+    /// A fresh MD5 state buffer holding `init`: the state words (HotSpot, BoringSSL) or an
+    /// `MD5_CTX` (OpenSSL).
     fn md5_state(&mut self, init: &[u8; 16]) -> BufId {
         match self.family(Kernel::Md5) {
-            Family::HotSpot => self.output("state", init),
+            Family::HotSpot | Family::BoringSsl => self.output("state", init),
             Family::OpenSsl => self.openssl_md5_ctx(init),
         }
     }
@@ -343,7 +349,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// (HotSpot) or a base 2^64 context with `r` (OpenSSL).
     pub(crate) fn poly1305_start(&self, acc: &Limbs26, r: &Limbs26) -> Vec<u8> {
         match self.family(Kernel::Poly1305) {
-            Family::HotSpot => acc.to_bytes().to_vec(),
+            Family::HotSpot | Family::BoringSsl => acc.to_bytes().to_vec(),
             Family::OpenSsl => self.openssl_poly_ctx(acc, r),
         }
     }
@@ -363,7 +369,9 @@ impl<'a, R: Rng> Planner<'a, R> {
         what: String,
     ) -> (BufId, Final) {
         match self.family(Kernel::Poly1305) {
-            Family::HotSpot => (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what }),
+            Family::HotSpot | Family::BoringSsl => {
+                (out, Final::Poly1305Tag { acc: out, r, tail: tail.to_vec(), s, tag, what })
+            }
             Family::OpenSsl => self.openssl_poly_finish(out, acc, r, tail, s, tag, what),
         }
     }
@@ -371,8 +379,10 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// One MD5 stub call on `state` (the reference's state, advanced); returns the buffer
     /// holding the kernel's new state. `file` adds the vector file's expectations.
     pub fn md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State, file: &Md5Expect) -> BufId {
-        if self.family(Kernel::Md5) == Family::OpenSsl {
-            return self.openssl_md5_step(c, prev, state, file);
+        match self.family(Kernel::Md5) {
+            Family::OpenSsl => return self.openssl_md5_step(c, prev, state, file),
+            Family::BoringSsl => return self.boringssl_md5_step(c, prev, state, file),
+            Family::HotSpot => {}
         }
         let out = self.output("state", &[0u8; 16]);
         let (func, args, label, mut expects) = match c.stub {

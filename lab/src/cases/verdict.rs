@@ -89,6 +89,10 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
             ),
         ));
     }
+    // Partial loads under `--partial-loads fail`: findings of their own class (the load ran).
+    for (_, _, text) in partial_loads(plan, batch, run, image).into_iter().filter(|p| p.0) {
+        findings.push(Finding::new(Class::PartialLoad, format!("{text} (--partial-loads fail)")));
+    }
     if findings.is_empty() {
         findings.extend(plan.last.iter().filter_map(|last| final_finding(last, batch, &run.resp)));
     }
@@ -128,6 +132,44 @@ fn check_call(
         findings.extend(expect_finding(&c.label, e, batch, &run.resp, rec.ret));
     }
     findings
+}
+
+/// The partial loads ([`crate::backend::PartialLoads::Warn`]) the backend let run in `plan`'s
+/// calls, each as (pc, sentence): `md5_block_data_order(num=1): reads 3 bytes past the end of
+/// input (input[66]; ...) inside an aligned 8-byte word; cannot fault (a load of 8 bytes at 0x..)
+/// at sym+0x10 (pc 0x..): `ld a0, 0(a1)``.
+pub fn partial_load_warnings(plan: &CasePlan, batch: &Batch, run: &BatchRun, image: &Image) -> Vec<(u64, String)> {
+    partial_loads(plan, batch, run, image).into_iter().filter(|p| !p.0).map(|(_, pc, text)| (pc, text)).collect()
+}
+
+/// Every partial load of `plan`'s calls as (a finding under `fail`, pc, sentence).
+fn partial_loads(plan: &CasePlan, batch: &Batch, run: &BatchRun, image: &Image) -> Vec<(bool, u64, String)> {
+    let mut out = Vec::new();
+    for check in &plan.calls {
+        for p in run.partial_loads.iter().filter(|p| p.call == check.call) {
+            let last = p.addr + p.size.max(1) - 1;
+            let Some(whereabouts) =
+                batch.locate(last).filter(|w| w.contains("past the end")).or_else(|| batch.locate(p.addr))
+            else {
+                continue;
+            };
+            let insn = image.instruction_at(p.pc).map(|t| format!(": `{t}`")).unwrap_or_default();
+            out.push((
+                p.fail,
+                p.pc,
+                format!(
+                    "{}: reads {whereabouts} inside an aligned 8-byte word; cannot fault (a load of {} bytes at {:#x}) at {} \
+                     (pc {:#x}){insn}",
+                    check.label,
+                    p.size,
+                    p.addr,
+                    image.symbolize(p.pc),
+                    p.pc
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The sentence for a fault: what, where the address lies relative to the call's buffers and

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use kernel_lab::backend::Limits;
+use kernel_lab::backend::{Limits, PartialLoads};
 use kernel_lab::batch::Placement;
 use kernel_lab::exit::ExitCode;
 use kernel_lab::paths;
@@ -47,6 +47,12 @@ pub(crate) struct RunArgs {
     /// a long input gets 4096 more per MD5 block and 512 more per Poly1305 block.
     #[arg(long, default_value_t = Limits::default().call_instructions, value_parser = clap::value_parser!(u64).range(1..))]
     call_instructions: u64,
+    /// A load that reaches past (or before) a buffer inside one aligned 8-byte word the buffer
+    /// also touches cannot fault on any machine: `warn` lists it as a warning, `fail` makes it a
+    /// memory finding (valgrind's --partial-loads-ok=no). A manifest variant's `partial_loads`
+    /// overrides it for that variant.
+    #[arg(long, value_name = "warn|fail", default_value = "warn", value_parser = PartialLoads::from_name)]
+    partial_loads: PartialLoads,
     /// Most bytes one vector entry may cost: input bytes its calls read over all its cases, plus
     /// 4096 per call (vectors/README.md, "Limits"). An entry over it is refused (exit 2).
     #[arg(long, value_name = "BYTES", default_value_t = CostLimits::default().max_entry_bytes, value_parser = clap::value_parser!(u64).range(1..))]
@@ -133,6 +139,7 @@ impl RunArgs {
             limits: Limits {
                 batch_time: std::time::Duration::from_secs(self.batch_seconds),
                 call_instructions: self.call_instructions,
+                partial_loads: self.partial_loads,
             },
             flush: self.flush.placement(),
             cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
@@ -168,6 +175,9 @@ impl RunArgs {
         }
         if self.call_instructions != defaults.call_instructions {
             r.value("--call-instructions", self.call_instructions.to_string());
+        }
+        if self.partial_loads != defaults.partial_loads {
+            r.value("--partial-loads", self.partial_loads.name());
         }
         let costs = CostLimits::default();
         if self.max_entry_bytes != costs.max_entry_bytes {

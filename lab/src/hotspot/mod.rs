@@ -366,6 +366,7 @@ impl Capture {
             objects: vec![object],
             symbols,
             replay,
+            partial_loads: None,
         })
     }
 

@@ -49,6 +49,7 @@ pub(super) fn assemble(
                         if let Some(d) = digests {
                             ran.push((report.rows.len(), d));
                         }
+                        report.warnings.extend(row.partial_load_warnings());
                         report.rows.push(row);
                     }
                 }

@@ -45,7 +45,7 @@ pub fn not_provided(variant: &Variant, kernel: Kernel) -> Option<String> {
 /// case).
 pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kernel]) -> Vec<ImageFinding> {
     let mut out = Vec::new();
-    let defined = |s: &str| image.symbol(s).is_some();
+    let defined = |s: &str| image.entry(s).is_some();
     for &kernel in kernels.iter().filter(|&&k| crate::contract::family_of(k, defined).is_none()) {
         // A misspelt OpenSSL name (`poly1305_blocs`) still points at the OpenSSL family.
         let near = |s: &str| image.symbol_names().any(|n| strsim::levenshtein(n, s) <= 3 || n.eq_ignore_ascii_case(s));

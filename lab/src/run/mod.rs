@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
-use crate::backend::{self, BackendKind, Limits};
+use crate::backend::{BackendKind, Limits};
 use crate::batch::Placement;
 use crate::cases::answers::Answers;
 use crate::pool;
@@ -21,6 +21,7 @@ mod image_scan;
 mod matrix;
 mod set;
 
+pub use crate::filter::Filter;
 use assemble::*;
 use image_scan::*;
 pub use image_scan::{missing_symbols, not_provided, scan_image};
@@ -98,22 +99,6 @@ pub fn load_sets(cfg: &RunConfig) -> LoadedSets {
     loaded
 }
 
-/// Which sets and cases run, and whether the run stops at the first failure.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    /// Patterns of the vector sets to run (empty: every set), matched as [`crate::filter`]
-    /// says: substrings, `=NAME` exactly, `*`/`?` as globs.
-    pub sets: Vec<String>,
-    /// Patterns of the vectors or cases to run (empty: all), matched as `sets` are. A vector
-    /// runs whole (every case of it) when its name or one of its case names matches; each
-    /// case's random draws depend only on the seed, set, vector index and case (never the
-    /// variant, the backend, the filter or other cases), so the narrowed run repeats the full
-    /// run's cases.
-    pub cases: Vec<String>,
-    /// After the first row with a failed case, the remaining rows are skipped with the reason.
-    pub fail_fast: bool,
-}
-
 /// Why rows after a failure are skipped under `--fail-fast`.
 pub const FAIL_FAST_SKIP: &str = "not run: --fail-fast stopped the run at the first failure";
 
@@ -137,7 +122,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     let started = Instant::now();
     let mut report = Report { seed: cfg.seed, ..Report::default() };
     if cfg.backends.iter().any(|&b| b != BackendKind::Unicorn) {
-        let gaps = backend::confine::Support::probe().gaps();
+        let gaps = crate::sandbox::Support::probe().gaps();
         report.warnings.extend(gaps.into_iter().map(|g| format!("qemu and native guests: {g}")));
     }
     report.warnings.extend(crate::build_confine::gaps().into_iter().map(|g| format!("builds: {g}")));

@@ -228,6 +228,9 @@ pub(super) fn run_pending_batch(
     let (findings, carried, sums): (Vec<Vec<Finding>>, Vec<Option<Carried>>, Vec<u64>) = match &outcome {
         Ok((batch, run)) => {
             let mut f: Vec<Vec<Finding>> = taken.iter().map(|p| verdict::check(p, batch, run, abi, image)).collect();
+            for (pc, text) in taken.iter().flat_map(|p| verdict::partial_load_warnings(p, batch, run, image)) {
+                row.note_partial_load(pc, text);
+            }
             crate::diagnose::upper_bits(backend, batch, &taken, &mut f, abi, image);
             let carry: Vec<Option<Carried>> = taken
                 .iter()

@@ -8,6 +8,7 @@
 //! isa = "rv64gc_zbb"            # what the code may use (default: the arch's base ISA)
 //! sources = ["poly1305.S"]      # assembled by the lab with -march from `isa`
 //! objects = ["build/md5.o", "build/libk.a"]   # prebuilt ELF objects / static archives
+//! partial_loads = "fail"        # optional: `warn` (default) or `fail` (crate::backend::PartialLoads)
 //! [variant.symbols]             # contract symbol = your symbol
 //! md5_implCompress = "my_md5"
 //! md5_implCompressMB = "my_md5_mb"
@@ -57,6 +58,8 @@ struct Entry {
     objects: Vec<PathBuf>,
     #[serde(default)]
     symbols: BTreeMap<String, String>,
+    /// `warn` or `fail`: partial loads of this variant ([`crate::backend::PartialLoads`]).
+    partial_loads: Option<String>,
 }
 
 /// Most bytes a manifest may have (a few hundred per variant; 1 MiB is thousands of them).
@@ -108,6 +111,12 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
     let sources = existing(dir, "sources", e.sources)?;
     let objects = existing(dir, "objects", e.objects)?;
     let symbols = symbol_map(e.symbols).map_err(|w| format!("`symbols`: {w}"))?;
+    let partial_loads = e
+        .partial_loads
+        .as_deref()
+        .map(crate::backend::PartialLoads::from_name)
+        .transpose()
+        .map_err(|w| format!("`partial_loads`: {w}"))?;
     Ok(UserKernel {
         name: e.name.clone(),
         origin: format!("{}, {label}", file.display()),
@@ -117,6 +126,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         objects,
         symbols,
         replay: vec![("--manifest".into(), file.display().to_string()), ("--variant".into(), format!("={}", e.name))],
+        partial_loads,
     })
 }
 

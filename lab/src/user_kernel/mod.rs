@@ -5,8 +5,12 @@
 //! `--symbol`, `--isa` options; [`UserKernel::into_variant`] makes it a `&'static Variant` (made
 //! once per process and never freed, like the lab's own rows) whose `-march`, scan `--mattr`
 //! and qemu `-cpu` come from the declared ISA ([`isa_decl`]). The lab's driver is always linked
-//! (`toolchain.rs`); the contract symbols become ld.lld `--defsym` aliases of the user's names,
-//! so the driver and every check are unchanged.
+//! (`toolchain.rs`); each mapped contract symbol becomes a lab-private alias of the user's name
+//! (`--defsym lab_entry_<contract>=<user's symbol>`, [`crate::image::ENTRY_PREFIX`]) that the
+//! lab calls, so the objects' own symbols, a library's `poly1305_blocks` that a wrapper calls
+//! included, stay what they are. Objects that export a library's name for a contract
+//! (`ossl_md5_block_asm_data_order`, [`crate::contract::EXPORTED_NAMES`]) are mapped without
+//! `--symbol`.
 
 pub mod isa_decl;
 pub mod manifest;
@@ -42,6 +46,9 @@ pub struct UserKernel {
     /// The global symbols `objects` define ([`defined_by`]); `None` when there are sources
     /// (known only once assembled) or an object could not be read (the build says why).
     pub defines: Option<BTreeSet<String>>,
+    /// The manifest's `partial_loads` for this variant (`warn`, `fail`), overriding
+    /// `--partial-loads` ([`crate::backend::PartialLoads`]).
+    pub partial_loads: Option<crate::backend::PartialLoads>,
 }
 
 /// The global symbols `objects` (objects and archive members) define for `arch`, or `None`
@@ -100,7 +107,21 @@ impl UserKernel {
             return symbols_of(kernel).iter().any(|s| self.symbols.contains_key(*s));
         }
         let near = |d: &String, s: &str| strsim::levenshtein(d, s) <= 3 || d.eq_ignore_ascii_case(s);
-        self.defines.as_ref().is_none_or(|d| symbols_of(kernel).iter().any(|s| d.iter().any(|n| near(n, s))))
+        let exported = self.exported().iter().any(|(c, _)| symbols_of(kernel).contains(&c.as_str()));
+        exported
+            || self.defines.as_ref().is_none_or(|d| symbols_of(kernel).iter().any(|s| d.iter().any(|n| near(n, s))))
+    }
+
+    /// (contract symbol, library's exported name) for each contract the objects implement under
+    /// a known exported name ([`crate::contract::exported_name`]) and that no `--symbol` maps.
+    pub fn exported(&self) -> Vec<(String, String)> {
+        let Some(defines) = &self.defines else { return Vec::new() };
+        let defined = |s: &str| defines.contains(s);
+        crate::contract::CONTRACTS
+            .iter()
+            .filter(|c| !self.symbols.contains_key(c.symbol))
+            .filter_map(|c| crate::contract::exported_name(c.symbol, defined).map(|e| (c.symbol.into(), e.into())))
+            .collect()
     }
 
     /// Why it does not provide `kernel`, if it does not ([`UserKernel::provides`]).
@@ -122,15 +143,18 @@ impl UserKernel {
         })
     }
 
-    /// ld.lld `--defsym` pairs: (contract symbol, user's symbol), for names that differ.
+    /// The lab's entry aliases (contract symbol, user's symbol) for names that differ: mapped by
+    /// `--symbol` or a manifest, or found as a library's exported name ([`UserKernel::exported`]).
     pub fn aliases(&self) -> Vec<(String, String)> {
-        self.symbols.iter().filter(|(c, u)| c != u).map(|(c, u)| (c.clone(), u.clone())).collect()
+        self.wanted().into_iter().filter(|(c, u)| c != u).collect()
     }
 
-    /// Every symbol the linked objects must define: the user's name for each mapped contract,
-    /// (contract, user's name).
+    /// Every symbol the linked objects must define: the user's name for each mapped contract
+    /// and each exported name found, (contract, user's name).
     pub fn wanted(&self) -> Vec<(String, String)> {
-        self.symbols.iter().map(|(c, u)| (c.clone(), u.clone())).collect()
+        let mut out: Vec<(String, String)> = self.symbols.iter().map(|(c, u)| (c.clone(), u.clone())).collect();
+        out.extend(self.exported());
+        out
     }
 
     /// Why `backend` cannot run code for the declared ISA, if it cannot: reported as the
@@ -227,5 +251,6 @@ pub fn from_options(
         objects: abs,
         symbols,
         replay,
+        partial_loads: None,
     })
 }

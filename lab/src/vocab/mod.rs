@@ -7,4 +7,5 @@
 pub mod abi;
 pub mod arch;
 pub mod insn;
+pub mod poly_ctx;
 pub mod tool;

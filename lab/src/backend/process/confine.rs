@@ -32,14 +32,13 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use landlock::{
-    Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, Scope, ABI,
-};
+use landlock::{AccessFs, PathBeneath, PathFd, RulesetCreated, RulesetCreatedAttr};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond, SeccompFilter,
     SeccompRule, TargetArch,
 };
+
+use crate::sandbox::{empty_ruleset, interpreter_of, Support};
 
 /// The file descriptor on which a native guest finds its seccomp allow-list (raw
 /// `struct sock_filter` array, read to EOF by the x86_64 driver's `lab_seccomp_install`).
@@ -48,58 +47,6 @@ pub const SECCOMP_FD: i32 = crate::protocol::fd::SECCOMP as i32;
 /// Stands for the guest's own pid in the compiled refusal filter; patched in the child, where
 /// the pid is known, without allocating.
 const PID_SENTINEL: u32 = 0x7e5e_1d5e;
-
-/// Landlock ABI the rules are written for (6 adds signal and abstract-socket scoping).
-const LANDLOCK_ABI: ABI = ABI::V6;
-
-/// What the running kernel offers for confinement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Support {
-    /// seccomp filter mode (`CONFIG_SECCOMP_FILTER`).
-    pub seccomp: bool,
-    /// Landlock ABI version, 0 when Landlock is missing or disabled.
-    pub landlock_abi: i32,
-}
-
-impl Support {
-    /// Asks the kernel (`prctl(PR_GET_SECCOMP)`, `landlock_create_ruleset(.., VERSION)`).
-    pub fn probe() -> Support {
-        // SAFETY: PR_GET_SECCOMP reads the calling thread's mode; no memory is passed.
-        let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } >= 0 && seccomp_filter_mode_available();
-        // SAFETY: LANDLOCK_CREATE_RULESET_VERSION (1) with a null attribute returns the ABI.
-        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
-        Support { seccomp, landlock_abi: i32::try_from(abi.max(0)).unwrap_or(0) }
-    }
-
-    /// One line per missing layer, empty when the guest is fully confined.
-    pub fn gaps(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if !self.seccomp {
-            out.push(
-                "the kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER): guest system calls are not filtered"
-                    .into(),
-            );
-        }
-        if self.landlock_abi == 0 {
-            out.push(
-                "the kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock): guests may write files".into(),
-            );
-        } else if self.landlock_abi < 6 {
-            out.push(format!(
-                "Landlock ABI {} (< 6): guest signals and abstract sockets are not scoped; seccomp still refuses them",
-                self.landlock_abi
-            ));
-        }
-        out
-    }
-}
-
-/// `seccomp(SECCOMP_GET_ACTION_AVAIL, SECCOMP_RET_TRAP)`: filter mode with the trap action.
-fn seccomp_filter_mode_available() -> bool {
-    let action: u32 = 0x0003_0000; // SECCOMP_RET_TRAP
-                                   // SAFETY: the kernel reads one u32 from `action`.
-    unsafe { libc::syscall(libc::SYS_seccomp, 2u32, 0u32, &action as *const u32) == 0 }
-}
 
 /// Which kind of guest is being started.
 pub enum Guest<'a> {
@@ -221,36 +168,6 @@ fn landlock_ruleset(guest: &Guest<'_>) -> Result<RulesetCreated, landlock::Rules
         }
     }
     Ok(created)
-}
-
-/// A Landlock ruleset that handles every filesystem right of [`LANDLOCK_ABI`], TCP bind and
-/// connect, and signal and abstract-socket scoping, with no rule yet: what guests and builds
-/// ([`crate::build_confine`]) start from, so both deny the same rights by default.
-///
-/// # Errors
-/// Landlock's own, when the ruleset cannot be created.
-pub(crate) fn empty_ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
-    Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
-        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
-        .create()
-}
-
-/// The `PT_INTERP` of a dynamically linked program (the kernel opens it for execution too).
-/// Reads only the file's first 64 KiB, where the ELF header, program headers and the
-/// interpreter's path live (the whole of qemu-aarch64 is 4.7 MB, read again at every restart).
-pub(crate) fn interpreter_of(program: &Path) -> Option<PathBuf> {
-    use object::read::elf::{FileHeader as _, ProgramHeader as _};
-    use std::io::Read as _;
-    let mut data = Vec::with_capacity(64 << 10);
-    std::fs::File::open(program).ok()?.take(64 << 10).read_to_end(&mut data).ok()?;
-    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*data).ok()?;
-    let endian = header.endian().ok()?;
-    let headers = header.program_headers(endian, &*data).ok()?;
-    let interp = headers.iter().find_map(|ph| ph.interpreter(endian, &*data).ok().flatten())?;
-    Some(PathBuf::from(std::str::from_utf8(interp).ok()?.trim_end_matches('\0')))
 }
 
 /// The host's architecture as seccompiler names it.
@@ -380,16 +297,6 @@ fn program_pipe(prog: &BpfProgram) -> std::io::Result<OwnedFd> {
 /// The Linux name of system call `nr` on `arch` (crate `syscalls`), if it has one.
 pub fn syscall_name(arch: crate::variant::Arch, nr: u64) -> Option<&'static str> {
     (arch.spec().syscall.name)(usize::try_from(nr).ok()?)
-}
-
-/// Kills a guest's whole process group and the guest itself (`SIGKILL`).
-pub fn kill_group(pid: u32) {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
-    // SAFETY: signals to our own child and its group; no memory is involved.
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-        libc::kill(pid, libc::SIGKILL);
-    }
 }
 
 #[cfg(test)]

@@ -181,7 +181,7 @@ impl ProcessBackend {
         drop(g.requests);
         // The whole group: anything the guest started goes with it. Forget the pid before it
         // is reaped and free for reuse.
-        confine::kill_group(g.child.id());
+        crate::sandbox::kill_group(g.child.id());
         crate::interrupt::unregister(g.child.id());
         let status = match g.child.wait() {
             Ok(s) => match s.code().and_then(protocol::exit::describe) {

@@ -35,8 +35,9 @@ use crate::align;
 use crate::batch::Batch;
 use crate::image::{Arena, Image};
 use crate::protocol::{self, header, token};
+use crate::sandbox::Support;
 use crate::toolchain;
-use confine::{Guest as Confined, Support};
+use confine::Guest as Confined;
 use prot_delta::InForce;
 
 pub mod confine;

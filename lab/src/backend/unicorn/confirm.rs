@@ -134,7 +134,11 @@ impl UnicornBackend {
     ) -> Result<Confirm, BackendError> {
         self.set_header(protocol::header::START, call)?;
         self.set_header(protocol::header::NCALLS, call + 1)?;
-        self.state.borrow_mut().to_explain = pieces.to_vec();
+        {
+            let mut st = self.state.borrow_mut();
+            st.to_explain = pieces.to_vec();
+            st.confirming = Some(call);
+        }
         let mut hooks = Vec::new();
         let mut pending = pages.to_vec();
         let outcome = loop {
@@ -164,6 +168,7 @@ impl UnicornBackend {
         let mut st = self.state.borrow_mut();
         st.hooked.clear();
         st.to_explain.clear();
+        st.confirming = None;
         outcome
     }
 

@@ -108,6 +108,13 @@ pub(super) struct HookState {
     /// During a confirmation run: the pieces of the batch's run not yet explained by an access
     /// the run's memory hooks saw inside the buffer ([`UnicornBackend::exact_hook`]).
     pub(super) to_explain: Vec<(u64, u64)>,
+    /// Whether partial loads are warnings or findings ([`crate::backend::PartialLoads`]).
+    pub(super) partial_policy: crate::backend::PartialLoads,
+    /// The call a confirmation run re-runs ([`UnicornBackend::confirm_call`]).
+    pub(super) confirming: Option<u64>,
+    /// Partial loads let run since the backend was last asked
+    /// ([`crate::backend::Backend::take_partial_loads`]).
+    pub(super) partial: Vec<crate::backend::PartialLoad>,
 }
 
 /// A span `[lo, hi)` of byte offsets within a page; empty when `lo >= hi`.
@@ -272,6 +279,19 @@ impl HookState {
             }
             None => false,
         }
+    }
+
+    /// Whether a read of `size` bytes at `addr` on exact page `page` is a partial load
+    /// ([`crate::backend::PartialLoads`]), which runs whatever the policy (the policy decides
+    /// whether it is a warning or a finding): it touches bytes outside the buffer, and also the
+    /// buffer, and lies inside one aligned 8-byte word (which, pages being multiples of 8
+    /// bytes, it cannot leave: no machine faults on it).
+    pub(super) fn partial_load_ok(&self, page: u64, addr: u64, size: u64) -> bool {
+        let Some(&(lo, hi)) = self.exact.get(&page) else { return false };
+        let one_word = size > 0 && addr & !7 == (addr + size - 1) & !7;
+        let touches_buffer = addr < hi && lo < addr + size;
+        let outside = addr < lo || addr + size > hi;
+        one_word && touches_buffer && outside
     }
 
     /// The first byte outside the allowed range of exact page `page` that an access of `size`

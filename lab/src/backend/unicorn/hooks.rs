@@ -266,7 +266,16 @@ impl UnicornBackend {
                         if st.seen.pinned.is_some() {
                             return true;
                         }
-                        if let Some(first) = st.outside(page, addr, size as u64) {
+                        let partial = access == Access::Read && st.partial_load_ok(page, addr, size as u64);
+                        if partial {
+                            if let (Some(call), Ok(pc)) = (st.confirming, uc.pc_read()) {
+                                let call = call as usize;
+                                let fail = st.partial_policy == crate::backend::PartialLoads::Fail;
+                                let size = size as u64;
+                                st.partial.push(crate::backend::PartialLoad { call, pc, addr, size, fail });
+                            }
+                        }
+                        if let Some(first) = st.outside(page, addr, size as u64).filter(|_| !partial) {
                             st.seen.mem = Some((access, first));
                             st.seen.pinned = uc.pc_read().ok();
                             st.seen.exact = Some((size, addr));

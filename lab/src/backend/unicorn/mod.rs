@@ -168,6 +168,7 @@ impl UnicornBackend {
             arena_pages,
             arena_exec: arena_prot.0 & Prot::EXEC.0 != 0,
             dirty,
+            partial_policy: limits.partial_loads,
             ..HookState::default()
         }));
         Self::map_alias(&mut uc, arena, &state, (Rc::clone(&ram), ram_offset))?;
@@ -424,6 +425,13 @@ impl Backend for UnicornBackend {
 
     fn response(&mut self, resp_len: usize) -> Result<Vec<u8>, BackendError> {
         self.read_arena(resp_len)
+    }
+
+    fn take_partial_loads(&mut self) -> Vec<crate::backend::PartialLoad> {
+        let mut partial = std::mem::take(&mut self.state.borrow_mut().partial);
+        partial.sort_unstable_by_key(|p| (p.call, p.pc, p.addr));
+        partial.dedup();
+        partial
     }
 
     fn recycle(&mut self, resp: Vec<u8>) {

@@ -1,0 +1,103 @@
+//! The host's confinement primitives, shared by guest processes (`crate::backend::confine`:
+//! qemu-user and native guests) and builds (`crate::build_confine`: clang and ld.lld): what the
+//! running kernel offers, the Landlock ruleset both start from (so both deny the same rights by
+//! default), a program's ELF interpreter (which must stay executable), and killing a child's
+//! whole process group.
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreated, Scope, ABI,
+};
+
+/// Landlock ABI the rules are written for (6 adds signal and abstract-socket scoping).
+pub const LANDLOCK_ABI: ABI = ABI::V6;
+
+/// What the running kernel offers for confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Support {
+    /// seccomp filter mode (`CONFIG_SECCOMP_FILTER`).
+    pub seccomp: bool,
+    /// Landlock ABI version, 0 when Landlock is missing or disabled.
+    pub landlock_abi: i32,
+}
+
+impl Support {
+    /// Asks the kernel (`prctl(PR_GET_SECCOMP)`, `landlock_create_ruleset(.., VERSION)`).
+    pub fn probe() -> Support {
+        // SAFETY: PR_GET_SECCOMP reads the calling thread's mode; no memory is passed.
+        let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } >= 0 && seccomp_filter_mode_available();
+        // SAFETY: LANDLOCK_CREATE_RULESET_VERSION (1) with a null attribute returns the ABI.
+        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+        Support { seccomp, landlock_abi: i32::try_from(abi.max(0)).unwrap_or(0) }
+    }
+
+    /// One line per missing layer, empty when the guest is fully confined.
+    pub fn gaps(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.seccomp {
+            out.push(
+                "the kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER): guest system calls are not filtered"
+                    .into(),
+            );
+        }
+        if self.landlock_abi == 0 {
+            out.push(
+                "the kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock): guests may write files".into(),
+            );
+        } else if self.landlock_abi < 6 {
+            out.push(format!(
+                "Landlock ABI {} (< 6): guest signals and abstract sockets are not scoped; seccomp still refuses them",
+                self.landlock_abi
+            ));
+        }
+        out
+    }
+}
+
+/// `seccomp(SECCOMP_GET_ACTION_AVAIL, SECCOMP_RET_TRAP)`: filter mode with the trap action.
+fn seccomp_filter_mode_available() -> bool {
+    let action: u32 = 0x0003_0000; // SECCOMP_RET_TRAP
+                                   // SAFETY: the kernel reads one u32 from `action`.
+    unsafe { libc::syscall(libc::SYS_seccomp, 2u32, 0u32, &action as *const u32) == 0 }
+}
+
+/// A Landlock ruleset that handles every filesystem right of [`LANDLOCK_ABI`], TCP bind and
+/// connect, and signal and abstract-socket scoping, with no rule yet: what guests and builds
+/// ([`crate::build_confine`]) start from, so both deny the same rights by default.
+///
+/// # Errors
+/// Landlock's own, when the ruleset cannot be created.
+pub fn empty_ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
+        .create()
+}
+
+/// The `PT_INTERP` of a dynamically linked program (the kernel opens it for execution too).
+/// Reads only the file's first 64 KiB, where the ELF header, program headers and the
+/// interpreter's path live (the whole of qemu-aarch64 is 4.7 MB, read again at every restart).
+pub fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    use object::read::elf::{FileHeader as _, ProgramHeader as _};
+    use std::io::Read as _;
+    let mut data = Vec::with_capacity(64 << 10);
+    std::fs::File::open(program).ok()?.take(64 << 10).read_to_end(&mut data).ok()?;
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*data).ok()?;
+    let endian = header.endian().ok()?;
+    let headers = header.program_headers(endian, &*data).ok()?;
+    let interp = headers.iter().find_map(|ph| ph.interpreter(endian, &*data).ok().flatten())?;
+    Some(PathBuf::from(std::str::from_utf8(interp).ok()?.trim_end_matches('\0')))
+}
+
+/// Kills a guest's whole process group and the guest itself (`SIGKILL`).
+pub fn kill_group(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+    // SAFETY: signals to our own child and its group; no memory is involved.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
