@@ -108,11 +108,7 @@ impl Drop for Group {
 }
 
 fn kill_group(c: &mut Child) {
-    if let Ok(pid) = i32::try_from(c.id()) {
-        // SAFETY: kill(2) with a negative pid signals the JVM's own process group (made by
-        // `process_group(0)` at spawn); it touches no memory of ours.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-    }
+    crate::sandbox::kill_group(c.id());
     let _ = c.wait();
 }
 
