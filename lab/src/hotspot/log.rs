@@ -75,7 +75,7 @@ fn hex_line(line: &str) -> Option<Vec<u8>> {
     let (addr, hex) = line.split_once(':')?;
     u64::from_str_radix(addr.trim().strip_prefix("0x")?, 16).ok()?;
     let digits: String = hex.chars().filter(|c| !c.is_whitespace() && *c != '|').collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok()).collect()
