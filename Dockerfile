@@ -3,7 +3,7 @@
 #            script as .ci/run and the CI workflow); builds `lab` from Cargo.lock (--locked)
 #            and, unless RUN_TESTS=0, runs the test suite.
 #   runtime  Debian 12 slim with what `lab` runs: clang, lld, llvm (build and disassemble the
-#            kernels), qemu-user, libssl3, and the `lab` binary, whose kernels and vectors are
+#            kernels), qemu-user, libssl3, openjdk-17-jdk-headless (`lab capture`), and the `lab` binary, whose kernels and vectors are
 #            built into it. No Rust toolchain, no Unicorn build tree (Unicorn is linked in).
 #
 #   docker build -t kernel-lab .                      (RUN_TESTS=0 skips cargo test)
@@ -35,7 +35,7 @@ COPY ci/snapshot.sh /tmp/snapshot.sh
 RUN sh /tmp/snapshot.sh "$DEBIAN_SNAPSHOT" \
  && apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      clang lld llvm qemu-user libssl3 \
+      clang lld llvm qemu-user libssl3 openjdk-17-jdk-headless \
  && rm -rf /var/lib/apt/lists/* /tmp/snapshot.sh
 COPY --from=build /lab/target/release/lab /usr/local/bin/lab
 # Built images and the bundled kernels and vectors are written here on first use.

@@ -16,9 +16,13 @@
 #   perl             tests/openssl_real.rs generates OpenSSL's perlasm from the openssl-src
 #                    crate's tree (gcc from build-essential: GNU as, which the x86_64 perlasm
 #                    probes before it emits its AVX-512 paths)
+#   openjdk-17-jdk-headless
+#                    `java` (17.0.x, with HotSpot's x86_64 MD5 intrinsic) for `lab capture` and
+#                    `--hotspot`: the lab runs HotSpot's own stubs (tests/hotspot.rs); the JDK, not
+#                    the JRE, for the single-file source launcher (jdk.compiler)
 set -euo pipefail
 
-packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev perl ca-certificates)
+packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev perl ca-certificates openjdk-17-jdk-headless)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,7 +30,7 @@ for p in "${packages[@]}"; do
 done
 
 # The versions in use, for the log (the Dockerfile can pin them with a snapshot date).
-versions() { dpkg-query -W -f='setup: ${Package} ${Version}\n' clang lld qemu-user; }
+versions() { dpkg-query -W -f='setup: ${Package} ${Version}\n' clang lld qemu-user openjdk-17-jdk-headless; }
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present (${packages[*]})"

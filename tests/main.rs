@@ -19,6 +19,7 @@ mod doctor;
 mod draws;
 mod fuzz;
 mod gating;
+mod hotspot;
 mod image;
 mod library_names;
 mod matrix;

@@ -127,11 +127,47 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     d.checks.push(folder_check("kernels", kernels_dir));
     d.checks.push(folder_check("vectors", vectors_dir));
     d.checks.push(cache_check(&crate::paths::cache_dir()));
+    d.checks.extend(capture_checks());
     let build = BuildConfig { kernels_dir: kernels_dir.to_path_buf(), cache_dir: crate::paths::cache_dir() };
     for v in &VARIANTS {
         d.checks.extend(variant_checks(&build, v));
     }
     d
+}
+
+/// Which architectures' HotSpot stubs `lab capture` can take on this host: the host's, by
+/// capturing them from `java` on PATH (Debian package openjdk-17-jdk-headless, which
+/// `ci/setup.sh` installs); the others are not applicable, with the reason
+/// ([`crate::hotspot::capturable_arches`]).
+fn capture_checks() -> Vec<Check> {
+    crate::hotspot::capturable_arches()
+        .into_iter()
+        .map(|(arch, can)| {
+            let host = Some(arch) == crate::arch::Arch::host();
+            let state = match can {
+                Err(_) if host && arch.spec().hotspot.check.is_some() => {
+                    State::Missing { program: "java", package: "openjdk-17-jdk-headless" }
+                }
+                Err(why) => State::NotApplicable(why),
+                Ok(java) => capture_state(std::path::Path::new(&java)),
+            };
+            Check { what: format!("capture {arch} stubs"), state }
+        })
+        .collect()
+}
+
+/// Captures the stubs of `java` once (a few seconds) and says what it got.
+fn capture_state(java: &Path) -> State {
+    let wanted = crate::hotspot::STUBS.iter().map(|(h, _)| *h).collect::<Vec<_>>();
+    match crate::hotspot::from_jvm(java, &[], &wanted, false) {
+        Ok(c) => {
+            let got: Vec<&str> = c.stubs.iter().map(|s| s.hotspot.as_str()).collect();
+            let absent =
+                if c.absent.is_empty() { String::new() } else { format!("; not generated: {}", c.absent.join(", ")) };
+            State::Ok(format!("{}: {}{absent} (lab capture, lab run --hotspot java)", c.describe(), got.join(", ")))
+        }
+        Err(e) => State::Failed(format!("lab capture --java {}: {e}", java.display())),
+    }
 }
 
 /// Found on `PATH` and answers `--version`: path and the first line of the answer.

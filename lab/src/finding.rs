@@ -34,6 +34,9 @@ pub enum Class {
     /// A backend returned outputs that native hardware, or the reference and the other
     /// backends, contradict ([`crate::vote`]): the emulator's fault, not the kernel's.
     EmulatorFault,
+    /// A finding on a call outside the JDK's call domain ([`crate::domain`], `--domain wide`):
+    /// HotSpot's code is never called so; reported apart from the kernel's failures.
+    OutOfDomain,
     /// A load that reached past (or before) a buffer inside one aligned 8-byte word the buffer
     /// also touches: it cannot fault on any machine; a finding only under `--partial-loads
     /// fail` ([`crate::backend::PartialLoads`]), a warning otherwise.
@@ -49,7 +52,7 @@ pub enum Class {
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 15] = [
+    pub const ALL: [Class; 16] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -62,6 +65,7 @@ impl Class {
         Class::MissingSymbol,
         Class::Disagreement,
         Class::EmulatorFault,
+        Class::OutOfDomain,
         Class::PartialLoad,
         Class::KnockOn,
         Class::UpperBits,
@@ -86,6 +90,9 @@ impl Class {
                 "Backends returned different results and no side holds a majority (not the kernel's)"
             }
             Class::EmulatorFault => "An emulator returned outputs the other backends contradict (not the kernel's)",
+            Class::OutOfDomain => {
+                "A finding on a call outside the JDK's call domain (--domain wide): not a failure of the HotSpot contract"
+            }
             Class::PartialLoad => {
                 "A load past a buffer inside one aligned 8-byte word it touches (cannot fault; --partial-loads fail)"
             }
@@ -109,6 +116,7 @@ impl Class {
             Class::MissingSymbol => "missing-symbol",
             Class::Disagreement => "backends-disagree",
             Class::EmulatorFault => "emulator-fault",
+            Class::OutOfDomain => "out-of-domain",
             Class::PartialLoad => "partial-load",
             Class::KnockOn => "knock-on",
             Class::UpperBits => "abi-upper-bits",

@@ -100,6 +100,18 @@ pub struct Arena {
 
 pub use crate::protocol::{ENTRY_PREFIX, KERNEL_DATA_END, KERNEL_TEXT_END};
 
+/// How far past a code symbol's last byte an address still reads as "fell off the end of" it
+/// ([`Image::symbolize`]): a fetch there is the function running out of its own code.
+pub const FELL_OFF_REACH: u64 = 64;
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 /// The mapping symbol kind of `name`: `Some(true)` for data (`$d`, `$d.N`), `Some(false)` for
 /// code (`$x`, `$a`, `$t`, with or without `.N` or an ISA string), `None` for any other name.
 /// AArch64 ELF (AAELF64 "Mapping symbols") and RISC-V ELF psABI ("Mapping Symbol").
@@ -306,10 +318,29 @@ impl Image {
         match self.symbol_containing(addr) {
             Some((name, s)) if addr == s.addr => name.to_string(),
             Some((name, s)) => format!("{name}+{:#x}", addr - s.addr),
-            None if self.is_code(addr) => format!("{addr:#x} (in the image's code, outside every symbol)"),
+            None if self.is_code(addr) => match self.fell_off(addr) {
+                Some((name, 0)) => format!("{addr:#x} (fell off the end of `{name}`: the byte just past it)"),
+                Some((name, past)) => {
+                    format!("{addr:#x} (fell off the end of `{name}`: {} byte{} past it)", past + 1, plural(past + 1))
+                }
+                None => format!("{addr:#x} (in the image's code, outside every symbol)"),
+            },
             None if self.segment_of(addr).is_some() => format!("{addr:#x} (in the image's data)"),
             None => format!("{addr:#x} (outside the image)"),
         }
+    }
+
+    /// The sized code symbol that ends at most [`FELL_OFF_REACH`] bytes below `addr`, with no
+    /// other symbol in between, and how far past its last byte `addr` lies (0: the byte just
+    /// after it). A captured HotSpot stub that runs out of its bytes lands here.
+    fn fell_off(&self, addr: u64) -> Option<(&str, u64)> {
+        let (name, s) = self
+            .symbols
+            .iter()
+            .filter(|(n, s)| s.addr <= addr && n.as_str() != KERNEL_TEXT_END && self.is_code(s.addr))
+            .max_by_key(|(_, s)| s.addr)?;
+        let end = s.addr + s.size;
+        (s.size > 0 && end <= addr && addr - end < FELL_OFF_REACH).then(|| (name.as_str(), addr - end))
     }
 
     /// The code symbol `addr` lies in (see [`Image::symbolize`]), with its name.

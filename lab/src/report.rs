@@ -47,6 +47,10 @@ pub enum Verdict {
     /// backend's own checks. Counted apart from kernel failures ([`Report::disagreed`]), and
     /// the run is not clean.
     Disagreed(Vec<Finding>),
+    /// Ran outside the JDK's call domain (`--domain wide`, [`crate::domain`]) and had
+    /// findings, class [`Class::OutOfDomain`] first: reported apart ([`Row::out_of_domain`]),
+    /// not a failure of the HotSpot contract, so it does not fail the run.
+    OutOfDomain(Vec<Finding>),
     /// Not run, and why.
     Skipped(String),
 }
@@ -100,6 +104,8 @@ pub struct Row {
     pub failed: Vec<CaseFailure>,
     /// Cases whose result differs between backends ([`Verdict::Disagreed`]), with findings.
     pub disagreed: Vec<CaseFailure>,
+    /// Cases outside the JDK's call domain with findings ([`Verdict::OutOfDomain`]).
+    pub out_of_domain: Vec<CaseFailure>,
     /// Cases not run, and why.
     pub skipped: usize,
     /// Why the cases were skipped.
@@ -155,6 +161,7 @@ impl Row {
             passed: 0,
             failed: Vec::new(),
             disagreed: Vec::new(),
+            out_of_domain: Vec::new(),
             skipped: 0,
             skip_reason: None,
             elapsed: Duration::ZERO,
@@ -209,12 +216,37 @@ impl Row {
                 msg_len: case.msg_len,
                 findings: findings.clone(),
             }),
+            Verdict::OutOfDomain(findings) => self.out_of_domain.push(CaseFailure {
+                name: case.name.clone(),
+                msg_len: case.msg_len,
+                findings: findings.clone(),
+            }),
             Verdict::Skipped(reason) => {
                 self.skipped += 1;
                 self.skip_reason.get_or_insert_with(|| reason.clone());
             }
         }
         self.cases.push(case);
+    }
+
+    /// Marks case `i`, which called a stub outside the JDK's call domain (`why`), as
+    /// [`Verdict::OutOfDomain`] when it failed: an [`Class::OutOfDomain`] finding saying so
+    /// first, then its own findings; the counts follow. Other cases stay as they are.
+    pub fn mark_out_of_domain(&mut self, i: usize, why: &str) {
+        let Some(Verdict::Failed(own)) = self.cases.get(i).map(|c| &c.verdict) else { return };
+        let nth = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
+        let mut findings = vec![Finding::new(
+            Class::OutOfDomain,
+            format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"),
+        )];
+        findings.extend(own.iter().cloned());
+        if nth < self.failed.len() {
+            self.failed.remove(nth);
+        }
+        self.cases[i].verdict = Verdict::OutOfDomain(findings.clone());
+        let failure = CaseFailure { name: self.cases[i].name.clone(), msg_len: self.cases[i].msg_len, findings };
+        let at = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::OutOfDomain(_))).count();
+        self.out_of_domain.insert(at.min(self.out_of_domain.len()), failure);
     }
 
     /// Takes case `i` away from the kernel's account after the vote across backends
@@ -295,6 +327,12 @@ impl Report {
         self.rows.iter().map(|r| r.disagreed.len()).sum()
     }
 
+    /// Cases with findings outside the JDK's call domain ([`Verdict::OutOfDomain`]): not
+    /// failures.
+    pub fn out_of_domain(&self) -> usize {
+        self.rows.iter().map(|r| r.out_of_domain.len()).sum()
+    }
+
     /// The verdict. A failed case, a disagreement between backends or an image finding wins
     /// over input and set-up errors (a kernel failure must not read as a configuration
     /// problem); those win over a pass, and so does a run where nothing ran.
@@ -304,7 +342,8 @@ impl Report {
             ExitCode::Interrupted(sig)
         } else if failed > 0 || self.disagreed() > 0 || !self.image_findings.is_empty() {
             ExitCode::Failed
-        } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed == 0 {
+        } else if !self.setup_errors.is_empty() || !self.vector_errors.is_empty() || passed + self.out_of_domain() == 0
+        {
             ExitCode::Error
         } else {
             ExitCode::Passed

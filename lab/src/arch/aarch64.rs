@@ -5,8 +5,8 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
-    SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
+    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -176,6 +176,13 @@ pub static SPEC: ArchSpec = ArchSpec {
                 source: "poly1305_init: `tst w17,#ARMV9_SVE2_POLY1305` (the code is poly1305-armv9-sve2.pl's)",
             },
         ],
+    },
+    hotspot: HotSpotSpec {
+        os_arch: &["aarch64"],
+        jdk: "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
+        check: None,
+        // a zero word is UDF #0
+        gap_fill: 0,
     },
 };
 

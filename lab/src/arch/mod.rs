@@ -102,6 +102,30 @@ pub struct ArchSpec {
     /// One instruction that always traps (the body of a stub the lab defines for a symbol
     /// only an untaken dispatch path needs).
     pub capability_trap: &'static str,
+    /// Capturing HotSpot's stubs of this architecture ([`crate::hotspot`]).
+    pub hotspot: HotSpotSpec,
+}
+
+/// The decoders `crate::hotspot::check` has for captured code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StubDecoder {
+    /// iced-x86 (x86-64).
+    IcedX86,
+}
+
+/// How `lab capture` treats a JVM of one architecture ([`crate::hotspot`]).
+#[derive(Debug)]
+pub struct HotSpotSpec {
+    /// Java's `os.arch` values of a JVM of this architecture (`amd64` on x86_64 Linux).
+    pub os_arch: &'static [&'static str],
+    /// Where a JDK of this architecture comes from on Debian 12, for `lab doctor`.
+    pub jdk: &'static str,
+    /// The decoder that checks a captured stub (whole instructions, references outside it, the
+    /// ISA it needs: `crate::hotspot::check`); `None` where the lab has none yet (its stubs are
+    /// refused).
+    pub check: Option<StubDecoder>,
+    /// The byte filling gaps between captured stubs in the object: a trap when executed.
+    pub gap_fill: u8,
 }
 
 /// Alignment rules the lab checks itself, because QEMU (qemu-user and Unicorn) does not model

@@ -6,8 +6,8 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck, SpEffect,
-    SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
+    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -221,6 +221,13 @@ pub static SPEC: ArchSpec = ArchSpec {
         source: "OpenSSL crypto/riscvcap.c (OPENSSL_riscvcap_P[RISCV_CAPABILITY_COUNT]); OpenSSL 4.0.3 has no \
                  riscv64 Poly1305 and chooses its riscv64 MD5 at build time",
         paths: &[DispatchPath { name: "scalar", bits: &[], marker: None, extensions: &[], source: "no bit set" }],
+    },
+    hotspot: HotSpotSpec {
+        os_arch: &["riscv64"],
+        jdk: "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder",
+        check: None,
+        // a zero halfword is an illegal instruction (c.unimp)
+        gap_fill: 0,
     },
 };
 

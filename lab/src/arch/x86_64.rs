@@ -11,8 +11,9 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress, SpCheck,
-    SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport,
+    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal,
+    UnicornSpec, UnicornSupport,
 };
 use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
@@ -287,6 +288,13 @@ pub static SPEC: ArchSpec = ArchSpec {
                 source: "poly1305_init: word 2 & (1<<31|1<<21|1<<16) all set (AVX512VL, IFMA, F): base 2^44",
             },
         ],
+    },
+    hotspot: HotSpotSpec {
+        os_arch: &["amd64", "x86_64"],
+        jdk: "Debian's openjdk-17-jdk-headless (17.0.x has the MD5 intrinsic), or any JDK given with --java",
+        check: Some(StubDecoder::IcedX86),
+        // int3
+        gap_fill: 0xcc,
     },
 };
 

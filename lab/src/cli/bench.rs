@@ -122,10 +122,16 @@ pub(crate) fn bench_cmd(a: &BenchArgs) -> ExitCode {
     if let Some(runs) = bench::native::child_request() {
         return openssl_child(runs);
     }
-    let variants = match a.select.variants_or_usage_error("bench") {
+    let mut variants = match a.select.variants_or_usage_error("bench") {
         Ok(v) => v,
         Err(status) => return status,
     };
+    // Captured HotSpot stubs are counted next to the lab's own kernel of their architecture.
+    if a.select.hotspot_capture() {
+        let archs: Vec<_> = variants.iter().map(|v| v.arch).collect();
+        let own = kernel_lab::variant::VARIANTS.iter().filter(|v| archs.contains(&v.arch) && !v.zbb);
+        variants.extend(own.filter(|o| !variants.iter().any(|v| v.name == o.name)).collect::<Vec<_>>());
+    }
     // Read the baseline first: a bad file is a usage error before minutes of measuring.
     let base = match a.baseline.as_deref().map(Baseline::load).transpose() {
         Ok(b) => b,

@@ -2,6 +2,7 @@
 //! resolved into a [`RunConfig`] in one place; [`OutputArgs`] renders any report.
 
 mod bench;
+mod capture;
 mod doctor;
 mod fuzz;
 mod list;
@@ -13,6 +14,7 @@ use clap::{Parser, Subcommand};
 use kernel_lab::exit::ExitCode;
 
 use bench::{bench_cmd, BenchArgs};
+use capture::{capture_cmd, CaptureArgs};
 use doctor::{doctor_cmd, DoctorArgs};
 use fuzz::{fuzz_cmd, FuzzArgs};
 use list::{list_cmd, ListArgs};
@@ -70,6 +72,16 @@ enum Command {
         after_help = "Examples:\n  lab doctor\n  lab doctor --format json\n\nExit status: 0 all well, 1 a kernel gave a wrong answer, 2 something is missing or broken\n(each missing program is named with the Debian package that brings it)."
     )]
     Doctor(DoctorArgs),
+    /// Capture HotSpot's intrinsic stubs from a JVM as an object and a kernel-lab.toml.
+    ///
+    /// Runs JAVA with your flags and -XX:+PrintStubCode, reads each stub's exact bytes from the
+    /// live JVM, refuses a truncated stub or one that reads memory outside itself, and writes
+    /// <variant>.o and kernel-lab.toml to --out. The variant name carries the JDK version and
+    /// the flags.
+    #[command(
+        after_help = "Examples:\n  lab capture --out /tmp/hs                       # java on PATH\n  lab capture --java /opt/jdk-21/bin/java --jvm-flag=-XX:UseAVX=0 --out /tmp/hs21\n  lab capture --from-log stubs.log --out /tmp/hs  # a saved -XX:+PrintStubCode log\n  lab run --manifest /tmp/hs/kernel-lab.toml\n\nOr in one step: lab run --hotspot java [--jvm-flag=-XX:...]\n\nExit status: 0 captured, 2 the JVM failed or a stub was refused."
+    )]
+    Capture(CaptureArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -93,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Bench(a) => bench_cmd(a),
         Command::List(a) => list_cmd(a),
         Command::Doctor(a) => doctor_cmd(a),
+        Command::Capture(a) => capture_cmd(a),
     }
 }
 
@@ -102,6 +115,7 @@ fn check_args(command: &Command) -> ExitCode {
         Command::Run(a) => a.check(),
         Command::Fuzz(a) => a.check(),
         Command::Bench(a) => a.check(),
+        Command::Capture(a) => a.check(),
         Command::List(_) | Command::Doctor(_) => Ok(()),
     };
     match resolved {

@@ -166,6 +166,13 @@ pub(crate) struct OwnKernel {
     /// (default: the arch's base ISA). Drives the ISA scan and qemu's -cpu.
     #[arg(long, value_name = "ISA", requires = "object")]
     pub(crate) isa: Option<String>,
+    /// Capture HotSpot's stubs from this `java` (e.g. `java`, /opt/jdk-21/bin/java) and run
+    /// them as a variant named after the JDK and the flags (README "HotSpot developers").
+    #[arg(long, value_name = "JAVA", conflicts_with_all = ["manifest", "object", "kernels_dir"])]
+    pub(crate) hotspot: Option<PathBuf>,
+    /// A flag for the --hotspot JVM (repeat), e.g. --jvm-flag=-XX:UseAVX=0.
+    #[arg(long = "jvm-flag", value_name = "FLAG", allow_hyphen_values = true, requires = "hotspot")]
+    pub(crate) jvm_flag: Vec<String>,
     /// Only the variants of these names (repeat or comma list): the lab's (`lab list`) or a
     /// manifest's. A name matches when it contains the pattern; `=NAME` matches exactly, `*`
     /// and `?` glob.
@@ -250,6 +257,14 @@ impl Select {
         }
     }
 
+    /// Whether the kernels are HotSpot stubs the lab captured (`--hotspot`, or a manifest
+    /// `lab capture` wrote).
+    pub(crate) fn hotspot_capture(&self) -> bool {
+        let written_by_capture =
+            |p: PathBuf| std::fs::read_to_string(p).is_ok_and(|t| t.starts_with(kernel_lab::hotspot::MANIFEST_NOTE));
+        self.own.hotspot.is_some() || self.manifest().is_some_and(written_by_capture)
+    }
+
     /// The manifest (--manifest, or kernel-lab.toml in --kernels-dir), if one is used.
     fn manifest(&self) -> Option<PathBuf> {
         let in_dir = self.kernels_dir.as_ref().map(|d| d.join(manifest::FILE_NAME)).filter(|p| p.is_file());
@@ -262,6 +277,9 @@ impl Select {
         if let Some(path) = self.manifest() {
             let kernels = manifest::load(&path).map_err(|e| e.to_string())?;
             return expand_paths(kernels).map(Some);
+        }
+        if let Some(java) = &self.own.hotspot {
+            return super::capture::hotspot_kernel(java, &self.own.jvm_flag).map(|k| Some(vec![k]));
         }
         if self.own.object.is_empty() {
             return Ok(None);
@@ -280,6 +298,12 @@ impl Select {
     pub(crate) fn replay_options(&self, r: &mut kernel_lab::replay::Replay) {
         if let Some(m) = &self.own.manifest {
             r.path("--manifest", m);
+        }
+        if let Some(java) = &self.own.hotspot {
+            r.value("--hotspot", java.to_string_lossy());
+        }
+        for f in &self.own.jvm_flag {
+            r.value("--jvm-flag", f.clone());
         }
         for o in &self.own.object {
             r.path("--object", o);

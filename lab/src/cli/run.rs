@@ -19,6 +19,12 @@ use crate::bars::Bars;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     select: Select,
+    /// Which calls to make: `jdk` (default) only those the JDK makes, the HotSpot family's
+    /// contract (0 <= ofs <= limit <= 2^31 - 65; Poly1305 lengths in whole blocks); `wide`
+    /// every call the lab's contract allows, findings outside the JDK's domain reported apart
+    /// (class out-of-domain, not failures). docs/contracts.md, "The JDK call domain".
+    #[arg(long, value_enum, default_value = "jdk")]
+    domain: kernel_lab::domain::Domain,
     /// Extra vector files to run (JSON, see vectors/README.md), or folders: every *.json file
     /// under a folder, at any depth.
     #[arg(long = "vectors", value_name = "FILE|DIR")]
@@ -151,6 +157,9 @@ impl RunArgs {
             r.path("--kernels-dir", dir);
         }
         self.select.replay_options(&mut r);
+        if self.domain != kernel_lab::domain::Domain::Jdk {
+            r.value("--domain", self.domain.name());
+        }
         if self.no_bundled {
             r.flag("--no-bundled");
         }
@@ -189,6 +198,7 @@ impl RunArgs {
 }
 
 pub(crate) fn run_cmd(args: &RunArgs) -> ExitCode {
+    kernel_lab::domain::set_current(args.domain);
     let cfg = match args.resolve() {
         Ok(c) => c,
         Err(e) => {

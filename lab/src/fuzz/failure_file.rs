@@ -23,6 +23,9 @@ pub(super) fn replay_options(seed: u64, kernels_dir: &std::path::Path, variant: 
         }
         None => {}
     }
+    if crate::domain::current() != crate::domain::Domain::Jdk {
+        replay.value("--domain", crate::domain::current().name());
+    }
     replay
 }
 

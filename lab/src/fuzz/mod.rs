@@ -19,6 +19,6 @@ pub use campaign::{campaign, shard_cases, PIECE_BATCHES};
 pub use config::*;
 use cross_check::*;
 use failure_file::*;
-pub use report::to_report;
+pub use report::{out_of_domain, to_report};
 pub use shrink::*;
 pub use strategies::*;

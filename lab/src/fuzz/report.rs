@@ -3,6 +3,15 @@
 use super::{Outcome, TargetResult};
 use crate::finding::{Class, Finding};
 
+/// Why a HotSpot-family failure lies outside the JDK's call domain (`--domain wide`), if it
+/// does: its shrunk case makes a call the JDK never makes.
+pub fn out_of_domain(r: &TargetResult, f: &super::Failure) -> Option<String> {
+    use crate::domain::Domain;
+    let wide = crate::domain::current() == Domain::Wide && r.family == crate::contract::Family::HotSpot;
+    let why = crate::domain::vector_outside(&f.case, Domain::Wide).filter(|_| wide)?;
+    Some(format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"))
+}
+
 /// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row
 /// per target (set `fuzz`) holding one case, the campaign, which passed, failed with the
 /// shrunk case's findings and file, or was skipped with its reason. A variant × backend that
@@ -47,6 +56,9 @@ pub fn to_report(
                     findings.push(Finding::new(class, written));
                     if matches!(findings[0].class, Class::Disagreement | Class::EmulatorFault) {
                         Verdict::Disagreed(findings)
+                    } else if let Some(why) = out_of_domain(r, f) {
+                        findings.insert(0, Finding::new(Class::OutOfDomain, why));
+                        Verdict::OutOfDomain(findings)
                     } else {
                         Verdict::Failed(findings)
                     }

@@ -3,6 +3,7 @@
 
 use super::random_bytes;
 use crate::contract::Family;
+use crate::domain::Domain;
 use crate::reference::{md5, poly1305};
 use crate::variant::Kernel;
 use crate::vectors::{Body, Md5Call, Md5Stub, Poly1305Call, Vector};
@@ -43,9 +44,19 @@ pub(super) fn block64() -> BoxedStrategy<Vec<u8>> {
 /// the first arm at once), and the input cycles through up to 8 generated blocks: shrinking a
 /// 16-block case then takes a few steps, not thousands of byte-by-byte ones.
 pub fn md5_call() -> BoxedStrategy<Case> {
+    md5_call_in(Domain::Wide)
+}
+
+/// [`md5_call`] within `domain`: [`Domain::Jdk`] keeps `0 <= ofs <= limit <= 2^31 - 65`
+/// ([`crate::domain`]): `ofs` in [0, 2^30), and of the edge arms `ofs = 0` and `limit` at its
+/// largest value.
+pub fn md5_call_in(domain: Domain) -> BoxedStrategy<Case> {
     let count = prop_oneof![3 => Just(1usize), 2 => Just(2usize), 1 => Just(16usize), 2 => 1usize..=64];
     let blocks = proptest::collection::vec(block64(), 1..=8);
-    let ofs = (md5_anchor(), -(1i32 << 30)..(1i32 << 30));
+    let ofs = match domain {
+        Domain::Wide => (md5_anchor(), -(1i32 << 30)..(1i32 << 30)),
+        Domain::Jdk => (md5_anchor_jdk(), 0..(1i32 << 30)),
+    };
     (count, blocks, md5_state(), 0usize..64, ofs, 0i32..64, prop::bool::weighted(0.2))
         .prop_map(|(count, blocks, state, offset, (anchor, ofs), extra, single)| {
             let (stub, n) = if single { (Md5Stub::Compress, 1) } else { (Md5Stub::CompressMb, count) };
@@ -100,6 +111,16 @@ pub(super) fn md5_anchor() -> BoxedStrategy<Md5Anchor> {
         1 => Just(Md5Anchor::LimitAtMax),
         1 => Just(Md5Anchor::OfsAtMin),
         1 => Just(Md5Anchor::CrossingZero),
+    ]
+    .boxed()
+}
+
+/// [`md5_anchor`]'s arms inside the JDK's call domain.
+fn md5_anchor_jdk() -> BoxedStrategy<Md5Anchor> {
+    prop_oneof![
+        6 => Just(Md5Anchor::Anywhere),
+        1 => Just(Md5Anchor::Zero),
+        1 => Just(Md5Anchor::LimitAtMax),
     ]
     .boxed()
 }
@@ -274,9 +295,16 @@ pub fn strategy(kernel: Kernel) -> BoxedStrategy<Case> {
 /// OpenSSL family adds whole tags to Poly1305 ([`poly1305_tag`]): their tails reach
 /// `poly1305_blocks` with padbit 0, the call entries with padbit 1. MD5 stub calls become
 /// `md5_block_data_order` calls of the same blocks.
+///
+/// HotSpot's MD5 calls stay inside the JDK's call domain unless this process runs
+/// `--domain wide` ([`crate::domain::current`]); Poly1305 lengths are made the JDK's by the
+/// planner ([`crate::domain::jdk_length`]).
 pub fn strategy_for(kernel: Kernel, family: Family) -> BoxedStrategy<Case> {
     match (kernel, family) {
         (Kernel::Poly1305, Family::OpenSsl) => prop_oneof![3 => poly1305_call(), 2 => poly1305_tag()].boxed(),
+        (Kernel::Md5, Family::HotSpot) if crate::domain::current() == Domain::Jdk => {
+            prop_oneof![3 => md5_call_in(Domain::Jdk), 1 => md5_digest()].boxed()
+        }
         _ => strategy(kernel),
     }
 }

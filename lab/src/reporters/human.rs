@@ -95,6 +95,7 @@ impl Report {
         }
         self.write_failures(&mut s, paint);
         self.write_disagreements(&mut s, paint);
+        self.write_out_of_domain(&mut s);
         self.write_skips(&mut s, paint);
         self.write_not_applicable(&mut s, paint);
         if list_vector_errors {
@@ -124,7 +125,7 @@ impl Report {
         for n in &self.notes {
             let _ = writeln!(s, "\nnote: {n}");
         }
-        if p + f == 0 {
+        if p + f + self.out_of_domain() == 0 {
             let only_filters = self.setup_errors.iter().all(|e| crate::filter::is_miss(e));
             let why = if self.rows.is_empty() && !self.setup_errors.is_empty() && only_filters {
                 "no vector or case matches the --set/--case filters (see the set-up errors above)"
@@ -151,6 +152,9 @@ impl Report {
         }
         if !self.image_findings.is_empty() {
             let _ = write!(verdict, ", {} image findings", self.image_findings.len());
+        }
+        if self.out_of_domain() > 0 {
+            let _ = write!(verdict, ", {} outside the JDK call domain (not failures)", self.out_of_domain());
         }
         let style = if self.status() == ExitCode::Passed { PASS } else { FAIL };
         let _ =
@@ -179,6 +183,27 @@ impl Report {
             if r.failed.len() > FAILURES_SHOWN {
                 let more = r.failed.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more failed cases in this set (--format json lists them all)");
+            }
+        }
+    }
+
+    /// The cases with findings outside the JDK's call domain, per row (`--domain wide`).
+    fn write_out_of_domain(&self, s: &mut String) {
+        for r in self.rows.iter().filter(|r| !r.out_of_domain.is_empty()) {
+            let _ = writeln!(
+                s,
+                "\nOUTSIDE THE JDK CALL DOMAIN {} on {}, {} / {} (not failures: HotSpot's code is never called so):",
+                r.variant, r.backend, r.kernel, r.set
+            );
+            for c in r.out_of_domain.iter().take(FAILURES_SHOWN) {
+                let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
+                for f in c.findings.iter().take(FINDINGS_SHOWN) {
+                    let _ = writeln!(s, "    - {f}");
+                }
+            }
+            if r.out_of_domain.len() > FAILURES_SHOWN {
+                let more = r.out_of_domain.len() - FAILURES_SHOWN;
+                let _ = writeln!(s, "  ... and {more} more such cases in this set (--format json lists them all)");
             }
         }
     }

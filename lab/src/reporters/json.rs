@@ -189,6 +189,11 @@ fn row(r: &Row) -> JsonRow<'_> {
                     f.iter().map(|f| JsonFinding { class: f.class.name(), text: f.text.clone() }).collect(),
                     None,
                 ),
+                Verdict::OutOfDomain(f) => (
+                    "out-of-domain",
+                    f.iter().map(|f| JsonFinding { class: f.class.name(), text: f.text.clone() }).collect(),
+                    None,
+                ),
                 Verdict::Skipped(why) => ("skipped", Vec::new(), Some(why.clone())),
             };
             JsonCase {

@@ -239,6 +239,14 @@ fn status(verdict: &Verdict, replay: Option<&str>) -> TestCaseStatus {
             s.set_message(reason.as_str());
             s
         }
+        // Not a failure of the HotSpot contract: a skipped test case whose message says what
+        // happened outside the JDK's call domain.
+        Verdict::OutOfDomain(findings) => {
+            let mut s = TestCaseStatus::skipped();
+            let text: Vec<String> = findings.iter().map(|f| format!("[{}] {}", f.class.name(), f.text)).collect();
+            s.set_message(text.join("; "));
+            s
+        }
     }
 }
 

@@ -103,7 +103,19 @@ pub(super) fn run_set_digested(
         progress(Progress::Advance { by: n as u64, note: &note });
         carried
     };
+    let hotspot = row.family == crate::contract::Family::HotSpot;
+    let domain = crate::domain::current();
+    // Vectors outside the JDK's call domain: skipped (recorded after the rest) or run and marked.
+    let mut skip: Vec<(&crate::vectors::Vector, String)> = Vec::new();
+    let mut outside: Vec<(String, String)> = Vec::new();
     for v in &set.vectors {
+        if let Some(why) = crate::domain::vector_outside(v, domain).filter(|_| hotspot) {
+            if domain == crate::domain::Domain::Jdk {
+                skip.push((v, why));
+                continue;
+            }
+            outside.extend(plan::case_names(v).into_iter().map(|n| (n, why.clone())));
+        }
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
         let mut vector_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, 0));
         let misalign = vector_rng.gen_range(1..64);
@@ -142,6 +154,14 @@ pub(super) fn run_set_digested(
     run_pending(&mut batch, &mut row);
     std::mem::take(&mut batch.spare).keep_as_spare();
     std::mem::replace(&mut batch.builder, BatchBuilder::new(abi)).keep_as_spare();
+    for (v, why) in skip {
+        skip_outside_domain(v, &why, &mut row, &mut digests);
+    }
+    for (name, why) in outside {
+        if let Some(i) = row.cases.iter().position(|c| c.name == name) {
+            row.mark_out_of_domain(i, &why);
+        }
+    }
     row.elapsed = started.elapsed();
     (row, digests)
 }
@@ -257,6 +277,18 @@ pub(super) fn run_pending_batch(
         row.push(crate::report::CaseOutcome { name: p.name, msg_len: p.msg_len, time: share, verdict });
     }
     (recorded, carry_out)
+}
+
+/// Records every case of `v` as skipped: it calls a stub outside the JDK's call domain
+/// (`why`), which runs only with `--domain wide`.
+fn skip_outside_domain(v: &crate::vectors::Vector, why: &str, row: &mut Row, digests: &mut Vec<u64>) {
+    for name in plan::case_names(v) {
+        let verdict = crate::report::Verdict::Skipped(format!(
+            "outside the JDK's call domain ({why}); --domain wide runs it (docs/contracts.md)"
+        ));
+        row.push(crate::report::CaseOutcome { name, msg_len: 0, time: Default::default(), verdict });
+        digests.push(0);
+    }
 }
 
 /// Records every case of `taken` as skipped for `why`; returns how many.

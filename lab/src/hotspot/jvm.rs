@@ -1,0 +1,219 @@
+//! Runs a `java` with the user's flags and `-XX:+PrintStubCode`, and reads the exact bytes of
+//! the stubs it printed from the live JVM's code cache (`/proc/<pid>/mem`).
+//!
+//! The JVM runs a tiny main class through Java's single-file source launcher (JEP 330, JDK 11+):
+//! it prints one ready line (`LAB-READY <pid> <java.runtime.version> <os.arch>`) and blocks
+//! until its stdin closes. Stubs are generated before `main` (and, from JDK 21, compiler stubs
+//! shortly after on a compiler thread), so the lab reads the log until the ready line and then
+//! until the output has been quiet for [`QUIET`]; then it reads each stub's range, printed by
+//! HotSpot itself, from the process's memory (the lab is the JVM's parent, which Yama's
+//! `ptrace_scope` 1 allows), and closes stdin. The JVM runs in its own process group, killed
+//! on any error or after [`DEADLINE`].
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::log::{self, PrintedStub};
+use super::CaptureError;
+
+/// The main class the JVM runs (compiled in memory by the source launcher).
+const MAIN: &str = r#"public class LabStubCapture {
+    public static void main(String[] args) throws Exception {
+        System.out.println("LAB-READY " + ProcessHandle.current().pid() + " "
+            + System.getProperty("java.runtime.version") + " " + System.getProperty("os.arch"));
+        System.out.flush();
+        while (System.in.read() >= 0) { }
+    }
+}
+"#;
+
+/// How long the output must stay quiet after the ready line before the lab reads the stubs.
+pub const QUIET: Duration = Duration::from_millis(1500);
+
+/// Largest block read from the JVM besides the wanted stubs (constant areas are small).
+const MAX_BLOCK: u64 = 1 << 20;
+
+/// Longest the whole capture may take (JVM start, the source launcher's compile, the log).
+pub const DEADLINE: Duration = Duration::from_secs(180);
+
+/// What a live JVM printed and held.
+#[derive(Debug, Clone)]
+pub struct LiveJvm {
+    /// `java.runtime.version` (`17.0.15+6-Debian-1deb12u1`).
+    pub version: String,
+    /// `os.arch` (`amd64`, `aarch64`, `riscv64`).
+    pub os_arch: String,
+    /// Every stub of the log, with `printed` replaced by the exact bytes of its range (the
+    /// stubs named in `wanted`, and every other block of at most 1 MiB).
+    pub stubs: Vec<PrintedStub>,
+}
+
+/// Starts `java` with `flags`, waits for its stubs and reads the bytes of those named in
+/// `wanted` from its memory.
+///
+/// # Errors
+/// `java` cannot start, exits early (its stderr is quoted: an unknown `-XX` flag), prints no
+/// ready line within [`DEADLINE`], or its memory cannot be read.
+pub fn run(java: &Path, flags: &[String], wanted: &[&str]) -> Result<LiveJvm, CaptureError> {
+    let dir = tempfile::tempdir().map_err(|e| CaptureError::Jvm(format!("cannot make a temporary folder: {e}")))?;
+    let main = dir.path().join("LabStubCapture.java");
+    std::fs::write(&main, MAIN).map_err(|e| CaptureError::Jvm(format!("cannot write {}: {e}", main.display())))?;
+    let mut cmd = Command::new(java);
+    // Unlocked before the user's flags: diagnostic ones such as -XX:-UseMD5Intrinsics need it.
+    cmd.arg("-XX:+UnlockDiagnosticVMOptions")
+        .args(flags)
+        .arg("-XX:+PrintStubCode")
+        .arg(&main)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = cmd.spawn().map_err(|e| CaptureError::Jvm(format!("cannot start {}: {e}", java.display())))?;
+    let mut guard = Group(Some(child));
+    let result = read_live(&mut guard, wanted);
+    guard.end();
+    result
+}
+
+/// Kills the JVM's process group when dropped (an error path) or ended.
+struct Group(Option<Child>);
+
+impl Group {
+    fn end(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            drop(c.stdin.take()); // the main class returns when its stdin closes
+            let until = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < until {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            kill_group(&mut c);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            kill_group(&mut c);
+        }
+    }
+}
+
+fn kill_group(c: &mut Child) {
+    crate::sandbox::kill_group(c.id());
+    let _ = c.wait();
+}
+
+fn read_live(group: &mut Group, wanted: &[&str]) -> Result<LiveJvm, CaptureError> {
+    let child = group.0.as_mut().ok_or_else(|| CaptureError::Jvm("the JVM is gone".into()))?;
+    let pid = child.id();
+    let stdout = child.stdout.take().ok_or_else(|| CaptureError::Jvm("no stdout pipe".into()))?;
+    let mut stderr = child.stderr.take().ok_or_else(|| CaptureError::Jvm("no stderr pipe".into()))?;
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (etx, erx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut buf);
+        let _ = etx.send(String::from_utf8_lossy(&buf).into_owned());
+    });
+    let (text, ready) = collect(&rx, wanted)?.ok_or_else(|| {
+        let _ = child.wait();
+        let err = erx.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+        let tail: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).take(6).collect();
+        CaptureError::Jvm(format!("the JVM ended before its main class ran: {}", tail.join(" / ")))
+    })?;
+    let mut fields = ready.split_whitespace().skip(1);
+    let printed_pid: Option<u32> = fields.next().and_then(|p| p.parse().ok());
+    let version = fields.next().unwrap_or("unknown").to_string();
+    let os_arch = fields.next().unwrap_or("unknown").to_string();
+    if printed_pid != Some(pid) {
+        return Err(CaptureError::Jvm(format!(
+            "the JVM says its pid is {printed_pid:?}, the lab started {pid}: it cannot read that JVM's memory"
+        )));
+    }
+    let mut stubs = log::parse(&text);
+    let mem = PathBuf::from(format!("/proc/{pid}/mem"));
+    let file = std::fs::File::open(&mem).map_err(|e| memory_error(&mem, &e))?;
+    // Every block the log printed (a few hundred KiB): the wanted stubs and any constant area
+    // they read.
+    // they read. A block other than a wanted stub that cannot be read, or that changed since it
+    // was printed (patched code), keeps its printed bytes: it matters only if a stub reads it.
+    for s in stubs.iter_mut().filter(|s| wanted.contains(&s.name.as_str()) || s.size() <= MAX_BLOCK) {
+        let must = wanted.contains(&s.name.as_str());
+        let mut bytes = vec![0u8; usize::try_from(s.size()).unwrap_or(0)];
+        match file.read_exact_at(&mut bytes, s.start) {
+            Ok(()) if bytes.starts_with(&s.printed) => s.printed = bytes,
+            Ok(()) if must => {
+                return Err(CaptureError::Jvm(format!(
+                    "stub `{}`: the bytes at {:#x} differ from those the log printed (the code cache changed?)",
+                    s.name, s.start
+                )))
+            }
+            Err(e) if must => return Err(memory_error(&mem, &e)),
+            _ => {}
+        }
+    }
+    let _ = child.stdin.as_mut().map(|i| i.write_all(b"\n"));
+    Ok(LiveJvm { version, os_arch, stubs })
+}
+
+/// The log up to the ready line and then until quiet (or every `wanted` stub printed); `None`
+/// when the JVM ended before the ready line.
+fn collect(rx: &mpsc::Receiver<String>, wanted: &[&str]) -> Result<Option<(String, String)>, CaptureError> {
+    let start = Instant::now();
+    let mut text = String::new();
+    let mut ready: Option<String> = None;
+    loop {
+        let left = DEADLINE.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(CaptureError::Jvm(format!(
+                "no ready line from the JVM within {} s (is it stuck, or very slow under load?)",
+                DEADLINE.as_secs()
+            )));
+        }
+        let wait = if ready.is_some() { QUIET.min(left) } else { left };
+        match rx.recv_timeout(wait) {
+            Ok(line) if line.starts_with("LAB-READY ") && ready.is_none() => ready = Some(line),
+            Ok(line) => {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if ready.is_some() => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if ready.is_some() && all_printed(&text, wanted) {
+            break;
+        }
+    }
+    Ok(ready.map(|r| (text, r)))
+}
+
+fn all_printed(text: &str, wanted: &[&str]) -> bool {
+    wanted.iter().all(|w| text.contains(&format!("StubRoutines::{w} [")))
+}
+
+fn memory_error(mem: &Path, e: &std::io::Error) -> CaptureError {
+    let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+        " (reading a child's memory needs kernel.yama.ptrace_scope <= 1, or root)"
+    } else {
+        ""
+    };
+    CaptureError::Jvm(format!("cannot read {}: {e}{hint}", mem.display()))
+}
