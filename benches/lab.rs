@@ -10,7 +10,8 @@ use rand_chacha::ChaCha8Rng;
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};
 use kernel_lab::batch::{Batch, BatchBuilder, Placement};
-use kernel_lab::cases::plan::{self, CasePlan, Stubs};
+use kernel_lab::cases::plan::{CasePlan, Stubs};
+use kernel_lab::cases::procedure;
 use kernel_lab::cases::verdict;
 use kernel_lab::image::Image;
 use kernel_lab::paths;
@@ -31,7 +32,7 @@ fn plan(image: &Image, sets: &[VectorSet]) -> (Batch, Vec<CasePlan>) {
     let mut plans = Vec::new();
     for set in sets {
         for v in &set.vectors {
-            plans.extend(plan::plan_vector(&mut b, &entry, &mut rng, &set.set, v, Placement::End));
+            plans.extend(procedure::plan_vector(&mut b, &entry, &mut rng, &set.set, v, Placement::End));
         }
     }
     (b.layout(image.arena().expect("arena")).expect("fits"), plans)

@@ -4,14 +4,13 @@
 //! corrupted stack (an unbalanced push/pop sends the kernel's `ret` to the driver's poison), a
 //! runaway that walks off the end of the arena (a hang where memory is larger), and a kernel
 //! that depends on the unspecified upper 32 bits of an `int` argument (found by re-running the
-//! failing cases with them clean). The checks ([`crate::cases::verdict::check`]) call the first two on
+//! failing cases with them clean: [`crate::int_args::diagnose`]). The checks ([`crate::cases::verdict::check`]) call the first two on
 //! every fault; each returns `None` when its cause does not fit, so the plain fault sentence
-//! stays. `lab run` calls [`upper_bits`] on every batch with failures.
+//! stays.
 
-use crate::abi::{Abi, Int32Args};
-use crate::backend::{Access, Backend, Fault, FaultKind};
+use crate::abi::Abi;
+use crate::backend::{Access, Fault, FaultKind};
 use crate::batch::{Batch, PAGE};
-use crate::cases::plan::{CasePlan, IntArg};
 use crate::finding::{Class, Finding};
 use crate::image::Image;
 
@@ -111,107 +110,6 @@ pub fn explain(
         return Finding::new(Class::Hang, format!("{label}: {why}; the backend saw: {rest}"));
     }
     describe
-}
-
-/// For each failing case among `plans` (`findings[i]` not empty) that passes C `int`
-/// arguments on an ABI that leaves their upper 32 bits unspecified (x86_64, aarch64; the lab
-/// fills them with garbage): re-runs the batch with those bits clean (the low 32 bits
-/// sign-extended), first for every `int` argument, then for `ofs` alone and `limit` alone, and
-/// puts "depends on the upper 32 bits of rdx (int ofs); the ABI leaves them unspecified" first
-/// among the findings of each case that then passes. At most three re-runs of the batch, and
-/// none when no such case failed.
-pub fn upper_bits(
-    backend: &mut dyn Backend,
-    batch: &Batch,
-    plans: &[CasePlan],
-    findings: &mut [Vec<Finding>],
-    abi: &Abi,
-    image: &Image,
-) {
-    if abi.int32_args != Int32Args::UpperGarbage {
-        return;
-    }
-    let garbage = |b: &Batch, a: &IntArg| {
-        let v = b.arg(a.call, a.arg);
-        v != clean(v)
-    };
-    let suspects: Vec<usize> = (0..plans.len())
-        .filter(|&i| !findings[i].is_empty() && plans[i].int_args().iter().any(|a| garbage(batch, a)))
-        .collect();
-    if suspects.is_empty() {
-        return;
-    }
-    let names: Vec<&'static str> = {
-        let mut n: Vec<&'static str> = suspects.iter().flat_map(|&i| plans[i].int_args()).map(|a| a.name).collect();
-        n.sort_unstable();
-        n.dedup();
-        n
-    };
-    let mut left = rerun_clean(backend, batch, plans, &suspects, &names, abi, image);
-    // Which argument: each one alone, then the rest needs all of them together.
-    for &name in &names {
-        if left.is_empty() || names.len() == 1 {
-            break;
-        }
-        let alone = rerun_clean(backend, batch, plans, &left, &[name], abi, image);
-        for &i in &alone {
-            blame(batch, &plans[i], &mut findings[i], &[name], abi);
-        }
-        left.retain(|i| !alone.contains(i));
-    }
-    for i in left {
-        blame(batch, &plans[i], &mut findings[i], &names, abi);
-    }
-}
-
-/// The low 32 bits of `v` sign-extended: an `int` with clean upper bits.
-fn clean(v: u64) -> u64 {
-    v as u32 as i32 as i64 as u64
-}
-
-/// Re-runs `batch` with the `int` arguments called `names` of the cases `which` cleaned;
-/// returns the cases of `which` that then pass every check.
-fn rerun_clean(
-    backend: &mut dyn Backend,
-    batch: &Batch,
-    plans: &[CasePlan],
-    which: &[usize],
-    names: &[&str],
-    abi: &Abi,
-    image: &Image,
-) -> Vec<usize> {
-    let mut b = batch.clone();
-    for &i in which {
-        for a in plans[i].int_args().iter().filter(|a| names.contains(&a.name)) {
-            b.set_arg(a.call, a.arg, clean(b.arg(a.call, a.arg)));
-        }
-    }
-    let Ok(run) = crate::backend::run_batch(backend, &b) else { return Vec::new() };
-    which
-        .iter()
-        .copied()
-        .filter(|&i| crate::cases::verdict::check(&plans[i], &b, &run, abi, image).is_empty())
-        .collect()
-}
-
-/// Puts the upper-bits finding first among `findings`: the first call of `plan` whose `int`
-/// argument called one of `names` had garbage upper bits, the register(s) and the values.
-fn blame(batch: &Batch, plan: &CasePlan, findings: &mut Vec<Finding>, names: &[&str], abi: &Abi) {
-    let args: Vec<IntArg> = plan.int_args().into_iter().filter(|a| names.contains(&a.name)).collect();
-    let Some(first) = args.iter().find(|a| batch.arg(a.call, a.arg) != clean(batch.arg(a.call, a.arg))) else { return };
-    let regs: Vec<String> = args
-        .iter()
-        .filter(|a| a.call == first.call)
-        .map(|a| format!("{} (int {}, passed as {:#018x})", abi.args[a.arg], a.name, batch.arg(a.call, a.arg)))
-        .collect();
-    let text = format!(
-        "{}: depends on the upper 32 bits of {}; the ABI leaves them unspecified ({}): the case passes when they \
-         are the sign extension of the low 32 bits",
-        first.label,
-        regs.join(" and "),
-        abi.source
-    );
-    findings.insert(0, Finding::new(Class::Abi, text));
 }
 
 #[cfg(test)]

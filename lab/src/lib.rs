@@ -42,7 +42,6 @@ macro_rules! named_values {
 }
 
 pub mod abi;
-pub mod abi_probe;
 pub mod align;
 pub mod arch;
 pub mod backend;
@@ -65,6 +64,7 @@ pub mod fuzz;
 pub mod hotspot;
 pub mod image;
 pub mod input_file;
+pub mod int_args;
 pub mod interrupt;
 pub mod isa;
 pub mod paths;

@@ -13,7 +13,7 @@ use crate::abi::UpperBits;
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
 use crate::cases::dispatch::PolyPath;
-use crate::cases::openssl::{OsslExpect, OsslFinal};
+use crate::cases::openssl_checks::{OsslExpect, OsslFinal};
 use crate::contract::{self, Family, MD5_BLOCK_ASM_DATA_ORDER, MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS};
 use crate::image::Image;
 use crate::reference::md5::{self, State, Step};
@@ -632,32 +632,5 @@ pub fn case_names(v: &Vector) -> Vec<String> {
     [format!("{}{GUARDED}", v.name), format!("{}{MISALIGNED_GUARD}", v.name)]
         .into_iter()
         .chain(v.offsets.iter().map(|o| format!("{} @+{o}{split}", v.name)))
-        .collect()
-}
-
-/// Plans every case of `v` into `b` (see [`cases_of`] and [`case_names`]); `flush` says which
-/// end of its pages the guarded case's inputs touch ([`Placement::End`] or [`Placement::Start`]).
-/// For vectors whose cases fit one batch each (`lab fuzz` cases); a case that needs more
-/// segments ([`crate::cases::procedure`]) gets only its first here, marked [`CasePlan::more`].
-pub fn plan_vector(
-    b: &mut BatchBuilder,
-    e: &Stubs,
-    rng: &mut impl Rng,
-    set: &str,
-    v: &Vector,
-    flush: Placement,
-) -> Vec<CasePlan> {
-    let names = case_names(v);
-    let misalign = rng.gen_range(1..64);
-    // The layouts of a vector make the same calls: the reference answers them once.
-    let mut tape = Tape::default();
-    layouts(v, flush, misalign)
-        .zip(names)
-        .map(|(layout, name)| {
-            let mut run = crate::cases::procedure::CaseRun::replaying(v, set, &name, layout, std::mem::take(&mut tape));
-            let plan = run.plan_next(b, e, rng);
-            tape = run.into_tape().replay();
-            plan
-        })
         .collect()
 }

@@ -16,9 +16,9 @@ use std::iter::Peekable;
 
 use rand::Rng;
 
-use crate::batch::{BatchBuilder, BufId};
+use crate::batch::{BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
-use crate::cases::openssl::OsslFinal;
+use crate::cases::openssl_checks::OsslFinal;
 use crate::cases::plan::{self, CasePlan, Final, Layout, Planner, Stubs, SEGMENT_BYTES, SEGMENT_CALLS};
 use crate::contract::Family;
 use crate::reference::md5::{self, DigestSteps, State};
@@ -395,4 +395,31 @@ fn inner_tags<R: Rng>(p: &mut Planner<'_, R>, count: usize) -> (Vec<BufId>, Vec<
     }
     p.label_prefix.clear();
     (carry, last)
+}
+
+/// Plans every case of `v` into `b` (see [`plan::cases_of`] and [`plan::case_names`]); `flush` says which
+/// end of its pages the guarded case's inputs touch ([`Placement::End`] or [`Placement::Start`]).
+/// For vectors whose cases fit one batch each (`lab fuzz` cases); a case that needs more
+/// segments (this module) gets only its first here, marked [`CasePlan::more`].
+pub fn plan_vector(
+    b: &mut BatchBuilder,
+    e: &Stubs,
+    rng: &mut impl Rng,
+    set: &str,
+    v: &Vector,
+    flush: Placement,
+) -> Vec<CasePlan> {
+    let names = plan::case_names(v);
+    let misalign = rng.gen_range(1..64);
+    // The layouts of a vector make the same calls: the reference answers them once.
+    let mut tape = Tape::default();
+    plan::layouts(v, flush, misalign)
+        .zip(names)
+        .map(|(layout, name)| {
+            let mut run = CaseRun::replaying(v, set, &name, layout, std::mem::take(&mut tape));
+            let plan = run.plan_next(b, e, rng);
+            tape = run.into_tape().replay();
+            plan
+        })
+        .collect()
 }

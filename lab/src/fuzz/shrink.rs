@@ -5,7 +5,8 @@ use super::Case;
 use crate::abi::Abi;
 use crate::backend::{self, Backend, BackendError};
 use crate::batch::{BatchBuilder, Placement};
-use crate::cases::plan::{self, CasePlan, Stubs};
+use crate::cases::plan::{CasePlan, Stubs};
+use crate::cases::procedure;
 use crate::cases::verdict;
 use crate::finding::Finding;
 use crate::image::Image;
@@ -28,7 +29,7 @@ pub struct Target<'a> {
 }
 
 /// Runs `cases` in one batch and returns each case's findings (empty = agrees with the
-/// reference). Each case runs twice ([`plan::plan_vector`]): guarded against guard pages, and
+/// reference). Each case runs twice ([`procedure::plan_vector`]): guarded against guard pages, and
 /// packed at its offset; a case's findings are those of both.
 ///
 /// # Errors
@@ -40,7 +41,7 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
     let mut b = BatchBuilder::take_spare(abi);
     let mut rng = ChaCha8Rng::seed_from_u64(t.seed);
     let plans: Vec<Vec<CasePlan>> =
-        cases.iter().map(|c| plan::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
+        cases.iter().map(|c| procedure::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
     let spare = crate::batch::ZeroedPayload::take_spare();
     let arena = t.image.arena()?;
     let batch = b.layout_and_clear(arena, spare).map_err(|e| BackendError::Unsupported(e.to_string()));

@@ -49,7 +49,7 @@ impl Scan {
         }
         let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { return };
         for k in wanted {
-            match crate::abi_probe::reliance(backend.as_mut(), image, k) {
+            match crate::int_args::reliance(backend.as_mut(), image, k) {
                 Ok(found) => self.warnings.extend(
                     found
                         .into_iter()

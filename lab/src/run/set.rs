@@ -231,7 +231,7 @@ pub(super) fn run_pending_batch(
             for (pc, text) in taken.iter().flat_map(|p| verdict::partial_load_warnings(p, batch, run, image)) {
                 row.note_partial_load(pc, text);
             }
-            crate::diagnose::upper_bits(backend, batch, &taken, &mut f, abi, image);
+            crate::int_args::diagnose(backend, batch, &taken, &mut f, abi, image);
             let carry: Vec<Option<Carried>> = taken
                 .iter()
                 .zip(&f)

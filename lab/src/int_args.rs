@@ -1,7 +1,10 @@
-//! The reliance probe of [`UpperBits::Warn`]: under that policy every case passes its `int`
+//! The upper 32 bits of C `int` arguments, which SysV x86-64 and AAPCS64 leave unspecified:
+//! [`diagnose`] re-runs failing cases with them clean and names the argument a kernel reads
+//! whole (`lab run` calls it on every batch with failures, under any policy); [`reliance`] is
+//! the probe of [`UpperBits::Warn`]: under that policy every case passes its `int`
 //! arguments clean, so the value checks mean what they say; this one probe case per image
 //! passes garbage in their upper 32 bits (as the psABI allows: SysV x86-64 §3.2.3, AAPCS64
-//! §6.8.2) and, when it fails and passes again with them clean ([`crate::diagnose::upper_bits`]),
+//! §6.8.2) and, when it fails and passes again with them clean ([`diagnose`]),
 //! names each argument the kernel reads whole: one [`Class::UpperBits`] finding per image and
 //! argument.
 
@@ -10,8 +13,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::abi::{Abi, Int32Args, UpperBits};
 use crate::backend::{run_batch, Backend};
-use crate::batch::{BatchBuilder, Placement};
-use crate::cases::plan::{plan_vector, Stubs};
+use crate::batch::{Batch, BatchBuilder, Placement};
+use crate::cases::plan::{CasePlan, IntArg, Stubs};
+use crate::cases::procedure::plan_vector;
 use crate::contract::{self, Family};
 use crate::finding::{Class, Finding};
 use crate::image::Image;
@@ -55,7 +59,7 @@ pub fn reliance(backend: &mut dyn Backend, image: &Image, kernel: Kernel) -> Res
     let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
     let mut findings: Vec<Vec<Finding>> =
         plans.iter().map(|p| crate::cases::verdict::check(p, &batch, &run, abi, image)).collect();
-    crate::diagnose::upper_bits(backend, &batch, &plans, &mut findings, abi, image);
+    crate::int_args::diagnose(backend, &batch, &plans, &mut findings, abi, image);
     let mut out: Vec<Finding> = Vec::new();
     for f in findings.iter().flatten().filter(|f| f.class == Class::Abi) {
         let Some(text) = reliance_text(&f.text, family, kernel) else { continue };
@@ -83,6 +87,107 @@ fn reliance_text(diagnosis: &str, family: Family, kernel: Kernel) -> Option<Stri
          and passes with them clean; the psABI leaves them unspecified (every other case passes them clean, as \
          {family}'s callers do)"
     ))
+}
+
+/// For each failing case among `plans` (`findings[i]` not empty) that passes C `int`
+/// arguments on an ABI that leaves their upper 32 bits unspecified (x86_64, aarch64; the lab
+/// fills them with garbage): re-runs the batch with those bits clean (the low 32 bits
+/// sign-extended), first for every `int` argument, then for `ofs` alone and `limit` alone, and
+/// puts "depends on the upper 32 bits of rdx (int ofs); the ABI leaves them unspecified" first
+/// among the findings of each case that then passes. At most three re-runs of the batch, and
+/// none when no such case failed.
+pub fn diagnose(
+    backend: &mut dyn Backend,
+    batch: &Batch,
+    plans: &[CasePlan],
+    findings: &mut [Vec<Finding>],
+    abi: &Abi,
+    image: &Image,
+) {
+    if abi.int32_args != Int32Args::UpperGarbage {
+        return;
+    }
+    let garbage = |b: &Batch, a: &IntArg| {
+        let v = b.arg(a.call, a.arg);
+        v != clean(v)
+    };
+    let suspects: Vec<usize> = (0..plans.len())
+        .filter(|&i| !findings[i].is_empty() && plans[i].int_args().iter().any(|a| garbage(batch, a)))
+        .collect();
+    if suspects.is_empty() {
+        return;
+    }
+    let names: Vec<&'static str> = {
+        let mut n: Vec<&'static str> = suspects.iter().flat_map(|&i| plans[i].int_args()).map(|a| a.name).collect();
+        n.sort_unstable();
+        n.dedup();
+        n
+    };
+    let mut left = rerun_clean(backend, batch, plans, &suspects, &names, abi, image);
+    // Which argument: each one alone, then the rest needs all of them together.
+    for &name in &names {
+        if left.is_empty() || names.len() == 1 {
+            break;
+        }
+        let alone = rerun_clean(backend, batch, plans, &left, &[name], abi, image);
+        for &i in &alone {
+            blame(batch, &plans[i], &mut findings[i], &[name], abi);
+        }
+        left.retain(|i| !alone.contains(i));
+    }
+    for i in left {
+        blame(batch, &plans[i], &mut findings[i], &names, abi);
+    }
+}
+
+/// The low 32 bits of `v` sign-extended: an `int` with clean upper bits.
+fn clean(v: u64) -> u64 {
+    v as u32 as i32 as i64 as u64
+}
+
+/// Re-runs `batch` with the `int` arguments called `names` of the cases `which` cleaned;
+/// returns the cases of `which` that then pass every check.
+fn rerun_clean(
+    backend: &mut dyn Backend,
+    batch: &Batch,
+    plans: &[CasePlan],
+    which: &[usize],
+    names: &[&str],
+    abi: &Abi,
+    image: &Image,
+) -> Vec<usize> {
+    let mut b = batch.clone();
+    for &i in which {
+        for a in plans[i].int_args().iter().filter(|a| names.contains(&a.name)) {
+            b.set_arg(a.call, a.arg, clean(b.arg(a.call, a.arg)));
+        }
+    }
+    let Ok(run) = crate::backend::run_batch(backend, &b) else { return Vec::new() };
+    which
+        .iter()
+        .copied()
+        .filter(|&i| crate::cases::verdict::check(&plans[i], &b, &run, abi, image).is_empty())
+        .collect()
+}
+
+/// Puts the upper-bits finding first among `findings`: the first call of `plan` whose `int`
+/// argument called one of `names` had garbage upper bits, the register(s) and the values.
+fn blame(batch: &Batch, plan: &CasePlan, findings: &mut Vec<Finding>, names: &[&str], abi: &Abi) {
+    let args: Vec<IntArg> = plan.int_args().into_iter().filter(|a| names.contains(&a.name)).collect();
+    let Some(first) = args.iter().find(|a| batch.arg(a.call, a.arg) != clean(batch.arg(a.call, a.arg))) else { return };
+    let regs: Vec<String> = args
+        .iter()
+        .filter(|a| a.call == first.call)
+        .map(|a| format!("{} (int {}, passed as {:#018x})", abi.args[a.arg], a.name, batch.arg(a.call, a.arg)))
+        .collect();
+    let text = format!(
+        "{}: depends on the upper 32 bits of {}; the ABI leaves them unspecified ({}): the case passes when they \
+         are the sign extension of the low 32 bits",
+        first.label,
+        regs.join(" and "),
+        abi.source
+    );
+    findings.insert(0, Finding::new(Class::Abi, text));
 }
 
 #[cfg(test)]
