@@ -21,6 +21,7 @@ mod fuzz;
 mod gating;
 mod hotspot;
 mod image;
+mod layers;
 mod library_names;
 mod matrix;
 mod mb_semantics;

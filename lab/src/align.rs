@@ -16,7 +16,7 @@
 //!   alignment it needs and the address it got, in the same words on every backend.
 
 use crate::arch::{AlignSpec, SpCheck, SpEffect};
-use crate::backend::{Fault, FaultKind};
+use crate::backend::fault::{Fault, FaultKind};
 use crate::batch::Batch;
 use crate::disasm::{DisasmError, Insn};
 use crate::finding::{Class, Finding};

@@ -280,7 +280,7 @@ impl Image {
     /// The pages of the writable segment below [`KERNEL_DATA_END`] (and below `arena`), leaving
     /// out a first page shared with a non-writable segment; `None` without the mark or data.
     fn kernel_data(&self, arena: u64) -> Option<(u64, u64)> {
-        const PAGE: u64 = crate::batch::PAGE;
+        const PAGE: u64 = crate::protocol::PAGE;
         let end = self.symbol(KERNEL_DATA_END)?.addr.min(arena) / PAGE * PAGE;
         let seg = self.segments.iter().find(|s| s.perms.write && s.vaddr < end && end <= s.vaddr + s.memsz)?;
         let mut start = seg.vaddr / PAGE * PAGE;

@@ -7,11 +7,11 @@
 //! Everything else is derived from here: [`c_header`] renders `lab_protocol.h`, which
 //! `lab/src/toolchain.rs` writes next to every build and every `driver.S` `#include`s (a copy
 //! for readers is `kernels/include/lab_protocol.h`, kept equal by a test); [`readme_tables`]
-//! renders the tables of kernels/README.md (also kept equal by a test); `lab/src/batch.rs`,
+//! renders the tables of kernels/README.md (also kept equal by a test); `lab/src/batch/`,
 //! the Unicorn and process backends use the constants below.
 //!
 //! This module holds protocol constants only; where buffers, guards and the kernel stack go in
-//! the arena is layout, in `lab/src/batch.rs`.
+//! the arena is layout, in `lab/src/batch/`.
 
 use std::fmt::Write as _;
 
@@ -179,6 +179,10 @@ pub const ENTRY_PREFIX: &str = "lab_entry_";
 pub const PROT_ENTRY_WORDS: usize = 3;
 /// Step between poison values ([`crate::vocab::abi::POISON_STEP`]).
 pub use crate::vocab::abi::POISON_STEP;
+/// Guest page size: the arena and its guard pages are laid out in it (4 KiB on every Linux
+/// target the lab runs).
+pub const PAGE: u64 = 4096;
+
 /// Bytes of `lab_arena` (32 MiB, 4096-aligned, the last object of the image).
 pub const ARENA_SIZE: u64 = 32 << 20;
 /// Bytes of the driver's own stack (`lab_stack_top`).

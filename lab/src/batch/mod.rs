@@ -46,8 +46,8 @@ pub const HEADER_WORDS: usize = hdr::WORDS;
 /// Fixed words at the start of every call entry, before `saved[]` ([`crate::protocol::entry`]).
 pub const ENTRY_FIXED_WORDS: usize = ent::FIXED_WORDS;
 
-/// Guest page size the guards are laid out in (4 KiB on every Linux target the lab runs).
-pub const PAGE: u64 = 4096;
+/// Guest page size the guards are laid out in ([`crate::protocol::PAGE`]).
+pub use crate::protocol::PAGE;
 /// Bytes with no access at least right below the kernel's stack budget: a stack probe or a frame
 /// this far below the budget faults instead of landing in other memory (1 MiB, as issue 12
 /// asks). The stack sits at the end of the arena, so the guard is in fact everything between the
