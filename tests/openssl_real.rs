@@ -137,8 +137,12 @@ fn openssl_x86_64_poly1305_every_path_green_and_each_planted_carry_bug_caught() 
     let obj = dir.path().join("poly1305-x86_64.o");
     assemble("x86_64-linux-gnu", &[], &src, &obj);
     let obj_s = obj.display().to_string();
-    let (_, report) = lab_json(&["--object", &obj_s, "--kernel", "poly1305", "--backend", "unicorn,qemu,native"]);
+    let (code, report) = lab_json(&["--object", &obj_s, "--kernel", "poly1305", "--backend", "unicorn,qemu,native"]);
     assert_eq!(report["totals"]["failed"], 0, "{report:#}");
+    // OpenSSL calls its local `__poly1305_block` with rsp 8 off 16-byte alignment: its own
+    // convention, not a psABI violation (src/align.rs), so no image finding either.
+    assert_eq!(report["image_findings"], serde_json::json!([]), "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
     for p in &X86_PLANTS {
         let variant = format!("poly1305-x86_64@{}", p.path);
         for backend in x86_runs(p.path) {

@@ -83,7 +83,8 @@ pub fn sp_scan(image: &Image) -> Result<Vec<Violation>, DisasmError> {
             state = Some(Tracked { sp: spec.entry_sp % SP_ALIGN, moved_by: None });
         }
         let u = (spec.sp_use)(insn);
-        if let (Some(check), Some(t)) = (u.check, state) {
+        let check = u.check.filter(|&c| !calls_local_helper(image, insn, c));
+        if let (Some(check), Some(t)) = (check, state) {
             if let Some(rule) = rule(spec, check).filter(|_| t.sp != 0) {
                 out.push(static_violation(image, insn, t, rule));
             }
@@ -99,6 +100,21 @@ pub fn sp_scan(image: &Image) -> Result<Vec<Violation>, DisasmError> {
         };
     }
     Ok(out)
+}
+
+/// Whether `insn` is a call ([`SpCheck::Call`]) straight to a local symbol of the image (the
+/// object's own helper, e.g. OpenSSL's `__poly1305_block`): the psABI's stack alignment at a
+/// call binds calls of interfaces (global functions, and anything reached through a register),
+/// not a helper whose convention is its author's, so such a call is not checked. The target is
+/// the `<name>` llvm-objdump prints after a direct call's address.
+fn calls_local_helper(image: &Image, insn: &Insn, check: SpCheck) -> bool {
+    if check != SpCheck::Call {
+        return false;
+    }
+    let Some(name) = insn.text.split_once('<').and_then(|(_, r)| r.split_once('>')).map(|(n, _)| n) else {
+        return false;
+    };
+    image.symbol(name).is_some_and(|s| !s.global)
 }
 
 /// The violation for `insn` reached with sp `t.sp` bytes past 16-byte alignment.
@@ -146,7 +162,8 @@ pub fn hook_sites(image: &Image) -> Result<Vec<Site>, DisasmError> {
     let listing = image.listing()?;
     let mut out = Vec::new();
     for insn in listing.iter().filter(|i| (code.0..code.1).contains(&i.addr)) {
-        if (spec.sp_use)(insn).check.is_some_and(|c| rule(spec, c).is_some()) {
+        let check = (spec.sp_use)(insn).check.filter(|&c| !calls_local_helper(image, insn, c));
+        if check.is_some_and(|c| rule(spec, c).is_some()) {
             out.push(Site { insn: insn.clone(), check: SiteCheck::Sp });
         }
         if let Some(need) = (spec.aligned_only)(insn).filter(|_| spec.address.is_some()) {

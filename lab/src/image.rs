@@ -61,6 +61,9 @@ pub struct Symbol {
     pub addr: u64,
     /// `st_size`, bytes (0 when the source gave none).
     pub size: u64,
+    /// Whether the symbol is global (`STB_GLOBAL`/`STB_WEAK`): an interface other code may
+    /// call; a local one is the object's own helper.
+    pub global: bool,
 }
 
 /// A loaded kernel image.
@@ -183,7 +186,9 @@ impl Image {
             .filter(|s| {
                 matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown | SymbolKind::Label)
             })
-            .filter_map(|s| Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size() })))
+            .filter_map(|s| {
+                Some((s.name().ok()?.to_string(), Symbol { addr: s.address(), size: s.size(), global: s.is_global() }))
+            })
             .filter(|(name, _)| !name.is_empty() && !name.starts_with(".L"))
             .collect();
         size_aliases(&elf, &mut symbols);
