@@ -42,9 +42,9 @@ fn run_fixture(
     let (dir, _) = fixture_kernels("x86_64", "poly1305.S", fixture);
     let src = dir.path().join("x86_64/poly1305.S");
     if let Some(fifo) = fifo(dir.path()) {
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
-        // SAFETY: mkfifo reads a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", fifo.display());
+        let mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0)
+            .unwrap_or_else(|e| panic!("mkfifo {}: {e}", fifo.display()));
         let text = std::fs::read_to_string(&src).expect("fixture");
         std::fs::write(&src, text.replace("@FIFO_PATH@", &fifo.display().to_string())).expect("fixture");
     }

@@ -106,6 +106,32 @@ fn kill_of_the_parent_under_qemu_is_a_finding_and_the_lab_lives() {
     assert_refused("kill_parent.S", BackendKind::Qemu, &rows[0].1, "system call 129 (kill) attempted and refused");
 }
 
+#[test]
+fn an_administrators_system_call_is_trapped_not_a_quiet_eperm() {
+    let (rows, _) = run_hostile("x86_64", "privileged.S", &[BackendKind::Native, BackendKind::Qemu]);
+    for (kind, row) in &rows {
+        assert_refused("privileged.S", *kind, row, "refused");
+        assert!(row.failed[0].findings[0].text.contains("syslog"), "{kind}: {}", row.failed[0].findings[0]);
+    }
+    let (rows, _) = run_hostile("riscv64", "reboot.S", &[BackendKind::Qemu]);
+    assert_refused("reboot.S", BackendKind::Qemu, &rows[0].1, "system call 142 (reboot) attempted and refused");
+}
+
+#[test]
+fn a_guest_truncating_the_shared_arena_fails_its_cases_and_the_lab_lives() {
+    // Unsealed, the truncation took effect: the guest's next access to the arena faulted, its
+    // batch hung until killed (10 s) and every case "did not run". Sealed, the ftruncate fails,
+    // the kernel returns having done no work, and each case fails on its values, at once.
+    let (rows, _) = run_hostile("riscv64", "shrink_arena.S", &[BackendKind::Qemu]);
+    let row = &rows[0].1;
+    assert!(!row.failed.is_empty() && row.skipped == 0, "{row:?}");
+    for case in &row.failed {
+        for f in &case.findings {
+            assert!(!f.text.contains("did not run"), "the truncation reached the arena: {f}");
+        }
+    }
+}
+
 /// Polls `f` every 50 ms for up to `limit`.
 fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -137,7 +163,20 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
     .expect("vector file");
     let out = dir.path().join("report.json");
     std::fs::write(&out, r#"{"status": "passed", "stale": true}"#).expect("stale report");
-    let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"))
+    // A descriptor the lab inherits (as a CI log or make's jobserver would be): fd 7 of lab.
+    let inherited_path = dir.path().join("inherited.log");
+    let inherited = std::fs::File::create(&inherited_path).expect("inherited file");
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"));
+    {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::process::CommandExt as _;
+        let fd = inherited.as_raw_fd();
+        // SAFETY: dup2 in the forked child before exec, on descriptors it owns.
+        unsafe {
+            lab.pre_exec(move || if libc::dup2(fd, 7) < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+        }
+    }
+    let mut lab = lab
         .args(["run", "--arch", "x86_64", "--backend", "qemu", "--backend", "native", "--kernel", "poly1305"])
         .args(["--no-bundled", "--seed", "7", "--format", "json"])
         .arg("--vectors")
@@ -162,14 +201,32 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
     };
     let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(pid, cmd)| is_guest(pid, &cmd));
     let hanging = wait_for(Duration::from_secs(120), qemu_guest);
-    // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges.
+    // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges,
+    // no capability (the bounding set is emptied where the lab may: as root, as CI runs), its
+    // limits, and none of the lab's inherited descriptors (this test's `inherited` on fd 7).
     let mut checked = 0;
+    let root = rustix::process::geteuid().is_root();
     for (pid, cmd) in processes_mentioning(&needle) {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         if is_guest(pid, &cmd) && !status.is_empty() {
-            for line in ["Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1"] {
+            let mut want = vec!["Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"];
+            want.extend(["CapPrm:\t0000000000000000", "CapAmb:\t0000000000000000"]);
+            if root {
+                want.push("CapBnd:\t0000000000000000");
+            }
+            for line in want {
                 assert!(status.contains(line), "{line:?} not in the status of {cmd}:\n{status}");
             }
+            let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+            let space = kernel_lab::backend::confine::GUEST_ADDRESS_SPACE;
+            for (name, value) in [("Max address space", space.to_string()), ("Max open files", "256".into())] {
+                let line = limits.lines().find(|l| l.starts_with(name)).unwrap_or_default();
+                assert!(line.split_whitespace().any(|w| w == value), "{name} {value}: {limits}");
+            }
+            let fds: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|d| d.flatten().filter_map(|e| std::fs::read_link(e.path()).ok()).collect())
+                .unwrap_or_default();
+            assert!(!fds.iter().any(|f| f == &inherited_path), "the lab's inherited fd reached the guest: {fds:?}");
             checked += 1;
         }
     }

@@ -99,9 +99,8 @@ fn costly_entries_and_files_that_are_not_regular_are_refused_quickly() {
     assert_eq!(code, 2);
     assert!(err.contains("over the run limit") && err.contains("--max-run-bytes"), "{err}");
     let fifo = dir.path().join("fifo.json");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mode = rustix::fs::Mode::from_raw_mode(0o600);
+    rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0).expect("mkfifo");
     for f in [Path::new("/dev/zero"), fifo.as_path()] {
         let (code, out, err) = run_files(&[f], &[]);
         assert_eq!(code, 2, "{out}{err}");

@@ -26,7 +26,7 @@
 //! wall-clock wait). Where the kernel lacks Landlock, the other layers still apply and
 //! [`gaps`] says what is missing (a run warning, lab/src/run.rs).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
@@ -157,28 +157,19 @@ pub fn run(cmd: &mut Command, grants: &Grants, limits: &Limits) -> std::io::Resu
 
 /// The child's half of [`run`]: own process group, death signal, limits, Landlock.
 fn in_child(parent: u32, limits: &Limits, ruleset: Option<RulesetCreated>) -> std::io::Result<()> {
-    let os = std::io::Error::last_os_error;
-    let set = |resource, value: u64| {
-        let lim = libc::rlimit { rlim_cur: value, rlim_max: value };
-        // SAFETY: setrlimit reads `lim`.
-        unsafe { libc::setrlimit(resource, &lim) }
-    };
-    // SAFETY: plain system calls on the calling process.
-    unsafe {
-        if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(os());
-        }
-        // The lab may have died between fork and prctl: then nobody would send the signal.
-        if u32::try_from(libc::getppid()).ok() != Some(parent) {
-            libc::_exit(1);
-        }
+    // rustix's calls here are raw system calls (no allocation, no locks): safe after fork.
+    use rustix::process::{self as p, Resource, Rlimit};
+    let set = |resource, value: u64| p::setrlimit(resource, Rlimit { current: Some(value), maximum: Some(value) });
+    p::setpgid(None, None)?;
+    p::set_parent_process_death_signal(Some(p::Signal::KILL))?;
+    // The lab may have died between fork and prctl: then nobody would send the signal.
+    if p::getppid().map(|pid| pid.as_raw_nonzero().get()) != i32::try_from(parent).ok() {
+        // SAFETY: _exit ends the forked child at once, running nothing of the parent's state.
+        unsafe { libc::_exit(1) };
     }
-    if set(libc::RLIMIT_FSIZE, limits.file_size) != 0
-        || set(libc::RLIMIT_AS, limits.address_space) != 0
-        || set(libc::RLIMIT_CORE, 0) != 0
-    {
-        return Err(os());
-    }
+    set(Resource::Fsize, limits.file_size)?;
+    set(Resource::As, limits.address_space)?;
+    set(Resource::Core, 0)?;
     if let Some(r) = ruleset {
         r.restrict_self().map_err(std::io::Error::other)?;
     }
@@ -302,7 +293,7 @@ fn wait_bounded(child: &mut Child, wall: Duration) -> std::io::Result<(ExitStatu
         }
         // Without a pidfd (Linux < 5.3) the exit is noticed within 10 ms.
         let step = if pidfd.is_some() { left.max(Duration::from_millis(10)) } else { Duration::from_millis(10) };
-        if wait_readable(pipe.as_ref().map(AsRawFd::as_raw_fd), pidfd.as_ref().map(AsRawFd::as_raw_fd), step)
+        if wait_readable(pipe.as_ref().map(AsFd::as_fd), pidfd.as_ref().map(AsFd::as_fd), step)
             && pipe.as_mut().is_some_and(|p| !stderr.read_some(p))
         {
             pipe = None; // EOF
@@ -312,26 +303,24 @@ fn wait_bounded(child: &mut Child, wall: Duration) -> std::io::Result<(ExitStatu
 
 /// A pidfd for `pid` (readable once it exits), if the kernel has `pidfd_open`.
 fn pidfd_of(pid: u32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a fresh descriptor nobody else owns.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
 }
 
 /// Polls the stderr pipe and the pidfd for up to `timeout`; true when the pipe is readable.
-fn wait_readable(pipe: Option<i32>, pidfd: Option<i32>, timeout: Duration) -> bool {
-    let mut fds: Vec<libc::pollfd> =
-        [pipe, pidfd].iter().flatten().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
-    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structures.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-    n > 0 && pipe.is_some() && fds[0].revents != 0
+fn wait_readable(pipe: Option<BorrowedFd<'_>>, pidfd: Option<BorrowedFd<'_>>, timeout: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds: Vec<PollFd<'_>> =
+        [pipe, pidfd].into_iter().flatten().map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
+    let wait = Timespec::try_from(timeout).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+    let n = rustix::event::poll(&mut fds, Some(&wait)).unwrap_or(0);
+    n > 0 && pipe.is_some() && !fds[0].revents().is_empty()
 }
 
 /// Reads what is left in the pipe of an exited tool, without waiting for a process it may
 /// have left behind holding the pipe open.
 fn drain(pipe: &mut std::process::ChildStderr, out: &mut Bounded) {
-    while wait_readable(Some(pipe.as_raw_fd()), None, Duration::ZERO) && out.read_some(pipe) {}
+    while wait_readable(Some(pipe.as_fd()), None, Duration::ZERO) && out.read_some(pipe) {}
 }
 
 /// A tool's standard error: the first [`STDERR_LIMIT`] bytes and a count of the rest.
@@ -423,9 +412,8 @@ mod tests {
         std::fs::create_dir(&own).unwrap();
         std::fs::write(own.join("a.inc"), "granted\n").unwrap();
         let fifo = own.join("fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo reads a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, fifo_mode, 0).expect("mkfifo");
         let grants = Grants { folders: vec![own.clone()], ..Grants::default() };
         let script = format!(
             "read x < {0}/a.inc && echo $x >&2; read x < /etc/passwd; read x < /dev/zero; read x < {0}/fifo",

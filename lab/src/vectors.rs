@@ -633,9 +633,8 @@ mod tests {
         let (_, e) = load_file(dir.path());
         assert!(e[0].to_string().contains("not a regular file"), "{e:?}");
         let fifo = dir.path().join("fifo.json");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, fifo_mode, 0).expect("mkfifo");
         let (_, e) = load_file(&fifo);
         assert!(e[0].to_string().contains("not a regular file"), "{e:?}");
     }

@@ -196,24 +196,19 @@ pub fn remove_stale(path: &Path) -> Result<(), ReportError> {
 /// reader: a FIFO nobody reads is an error (ENXIO), not a lab blocked for ever after its run,
 /// deaf to SIGTERM.
 fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ENXIO) {
+    let nonblock = OFlags::NONBLOCK.bits() as i32;
+    let f = std::fs::OpenOptions::new().write(true).custom_flags(nonblock).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
             std::io::Error::other("no process has this FIFO open for reading")
         } else {
             e
         }
     })?;
     // Blocking again for the writes themselves: a reader may take the text slower than it comes.
-    // SAFETY: F_GETFL/F_SETFL on a descriptor this function owns; results are checked.
-    unsafe {
-        use std::os::fd::AsRawFd as _;
-        let fd = f.as_raw_fd();
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    let flags = rustix::fs::fcntl_getfl(&f)?;
+    rustix::fs::fcntl_setfl(&f, flags - OFlags::NONBLOCK)?;
     Ok(f)
 }
 
@@ -409,9 +404,8 @@ mod tests {
     fn fifo() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pipe");
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path; the result is checked.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &path, rustix::fs::FileType::Fifo, fifo_mode, 0).expect("mkfifo");
         (dir, path)
     }
 

@@ -90,7 +90,71 @@ pub fn confine(cmd: &mut Command, guest: &Guest<'_>, support: Support) -> Result
     Ok(())
 }
 
-/// The child's half of [`confine`]: process group, death signal, Landlock, seccomp.
+/// Drops every capability (capabilities(7)): the bounding set first (no later `execve` of a
+/// privileged file can regain one; needs CAP_SETPCAP, so a lab run by an ordinary user skips
+/// it, having nothing to drop), the ambient set, then the effective, permitted and inheritable
+/// sets. Runs in the forked child: plain system calls only.
+fn drop_capabilities() -> std::io::Result<()> {
+    use rustix::io::Errno;
+    use rustix::thread::{self as t, CapabilitySet, CapabilitySets};
+    for bit in 0..64 {
+        let cap = CapabilitySet::from_bits_retain(1 << bit);
+        match t::capability_is_in_bounding_set(cap) {
+            Ok(true) => match t::remove_capability_from_bounding_set(cap) {
+                Ok(()) | Err(Errno::PERM) => {}
+                Err(e) => return Err(e.into()),
+            },
+            // EINVAL: a number past the kernel's last capability.
+            Ok(false) | Err(Errno::INVAL) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match t::clear_ambient_capability_set() {
+        Ok(()) | Err(Errno::INVAL) => {} // EINVAL: a kernel before ambient capabilities (4.3)
+        Err(e) => return Err(e.into()),
+    }
+    let none = CapabilitySet::empty();
+    t::set_capabilities(None, CapabilitySets { effective: none, permitted: none, inheritable: none })?;
+    Ok(())
+}
+
+/// The guest's resource limits (setrlimit(2)): [`GUEST_ADDRESS_SPACE`] of address space, 256
+/// descriptors, no core files, 1 MiB per written file (it may write none: Landlock). No CPU
+/// limit: one guest serves a whole campaign; each batch has its own wall-clock budget.
+fn set_limits() -> std::io::Result<()> {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    let set = |r, v: u64| setrlimit(r, Rlimit { current: Some(v), maximum: Some(v) });
+    set(Resource::As, GUEST_ADDRESS_SPACE)?;
+    set(Resource::Nofile, 256)?;
+    set(Resource::Core, 0)?;
+    set(Resource::Fsize, 1 << 20)?;
+    Ok(())
+}
+
+/// Address space a guest may map, bytes: qemu-user's code cache and the guest's own maps fit in
+/// it (qemu 7.2 starts in 512 MiB), a runaway allocation stops there.
+pub const GUEST_ADDRESS_SPACE: u64 = 1 << 30;
+
+/// Marks every descriptor above the protocol's close-on-exec (`close_range(2)`,
+/// `CLOSE_RANGE_CLOEXEC`, Linux 5.11): what the lab inherited (a CI log, make's jobserver, a
+/// shell's `7>>file`) never reaches the guest. Keeps 0-2, the protocol's 3-5 and, for a native
+/// guest, the allow-list on [`SECCOMP_FD`]. ENOSYS (an older kernel) leaves them, as before.
+fn close_inherited(keep_seccomp_fd: bool) -> std::io::Result<()> {
+    let seccomp = SECCOMP_FD as u32;
+    let ranges: &[(u32, u32)] =
+        if keep_seccomp_fd { &[(6, seccomp - 1), (seccomp + 1, u32::MAX)] } else { &[(6, u32::MAX)] };
+    for &(first, last) in ranges {
+        // SAFETY: close_range only changes descriptor flags of the calling process.
+        let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, libc::CLOSE_RANGE_CLOEXEC) };
+        if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The child's half of [`confine`]: process group, death signal, capabilities, limits,
+/// Landlock, inherited descriptors, seccomp.
 fn in_child(
     parent: u32,
     ruleset: &mut Option<RulesetCreated>,
@@ -109,6 +173,10 @@ fn in_child(
             libc::_exit(1);
         }
     }
+    drop_capabilities()?;
+    // No execve may gain privileges again (set-user-ID files, file capabilities).
+    rustix::thread::set_no_new_privs(true)?;
+    set_limits()?;
     // Landlock first: its ruleset descriptor may have any number, SECCOMP_FD included, and
     // must not be replaced by the allow-list (restrict_self on a pipe is EINVAL) before use.
     if let Some(r) = ruleset.take() {
@@ -126,9 +194,9 @@ fn in_child(
             }
         }
     }
+    close_inherited(allow_fd.is_some())?;
     if let Some(prog) = refusal {
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u32;
+        let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
         for insn in prog.iter_mut().filter(|i| i.k == PID_SENTINEL) {
             insn.k = pid;
         }
@@ -222,6 +290,11 @@ pub fn refusal_filter(exec_path: u64) -> Result<BpfProgram, seccompiler::Error> 
     ] {
         rules.insert(nr, always()?);
     }
+    // What only an administrator does: with no capability they would fail with EPERM, which a
+    // kernel could probe quietly; trapped, each is a finding that names the call.
+    for nr in PRIVILEGED {
+        rules.insert(nr, always()?);
+    }
     rules.insert(SYS_clone, vec![rule(vec![cond(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?]);
     rules.insert(SYS_execve, vec![rule(vec![cond(0, Op::Ne, exec_path)?])?]);
     for nr in [SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo] {
@@ -233,6 +306,56 @@ pub fn refusal_filter(exec_path: u64) -> Result<BpfProgram, seccompiler::Error> 
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trap, host_arch()?)?;
     filter.try_into().map_err(seccompiler::Error::Backend)
 }
+
+/// System calls of administration (capabilities(7): CAP_SYS_BOOT, CAP_SYS_ADMIN,
+/// CAP_SYS_MODULE, CAP_SYS_TIME, CAP_SYSLOG, CAP_SYS_RAWIO, CAP_SETUID/SETGID, CAP_BPF,
+/// CAP_PERFMON...) that neither qemu-user nor a kernel under test has any use for.
+const PRIVILEGED: [i64; 41] = {
+    use libc::*;
+    [
+        SYS_reboot,
+        SYS_sethostname,
+        SYS_setdomainname,
+        SYS_syslog,
+        SYS_kexec_load,
+        SYS_kexec_file_load,
+        SYS_init_module,
+        SYS_finit_module,
+        SYS_delete_module,
+        SYS_mount,
+        SYS_umount2,
+        SYS_pivot_root,
+        SYS_chroot,
+        SYS_swapon,
+        SYS_swapoff,
+        SYS_acct,
+        SYS_settimeofday,
+        SYS_clock_settime,
+        SYS_adjtimex,
+        SYS_clock_adjtime,
+        SYS_unshare,
+        SYS_setns,
+        SYS_bpf,
+        SYS_perf_event_open,
+        SYS_keyctl,
+        SYS_add_key,
+        SYS_request_key,
+        SYS_quotactl,
+        SYS_iopl,
+        SYS_ioperm,
+        SYS_userfaultfd,
+        SYS_fanotify_init,
+        SYS_open_tree,
+        SYS_move_mount,
+        SYS_fsopen,
+        SYS_fsmount,
+        SYS_setuid,
+        SYS_setgid,
+        SYS_setresuid,
+        SYS_setresgid,
+        SYS_setgroups,
+    ]
+};
 
 /// `clone3` fails with ENOSYS: its flags live in memory a filter cannot read, and glibc then
 /// falls back to `clone`, whose flags [`refusal_filter`] checks.
@@ -285,13 +408,7 @@ fn program_pipe(prog: &BpfProgram) -> std::io::Result<OwnedFd> {
     drop(writer);
     // Above the fds the protocol hands over (3-5), so that their dup2 cannot overwrite it.
     let reader = OwnedFd::from(reader);
-    // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd or -1.
-    let high = unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
-    if high < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `high` is a fresh descriptor nobody else owns.
-    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) })
+    Ok(rustix::io::fcntl_dupfd_cloexec(&reader, 10)?)
 }
 
 /// The Linux name of system call `nr` on `arch` (crate `syscalls`), if it has one.

@@ -2,6 +2,9 @@
 //! table, the reply's checks, faults named from the reply words, and the protection table or its
 //! deltas stamped into the payload.
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, Signal};
+
 use super::*;
 
 /// The aligned-only instructions of `image`'s kernel code whose operand address the arch row
@@ -30,16 +33,16 @@ pub(super) fn recv_reply(from: &mut File, timeout: Duration) -> Result<Option<[u
     let deadline = Instant::now() + timeout;
     while got < buf.len() {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd { fd: from.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd for an fd we own.
-        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
-        match ready {
-            0 if got == 0 => return Ok(None),
-            0 => return Err(format!("a short reply token ({got} of {} bytes)", buf.len())),
-            r if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
-            r if r < 0 => return Err(os_err("poll on the reply pipe")),
-            _ => {}
+        let mut pfd = [PollFd::new(&*from, PollFlags::IN)];
+        // At least 1 ms: a zero timeout would spin instead of waiting for the last bytes.
+        let wait =
+            Timespec::try_from(left.max(Duration::from_millis(1))).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+        match rustix::event::poll(&mut pfd, Some(&wait)) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(format!("a short reply token ({got} of {} bytes)", buf.len())),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(format!("poll on the reply pipe failed: {e}")),
+            Ok(_) => {}
         }
         match from.read(&mut buf[got..]) {
             Ok(0) if got == 0 => return Err(CLOSED.into()),
@@ -54,11 +57,8 @@ pub(super) fn recv_reply(from: &mut File, timeout: Duration) -> Result<Option<[u
 
 /// Sends SIGUSR1 to a guest past its budget and waits briefly for the reply its handler sends.
 pub(super) fn poke(g: &mut Guest) -> Option<Reply> {
-    let pid = libc::pid_t::try_from(g.child.id()).ok()?;
-    // SAFETY: `kill` only sends a signal to our own child process; no memory is involved.
-    if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
-        return None;
-    }
+    let pid = Pid::from_raw(i32::try_from(g.child.id()).ok()?)?;
+    rustix::process::kill_process(pid, Signal::USR1).ok()?;
     recv_reply(&mut g.replies, POKE_GRACE).transpose()
 }
 

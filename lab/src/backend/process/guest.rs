@@ -5,13 +5,7 @@ use super::*;
 
 /// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
 pub(super) fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 fills two descriptors on success; the result is checked.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(os_err("pipe2"));
-    }
-    // SAFETY: both are fresh descriptors nobody else owns.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe2 failed: {e}"))?;
     Ok((high_fd(r)?, high_fd(w)?))
 }
 
@@ -163,8 +157,9 @@ impl ProcessBackend {
         crate::interrupt::register(child.id());
         drop((req_r, rep_w)); // the child's ends
         let stdout = child.stdout.take().expect("piped stdout");
-        // SAFETY: O_NONBLOCK on our own read end: stray output is polled, never waited for.
-        unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        // O_NONBLOCK on our own read end: stray output is polled, never waited for. (F_SETFL on
+        // a pipe end this process owns does not fail on Linux.)
+        let _ = rustix::fs::fcntl_setfl(&stdout, rustix::fs::OFlags::NONBLOCK);
         let mut stderr = child.stderr.take().expect("piped stderr");
         let replies = File::from(rep_r);
         let (etx, stderr_rx) = mpsc::channel();

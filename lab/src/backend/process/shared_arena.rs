@@ -20,29 +20,23 @@ pub(super) fn os_err(what: &str) -> String {
 /// Moves `fd` to a number of at least 10, close-on-exec, so that handing fds 3-5 to a child
 /// never overwrites one of the sources.
 pub(super) fn high_fd(fd: OwnedFd) -> Result<OwnedFd, String> {
-    // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd or -1.
-    let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
-    if high < 0 {
-        return Err(os_err("fcntl(F_DUPFD_CLOEXEC)"));
-    }
-    // SAFETY: `high` is a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(high) })
+    rustix::io::fcntl_dupfd_cloexec(&fd, 10).map_err(|e| format!("fcntl(F_DUPFD_CLOEXEC) failed: {e}"))
 }
 
 impl SharedArena {
     pub(super) fn new(len: usize) -> Result<Self, String> {
-        // SAFETY: memfd_create with a NUL-terminated name; the result is checked.
-        let raw = unsafe { libc::memfd_create(c"lab_arena".as_ptr(), libc::MFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(os_err("memfd_create"));
-        }
-        // SAFETY: `raw` is a fresh descriptor nobody else owns.
-        let fd = high_fd(unsafe { OwnedFd::from_raw_fd(raw) })?;
-        // SAFETY: plain system calls on an fd we own; results are checked.
+        use rustix::fs::{MemfdFlags, SealFlags};
+        let memfd = rustix::fs::memfd_create(c"lab_arena", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
+            .map_err(|e| format!("memfd_create failed: {e}"))?;
+        let fd = high_fd(memfd)?;
+        rustix::fs::ftruncate(&fd, len as u64).map_err(|e| format!("ftruncate(memfd) failed: {e}"))?;
+        // Sealed at its size: a guest that truncates the arena it shares with the lab would
+        // otherwise kill the lab with SIGBUS at its next access (issue 28); now the guest's
+        // ftruncate fails with EPERM and the lab's mapping stays whole.
+        let seals = SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL;
+        rustix::fs::fcntl_add_seals(&fd, seals).map_err(|e| format!("sealing the arena memfd failed: {e}"))?;
+        // SAFETY: a shared mapping of an fd we own, at an address the kernel picks; checked.
         unsafe {
-            if libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) != 0 {
-                return Err(os_err("ftruncate(memfd)"));
-            }
             let rw = libc::PROT_READ | libc::PROT_WRITE;
             let ptr = libc::mmap(std::ptr::null_mut(), len, rw, libc::MAP_SHARED, fd.as_raw_fd(), 0);
             if ptr == libc::MAP_FAILED {
