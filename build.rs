@@ -2,7 +2,9 @@
 //! `kernel_lab` library (with clang, as the lab builds guest images), so `lab bench` can time
 //! them in-process beside OpenSSL and RustCrypto. Sets `cfg(native_kernels)` when that worked;
 //! otherwise `lab bench` reports the native comparison as skipped, with the reason in
-//! `KERNEL_LAB_NATIVE_SKIP`.
+//! `KERNEL_LAB_NATIVE_SKIP`. The Poly1305 kernel is assembled a second time at x86-64-v3
+//! (`__AVX2__` defined: its AVX2 path) as `poly1305_processBlocks_avx2`, setting
+//! `cfg(native_avx2)`, so the bench also times the AVX2 path beside OpenSSL's.
 //!
 //! It also lists every file under `kernels/` and `vectors/` into `$OUT_DIR/bundled.rs` as
 //! `include_bytes!` entries, so an installed `lab` carries its kernels and vectors
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 fn main() {
     embed(&["kernels", "vectors"]);
     println!("cargo:rustc-check-cfg=cfg(native_kernels)");
+    println!("cargo:rustc-check-cfg=cfg(native_avx2)");
     let sources = ["kernels/x86_64/md5.S", "kernels/x86_64/poly1305.S"];
     for s in sources {
         println!("cargo:rerun-if-changed={s}");
@@ -26,11 +29,28 @@ fn main() {
         Ok(()) => {
             println!("cargo:rustc-cfg=native_kernels");
             println!("cargo:rustc-env=KERNEL_LAB_NATIVE_SKIP=");
+            avx2_build();
         }
         Err(e) => {
             println!("cargo:warning=x86_64 kernels not assembled for the native bench: {e}");
             skip("clang could not assemble kernels/x86_64 into the lab at build time (Debian package `clang`)");
         }
+    }
+}
+
+/// The AVX2 build of kernels/x86_64/poly1305.S (`-march=x86-64-v3`, as the `x86_64+avx2`
+/// variant builds it), its entry renamed by the preprocessor so it links beside the baseline.
+fn avx2_build() {
+    let built = cc::Build::new()
+        .compiler("clang")
+        .file("kernels/x86_64/poly1305.S")
+        .flag("-march=x86-64-v3")
+        .define("poly1305_processBlocks", "poly1305_processBlocks_avx2")
+        .cargo_warnings(false)
+        .try_compile("kernel_lab_native_avx2");
+    match built {
+        Ok(()) => println!("cargo:rustc-cfg=native_avx2"),
+        Err(e) => println!("cargo:warning=x86_64 Poly1305 AVX2 path not assembled for the native bench: {e}"),
     }
 }
 

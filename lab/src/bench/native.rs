@@ -30,6 +30,11 @@ pub const SIZES: [usize; 3] = [64, 1024, 16384];
 /// every CPUID(7) feature (AVX2, BMI1/2, ADX, AVX-512, SHA): no SIMD path is eligible.
 pub const SCALAR_IA32CAP: &str = "~0x1000000000000000:0";
 
+/// `OPENSSL_ia32cap` for OpenSSL's AVX2 path: the CPUID(1) word as detected (`~0x0`), the
+/// CPUID(7) EBX bits of AVX-512 cleared (F 16, DQ 17, IFMA 21, PF 26, ER 27, CD 28, BW 30,
+/// VL 31; Intel SDM vol. 2A, CPUID leaf 7): `poly1305_blocks` dispatches to its AVX2 code.
+pub const AVX2_IA32CAP: &str = "~0x0:~0xdc230000";
+
 /// Environment variable that turns this binary into the OpenSSL timing child (its value: runs).
 pub const CHILD_ENV: &str = "KERNEL_LAB_OPENSSL_CHILD";
 
@@ -40,7 +45,8 @@ pub struct NativeRow {
     pub kernel: String,
     /// Message bytes.
     pub bytes: usize,
-    /// `lab`, `openssl` (default path), `openssl-scalar` or `rustcrypto`.
+    /// `lab`, `lab-avx2` (the AVX2 build, Poly1305), `openssl` (default path),
+    /// `openssl-scalar`, `openssl-avx2` (Poly1305) or `rustcrypto`.
     pub implementation: String,
     /// Median nanoseconds per message byte.
     pub ns_per_byte: f64,
@@ -80,6 +86,24 @@ pub struct NativeReport {
     pub rows: Vec<NativeRow>,
     /// The lab against the others.
     pub ratios: Vec<NativeRatio>,
+    /// The lab's Poly1305 AVX2 path against OpenSSL's paths, per size (empty when not timed).
+    pub poly1305_avx2: Vec<Avx2Ratio>,
+    /// Why the AVX2 rows are missing or partial (no AVX2 on this CPU, a child that failed).
+    pub avx2_skipped: Vec<String>,
+}
+
+/// The AVX2 build of the lab's Poly1305 (`lab-avx2` rows) at one size; ratios are throughput
+/// (> 1: `lab-avx2` is faster).
+#[derive(Debug, Clone, Serialize)]
+pub struct Avx2Ratio {
+    /// Message bytes.
+    pub bytes: usize,
+    /// lab-avx2 over OpenSSL's AVX2 path (child with [`AVX2_IA32CAP`]), when it was timed.
+    pub vs_openssl_avx2: Option<f64>,
+    /// lab-avx2 over OpenSSL's default path.
+    pub vs_openssl: f64,
+    /// lab-avx2 over the lab's baseline (scalar) build.
+    pub vs_lab: f64,
 }
 
 /// Why the comparison cannot run in this binary (not an x86_64 host, or build.rs could not
@@ -210,12 +234,16 @@ mod imp {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use super::{cpu_model, simd_flags, time_interleaved, NativeRatio, NativeReport, NativeRow, SIZES};
+    use super::{cpu_model, simd_flags, time_interleaved, Avx2Ratio, NativeRatio, NativeReport, NativeRow, SIZES};
     use crate::reference::{md5 as md5_ref, poly1305 as poly_ref};
 
     /// The kernels of kernels/x86_64, linked in by build.rs (SysV x86-64 psABI calls).
     mod ffi {
         extern "C" {
+            /// kernels/x86_64/poly1305.S assembled at x86-64-v3 (its AVX2 path), renamed.
+            #[cfg(native_avx2)]
+            #[link_name = "poly1305_processBlocks_avx2"]
+            pub fn poly1305_process_blocks_avx2(input: *const u8, length: i64, acc: *mut i64, r: *const i64);
             #[link_name = "md5_implCompress"]
             pub fn md5_impl_compress(buf: *const u8, state: *mut u32);
             #[link_name = "md5_implCompressMB"]
@@ -247,14 +275,36 @@ mod imp {
         md5_ref::state_to_digest(&st)
     }
 
+    /// A `poly1305_processBlocks` entry (HotSpot contract, SysV x86-64 psABI).
+    type ProcessBlocks = unsafe extern "C" fn(*const u8, i64, *mut i64, *const i64);
+
+    /// The AVX2 build's entry when it was assembled in and this CPU has AVX2 (it uses AVX and
+    /// AVX2 instructions only, beside baseline x86-64).
+    fn avx2_entry() -> Result<ProcessBlocks, String> {
+        #[cfg(native_avx2)]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Ok(ffi::poly1305_process_blocks_avx2);
+            }
+            Err("lab-avx2: this CPU has no AVX2".into())
+        }
+        #[cfg(not(native_avx2))]
+        Err("lab-avx2: build.rs could not assemble kernels/x86_64/poly1305.S at x86-64-v3".into())
+    }
+
     /// Poly1305 tag of a whole-block `msg` (RFC 8439 §2.5): processBlocks, then h mod p + s.
     fn lab_poly1305(key: &[u8; 32], msg: &[u8]) -> [u8; 16] {
+        lab_poly1305_with(ffi::poly1305_process_blocks, key, msg)
+    }
+
+    /// [`lab_poly1305`] through the entry `f`.
+    fn lab_poly1305_with(f: ProcessBlocks, key: &[u8; 32], msg: &[u8]) -> [u8; 16] {
         debug_assert_eq!(msg.len() % 16, 0);
         let r = poly_ref::clamp_r(key[..16].try_into().expect("16 bytes")).0.map(|l| l as i64);
         let mut acc = [0i64; 5];
         // SAFETY: msg holds msg.len() readable bytes; acc and r are 5 limbs each, r clamped, acc
         // within bounds (zero), as the poly1305_processBlocks contract requires.
-        unsafe { ffi::poly1305_process_blocks(msg.as_ptr(), msg.len() as i64, acc.as_mut_ptr(), r.as_ptr()) };
+        unsafe { f(msg.as_ptr(), msg.len() as i64, acc.as_mut_ptr(), r.as_ptr()) };
         finish(&acc.map(|l| l as u64), key[16..].try_into().expect("16 bytes"))
     }
 
@@ -389,8 +439,9 @@ mod imp {
         Ok(rows)
     }
 
-    /// OpenSSL's scalar path, timed by this binary re-run as a child with `OPENSSL_ia32cap`.
-    fn openssl_scalar(runs: usize) -> Result<Vec<NativeRow>, String> {
+    /// One of OpenSSL's paths, timed by this binary re-run as a child with `OPENSSL_ia32cap` =
+    /// `ia32cap`; its rows are named `implementation`.
+    fn openssl_child(runs: usize, ia32cap: &str, implementation: &str) -> Result<Vec<NativeRow>, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
         if exe.file_stem() != Some(std::ffi::OsStr::new("lab")) {
             return Err(format!(
@@ -401,7 +452,7 @@ mod imp {
         let out = std::process::Command::new(&exe)
             .arg("bench")
             .env(super::CHILD_ENV, runs.to_string())
-            .env("OPENSSL_ia32cap", super::SCALAR_IA32CAP)
+            .env("OPENSSL_ia32cap", ia32cap)
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| format!("{}: {e}", exe.display()))?;
@@ -411,7 +462,7 @@ mod imp {
         let mut rows: Vec<NativeRow> =
             serde_json::from_slice(&out.stdout).map_err(|e| format!("the OpenSSL child's output: {e}"))?;
         for r in &mut rows {
-            r.implementation = "openssl-scalar".into();
+            r.implementation = implementation.into();
         }
         Ok(rows)
     }
@@ -419,6 +470,11 @@ mod imp {
     pub fn bench(runs: usize) -> Result<NativeReport, String> {
         let mut rows = Vec::new();
         let mut ratios = Vec::new();
+        let (avx2, mut avx2_skipped) = match avx2_entry() {
+            Ok(f) => (Some(f), Vec::new()),
+            Err(why) => (None, vec![why]),
+        };
+        let mut avx2_ratios = Vec::new();
         let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
         let mut mac = OpensslPoly1305::new()?;
         for (bytes, msg, key) in inputs() {
@@ -436,6 +492,12 @@ mod imp {
             if a[..] != b[..] || a[..] != c[..] {
                 return Err(format!("Poly1305 of {bytes} bytes: lab {a:02x?}, OpenSSL {b:02x?}, RustCrypto {c:02x?}"));
             }
+            if let Some(f) = avx2 {
+                let v = lab_poly1305_with(f, &key, &msg);
+                if v != a {
+                    return Err(format!("Poly1305 of {bytes} bytes: lab-avx2 {v:02x?}, lab and OpenSSL {a:02x?}"));
+                }
+            }
             let md5_times = time_interleaved(
                 runs,
                 reps(bytes),
@@ -452,21 +514,35 @@ mod imp {
                     }),
                 ],
             );
-            let poly_times = time_interleaved(
-                runs,
-                reps(bytes),
-                &mut [
-                    ("lab", &mut || {
-                        black_box(lab_poly1305(black_box(&key), black_box(&msg)));
-                    }),
-                    ("openssl", &mut || {
-                        black_box(mac.tag(black_box(&key), black_box(&msg)).expect("EVP_MAC"));
-                    }),
-                    ("rustcrypto", &mut || {
-                        black_box(rc(black_box(&key), black_box(&msg)));
-                    }),
-                ],
-            );
+            let mut lab = || {
+                black_box(lab_poly1305(black_box(&key), black_box(&msg)));
+            };
+            let mut ossl = || {
+                black_box(mac.tag(black_box(&key), black_box(&msg)).expect("EVP_MAC"));
+            };
+            let mut rustc = || {
+                black_box(rc(black_box(&key), black_box(&msg)));
+            };
+            let mut lab_avx2 = || {
+                if let Some(f) = avx2 {
+                    black_box(lab_poly1305_with(f, black_box(&key), black_box(&msg)));
+                }
+            };
+            let mut impls: Vec<(&'static str, &mut dyn FnMut())> =
+                vec![("lab", &mut lab), ("openssl", &mut ossl), ("rustcrypto", &mut rustc)];
+            if avx2.is_some() {
+                impls.push(("lab-avx2", &mut lab_avx2));
+            }
+            let poly_times = time_interleaved(runs, reps(bytes), &mut impls);
+            if let Some(ns) = poly_times.get(3) {
+                rows.push(row("poly1305", bytes, "lab-avx2", *ns));
+                avx2_ratios.push(Avx2Ratio {
+                    bytes,
+                    vs_openssl_avx2: None,
+                    vs_openssl: poly_times[1] / ns,
+                    vs_lab: poly_times[0] / ns,
+                });
+            }
             for (kernel, times) in [("md5", md5_times), ("poly1305", poly_times)] {
                 for (name, ns) in ["lab", "openssl", "rustcrypto"].into_iter().zip(&times) {
                     rows.push(row(kernel, bytes, name, *ns));
@@ -484,7 +560,24 @@ mod imp {
             "openssl: default path, what libcrypto picks for this CPU ({}); MD5 has no SIMD path",
             simd_flags()
         )];
-        let scalar_skipped = match openssl_scalar(runs) {
+        if !avx2_ratios.is_empty() {
+            match openssl_child(runs, super::AVX2_IA32CAP, "openssl-avx2") {
+                Ok(rows_avx2) => {
+                    for r in &mut avx2_ratios {
+                        let lab = rows.iter().find(|x| x.bytes == r.bytes && x.implementation == "lab-avx2");
+                        let o = rows_avx2.iter().find(|x| x.kernel == "poly1305" && x.bytes == r.bytes);
+                        r.vs_openssl_avx2 = lab.zip(o).map(|(l, o)| o.ns_per_byte / l.ns_per_byte);
+                    }
+                    rows.extend(rows_avx2.into_iter().filter(|x| x.kernel == "poly1305"));
+                    paths.push(format!(
+                        "openssl-avx2: a child process with OPENSSL_ia32cap={} (every AVX-512 bit of CPUID(7) masked: Poly1305's AVX2 code)",
+                        super::AVX2_IA32CAP
+                    ));
+                }
+                Err(e) => avx2_skipped.push(format!("openssl-avx2: {e}")),
+            }
+        }
+        let scalar_skipped = match openssl_child(runs, super::SCALAR_IA32CAP, "openssl-scalar") {
             Ok(scalar) => {
                 for r in &mut ratios {
                     let lab =
@@ -509,6 +602,8 @@ mod imp {
             ratios,
             openssl_paths: paths,
             openssl_scalar_skipped: scalar_skipped,
+            poly1305_avx2: avx2_ratios,
+            avx2_skipped,
         })
     }
 

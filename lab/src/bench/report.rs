@@ -353,6 +353,36 @@ impl BenchReport {
         if let Some(why) = &n.openssl_scalar_skipped {
             let _ = writeln!(s, "  openssl-scalar: not timed ({why})");
         }
+        if !n.poly1305_avx2.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nPoly1305 AVX2 build (kernels/x86_64/poly1305.S at x86-64-v3), ns/B\n{:>6} {:>9} {:>9} {:>12} {:>12} {:>14} {:>12} {:>9}",
+                "bytes", "lab", "lab-avx2", "OpenSSL", "OSSL avx2", "avx2/OSSL avx2", "avx2/OpenSSL", "avx2/lab"
+            );
+            for r in &n.poly1305_avx2 {
+                let ns = |imp: &str| {
+                    n.rows
+                        .iter()
+                        .find(|x| x.kernel == "poly1305" && x.bytes == r.bytes && x.implementation == imp)
+                        .map_or("-".to_string(), |x| format!("{:.3}", x.ns_per_byte))
+                };
+                let _ = writeln!(
+                    s,
+                    "{:>6} {:>9} {:>9} {:>12} {:>12} {:>14} {:>11.2}x {:>8.2}x",
+                    r.bytes,
+                    ns("lab"),
+                    ns("lab-avx2"),
+                    ns("openssl"),
+                    ns("openssl-avx2"),
+                    opt(r.vs_openssl_avx2, |x| format!("{x:.2}x")),
+                    r.vs_openssl,
+                    r.vs_lab
+                );
+            }
+        }
+        for why in &n.avx2_skipped {
+            let _ = writeln!(s, "  not timed: {why}");
+        }
         let _ = writeln!(
             s,
             "(OpenSSL as users call it: one EVP_MD_CTX / EVP_MAC_CTX reused; ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)"
