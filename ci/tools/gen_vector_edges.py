@@ -27,7 +27,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gen_vectors import CLAMP, P, kernel_columns, limbs, limbs_value, poly_exact, write  # noqa: E402
 
 M26 = (1 << 26) - 1
-CROSSOVER = 256  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
+CROSSOVER = 192  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
 LANES = (0, 2, 1, 3)  # block of a group each lane holds (vpunpck{l,h}qdq order)
 
 
@@ -54,15 +54,16 @@ def vmul(h, t):
 
 
 def lazy(d):
-    """The lazy reduction: 0->1 | 3->4, 1->2 | 4->0 (x5), 2->3 | 0->1, 3->4."""
+    """The lazy reduction: one carry pass 0->1->2->3->4, 4->0 (x5), 0->1."""
     d = list(d)
-    c = d[0] >> 26; d[0] &= M26; d[1] += c
-    c = d[3] >> 26; d[3] &= M26; d[4] += c
-    c = d[1] >> 26; d[1] &= M26; d[2] += c
-    c = d[4] >> 26; d[4] &= M26; d[0] += 5 * c
-    c = d[2] >> 26; d[2] &= M26; d[3] += c
-    c = d[0] >> 26; d[0] &= M26; d[1] += c
-    c = d[3] >> 26; d[3] &= M26; d[4] += c
+    for k in range(4):
+        d[k + 1] += d[k] >> 26
+        d[k] &= M26
+    c = d[4] >> 26
+    d[4] &= M26
+    d[0] += 5 * c
+    d[1] += d[0] >> 26
+    d[0] &= M26
     return d
 
 
@@ -203,9 +204,9 @@ def lazy_entries(rng):
             v.append(entry(f"lazy reduction: a limb {best - (1 << 26):+d} from 2^26 after a lazy carry, {rn}, {blocks} blocks",
                            "blocks hill-climbed towards the largest limb a lazy reduction leaves for the next multiply", acc, r, b"".join(msg)))
     # r = 1 (the products are the sums): acc and block 0 chosen so that lane 0's first lazy
-    # reduction folds (d4 >> 26 = 1), the +5 carries out of limb 0 into a limb 1 of 2^26 - 1
-    # and a carry out of limb 2 ripples through limb 3 into limb 4: lane 0 leaves the first
-    # group as limbs [3, 2^26, 0, 0, 2^26], two limbs at 2^26 for the next group.
+    # reduction carries through limbs 2, 3 into limb 4 (d4 = 2^27), folds 5 * 2 into limb 0,
+    # whose carry lands on a limb 1 of 2^26 - 1: lane 0 leaves the first group as limbs
+    # [8, 2^26, 0, 0, 0], limb 1 at 2^26 for the next group.
     acc = [M26, M26 - 1, M26, M26, (1 << 27) - 1 - (1 << 24)]
     m = [M26, 0, 1, 0, 0]  # limb 4 without the 2^128 bit
     lo = m[0] | m[1] << 26 | (m[2] & 0xFFF) << 52
@@ -214,9 +215,9 @@ def lazy_entries(rng):
     for rest in (15, 16, 19):
         msg = b0 + b"".join(block() for _ in range(rest))
         st = vector_model(acc, 1, msg[:len(msg) // 64 * 64])[0]
-        assert st["lane0_first"] == [3, 1 << 26, 0, 0, 1 << 26], st
-        v.append(entry(f"lazy reduction: r = 1, lane 0 leaves group 1 as limbs [3, 2^26, 0, 0, 2^26], {rest + 1} blocks",
-                       "the first lazy reduction folds 2^130 into limb 0 and its carries stop at 2^26 in limbs 1 and 4", acc, 1, msg))
+        assert st["lane0_first"] == [8, 1 << 26, 0, 0, 0], st
+        v.append(entry(f"lazy reduction: r = 1, lane 0 leaves group 1 as limbs [8, 2^26, 0, 0, 0], {rest + 1} blocks",
+                       "the first lazy reduction folds 2 * 2^130 into limb 0, whose carry stops at 2^26 in limb 1", acc, 1, msg))
     pool = []
     for _ in range(600):
         r = rng.choice([CLAMP, rng.getrandbits(128) & CLAMP, (rng.getrandbits(128) & CLAMP) | (0x0fffffc << 96)])
@@ -275,7 +276,7 @@ def main():
     rng = random.Random(29)
     v = crossover_entries(rng) + magnitude_entries(rng) + lazy_entries(rng) + r1_sum_entries(rng)
     write("poly1305", "vector-edges",
-          "Poly1305 processBlocks aimed at 4-lane radix-2^26 vector code (the x86_64 AVX2 path): lengths at the 256-byte "
+          "Poly1305 processBlocks aimed at 4-lane radix-2^26 vector code (the x86_64 AVX2 path): lengths at the 192-byte "
           "scalar/vector crossover and one block either side, lengths not a multiple of 64 and tails, calls handed between the "
           "paths; the largest limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers have the largest "
           "limbs); messages whose limbs after a lazy reduction sit furthest above 2^26; with r = 1, the last group's four-lane sum at "
