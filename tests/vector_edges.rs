@@ -1,0 +1,144 @@
+//! vectors/poly1305/vector-edges.json bites on the x86_64 AVX2 path: kernels/x86_64/poly1305.S
+//! assembled at x86-64-v3 (`__AVX2__`) passes every entry on qemu (and natively on an AVX2
+//! host), while two mutations of its vector code fail the entries aimed at them: a final store
+//! that masks limb 4 to 26 bits fails exactly the entries whose stored limb 4 is 2^26, and a
+//! lazy reduction without its last carry (limb 0 up to 2^36, truncated by vpmuludq's 32-bit
+//! inputs) fails every largest-magnitude entry. Entries below the crossover take the scalar
+//! loop and pass under both mutations.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The ISA the AVX2 object declares: qemu then runs a CPU with XSAVE, AVX and AVX2.
+const ISA: &str = "x86-64+avx+avx2+xsave";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn edges() -> PathBuf {
+    repo().join("vectors/poly1305/vector-edges.json")
+}
+
+/// kernels/x86_64/poly1305.S with `from` replaced by `to` (exactly once; none when `from` is
+/// empty), assembled with `-march=x86-64-v3` into `dir/name.o`.
+fn assemble(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
+    let src = std::fs::read_to_string(repo().join("kernels/x86_64/poly1305.S")).expect("kernel source");
+    let src = if from.is_empty() {
+        src
+    } else {
+        assert_eq!(src.matches(from).count(), 1, "{from:?} must occur once");
+        src.replacen(from, to, 1)
+    };
+    let s = dir.join(format!("{name}.S"));
+    let o = dir.join(format!("{name}.o"));
+    std::fs::write(&s, src).expect("write source");
+    let out = Command::new("clang")
+        .args(["--target=x86_64-linux-gnu", "-march=x86-64-v3", "-c", "-o"])
+        .arg(&o)
+        .arg(&s)
+        .output()
+        .expect("clang (Debian package `clang`)");
+    assert!(out.status.success(), "clang: {}", String::from_utf8_lossy(&out.stderr));
+    o
+}
+
+/// `lab run` of the object on `backend` over vector-edges.json alone: (cases passed, the names
+/// of the entries with a failed case).
+fn run(object: &Path, backend: &str) -> (u64, BTreeSet<String>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .env("KERNEL_LAB_CACHE", kernel_lab::paths::cache_dir())
+        .args(["run", "--seed", "29", "--format", "json", "--kernel", "poly1305", "--no-bundled", "--isa", ISA])
+        .args(["--backend", backend, "--object"])
+        .arg(object)
+        .arg("--vectors")
+        .arg(edges())
+        .output()
+        .expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{text}");
+    let row = &rows[0];
+    assert_eq!(row["set"], "vector-edges", "{text}");
+    let mut failed = BTreeSet::new();
+    for c in row["cases"].as_array().expect("cases") {
+        if c["outcome"] != "passed" {
+            // Case names are the entry's name with " [guarded]", " [guarded, misaligned]" or " @+N".
+            let name = c["name"].as_str().expect("name");
+            failed.insert(name.split(" [").next().and_then(|n| n.split(" @+").next()).unwrap_or(name).to_string());
+        }
+    }
+    (row["passed"].as_u64().expect("passed"), failed)
+}
+
+/// Entry names of vector-edges.json whose `pick` holds on the entry.
+fn entries(pick: impl Fn(&Value) -> bool) -> BTreeSet<String> {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(edges()).expect("vector-edges.json")).expect("JSON");
+    doc["vectors"]
+        .as_array()
+        .expect("vectors")
+        .iter()
+        .filter(|v| pick(v))
+        .map(|v| v["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+fn backends() -> Vec<&'static str> {
+    let mut b = vec!["qemu"];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        b.push("native");
+    }
+    b
+}
+
+#[test]
+fn the_avx2_path_passes_every_vector_edge() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clean = assemble(dir.path(), "avx2", "", "");
+    for b in backends() {
+        // 65 entries, each a guarded case, its misaligned twin and an offset case.
+        assert_eq!(run(&clean, b), (195, BTreeSet::new()), "{b}");
+    }
+}
+
+#[test]
+fn a_store_that_masks_limb_4_fails_exactly_the_entries_that_store_2_26() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let masked = assemble(
+        dir.path(),
+        "masked",
+        "        mov     [rdx + 32], r12\n",
+        "        and     r12, M26\n        mov     [rdx + 32], r12\n",
+    );
+    let want = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("stored limb 4 = 0x4000000")));
+    // r = 1 lane sums 2^131 - 5, 2^131 - 4 and 2^131 - 1, each with 16 and 17 blocks.
+    assert_eq!(want.len(), 6, "{want:#?}");
+    for b in backends() {
+        assert_eq!(run(&masked, b), (195 - 18, want.clone()), "{b}");
+    }
+}
+
+#[test]
+fn a_lazy_reduction_without_its_last_carry_fails_every_largest_magnitude_entry() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let short = assemble(
+        dir.path(),
+        "short",
+        "        vpsrlq      ymm11, ymm0, 26\n        vpand       ymm0, ymm0, ymm15\n        vpaddq      ymm1, ymm1, ymm11                   /* h1 += h0 >> 26 */\n",
+        "",
+    );
+    let largest = entries(|v| v["name"].as_str().is_some_and(|n| n.starts_with("largest magnitudes")));
+    let scalar = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("the scalar loop alone")));
+    assert_eq!((largest.len(), scalar.len()), (15, 2));
+    for b in backends() {
+        let (_, failed) = run(&short, b);
+        assert!(largest.is_subset(&failed), "{b}: {:?}", largest.difference(&failed).collect::<Vec<_>>());
+        assert!(scalar.is_disjoint(&failed), "{b}: {failed:#?}");
+    }
+}
