@@ -4,7 +4,8 @@
 //! otherwise `lab bench` reports the native comparison as skipped, with the reason in
 //! `KERNEL_LAB_NATIVE_SKIP`. The Poly1305 kernel is assembled a second time at x86-64-v3
 //! (`__AVX2__` defined: its AVX2 path) as `poly1305_processBlocks_avx2`, setting
-//! `cfg(native_avx2)`, so the bench also times the AVX2 path beside OpenSSL's.
+//! `cfg(native_avx2)`, and at x86-64-v4 with AVX-512 IFMA as `poly1305_processBlocks_ifma`
+//! (`cfg(native_ifma)`), so the bench also times the vector paths beside OpenSSL's.
 //!
 //! It also lists every file under `kernels/` and `vectors/` into `$OUT_DIR/bundled.rs` as
 //! `include_bytes!` entries, so an installed `lab` carries its kernels and vectors
@@ -16,6 +17,7 @@ fn main() {
     embed(&["kernels", "vectors"]);
     println!("cargo:rustc-check-cfg=cfg(native_kernels)");
     println!("cargo:rustc-check-cfg=cfg(native_avx2)");
+    println!("cargo:rustc-check-cfg=cfg(native_ifma)");
     let sources = ["kernels/x86_64/md5.S", "kernels/x86_64/poly1305.S"];
     for s in sources {
         println!("cargo:rerun-if-changed={s}");
@@ -29,7 +31,8 @@ fn main() {
         Ok(()) => {
             println!("cargo:rustc-cfg=native_kernels");
             println!("cargo:rustc-env=KERNEL_LAB_NATIVE_SKIP=");
-            avx2_build();
+            vector_build("avx2", &["-march=x86-64-v3"]);
+            vector_build("ifma", &["-march=x86-64-v4", "-mavx512ifma"]);
         }
         Err(e) => {
             println!("cargo:warning=x86_64 kernels not assembled for the native bench: {e}");
@@ -38,19 +41,20 @@ fn main() {
     }
 }
 
-/// The AVX2 build of kernels/x86_64/poly1305.S (`-march=x86-64-v3`, as the `x86_64+avx2`
-/// variant builds it), its entry renamed by the preprocessor so it links beside the baseline.
-fn avx2_build() {
-    let built = cc::Build::new()
-        .compiler("clang")
-        .file("kernels/x86_64/poly1305.S")
-        .flag("-march=x86-64-v3")
-        .define("poly1305_processBlocks", "poly1305_processBlocks_avx2")
-        .cargo_warnings(false)
-        .try_compile("kernel_lab_native_avx2");
-    match built {
-        Ok(()) => println!("cargo:rustc-cfg=native_avx2"),
-        Err(e) => println!("cargo:warning=x86_64 Poly1305 AVX2 path not assembled for the native bench: {e}"),
+/// A vector build of kernels/x86_64/poly1305.S with clang `flags` (`-march=x86-64-v3`: its
+/// AVX2 path, as the `x86_64+avx2` variant builds it; `-mavx512ifma`: its IFMA path), its entry
+/// renamed `poly1305_processBlocks_<name>` by the preprocessor so it links beside the baseline;
+/// sets `cfg(native_<name>)`.
+fn vector_build(name: &str, flags: &[&str]) {
+    let mut b = cc::Build::new();
+    b.compiler("clang").file("kernels/x86_64/poly1305.S").cargo_warnings(false);
+    for f in flags {
+        b.flag(f);
+    }
+    let entry = format!("poly1305_processBlocks_{name}");
+    match b.define("poly1305_processBlocks", entry.as_str()).try_compile(&format!("kernel_lab_native_{name}")) {
+        Ok(()) => println!("cargo:rustc-cfg=native_{name}"),
+        Err(e) => println!("cargo:warning=x86_64 Poly1305 {name} path not assembled for the native bench: {e}"),
     }
 }
 

@@ -1,10 +1,12 @@
-//! vectors/poly1305/vector-edges.json bites on the x86_64 AVX2 path: kernels/x86_64/poly1305.S
+//! vectors/poly1305/vector-edges.json bites on the x86_64 vector paths: kernels/x86_64/poly1305.S
 //! assembled at x86-64-v3 (`__AVX2__`) passes every entry on qemu (and natively on an AVX2
 //! host), while two mutations of its vector code fail the entries aimed at them: a final store
 //! that masks limb 4 to 26 bits fails exactly the entries whose stored limb 4 is 2^26, and a
 //! lazy reduction without its last carry (limb 0 up to 2^36, truncated by vpmuludq's 32-bit
 //! inputs) fails every largest-magnitude entry. Entries below the crossover take the scalar
-//! loop and pass under both mutations.
+//! loop and pass under both mutations. Assembled with AVX-512 IFMA (`__AVX512IFMA__`), the
+//! same file passes natively on a host with IFMA (qemu 7.2 has no AVX-512), and a carry pass
+//! that folds 2^130 as 4 instead of 5 fails every largest-magnitude entry.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,11 @@ use serde_json::Value;
 
 /// The ISA the AVX2 object declares: qemu then runs a CPU with XSAVE, AVX and AVX2.
 const ISA: &str = "x86-64+avx+avx2+xsave";
+/// The ISA of the AVX-512 IFMA build (native only).
+const IFMA_ISA: &str = "x86-64+avx+avx2+xsave+avx512f+avx512vl+avx512ifma";
+/// clang's flags for the two builds.
+const AVX2_FLAGS: &[&str] = &["-march=x86-64-v3"];
+const IFMA_FLAGS: &[&str] = &["-march=x86-64-v4", "-mavx512ifma"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,8 +31,8 @@ fn edges() -> PathBuf {
 }
 
 /// kernels/x86_64/poly1305.S with `from` replaced by `to` (exactly once; none when `from` is
-/// empty), assembled with `-march=x86-64-v3` into `dir/name.o`.
-fn assemble(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
+/// empty), assembled with clang `flags` into `dir/name.o`.
+fn assemble(dir: &Path, name: &str, flags: &[&str], from: &str, to: &str) -> PathBuf {
     let src = std::fs::read_to_string(repo().join("kernels/x86_64/poly1305.S")).expect("kernel source");
     let src = if from.is_empty() {
         src
@@ -37,7 +44,9 @@ fn assemble(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
     let o = dir.join(format!("{name}.o"));
     std::fs::write(&s, src).expect("write source");
     let out = Command::new("clang")
-        .args(["--target=x86_64-linux-gnu", "-march=x86-64-v3", "-c", "-o"])
+        .arg("--target=x86_64-linux-gnu")
+        .args(flags)
+        .args(["-c", "-o"])
         .arg(&o)
         .arg(&s)
         .output()
@@ -46,12 +55,12 @@ fn assemble(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
     o
 }
 
-/// `lab run` of the object on `backend` over vector-edges.json alone: (cases passed, the names
-/// of the entries with a failed case).
-fn run(object: &Path, backend: &str) -> (u64, BTreeSet<String>) {
+/// `lab run --format json` of the object, declared `isa`, on `backend` over vector-edges.json
+/// alone: its one row.
+fn run_row(object: &Path, isa: &str, backend: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_lab"))
         .env("KERNEL_LAB_CACHE", kernel_lab::paths::cache_dir())
-        .args(["run", "--seed", "29", "--format", "json", "--kernel", "poly1305", "--no-bundled", "--isa", ISA])
+        .args(["run", "--seed", "29", "--format", "json", "--kernel", "poly1305", "--no-bundled", "--isa", isa])
         .args(["--backend", backend, "--object"])
         .arg(object)
         .arg("--vectors")
@@ -63,8 +72,13 @@ fn run(object: &Path, backend: &str) -> (u64, BTreeSet<String>) {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
     let rows = json["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 1, "{text}");
-    let row = &rows[0];
-    assert_eq!(row["set"], "vector-edges", "{text}");
+    rows[0].clone()
+}
+
+/// [`run_row`]'s (cases passed, the names of the entries with a failed case).
+fn run(object: &Path, isa: &str, backend: &str) -> (u64, BTreeSet<String>) {
+    let row = run_row(object, isa, backend);
+    assert_eq!(row["set"], "vector-edges", "{row}");
     let mut failed = BTreeSet::new();
     for c in row["cases"].as_array().expect("cases") {
         if c["outcome"] != "passed" {
@@ -100,10 +114,10 @@ fn backends() -> Vec<&'static str> {
 #[test]
 fn the_avx2_path_passes_every_vector_edge() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let clean = assemble(dir.path(), "avx2", "", "");
+    let clean = assemble(dir.path(), "avx2", AVX2_FLAGS, "", "");
     for b in backends() {
-        // 65 entries, each a guarded case, its misaligned twin and an offset case.
-        assert_eq!(run(&clean, b), (195, BTreeSet::new()), "{b}");
+        // 77 entries, each a guarded case, its misaligned twin and an offset case.
+        assert_eq!(run(&clean, ISA, b), (231, BTreeSet::new()), "{b}");
     }
 }
 
@@ -113,6 +127,7 @@ fn a_store_that_masks_limb_4_fails_exactly_the_entries_that_store_2_26() {
     let masked = assemble(
         dir.path(),
         "masked",
+        AVX2_FLAGS,
         "        mov     [rdx + 32], r12\n",
         "        and     r12, M26\n        mov     [rdx + 32], r12\n",
     );
@@ -120,7 +135,7 @@ fn a_store_that_masks_limb_4_fails_exactly_the_entries_that_store_2_26() {
     // r = 1 lane sums 2^131 - 5, 2^131 - 4 and 2^131 - 1, each with 16 and 17 blocks.
     assert_eq!(want.len(), 6, "{want:#?}");
     for b in backends() {
-        assert_eq!(run(&masked, b), (195 - 18, want.clone()), "{b}");
+        assert_eq!(run(&masked, ISA, b), (231 - 18, want.clone()), "{b}");
     }
 }
 
@@ -130,6 +145,7 @@ fn a_lazy_reduction_without_its_last_carry_fails_every_largest_magnitude_entry()
     let short = assemble(
         dir.path(),
         "short",
+        AVX2_FLAGS,
         "        vpsrlq      ymm11, ymm0, 26\n        vpand       ymm0, ymm0, ymm15\n        vpaddq      ymm1, ymm1, ymm11                   /* h1 += h0 >> 26 */\n",
         "",
     );
@@ -137,8 +153,42 @@ fn a_lazy_reduction_without_its_last_carry_fails_every_largest_magnitude_entry()
     let scalar = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("the scalar loop alone")));
     assert_eq!((largest.len(), scalar.len()), (15, 2));
     for b in backends() {
-        let (_, failed) = run(&short, b);
+        let (_, failed) = run(&short, ISA, b);
         assert!(largest.is_subset(&failed), "{b}: {:?}", largest.difference(&failed).collect::<Vec<_>>());
         assert!(scalar.is_disjoint(&failed), "{b}: {failed:#?}");
     }
+}
+
+/// Whether this host runs the IFMA build (AVX-512 F, VL and IFMA).
+fn ifma_host() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512ifma") && std::arch::is_x86_feature_detected!("avx512vl");
+    #[allow(unreachable_code)]
+    false
+}
+
+#[test]
+fn the_ifma_path_passes_every_vector_edge_and_a_fold_by_4_fails_the_largest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clean = assemble(dir.path(), "ifma", IFMA_FLAGS, "", "");
+    if !ifma_host() {
+        // Nothing can run it here: the lab must say so rather than pass it.
+        let row = run_row(&clean, IFMA_ISA, "native");
+        assert_eq!((row["passed"].as_u64(), row["skipped"].as_u64()), (Some(0), Some(231)), "{row}");
+        assert!(row["skip_reason"].as_str().is_some_and(|w| w.contains("avx512")), "{row}");
+        return;
+    }
+    assert_eq!(run(&clean, IFMA_ISA, "native"), (231, BTreeSet::new()));
+    let fold4 = assemble(
+        dir.path(),
+        "fold4",
+        IFMA_FLAGS,
+        "        vpandq      zmm2, zmm5, zmm27\n        vpaddq      zmm0, zmm0, zmm9\n",
+        "        vpandq      zmm2, zmm5, zmm27\n",
+    );
+    let largest = entries(|v| v["name"].as_str().is_some_and(|n| n.starts_with("largest magnitudes")));
+    let (_, failed) = run(&fold4, IFMA_ISA, "native");
+    assert!(largest.is_subset(&failed), "{:?}", largest.difference(&failed).collect::<Vec<_>>());
+    let scalar = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("the scalar loop alone")));
+    assert!(scalar.is_disjoint(&failed), "{failed:#?}");
 }

@@ -5,6 +5,7 @@ code", 2015), as kernels/x86_64/poly1305.S's AVX2 path computes it:
 
   * lengths at the kernel's scalar/vector crossover (CROSSOVER bytes) and one block either
     side, lengths that are not a multiple of 64 (the scalar loop finishes 1..3 blocks), tails;
+    and the AVX-512 IFMA path's length rules (groups of eight, 0..7 blocks left);
   * the largest magnitudes the vector multiply sees: every acc limb at its bound, all-0xff
     blocks, r whose powers r^2..r^4 have the largest limbs (the four lanes' products are summed
     before the last carry chain: the "limb overflow in the partial reduction of the last
@@ -28,6 +29,7 @@ from gen_vectors import CLAMP, P, kernel_columns, limbs, limbs_value, poly_exact
 
 M26 = (1 << 26) - 1
 CROSSOVER = 192  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
+IFMA_SHORT, IFMA_MIN = 256, 640  # POLY_IFMA_SHORT, POLY_IFMA_MIN there
 LANES = (0, 2, 1, 3)  # block of a group each lane holds (vpunpck{l,h}qdq order)
 
 
@@ -151,6 +153,15 @@ def crossover_entries(rng):
         v.append(entry(f"crossover: {n} bytes ({blocks} blocks + {rest})",
                        f"{n // 64} groups of four for the vector loop, then {blocks % 4} block(s) for the scalar loop and a {rest}-byte tail ignored"
                        if n >= CROSSOVER else f"below the {CROSSOVER}-byte crossover: the scalar loop alone", acc, r, rbytes(rng, n)))
+    # The AVX-512 IFMA path (POLY_IFMA_SHORT = 256, POLY_IFMA_MIN = 640): groups of eight
+    # blocks, then 0..7 blocks for the scalar loop; 4..7 left below 640 bytes go to AVX2.
+    for n in [IFMA_SHORT - 16, IFMA_SHORT, IFMA_SHORT + 16, IFMA_SHORT + 48, IFMA_SHORT + 64, IFMA_SHORT + 127,
+              IFMA_MIN - 16, IFMA_MIN, IFMA_MIN + 16, IFMA_MIN + 112, IFMA_MIN + 127, 2048 + 112]:
+        acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
+        blocks, rest = divmod(n, 16)
+        v.append(entry(f"IFMA lengths: {n} bytes ({blocks} blocks + {rest})",
+                       f"{blocks // 8} groups of eight for an 8-lane path, then {blocks % 8} block(s) and a {rest}-byte tail",
+                       acc, r, rbytes(rng, n)))
     for lengths in ([CROSSOVER, 48, CROSSOVER + 16], [CROSSOVER - 16, CROSSOVER + 16, 16], [CROSSOVER + 48, CROSSOVER + 48]):
         n = sum(lengths)
         v.append(entry(f"crossover: calls of {', '.join(map(str, lengths))} bytes", "each call's acc handed to the next between the vector and scalar paths",

@@ -45,8 +45,8 @@ pub struct NativeRow {
     pub kernel: String,
     /// Message bytes.
     pub bytes: usize,
-    /// `lab`, `lab-avx2` (the AVX2 build, Poly1305), `openssl` (default path),
-    /// `openssl-scalar`, `openssl-avx2` (Poly1305) or `rustcrypto`.
+    /// `lab`, `lab-avx2` / `lab-ifma` (the AVX2 and AVX-512 IFMA builds, Poly1305), `openssl`
+    /// (default path), `openssl-scalar`, `openssl-avx2` (Poly1305) or `rustcrypto`.
     pub implementation: String,
     /// Median nanoseconds per message byte.
     pub ns_per_byte: f64,
@@ -86,23 +86,29 @@ pub struct NativeReport {
     pub rows: Vec<NativeRow>,
     /// The lab against the others.
     pub ratios: Vec<NativeRatio>,
-    /// The lab's Poly1305 AVX2 path against OpenSSL's paths, per size (empty when not timed).
-    pub poly1305_avx2: Vec<Avx2Ratio>,
-    /// Why the AVX2 rows are missing or partial (no AVX2 on this CPU, a child that failed).
-    pub avx2_skipped: Vec<String>,
+    /// The lab's Poly1305 vector builds against OpenSSL's paths, per build and size (empty
+    /// when none was timed).
+    pub poly1305_vector: Vec<VectorRatio>,
+    /// Why vector rows are missing or partial (a CPU without the ISA, a child that failed).
+    pub vector_skipped: Vec<String>,
 }
 
-/// The AVX2 build of the lab's Poly1305 (`lab-avx2` rows) at one size; ratios are throughput
-/// (> 1: `lab-avx2` is faster).
+/// A vector build of the lab's Poly1305 (`lab-avx2`, `lab-ifma` rows) at one size; ratios are
+/// throughput (> 1: the build is faster).
 #[derive(Debug, Clone, Serialize)]
-pub struct Avx2Ratio {
+pub struct VectorRatio {
+    /// `lab-avx2` or `lab-ifma`.
+    pub build: &'static str,
     /// Message bytes.
     pub bytes: usize,
-    /// lab-avx2 over OpenSSL's AVX2 path (child with [`AVX2_IA32CAP`]), when it was timed.
-    pub vs_openssl_avx2: Option<f64>,
-    /// lab-avx2 over OpenSSL's default path.
+    /// OpenSSL's path on the same ISA: `openssl-avx2` (child with [`AVX2_IA32CAP`]) for AVX2,
+    /// `openssl` (its default, the IFMA code on a CPU with IFMA) for IFMA.
+    pub openssl_path: &'static str,
+    /// The build over `openssl_path`, when it was timed.
+    pub vs_openssl_path: Option<f64>,
+    /// The build over OpenSSL's default path.
     pub vs_openssl: f64,
-    /// lab-avx2 over the lab's baseline (scalar) build.
+    /// The build over the lab's baseline (scalar) build.
     pub vs_lab: f64,
 }
 
@@ -234,7 +240,7 @@ mod imp {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use super::{cpu_model, simd_flags, time_interleaved, Avx2Ratio, NativeRatio, NativeReport, NativeRow, SIZES};
+    use super::{cpu_model, simd_flags, time_interleaved, NativeRatio, NativeReport, NativeRow, VectorRatio, SIZES};
     use crate::reference::{md5 as md5_ref, poly1305 as poly_ref};
 
     /// The kernels of kernels/x86_64, linked in by build.rs (SysV x86-64 psABI calls).
@@ -244,6 +250,10 @@ mod imp {
             #[cfg(native_avx2)]
             #[link_name = "poly1305_processBlocks_avx2"]
             pub fn poly1305_process_blocks_avx2(input: *const u8, length: i64, acc: *mut i64, r: *const i64);
+            /// The same at x86-64-v4 with AVX-512 IFMA (its IFMA path), renamed.
+            #[cfg(native_ifma)]
+            #[link_name = "poly1305_processBlocks_ifma"]
+            pub fn poly1305_process_blocks_ifma(input: *const u8, length: i64, acc: *mut i64, r: *const i64);
             #[link_name = "md5_implCompress"]
             pub fn md5_impl_compress(buf: *const u8, state: *mut u32);
             #[link_name = "md5_implCompressMB"]
@@ -290,6 +300,20 @@ mod imp {
         }
         #[cfg(not(native_avx2))]
         Err("lab-avx2: build.rs could not assemble kernels/x86_64/poly1305.S at x86-64-v3".into())
+    }
+
+    /// The IFMA build's entry when it was assembled in and this CPU has AVX-512 F, VL and IFMA
+    /// (its IFMA path; lengths it leaves to AVX2 need AVX2, which AVX-512 F implies).
+    fn ifma_entry() -> Result<ProcessBlocks, String> {
+        #[cfg(native_ifma)]
+        {
+            if std::arch::is_x86_feature_detected!("avx512ifma") && std::arch::is_x86_feature_detected!("avx512vl") {
+                return Ok(ffi::poly1305_process_blocks_ifma);
+            }
+            Err("lab-ifma: this CPU has no AVX-512 IFMA".into())
+        }
+        #[cfg(not(native_ifma))]
+        Err("lab-ifma: build.rs could not assemble kernels/x86_64/poly1305.S with -mavx512ifma".into())
     }
 
     /// Poly1305 tag of a whole-block `msg` (RFC 8439 §2.5): processBlocks, then h mod p + s.
@@ -470,11 +494,15 @@ mod imp {
     pub fn bench(runs: usize) -> Result<NativeReport, String> {
         let mut rows = Vec::new();
         let mut ratios = Vec::new();
-        let (avx2, mut avx2_skipped) = match avx2_entry() {
-            Ok(f) => (Some(f), Vec::new()),
-            Err(why) => (None, vec![why]),
-        };
-        let mut avx2_ratios = Vec::new();
+        let mut vector_skipped = Vec::new();
+        let mut builds: Vec<(&'static str, ProcessBlocks)> = Vec::new();
+        for (name, entry) in [("lab-avx2", avx2_entry()), ("lab-ifma", ifma_entry())] {
+            match entry {
+                Ok(f) => builds.push((name, f)),
+                Err(why) => vector_skipped.push(why),
+            }
+        }
+        let mut vector_ratios = Vec::new();
         let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
         let mut mac = OpensslPoly1305::new()?;
         for (bytes, msg, key) in inputs() {
@@ -492,10 +520,10 @@ mod imp {
             if a[..] != b[..] || a[..] != c[..] {
                 return Err(format!("Poly1305 of {bytes} bytes: lab {a:02x?}, OpenSSL {b:02x?}, RustCrypto {c:02x?}"));
             }
-            if let Some(f) = avx2 {
-                let v = lab_poly1305_with(f, &key, &msg);
+            for (name, f) in &builds {
+                let v = lab_poly1305_with(*f, &key, &msg);
                 if v != a {
-                    return Err(format!("Poly1305 of {bytes} bytes: lab-avx2 {v:02x?}, lab and OpenSSL {a:02x?}"));
+                    return Err(format!("Poly1305 of {bytes} bytes: {name} {v:02x?}, lab and OpenSSL {a:02x?}"));
                 }
             }
             let md5_times = time_interleaved(
@@ -523,22 +551,29 @@ mod imp {
             let mut rustc = || {
                 black_box(rc(black_box(&key), black_box(&msg)));
             };
-            let mut lab_avx2 = || {
-                if let Some(f) = avx2 {
-                    black_box(lab_poly1305_with(f, black_box(&key), black_box(&msg)));
-                }
-            };
+            let mut vector: Vec<Box<dyn FnMut()>> = builds
+                .iter()
+                .map(|&(_, f)| {
+                    let (key, msg) = (&key, &msg);
+                    Box::new(move || {
+                        black_box(lab_poly1305_with(f, black_box(key), black_box(msg)));
+                    }) as Box<dyn FnMut()>
+                })
+                .collect();
             let mut impls: Vec<(&'static str, &mut dyn FnMut())> =
                 vec![("lab", &mut lab), ("openssl", &mut ossl), ("rustcrypto", &mut rustc)];
-            if avx2.is_some() {
-                impls.push(("lab-avx2", &mut lab_avx2));
+            for ((name, _), f) in builds.iter().zip(vector.iter_mut()) {
+                impls.push((name, f.as_mut()));
             }
             let poly_times = time_interleaved(runs, reps(bytes), &mut impls);
-            if let Some(ns) = poly_times.get(3) {
-                rows.push(row("poly1305", bytes, "lab-avx2", *ns));
-                avx2_ratios.push(Avx2Ratio {
+            for ((name, _), ns) in builds.iter().zip(&poly_times[3..]) {
+                rows.push(row("poly1305", bytes, name, *ns));
+                let ifma = *name == "lab-ifma";
+                vector_ratios.push(VectorRatio {
+                    build: name,
                     bytes,
-                    vs_openssl_avx2: None,
+                    openssl_path: if ifma { "openssl" } else { "openssl-avx2" },
+                    vs_openssl_path: (ifma && simd_flags().contains("avx512ifma")).then(|| poly_times[1] / ns),
                     vs_openssl: poly_times[1] / ns,
                     vs_lab: poly_times[0] / ns,
                 });
@@ -560,13 +595,13 @@ mod imp {
             "openssl: default path, what libcrypto picks for this CPU ({}); MD5 has no SIMD path",
             simd_flags()
         )];
-        if !avx2_ratios.is_empty() {
+        if vector_ratios.iter().any(|r| r.build == "lab-avx2") {
             match openssl_child(runs, super::AVX2_IA32CAP, "openssl-avx2") {
                 Ok(rows_avx2) => {
-                    for r in &mut avx2_ratios {
+                    for r in vector_ratios.iter_mut().filter(|r| r.build == "lab-avx2") {
                         let lab = rows.iter().find(|x| x.bytes == r.bytes && x.implementation == "lab-avx2");
                         let o = rows_avx2.iter().find(|x| x.kernel == "poly1305" && x.bytes == r.bytes);
-                        r.vs_openssl_avx2 = lab.zip(o).map(|(l, o)| o.ns_per_byte / l.ns_per_byte);
+                        r.vs_openssl_path = lab.zip(o).map(|(l, o)| o.ns_per_byte / l.ns_per_byte);
                     }
                     rows.extend(rows_avx2.into_iter().filter(|x| x.kernel == "poly1305"));
                     paths.push(format!(
@@ -574,7 +609,7 @@ mod imp {
                         super::AVX2_IA32CAP
                     ));
                 }
-                Err(e) => avx2_skipped.push(format!("openssl-avx2: {e}")),
+                Err(e) => vector_skipped.push(format!("openssl-avx2: {e}")),
             }
         }
         let scalar_skipped = match openssl_child(runs, super::SCALAR_IA32CAP, "openssl-scalar") {
@@ -602,8 +637,8 @@ mod imp {
             ratios,
             openssl_paths: paths,
             openssl_scalar_skipped: scalar_skipped,
-            poly1305_avx2: avx2_ratios,
-            avx2_skipped,
+            poly1305_vector: vector_ratios,
+            vector_skipped,
         })
     }
 

@@ -353,13 +353,13 @@ impl BenchReport {
         if let Some(why) = &n.openssl_scalar_skipped {
             let _ = writeln!(s, "  openssl-scalar: not timed ({why})");
         }
-        if !n.poly1305_avx2.is_empty() {
+        if !n.poly1305_vector.is_empty() {
             let _ = writeln!(
                 s,
-                "\nPoly1305 AVX2 build (kernels/x86_64/poly1305.S at x86-64-v3), ns/B\n{:>6} {:>9} {:>9} {:>12} {:>12} {:>14} {:>12} {:>9}",
-                "bytes", "lab", "lab-avx2", "OpenSSL", "OSSL avx2", "avx2/OSSL avx2", "avx2/OpenSSL", "avx2/lab"
+                "\nPoly1305 vector builds of kernels/x86_64/poly1305.S (AVX2: x86-64-v3; IFMA: x86-64-v4 + IFMA), ns/B\n{:<9} {:>6} {:>8} {:>8} {:>8} {:>13} {:>10} {:>13} {:>10} {:>9}",
+                "build", "bytes", "lab", "build", "OpenSSL", "OSSL path", "ns/B", "build/path", "build/OSSL", "build/lab"
             );
-            for r in &n.poly1305_avx2 {
+            for r in &n.poly1305_vector {
                 let ns = |imp: &str| {
                     n.rows
                         .iter()
@@ -368,19 +368,21 @@ impl BenchReport {
                 };
                 let _ = writeln!(
                     s,
-                    "{:>6} {:>9} {:>9} {:>12} {:>12} {:>14} {:>11.2}x {:>8.2}x",
+                    "{:<9} {:>6} {:>8} {:>8} {:>8} {:>13} {:>10} {:>13} {:>9.2}x {:>8.2}x",
+                    r.build,
                     r.bytes,
                     ns("lab"),
-                    ns("lab-avx2"),
+                    ns(r.build),
                     ns("openssl"),
-                    ns("openssl-avx2"),
-                    opt(r.vs_openssl_avx2, |x| format!("{x:.2}x")),
+                    r.openssl_path,
+                    ns(r.openssl_path),
+                    opt(r.vs_openssl_path, |x| format!("{x:.2}x")),
                     r.vs_openssl,
                     r.vs_lab
                 );
             }
         }
-        for why in &n.avx2_skipped {
+        for why in &n.vector_skipped {
             let _ = writeln!(s, "  not timed: {why}");
         }
         let _ = writeln!(
