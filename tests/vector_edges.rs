@@ -1,5 +1,5 @@
 //! vectors/poly1305/vector-edges.json bites on the x86_64 vector paths: kernels/x86_64/poly1305.S
-//! assembled at x86-64-v3 (`__AVX2__`) passes every entry on qemu (and natively on an AVX2
+//! (with its vector paths, poly1305-avx2.inc and poly1305-ifma.inc) assembled at x86-64-v3 (`__AVX2__`) passes every entry on qemu (and natively on an AVX2
 //! host), while two mutations of its vector code fail the entries aimed at them: a final store
 //! that masks limb 4 to 26 bits fails exactly the entries whose stored limb 4 is 2^26, and a
 //! lazy reduction without its last carry (limb 0 up to 2^36, truncated by vpmuludq's 32-bit
@@ -30,25 +30,29 @@ fn edges() -> PathBuf {
     repo().join("vectors/poly1305/vector-edges.json")
 }
 
-/// kernels/x86_64/poly1305.S with `from` replaced by `to` (exactly once; none when `from` is
-/// empty), assembled with clang `flags` into `dir/name.o`.
-fn assemble(dir: &Path, name: &str, flags: &[&str], from: &str, to: &str) -> PathBuf {
-    let src = std::fs::read_to_string(repo().join("kernels/x86_64/poly1305.S")).expect("kernel source");
-    let src = if from.is_empty() {
-        src
-    } else {
-        assert_eq!(src.matches(from).count(), 1, "{from:?} must occur once");
-        src.replacen(from, to, 1)
-    };
-    let s = dir.join(format!("{name}.S"));
+/// kernels/x86_64/poly1305.S (with the vector paths it includes, poly1305-avx2.inc and
+/// poly1305-ifma.inc) copied to `dir/name/`, `from` replaced by `to` in `file` (exactly once;
+/// nothing when `from` is empty), assembled with clang `flags` into `dir/name.o`.
+fn assemble(dir: &Path, name: &str, flags: &[&str], file: &str, from: &str, to: &str) -> PathBuf {
+    let src = dir.join(name);
+    std::fs::create_dir_all(&src).expect("mkdir");
+    for f in ["poly1305.S", "poly1305-avx2.inc", "poly1305-ifma.inc"] {
+        let text = std::fs::read_to_string(repo().join("kernels/x86_64").join(f)).expect("kernel source");
+        let text = if f == file && !from.is_empty() {
+            assert_eq!(text.matches(from).count(), 1, "{from:?} must occur once in {f}");
+            text.replacen(from, to, 1)
+        } else {
+            text
+        };
+        std::fs::write(src.join(f), text).expect("write source");
+    }
     let o = dir.join(format!("{name}.o"));
-    std::fs::write(&s, src).expect("write source");
     let out = Command::new("clang")
         .arg("--target=x86_64-linux-gnu")
         .args(flags)
         .args(["-c", "-o"])
         .arg(&o)
-        .arg(&s)
+        .arg(src.join("poly1305.S"))
         .output()
         .expect("clang (Debian package `clang`)");
     assert!(out.status.success(), "clang: {}", String::from_utf8_lossy(&out.stderr));
@@ -114,7 +118,7 @@ fn backends() -> Vec<&'static str> {
 #[test]
 fn the_avx2_path_passes_every_vector_edge() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let clean = assemble(dir.path(), "avx2", AVX2_FLAGS, "", "");
+    let clean = assemble(dir.path(), "avx2", AVX2_FLAGS, "", "", "");
     for b in backends() {
         // 77 entries, each a guarded case, its misaligned twin and an offset case.
         assert_eq!(run(&clean, ISA, b), (231, BTreeSet::new()), "{b}");
@@ -128,6 +132,7 @@ fn a_store_that_masks_limb_4_fails_exactly_the_entries_that_store_2_26() {
         dir.path(),
         "masked",
         AVX2_FLAGS,
+        "poly1305-avx2.inc",
         "        mov     [rdx + 32], r12\n",
         "        and     r12, M26\n        mov     [rdx + 32], r12\n",
     );
@@ -146,6 +151,7 @@ fn a_lazy_reduction_without_its_last_carry_fails_every_largest_magnitude_entry()
         dir.path(),
         "short",
         AVX2_FLAGS,
+        "poly1305-avx2.inc",
         "        vpsrlq      ymm11, ymm0, 26\n        vpand       ymm0, ymm0, ymm15\n        vpaddq      ymm1, ymm1, ymm11                   /* h1 += h0 >> 26 */\n",
         "",
     );
@@ -170,7 +176,7 @@ fn ifma_host() -> bool {
 #[test]
 fn the_ifma_path_passes_every_vector_edge_and_a_fold_by_4_fails_the_largest() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let clean = assemble(dir.path(), "ifma", IFMA_FLAGS, "", "");
+    let clean = assemble(dir.path(), "ifma", IFMA_FLAGS, "", "", "");
     if !ifma_host() {
         // Nothing can run it here: the lab must say so rather than pass it.
         let row = run_row(&clean, IFMA_ISA, "native");
@@ -183,6 +189,7 @@ fn the_ifma_path_passes_every_vector_edge_and_a_fold_by_4_fails_the_largest() {
         dir.path(),
         "fold4",
         IFMA_FLAGS,
+        "poly1305-ifma.inc",
         "        vpandq      zmm2, zmm5, zmm27\n        vpaddq      zmm0, zmm0, zmm9\n",
         "        vpandq      zmm2, zmm5, zmm27\n",
     );
