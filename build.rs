@@ -2,7 +2,10 @@
 //! `kernel_lab` library (with clang, as the lab builds guest images), so `lab bench` can time
 //! them in-process beside OpenSSL and RustCrypto. Sets `cfg(native_kernels)` when that worked;
 //! otherwise `lab bench` reports the native comparison as skipped, with the reason in
-//! `KERNEL_LAB_NATIVE_SKIP`.
+//! `KERNEL_LAB_NATIVE_SKIP`. The Poly1305 kernel is assembled a second time at x86-64-v3
+//! (`__AVX2__` defined: its AVX2 path) as `poly1305_processBlocks_avx2`, setting
+//! `cfg(native_avx2)`, and at x86-64-v4 with AVX-512 IFMA as `poly1305_processBlocks_ifma`
+//! (`cfg(native_ifma)`), so the bench also times the vector paths beside OpenSSL's.
 //!
 //! It also lists every file under `kernels/` and `vectors/` into `$OUT_DIR/bundled.rs` as
 //! `include_bytes!` entries, so an installed `lab` carries its kernels and vectors
@@ -13,6 +16,8 @@ use std::path::{Path, PathBuf};
 fn main() {
     embed(&["kernels", "vectors"]);
     println!("cargo:rustc-check-cfg=cfg(native_kernels)");
+    println!("cargo:rustc-check-cfg=cfg(native_avx2)");
+    println!("cargo:rustc-check-cfg=cfg(native_ifma)");
     let sources = ["kernels/x86_64/md5.S", "kernels/x86_64/poly1305.S"];
     for s in sources {
         println!("cargo:rerun-if-changed={s}");
@@ -26,11 +31,30 @@ fn main() {
         Ok(()) => {
             println!("cargo:rustc-cfg=native_kernels");
             println!("cargo:rustc-env=KERNEL_LAB_NATIVE_SKIP=");
+            vector_build("avx2", &["-march=x86-64-v3"]);
+            vector_build("ifma", &["-march=x86-64-v4", "-mavx512ifma"]);
         }
         Err(e) => {
             println!("cargo:warning=x86_64 kernels not assembled for the native bench: {e}");
             skip("clang could not assemble kernels/x86_64 into the lab at build time (Debian package `clang`)");
         }
+    }
+}
+
+/// A vector build of kernels/x86_64/poly1305.S with clang `flags` (`-march=x86-64-v3`: its
+/// AVX2 path, as the `x86_64+avx2` variant builds it; `-mavx512ifma`: its IFMA path), its entry
+/// renamed `poly1305_processBlocks_<name>` by the preprocessor so it links beside the baseline;
+/// sets `cfg(native_<name>)`.
+fn vector_build(name: &str, flags: &[&str]) {
+    let mut b = cc::Build::new();
+    b.compiler("clang").file("kernels/x86_64/poly1305.S").cargo_warnings(false);
+    for f in flags {
+        b.flag(f);
+    }
+    let entry = format!("poly1305_processBlocks_{name}");
+    match b.define("poly1305_processBlocks", entry.as_str()).try_compile(&format!("kernel_lab_native_{name}")) {
+        Ok(()) => println!("cargo:rustc-cfg=native_{name}"),
+        Err(e) => println!("cargo:warning=x86_64 Poly1305 {name} path not assembled for the native bench: {e}"),
     }
 }
 

@@ -108,7 +108,23 @@ fn native_implementations_agree_or_say_why_not() {
         Some(why) => assert!(!why.is_empty()),
         None => {
             let r = native::bench(1).unwrap();
-            assert_eq!(r.rows.len(), native::SIZES.len() * 2 * 3);
+            // lab-avx2 and lab-ifma: timed on a CPU with the ISA, else named as not timed.
+            let mut builds = Vec::new();
+            #[cfg(target_arch = "x86_64")]
+            for (name, has) in [
+                ("lab-avx2", std::arch::is_x86_feature_detected!("avx2")),
+                ("lab-ifma", std::arch::is_x86_feature_detected!("avx512ifma")),
+            ] {
+                let timed = r.poly1305_vector.iter().filter(|x| x.build == name).count();
+                assert_eq!(timed, if has { native::SIZES.len() } else { 0 }, "{name}: {:?}", r.vector_skipped);
+                assert_eq!(r.vector_skipped.iter().any(|w| w.starts_with(name)), !has, "{:?}", r.vector_skipped);
+                if has {
+                    builds.push(name);
+                }
+            }
+            // md5 and poly1305 (lab, openssl, rustcrypto) and the vector builds at every size;
+            // the OpenSSL children run only under `lab` itself.
+            assert_eq!(r.rows.len(), native::SIZES.len() * (2 * 3 + builds.len()));
             assert!(r.rows.iter().all(|x| x.ns_per_byte > 0.0), "{:?}", r.rows);
         }
     }

@@ -30,6 +30,11 @@ pub const SIZES: [usize; 3] = [64, 1024, 16384];
 /// every CPUID(7) feature (AVX2, BMI1/2, ADX, AVX-512, SHA): no SIMD path is eligible.
 pub const SCALAR_IA32CAP: &str = "~0x1000000000000000:0";
 
+/// `OPENSSL_ia32cap` for OpenSSL's AVX2 path: the CPUID(1) word as detected (`~0x0`), the
+/// CPUID(7) EBX bits of AVX-512 cleared (F 16, DQ 17, IFMA 21, PF 26, ER 27, CD 28, BW 30,
+/// VL 31; Intel SDM vol. 2A, CPUID leaf 7): `poly1305_blocks` dispatches to its AVX2 code.
+pub const AVX2_IA32CAP: &str = "~0x0:~0xdc230000";
+
 /// Environment variable that turns this binary into the OpenSSL timing child (its value: runs).
 pub const CHILD_ENV: &str = "KERNEL_LAB_OPENSSL_CHILD";
 
@@ -40,7 +45,8 @@ pub struct NativeRow {
     pub kernel: String,
     /// Message bytes.
     pub bytes: usize,
-    /// `lab`, `openssl` (default path), `openssl-scalar` or `rustcrypto`.
+    /// `lab`, `lab-avx2` / `lab-ifma` (the AVX2 and AVX-512 IFMA builds, Poly1305), `openssl`
+    /// (default path), `openssl-scalar`, `openssl-avx2` (Poly1305) or `rustcrypto`.
     pub implementation: String,
     /// Median nanoseconds per message byte.
     pub ns_per_byte: f64,
@@ -80,6 +86,30 @@ pub struct NativeReport {
     pub rows: Vec<NativeRow>,
     /// The lab against the others.
     pub ratios: Vec<NativeRatio>,
+    /// The lab's Poly1305 vector builds against OpenSSL's paths, per build and size (empty
+    /// when none was timed).
+    pub poly1305_vector: Vec<VectorRatio>,
+    /// Why vector rows are missing or partial (a CPU without the ISA, a child that failed).
+    pub vector_skipped: Vec<String>,
+}
+
+/// A vector build of the lab's Poly1305 (`lab-avx2`, `lab-ifma` rows) at one size; ratios are
+/// throughput (> 1: the build is faster).
+#[derive(Debug, Clone, Serialize)]
+pub struct VectorRatio {
+    /// `lab-avx2` or `lab-ifma`.
+    pub build: &'static str,
+    /// Message bytes.
+    pub bytes: usize,
+    /// OpenSSL's path on the same ISA: `openssl-avx2` (child with [`AVX2_IA32CAP`]) for AVX2,
+    /// `openssl` (its default, the IFMA code on a CPU with IFMA) for IFMA.
+    pub openssl_path: &'static str,
+    /// The build over `openssl_path`, when it was timed.
+    pub vs_openssl_path: Option<f64>,
+    /// The build over OpenSSL's default path.
+    pub vs_openssl: f64,
+    /// The build over the lab's baseline (scalar) build.
+    pub vs_lab: f64,
 }
 
 /// Why the comparison cannot run in this binary (not an x86_64 host, or build.rs could not
@@ -208,12 +238,20 @@ mod imp {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use super::{cpu_model, simd_flags, time_interleaved, NativeRatio, NativeReport, NativeRow, SIZES};
+    use super::{cpu_model, simd_flags, time_interleaved, NativeRatio, NativeReport, NativeRow, VectorRatio, SIZES};
     use crate::reference::{md5 as md5_ref, poly1305 as poly_ref};
 
     /// The kernels of kernels/x86_64, linked in by build.rs (SysV x86-64 psABI calls).
     mod ffi {
         extern "C" {
+            /// kernels/x86_64/poly1305.S assembled at x86-64-v3 (its AVX2 path), renamed.
+            #[cfg(native_avx2)]
+            #[link_name = "poly1305_processBlocks_avx2"]
+            pub fn poly1305_process_blocks_avx2(input: *const u8, length: i64, acc: *mut i64, r: *const i64);
+            /// The same at x86-64-v4 with AVX-512 IFMA (its IFMA path), renamed.
+            #[cfg(native_ifma)]
+            #[link_name = "poly1305_processBlocks_ifma"]
+            pub fn poly1305_process_blocks_ifma(input: *const u8, length: i64, acc: *mut i64, r: *const i64);
             #[link_name = "md5_implCompress"]
             pub fn md5_impl_compress(buf: *const u8, state: *mut u32);
             #[link_name = "md5_implCompressMB"]
@@ -245,14 +283,50 @@ mod imp {
         md5_ref::state_to_digest(&st)
     }
 
+    /// A `poly1305_processBlocks` entry (HotSpot contract, SysV x86-64 psABI).
+    type ProcessBlocks = unsafe extern "C" fn(*const u8, i64, *mut i64, *const i64);
+
+    /// The AVX2 build's entry when it was assembled in and this CPU has AVX2 (it uses AVX and
+    /// AVX2 instructions only, beside baseline x86-64).
+    fn avx2_entry() -> Result<ProcessBlocks, String> {
+        #[cfg(native_avx2)]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Ok(ffi::poly1305_process_blocks_avx2);
+            }
+            Err("lab-avx2: this CPU has no AVX2".into())
+        }
+        #[cfg(not(native_avx2))]
+        Err("lab-avx2: build.rs could not assemble kernels/x86_64/poly1305.S at x86-64-v3".into())
+    }
+
+    /// The IFMA build's entry when it was assembled in and this CPU has AVX-512 F, VL and IFMA
+    /// (its IFMA path; lengths it leaves to AVX2 need AVX2, which AVX-512 F implies).
+    fn ifma_entry() -> Result<ProcessBlocks, String> {
+        #[cfg(native_ifma)]
+        {
+            if std::arch::is_x86_feature_detected!("avx512ifma") && std::arch::is_x86_feature_detected!("avx512vl") {
+                return Ok(ffi::poly1305_process_blocks_ifma);
+            }
+            Err("lab-ifma: this CPU has no AVX-512 IFMA".into())
+        }
+        #[cfg(not(native_ifma))]
+        Err("lab-ifma: build.rs could not assemble kernels/x86_64/poly1305.S with -mavx512ifma".into())
+    }
+
     /// Poly1305 tag of a whole-block `msg` (RFC 8439 §2.5): processBlocks, then h mod p + s.
     fn lab_poly1305(key: &[u8; 32], msg: &[u8]) -> [u8; 16] {
+        lab_poly1305_with(ffi::poly1305_process_blocks, key, msg)
+    }
+
+    /// [`lab_poly1305`] through the entry `f`.
+    fn lab_poly1305_with(f: ProcessBlocks, key: &[u8; 32], msg: &[u8]) -> [u8; 16] {
         debug_assert_eq!(msg.len() % 16, 0);
         let r = poly_ref::clamp_r(key[..16].try_into().expect("16 bytes")).0.map(|l| l as i64);
         let mut acc = [0i64; 5];
         // SAFETY: msg holds msg.len() readable bytes; acc and r are 5 limbs each, r clamped, acc
         // within bounds (zero), as the poly1305_processBlocks contract requires.
-        unsafe { ffi::poly1305_process_blocks(msg.as_ptr(), msg.len() as i64, acc.as_mut_ptr(), r.as_ptr()) };
+        unsafe { f(msg.as_ptr(), msg.len() as i64, acc.as_mut_ptr(), r.as_ptr()) };
         finish(&acc.map(|l| l as u64), key[16..].try_into().expect("16 bytes"))
     }
 
@@ -387,8 +461,9 @@ mod imp {
         Ok(rows)
     }
 
-    /// OpenSSL's scalar path, timed by this binary re-run as a child with `OPENSSL_ia32cap`.
-    fn openssl_scalar(runs: usize) -> Result<Vec<NativeRow>, String> {
+    /// One of OpenSSL's paths, timed by this binary re-run as a child with `OPENSSL_ia32cap` =
+    /// `ia32cap`; its rows are named `implementation`.
+    fn openssl_child(runs: usize, ia32cap: &str, implementation: &str) -> Result<Vec<NativeRow>, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
         if exe.file_stem() != Some(std::ffi::OsStr::new("lab")) {
             return Err(format!(
@@ -399,7 +474,7 @@ mod imp {
         let out = std::process::Command::new(&exe)
             .arg("bench")
             .env(super::CHILD_ENV, runs.to_string())
-            .env("OPENSSL_ia32cap", super::SCALAR_IA32CAP)
+            .env("OPENSSL_ia32cap", ia32cap)
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| format!("{}: {e}", exe.display()))?;
@@ -409,7 +484,7 @@ mod imp {
         let mut rows: Vec<NativeRow> =
             serde_json::from_slice(&out.stdout).map_err(|e| format!("the OpenSSL child's output: {e}"))?;
         for r in &mut rows {
-            r.implementation = "openssl-scalar".into();
+            r.implementation = implementation.into();
         }
         Ok(rows)
     }
@@ -417,6 +492,15 @@ mod imp {
     pub fn bench(runs: usize) -> Result<NativeReport, String> {
         let mut rows = Vec::new();
         let mut ratios = Vec::new();
+        let mut vector_skipped = Vec::new();
+        let mut builds: Vec<(&'static str, ProcessBlocks)> = Vec::new();
+        for (name, entry) in [("lab-avx2", avx2_entry()), ("lab-ifma", ifma_entry())] {
+            match entry {
+                Ok(f) => builds.push((name, f)),
+                Err(why) => vector_skipped.push(why),
+            }
+        }
+        let mut vector_ratios = Vec::new();
         let mut hasher = Hasher::new(MessageDigest::md5()).map_err(|e| e.to_string())?;
         let mut mac = OpensslPoly1305::new()?;
         for (bytes, msg, key) in inputs() {
@@ -434,6 +518,12 @@ mod imp {
             if a[..] != b[..] || a[..] != c[..] {
                 return Err(format!("Poly1305 of {bytes} bytes: lab {a:02x?}, OpenSSL {b:02x?}, RustCrypto {c:02x?}"));
             }
+            for (name, f) in &builds {
+                let v = lab_poly1305_with(*f, &key, &msg);
+                if v != a {
+                    return Err(format!("Poly1305 of {bytes} bytes: {name} {v:02x?}, lab and OpenSSL {a:02x?}"));
+                }
+            }
             let md5_times = time_interleaved(
                 runs,
                 reps(bytes),
@@ -450,21 +540,42 @@ mod imp {
                     }),
                 ],
             );
-            let poly_times = time_interleaved(
-                runs,
-                reps(bytes),
-                &mut [
-                    ("lab", &mut || {
-                        black_box(lab_poly1305(black_box(&key), black_box(&msg)));
-                    }),
-                    ("openssl", &mut || {
-                        black_box(mac.tag(black_box(&key), black_box(&msg)).expect("EVP_MAC"));
-                    }),
-                    ("rustcrypto", &mut || {
-                        black_box(rc(black_box(&key), black_box(&msg)));
-                    }),
-                ],
-            );
+            let mut lab = || {
+                black_box(lab_poly1305(black_box(&key), black_box(&msg)));
+            };
+            let mut ossl = || {
+                black_box(mac.tag(black_box(&key), black_box(&msg)).expect("EVP_MAC"));
+            };
+            let mut rustc = || {
+                black_box(rc(black_box(&key), black_box(&msg)));
+            };
+            let mut vector: Vec<Box<dyn FnMut()>> = builds
+                .iter()
+                .map(|&(_, f)| {
+                    let (key, msg) = (&key, &msg);
+                    Box::new(move || {
+                        black_box(lab_poly1305_with(f, black_box(key), black_box(msg)));
+                    }) as Box<dyn FnMut()>
+                })
+                .collect();
+            let mut impls: Vec<(&'static str, &mut dyn FnMut())> =
+                vec![("lab", &mut lab), ("openssl", &mut ossl), ("rustcrypto", &mut rustc)];
+            for ((name, _), f) in builds.iter().zip(vector.iter_mut()) {
+                impls.push((name, f.as_mut()));
+            }
+            let poly_times = time_interleaved(runs, reps(bytes), &mut impls);
+            for ((name, _), ns) in builds.iter().zip(&poly_times[3..]) {
+                rows.push(row("poly1305", bytes, name, *ns));
+                let ifma = *name == "lab-ifma";
+                vector_ratios.push(VectorRatio {
+                    build: name,
+                    bytes,
+                    openssl_path: if ifma { "openssl" } else { "openssl-avx2" },
+                    vs_openssl_path: (ifma && simd_flags().contains("avx512ifma")).then(|| poly_times[1] / ns),
+                    vs_openssl: poly_times[1] / ns,
+                    vs_lab: poly_times[0] / ns,
+                });
+            }
             for (kernel, times) in [("md5", md5_times), ("poly1305", poly_times)] {
                 for (name, ns) in ["lab", "openssl", "rustcrypto"].into_iter().zip(&times) {
                     rows.push(row(kernel, bytes, name, *ns));
@@ -482,7 +593,24 @@ mod imp {
             "openssl: default path, what libcrypto picks for this CPU ({}); MD5 has no SIMD path",
             simd_flags()
         )];
-        let scalar_skipped = match openssl_scalar(runs) {
+        if vector_ratios.iter().any(|r| r.build == "lab-avx2") {
+            match openssl_child(runs, super::AVX2_IA32CAP, "openssl-avx2") {
+                Ok(rows_avx2) => {
+                    for r in vector_ratios.iter_mut().filter(|r| r.build == "lab-avx2") {
+                        let lab = rows.iter().find(|x| x.bytes == r.bytes && x.implementation == "lab-avx2");
+                        let o = rows_avx2.iter().find(|x| x.kernel == "poly1305" && x.bytes == r.bytes);
+                        r.vs_openssl_path = lab.zip(o).map(|(l, o)| o.ns_per_byte / l.ns_per_byte);
+                    }
+                    rows.extend(rows_avx2.into_iter().filter(|x| x.kernel == "poly1305"));
+                    paths.push(format!(
+                        "openssl-avx2: a child process with OPENSSL_ia32cap={} (every AVX-512 bit of CPUID(7) masked: Poly1305's AVX2 code)",
+                        super::AVX2_IA32CAP
+                    ));
+                }
+                Err(e) => vector_skipped.push(format!("openssl-avx2: {e}")),
+            }
+        }
+        let scalar_skipped = match openssl_child(runs, super::SCALAR_IA32CAP, "openssl-scalar") {
             Ok(scalar) => {
                 for r in &mut ratios {
                     let lab =
@@ -507,6 +635,8 @@ mod imp {
             ratios,
             openssl_paths: paths,
             openssl_scalar_skipped: scalar_skipped,
+            poly1305_vector: vector_ratios,
+            vector_skipped,
         })
     }
 

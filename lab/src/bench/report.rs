@@ -354,6 +354,38 @@ impl BenchReport {
         if let Some(why) = &n.openssl_scalar_skipped {
             let _ = writeln!(s, "  openssl-scalar: not timed ({why})");
         }
+        if !n.poly1305_vector.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nPoly1305 vector builds of kernels/x86_64/poly1305.S (AVX2: x86-64-v3; IFMA: x86-64-v4 + IFMA), ns/B\n{:<9} {:>6} {:>8} {:>8} {:>8} {:>13} {:>10} {:>13} {:>10} {:>9}",
+                "build", "bytes", "lab", "build", "OpenSSL", "OSSL path", "ns/B", "build/path", "build/OSSL", "build/lab"
+            );
+            for r in &n.poly1305_vector {
+                let ns = |imp: &str| {
+                    n.rows
+                        .iter()
+                        .find(|x| x.kernel == "poly1305" && x.bytes == r.bytes && x.implementation == imp)
+                        .map_or("-".to_string(), |x| format!("{:.3}", x.ns_per_byte))
+                };
+                let _ = writeln!(
+                    s,
+                    "{:<9} {:>6} {:>8} {:>8} {:>8} {:>13} {:>10} {:>13} {:>9.2}x {:>8.2}x",
+                    r.build,
+                    r.bytes,
+                    ns("lab"),
+                    ns(r.build),
+                    ns("openssl"),
+                    r.openssl_path,
+                    ns(r.openssl_path),
+                    opt(r.vs_openssl_path, |x| format!("{x:.2}x")),
+                    r.vs_openssl,
+                    r.vs_lab
+                );
+            }
+        }
+        for why in &n.vector_skipped {
+            let _ = writeln!(s, "  not timed: {why}");
+        }
         let _ = writeln!(
             s,
             "(OpenSSL as users call it: one EVP_MD_CTX / EVP_MAC_CTX reused; ratios are throughput: lab bytes/s over theirs, > 1 = the lab's kernel is faster)"

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Generates vectors/poly1305/vector-edges.json: Poly1305 processBlocks cases aimed at a 4-lane
+radix-2^26 vector kernel (Goll & Gueron, "Vectorization of Poly1305 message authentication
+code", 2015), as kernels/x86_64/poly1305.S's AVX2 path computes it:
+
+  * lengths at the kernel's scalar/vector crossover (CROSSOVER bytes) and one block either
+    side, lengths that are not a multiple of 64 (the scalar loop finishes 1..3 blocks), tails;
+    and the AVX-512 IFMA path's length rules (groups of eight, 0..7 blocks left);
+  * the largest magnitudes the vector multiply sees: every acc limb at its bound, all-0xff
+    blocks, r whose powers r^2..r^4 have the largest limbs (the four lanes' products are summed
+    before the last carry chain: the "limb overflow in the partial reduction of the last
+    multiply" that broke shipped AVX2 code);
+  * lazy-reduction edges: messages whose lane limbs after a lazy carry sit furthest above 2^26
+    (a carry across a 2^26 boundary that the next multiply must absorb);
+  * r = 1 sums: the last group's four-lane sum before the final carry chain at 2p - 1,
+    2p, 2p + 1, 2^131 - 6 .. 2^131 - 1, 2^131 (results p, 2^130 - 1, 2^130, 2^130 + 4: limb 4
+    = 2^26 stored) and 2^131 - 2^104 (limb 4 = 2^27 - 1), alone and handed to the scalar loop for a 17th block.
+
+Every expected value (expect_acc) comes from Python integers, RFC 8439 §2.5.1, not from the
+model; the model of the kernel's arithmetic (vector_model) only chooses the inputs and says in
+each entry's comment what they make of it. Re-running rewrites the same file.
+"""
+import pathlib
+import random
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from gen_vectors import CLAMP, P, kernel_columns, limbs, limbs_value, poly_exact, write  # noqa: E402
+
+M26 = (1 << 26) - 1
+CROSSOVER = 192  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
+IFMA_SHORT, IFMA_MIN = 256, 640  # POLY_IFMA_SHORT, POLY_IFMA_MIN there
+LANES = (0, 2, 1, 3)  # block of a group each lane holds (vpunpck{l,h}qdq order)
+
+
+def mulr_scalar(h, r):
+    """The scalar kernel's h * r, partially reduced (used for the powers r^2..r^4)."""
+    a0, a1, a2 = kernel_columns(r)
+    d = (h & (2**64 - 1)) * a0 + ((h >> 64) & (2**64 - 1)) * a1 + (h >> 128) * a2
+    return (d & ((1 << 130) - 1)) + 5 * (d >> 130)
+
+
+def powers(r):
+    """r, r^2, r^3, r^4 as the kernel computes them (partially reduced, radix 2^64)."""
+    out = [r]
+    for _ in range(3):
+        out.append(mulr_scalar(out[-1], r))
+    return out
+
+
+def vmul(h, t):
+    """One lane's five columns d = h * t (t: r limbs), s_j = 5 r_j; asserts vpmuludq's 32-bit inputs."""
+    s = [5 * x for x in t]
+    assert all(x < 1 << 32 for x in h + t + s)
+    return [sum(h[i] * (t[k - i] if i <= k else s[k - i + 5]) for i in range(5)) for k in range(5)]
+
+
+def lazy(d):
+    """The lazy reduction: one carry pass 0->1->2->3->4, 4->0 (x5), 0->1."""
+    d = list(d)
+    for k in range(4):
+        d[k + 1] += d[k] >> 26
+        d[k] &= M26
+    c = d[4] >> 26
+    d[4] &= M26
+    d[0] += 5 * c
+    d[1] += d[0] >> 26
+    d[0] &= M26
+    return d
+
+
+def block_limbs(b):
+    lo, hi = int.from_bytes(b[:8], "little"), int.from_bytes(b[8:16], "little")
+    return [lo & M26, (lo >> 26) & M26, ((lo >> 52) | (hi << 12)) & M26, (hi >> 14) & M26, (hi >> 40) | (1 << 24)]
+
+
+def vector_model(acc, r, msg):
+    """The AVX2 path on one call of len(msg) >= CROSSOVER bytes: (stats, S, result), S the
+    last group's lane sum as an integer (before the final carry chain), result the limbs it stores."""
+    pw = powers(r)
+    table = {0: limbs(pw[3]), 1: limbs(pw[1]), 2: limbs(pw[2]), 3: limbs(pw[0])}
+    groups = len(msg) // 64
+    h = [list(acc)] + [[0] * 5 for _ in range(3)]
+    st = {"max_h": 0, "max_d": 0, "max_lazy": 0, "max_sum": 0}
+    for g in range(groups):
+        for lane, k in enumerate(LANES):
+            m = block_limbs(msg[64 * g + 16 * k:64 * g + 16 * k + 16])
+            h[lane] = [x + y for x, y in zip(h[lane], m)]
+            st["max_h"] = max(st["max_h"], *h[lane])
+        last = g == groups - 1
+        ds = [vmul(h[lane], table[lane] if last else table[0]) for lane in range(4)]
+        st["max_d"] = max(st["max_d"], *(x for d in ds for x in d))
+        if not last:
+            h = [lazy(d) for d in ds]
+            st["max_lazy"] = max(st["max_lazy"], *(x for lane in h for x in lane))
+            st.setdefault("lane0_first", list(h[0]))
+    col = [sum(d[k] for d in ds) for k in range(5)]
+    assert all(x < 1 << 64 for x in col)
+    st["max_sum"] = max(col)
+    out = list(col)
+    for _ in range(2):
+        for k in range(4):
+            out[k + 1] += out[k] >> 26
+            out[k] &= M26
+        if _ == 0:
+            out[0] += 5 * (out[4] >> 26)
+            out[4] &= M26
+    assert all(x <= M26 for x in out[:4]) and out[4] < 1 << 27
+    return st, limbs_value(col), out
+
+
+def log2(x):
+    return f"2^{x.bit_length() - 1}.{int(100 * (x / (1 << (x.bit_length() - 1)) - 1)):02d}" if x else "0"
+
+
+def entry(name, what, acc, r, msg, lengths=None, rng_note=""):
+    assert r & ~CLAMP == 0 and all(x <= M26 for x in acc[:4]) and acc[4] < 1 << 27
+    e = {"name": name, "source": "vector-kernel edges chosen with a model of the AVX2 path's arithmetic (ci/tools/gen_vector_edges.py); expect_acc from Python integers (RFC 8439 §2.5.1)"}
+    note = what
+    if len(msg) >= CROSSOVER and not lengths:
+        st, s, out = vector_model(acc, r, msg[:len(msg) // 64 * 64])
+        note += (f". AVX2 model: largest h limb into a multiply {log2(st['max_h'])}, largest product column {log2(st['max_d'])}, "
+                 f"largest limb after a lazy reduction {log2(st['max_lazy'])} ({st['max_lazy'] - (1 << 26):+d} from 2^26), "
+                 f"last group's lane-sum column {log2(st['max_sum'])}, lane sum S = {describe(s)}, stored limb 4 = {out[4]:#x}")
+    e["comment"] = note + rng_note
+    e["acc"] = list(acc)
+    e["r_hex"] = r.to_bytes(16, "little").hex()
+    e["msg_hex"] = msg.hex()
+    if lengths:
+        e["lengths"] = lengths
+    e["expect_acc"] = format(poly_exact(acc, r, msg), "x")
+    return e
+
+
+def describe(x):
+    for name, base in [("2^131", 1 << 131), ("2p", 2 * P), ("2^130", 1 << 130), ("p", P)]:
+        if abs(x - base) <= 16:
+            d = x - base
+            return name if d == 0 else f"{name} {'+' if d > 0 else '-'} {abs(d)}"
+    return log2(x)
+
+
+def rbytes(rng, n):
+    return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def crossover_entries(rng):
+    v = []
+    for n in [CROSSOVER - 16, CROSSOVER - 1, CROSSOVER, CROSSOVER + 1, CROSSOVER + 15, CROSSOVER + 16, CROSSOVER + 32,
+              CROSSOVER + 48, CROSSOVER + 63, CROSSOVER + 64, 2 * CROSSOVER - 16, 2 * CROSSOVER + 16, 1024 + 48, 4096 + 32]:
+        acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
+        blocks, rest = divmod(n, 16)
+        v.append(entry(f"crossover: {n} bytes ({blocks} blocks + {rest})",
+                       f"{n // 64} groups of four for the vector loop, then {blocks % 4} block(s) for the scalar loop and a {rest}-byte tail ignored"
+                       if n >= CROSSOVER else f"below the {CROSSOVER}-byte crossover: the scalar loop alone", acc, r, rbytes(rng, n)))
+    # The AVX-512 IFMA path (POLY_IFMA_SHORT = 256, POLY_IFMA_MIN = 640): groups of eight
+    # blocks, then 0..7 blocks for the scalar loop; 4..7 left below 640 bytes go to AVX2.
+    for n in [IFMA_SHORT - 16, IFMA_SHORT, IFMA_SHORT + 16, IFMA_SHORT + 48, IFMA_SHORT + 64, IFMA_SHORT + 127,
+              IFMA_MIN - 16, IFMA_MIN, IFMA_MIN + 16, IFMA_MIN + 112, IFMA_MIN + 127, 2048 + 112]:
+        acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
+        blocks, rest = divmod(n, 16)
+        v.append(entry(f"IFMA lengths: {n} bytes ({blocks} blocks + {rest})",
+                       f"{blocks // 8} groups of eight for an 8-lane path, then {blocks % 8} block(s) and a {rest}-byte tail",
+                       acc, r, rbytes(rng, n)))
+    for lengths in ([CROSSOVER, 48, CROSSOVER + 16], [CROSSOVER - 16, CROSSOVER + 16, 16], [CROSSOVER + 48, CROSSOVER + 48]):
+        n = sum(lengths)
+        v.append(entry(f"crossover: calls of {', '.join(map(str, lengths))} bytes", "each call's acc handed to the next between the vector and scalar paths",
+                       limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP, rbytes(rng, n), lengths))
+    return v
+
+
+def power_weight(r):
+    return sum(sum(limbs(p)) + 4 * sum(limbs(p)[1:]) for p in powers(r)[1:])
+
+
+def magnitude_entries(rng):
+    best = max((rng.getrandbits(128) & CLAMP for _ in range(20000)), key=power_weight)
+    cands = [(rng.getrandbits(128) & CLAMP) | (0x0fffffc << 96) for _ in range(20000)]
+    best2 = max(cands, key=power_weight)
+    top = [M26] * 4 + [(1 << 27) - 1]
+    v = []
+    for rn, r in [("largest clamped r", CLAMP), ("r whose powers have the largest limbs (searched)", best),
+                  ("r with top word 0x0ffffffc whose powers have the largest limbs (searched)", best2)]:
+        for blocks in [16, 17, 20, 31, 64]:
+            v.append(entry(f"largest magnitudes: acc limbs at their bounds, {rn}, {blocks} blocks of 0xff",
+                           "every h limb and product column at its largest", top, r, b"\xff" * (16 * blocks)))
+    return v
+
+
+def lazy_entries(rng):
+    """Edge-weighted messages: hill-climbed (one block changed at a time) towards the largest
+    limb after a lazy reduction, and picked from a random pool for the largest last-group
+    column and product column."""
+    edge = [b"\xff" * 16, b"\x00" * 16, b"\xfb" + b"\xff" * 15, b"\x01" + b"\x00" * 15]
+
+    def block():
+        return rng.choice(edge) if rng.random() < 0.5 else rbytes(rng, 16)
+
+    v = []
+    starts = [("largest clamped r", CLAMP), ("random r", rng.getrandbits(128) & CLAMP),
+              ("r with top word 0x0ffffffc", (rng.getrandbits(128) & CLAMP) | (0x0fffffc << 96))]
+    for rn, r in starts:
+        for blocks in (16, 20):
+            acc = limbs(rng.getrandbits(130))
+            msg = [block() for _ in range(blocks)]
+            best = vector_model(acc, r, b"".join(msg))[0]["max_lazy"]
+            for _ in range(400):
+                i, old = rng.randrange(blocks - 4), None
+                old, msg[i] = msg[i], block()
+                got = vector_model(acc, r, b"".join(msg))[0]["max_lazy"]
+                if got >= best:
+                    best = got
+                else:
+                    msg[i] = old
+            v.append(entry(f"lazy reduction: a limb {best - (1 << 26):+d} from 2^26 after a lazy carry, {rn}, {blocks} blocks",
+                           "blocks hill-climbed towards the largest limb a lazy reduction leaves for the next multiply", acc, r, b"".join(msg)))
+    # r = 1 (the products are the sums): acc and block 0 chosen so that lane 0's first lazy
+    # reduction carries through limbs 2, 3 into limb 4 (d4 = 2^27), folds 5 * 2 into limb 0,
+    # whose carry lands on a limb 1 of 2^26 - 1: lane 0 leaves the first group as limbs
+    # [8, 2^26, 0, 0, 0], limb 1 at 2^26 for the next group.
+    acc = [M26, M26 - 1, M26, M26, (1 << 27) - 1 - (1 << 24)]
+    m = [M26, 0, 1, 0, 0]  # limb 4 without the 2^128 bit
+    lo = m[0] | m[1] << 26 | (m[2] & 0xFFF) << 52
+    hi = m[2] >> 12 | m[3] << 14 | m[4] << 40
+    b0 = lo.to_bytes(8, "little") + hi.to_bytes(8, "little")
+    for rest in (15, 16, 19):
+        msg = b0 + b"".join(block() for _ in range(rest))
+        st = vector_model(acc, 1, msg[:len(msg) // 64 * 64])[0]
+        assert st["lane0_first"] == [8, 1 << 26, 0, 0, 0], st
+        v.append(entry(f"lazy reduction: r = 1, lane 0 leaves group 1 as limbs [8, 2^26, 0, 0, 0], {rest + 1} blocks",
+                       "the first lazy reduction folds 2 * 2^130 into limb 0, whose carry stops at 2^26 in limb 1", acc, 1, msg))
+    pool = []
+    for _ in range(600):
+        r = rng.choice([CLAMP, rng.getrandbits(128) & CLAMP, (rng.getrandbits(128) & CLAMP) | (0x0fffffc << 96)])
+        acc = rng.choice([[M26] * 4 + [(1 << 27) - 1], limbs(rng.getrandbits(130)), [M26] * 4 + [1 << 26]])
+        msg = b"".join(block() for _ in range(rng.choice([16, 20, 24])))
+        pool.append((vector_model(acc, r, msg)[0], acc, r, msg))
+    for key, label in [("max_sum", "largest last-group lane-sum column"), ("max_d", "largest product column")]:
+        pool.sort(key=lambda t: -t[0][key])
+        for i, (st, acc, r, msg) in enumerate(pool[:3]):
+            v.append(entry(f"lazy reduction: {label} #{i + 1} ({log2(st[key])}), {len(msg) // 16} blocks",
+                           f"picked among 600 edge-weighted messages for the {label}", acc, r, msg))
+    return v
+
+
+def r1_sum_entries(rng):
+    """r = 1: every power is 1, the products are the sums themselves. Lanes brought to
+    2^130 + 2^105 + t in the third group (limb 4 over 2^26 before the carries: one fold each,
+    leaving about 2^105), then the last group's four blocks make the
+    lane sum S hit the target exactly."""
+    v = []
+    targets = [("2^131 - 2^104 (limb 4 = 2^27 - 1)", (1 << 131) - (1 << 104)), ("2p - 1", 2 * P - 1), ("2p (result p)", 2 * P),
+               ("2p + 1", 2 * P + 1), ("2^131 - 6 (result 2^130 - 1)", (1 << 131) - 6), ("2^131 - 5 (result 2^130, limb 4 = 2^26)", (1 << 131) - 5),
+               ("2^131 - 4", (1 << 131) - 4), ("2^131 - 1 (result 2^130 + 4, limb 4 = 2^26)", (1 << 131) - 1), ("2^131", 1 << 131)]
+    for label, target in targets:
+        for extra in (0, 1):
+            acc = limbs(rng.getrandbits(100))
+            m = {}
+            for lane in range(4):
+                a = limbs_value(acc) if lane == 0 else 0
+                m0 = (1 << 126) + rng.getrandbits(100)
+                m1 = (1 << 126) + rng.getrandbits(100)
+                v1 = a + m0 + m1 + (1 << 129)
+                m2 = (1 << 130) + (1 << 105) + rng.getrandbits(60) - (1 << 128) - v1
+                assert 0 <= m2 < 1 << 128
+                m[lane] = [m0, m1, m2]
+            first = bytearray(192)
+            for lane, k in enumerate(LANES):
+                for g in range(3):
+                    first[64 * g + 16 * k:64 * g + 16 * k + 16] = m[lane][g].to_bytes(16, "little")
+            zero = bytes(first) + bytes(64)
+            _, s0, _ = vector_model(acc, 1, zero)
+            rest = target - s0
+            assert 0 <= rest <= 4 * ((1 << 128) - 1), label
+            last = [rest // 4 + (1 if i < rest % 4 else 0) for i in range(4)]
+            msg = bytes(first) + b"".join(x.to_bytes(16, "little") for x in last)
+            msg += rbytes(rng, 16) if extra else b""
+            _, s, out = vector_model(acc, 1, msg[:256])
+            assert s == target
+            tail = ", then a 17th block in the scalar loop from the stored limbs" if extra else ""
+            v.append(entry(f"r = 1, last-group lane sum S = {label}{', 17 blocks' if extra else ', 16 blocks'}",
+                           f"three groups fold each lane once at 2^130 + 2^105 + t, the last group's blocks set S{tail}", acc, 1, msg))
+    return v
+
+
+def main():
+    rng = random.Random(29)
+    v = crossover_entries(rng) + magnitude_entries(rng) + lazy_entries(rng) + r1_sum_entries(rng)
+    write("poly1305", "vector-edges",
+          "Poly1305 processBlocks aimed at 4-lane radix-2^26 vector code (the x86_64 AVX2 path): lengths at the 192-byte "
+          "scalar/vector crossover and one block either side, lengths not a multiple of 64 and tails, calls handed between the "
+          "paths; the largest limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers have the largest "
+          "limbs); messages whose limbs after a lazy reduction sit furthest above 2^26; with r = 1, the last group's four-lane sum at "
+          "2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 (stored limb 4 = 2^26). Inputs chosen with a model of the "
+          "kernel's arithmetic; expect_acc from Python integers", v)
+
+
+if __name__ == "__main__":
+    main()
