@@ -320,6 +320,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
         seed: cfg.seed,
         limits: Default::default(),
         flush: crate::batch::Placement::End,
+        vector_lengths: Vec::new(),
         filter: crate::run::Filter::default(),
         cost_limits: Default::default(),
         jobs: 0,
