@@ -36,6 +36,7 @@ mod sarif;
 mod silent_green;
 mod top_limb;
 mod unaligned_bounds;
+mod vector_isa;
 mod vector_files;
 mod verdicts;
 mod workflow;

@@ -92,6 +92,7 @@ const SVE_VL: VectorLengthSpec = VectorLengthSpec {
     qemu_fixed: "",
     source: "AAPCS64 §6.1.3 (SVE registers): z0-z31 and p0-p15 are caller-saved in a base-PCS call",
     unconfigured: None,
+    rounding: None,
 };
 
 fn syscall_name(nr: usize) -> Option<&'static str> {

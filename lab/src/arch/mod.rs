@@ -256,6 +256,24 @@ pub struct VectorLengthSpec {
     /// it with no vector configuration (RVV: vtype.vill set); `None` where the driver does not
     /// poison it. The driver defines the symbol [`VILL_SYMBOL`] when it does.
     pub unconfigured: Option<&'static str>,
+    /// Instructions that round by a control register the psABI leaves unspecified at entry, and
+    /// the instructions that set it ([`RoundingSpec`]); `None` where there are none.
+    pub rounding: Option<RoundingSpec>,
+}
+
+/// Vector instructions whose result depends on a rounding-mode register the psABI leaves
+/// unspecified at a call (RVV's `vxrm`): an image that uses them and never writes the register
+/// relies on its caller's mode (`lab run` warns; the driver poisons the register).
+#[derive(Debug)]
+pub struct RoundingSpec {
+    /// The register, as the disassembler prints it (`vxrm`).
+    pub register: &'static str,
+    /// Mnemonic prefixes of the instructions that round by it (`vssrl` covers `vssrl.vi`).
+    pub users: &'static [&'static str],
+    /// Registers whose write sets it (`vxrm`, and `vcsr`, which holds it).
+    pub written_through: &'static [&'static str],
+    /// Why relying on it is wrong, with the source.
+    pub rule: &'static str,
 }
 
 /// One vector length a row runs at: `qemu vlen=256` in reports, `--vlen 256` in replays.

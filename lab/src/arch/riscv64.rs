@@ -6,7 +6,7 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport, ReturnAddress,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport, ReturnAddress, RoundingSpec,
     SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport, VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
@@ -161,6 +161,15 @@ const VLEN: VectorLengthSpec = VectorLengthSpec {
          \"Vector Register Convention\": vl and vtype are not preserved across calls, and the driver enters every \
          call with vtype.vill set; set them with vsetvli/vsetivli before the first vector instruction)",
     ),
+    // RVV 1.0 §3.8 "Vector Fixed-Point Rounding Mode Register vxrm": the averaging adds and
+    // subtracts, vsmul, the scaling shifts and the narrowing clips round by it.
+    rounding: Some(RoundingSpec {
+        register: "vxrm",
+        users: &["vaadd", "vasub", "vsmul", "vssrl", "vssra", "vnclip"],
+        written_through: &["vxrm", "vcsr"],
+        rule: "the RISC-V psABI (\"Vector Register Convention\") leaves vxrm unspecified at a call, and the driver \
+               enters each call with vxrm in 1..3 (never round-to-nearest-up): write it (csrwi vxrm, 0) before rounding",
+    }),
 };
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
