@@ -65,7 +65,7 @@ mod tests {
             let mut row = Row::for_set(v.name, crate::backend::BackendKind::Qemu, Kernel::Md5, "rfc1321")
                 .at(Some(spec.at(bits)));
             let verdict = if bits == 128 {
-                Verdict::Failed(vec![Finding::new(Class::Value, "state differs".into())])
+                Verdict::Failed(vec![Finding::new(Class::Value, "state differs")])
             } else {
                 Verdict::Passed
             };

@@ -56,7 +56,8 @@ impl DeclaredIsa {
         let mut named = Vec::new();
         // Single-letter extensions may follow the base directly (`rv64gcv`: RISC-V unprivileged
         // ISA, "ISA Extension Naming Conventions").
-        let glued = first.strip_prefix(isa.base).filter(|rest| !rest.is_empty());
+        let letters = isa.extensions.iter().any(|e| e.name.len() == 1);
+        let glued = first.strip_prefix(isa.base).filter(|rest| letters && !rest.is_empty());
         if let Some(rest) = glued {
             for letter in rest.split_inclusive(|_| true) {
                 let e = isa.extension(letter).filter(|e| e.name.len() == 1).ok_or_else(|| {
