@@ -93,6 +93,9 @@ const SVE_VL: VectorLengthSpec = VectorLengthSpec {
     source: "AAPCS64 §6.1.3 (SVE registers): z0-z31 and p0-p15 are caller-saved in a base-PCS call",
     unconfigured: None,
     rounding: None,
+    // `cntd`: 64-bit elements per vector (2048 bits: 32, within an exit status).
+    probe: ".globl _start\n_start:\n\tcntd x0\n\tmov x8, #93\n\tsvc #0\n",
+    probe_unit_bits: 64,
 };
 
 fn syscall_name(nr: usize) -> Option<&'static str> {

@@ -259,6 +259,12 @@ pub struct VectorLengthSpec {
     /// Instructions that round by a control register the psABI leaves unspecified at entry, and
     /// the instructions that set it ([`RoundingSpec`]); `None` where there are none.
     pub rounding: Option<RoundingSpec>,
+    /// A freestanding program (`_start`, assembly) that exits with the vector length in units
+    /// of [`probe_unit_bits`](Self::probe_unit_bits): `lab doctor` runs it on qemu at every
+    /// default length to prove the `-cpu` text gives the length asked for.
+    pub probe: &'static str,
+    /// Bits per unit of the probe's exit status (RVV `vlenb`: 8; SVE `cntd`: 64).
+    pub probe_unit_bits: u32,
 }
 
 /// Vector instructions whose result depends on a rounding-mode register the psABI leaves

@@ -170,6 +170,8 @@ const VLEN: VectorLengthSpec = VectorLengthSpec {
         rule: "the RISC-V psABI (\"Vector Register Convention\") leaves vxrm unspecified at a call, and the driver \
                enters each call with vxrm in 1..3 (never round-to-nearest-up): write it (csrwi vxrm, 0) before rounding",
     }),
+    probe: ".globl _start\n_start:\n\tcsrr a0, vlenb\n\tli a7, 93\n\tecall\n",
+    probe_unit_bits: 8,
 };
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
