@@ -540,10 +540,10 @@ fn base_variant(arch: Arch) -> &'static Variant {
 /// base, or the base with the vector extension when the driver sets that extension's state at
 /// each call ([`crate::arch::VectorLengthSpec::unconfigured`]).
 fn driver_variant(variant: &Variant) -> &'static Variant {
-    let vector: Vec<&str> = match variant.vector_length() {
-        Some(vl) if vl.unconfigured.is_some() => {
-            vl.extensions.iter().copied().filter(|e| variant.extensions.contains(e)).collect()
-        }
+    // The ISA qemu runs (a dispatch path's own), so the driver never uses V on a CPU without it.
+    let runs: &[&str] = crate::user_kernel::of(variant).map_or(variant.extensions, |k| &k.isa.extensions);
+    let vector: Vec<&str> = match crate::user_kernel::vector_length(variant) {
+        Some(vl) if vl.unconfigured.is_some() => vl.extensions.iter().copied().filter(|e| runs.contains(e)).collect(),
         _ => Vec::new(),
     };
     let own = crate::variant::VARIANTS.iter().find(|v| v.arch == variant.arch && v.extensions == vector.as_slice());

@@ -110,6 +110,11 @@ struct VariantCounts {
 /// Instruction counts of every selected kernel × input placement of `v`.
 fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let mut out = VariantCounts::default();
+    // Counts run on Unicorn (a block hook): a variant it cannot run (RVV) has none.
+    if let Err(why) = BackendKind::Unicorn.supports(v) {
+        out.skipped.push(format!("counting on {v}: instruction counts run on Unicorn, and {why}"));
+        return out;
+    }
     let image = match load(&cfg.build, v) {
         Ok(i) => i,
         Err(e) => {

@@ -48,7 +48,9 @@ pub(super) fn place_cells(
     for (image, (variant, _)) in images.iter().enumerate() {
         let variant_first = cells.len();
         for &kind in backends {
-            let spec = variant.vector_length().filter(|_| kind == BackendKind::Qemu);
+            // One cell per length only where qemu runs the variant (else one skipped cell).
+            let runs = kind == BackendKind::Qemu && kind.supports(variant).is_ok();
+            let spec = crate::user_kernel::vector_length(variant).filter(|_| runs);
             let bits: Vec<Option<VectorLength>> = match spec {
                 Some(spec) if !lengths.is_empty() => lengths.iter().map(|&b| Some(spec.at(b))).collect(),
                 Some(spec) => spec.defaults.iter().map(|&b| Some(spec.at(b))).collect(),
@@ -199,7 +201,7 @@ pub(super) fn build_images(
 /// Cases of `variant` that will run (backend supports it, image has the kernel).
 pub(super) fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
     let entry = Stubs::of(image);
-    let lengths = |b: &BackendKind| match variant.vector_length().filter(|_| *b == BackendKind::Qemu) {
+    let lengths = |b: &BackendKind| match crate::user_kernel::vector_length(variant).filter(|_| *b == BackendKind::Qemu) {
         Some(spec) if cfg.vector_lengths.is_empty() => spec.defaults.len(),
         Some(_) => cfg.vector_lengths.len(),
         None => 1,

@@ -113,7 +113,8 @@ pub fn check_vector_lengths(variants: &[&'static Variant], lengths: &[u32]) -> R
     if lengths.is_empty() {
         return Ok(());
     }
-    let vector: Vec<&&Variant> = variants.iter().filter(|v| v.vector_length().is_some()).collect();
+    let vector: Vec<&&Variant> =
+        variants.iter().filter(|v| crate::user_kernel::vector_length(v).is_some()).collect();
     if vector.is_empty() {
         let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
         return Err(format!(
@@ -122,7 +123,7 @@ pub fn check_vector_lengths(variants: &[&'static Variant], lengths: &[u32]) -> R
         ));
     }
     for v in vector {
-        let spec = v.vector_length().expect("filtered");
+        let spec = crate::user_kernel::vector_length(v).expect("filtered");
         for &bits in lengths {
             spec.check(bits).map_err(|why| format!("--vlen {bits} for {v}: {why}"))?;
         }
