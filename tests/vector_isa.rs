@@ -173,3 +173,44 @@ fn the_bundled_rvv_rows_run_on_qemu_at_every_vlen_and_list_says_who_runs_them() 
     assert!(backend("unicorn")["why"].as_str().unwrap().contains("no RVV"), "{row}");
     assert_eq!(row["vector_length"]["defaults"], serde_json::json!([128, 256, 512, 1024]), "{row}");
 }
+
+/// The sve2_copy fixture as a user's object (`--isa armv8-a+sve2`).
+fn sve2_object(dir: &Path) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(repo.join("kernels/aarch64/md5.S"), dir.join("real_md5.inc")).expect("copy md5.S");
+    let obj = dir.join("sve2.o");
+    let out = Command::new("clang")
+        .args(["--target=aarch64-linux-gnu", "-march=armv8-a+sve2", "-c", "-I"])
+        .arg(dir)
+        .arg(repo.join("tests/fixtures/aarch64/sve2_copy.S"))
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("clang");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    obj.display().to_string()
+}
+
+#[test]
+fn sve_vector_lengths_are_checked_for_a_declared_sve2_isa() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let obj = sve2_object(dir.path());
+    let (code, out) = lab(&["run", "--object", &obj, "--isa", "armv8-a+sve2", "--kernel", "md5", "--vlen", "200"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("SVE VL 200: must be a multiple of 128 in 128..=2048 bits"), "{out}");
+}
+
+/// Needs qemu's `-cpu max` for SVE2 (the aarch64 row's `sve2` extension is qemu-Missing on this
+/// branch; helper x's aarch64 rows give it `max`): not run until that lands.
+#[test]
+#[ignore = "SVE2 on qemu needs the aarch64 row to give sve2 the `max` model (issue 27, aarch64 part)"]
+fn a_vl_agnostic_sve2_kernel_passes_at_each_vector_length() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let obj = sve2_object(dir.path());
+    let args = ["run", "--object", &obj, "--isa", "armv8-a+sve2", "--kernel", "md5", "--set", "rfc1321"];
+    let (code, out) = lab(&[&args[..], &["--backend", "qemu", "--seed", "4"]].concat());
+    assert_eq!(code, 0, "{out}");
+    for bits in [128, 256, 512] {
+        assert!(out.contains(&format!("qemu sve-vl={bits} md5       rfc1321                 21      0")), "{out}");
+    }
+}

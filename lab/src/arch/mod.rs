@@ -605,6 +605,26 @@ mod tests {
         assert_eq!(isa.qemu_cpu(&[zbkb]), "rv64,zba=false,zbb=false,zbc=false,zbs=false,zbkb=true");
     }
 
+    /// The vector-length rows: the lengths each allows, and the `-cpu` text of one.
+    #[test]
+    fn vector_lengths_are_checked_and_become_qemu_properties() {
+        let rvv = Arch::Riscv64.spec().isa.vector_length.as_ref().unwrap();
+        assert!(rvv.check(128).is_ok() && rvv.check(1024).is_ok());
+        assert_eq!(rvv.check(384).unwrap_err(), "VLEN 384: must be a power of two in 128..=1024 bits");
+        assert!(rvv.check(64).is_err() && rvv.check(2048).is_err());
+        assert_eq!(rvv.at(256).qemu_properties(), "vlen=256");
+        assert_eq!(rvv.at(256).to_string(), "vlen=256");
+        let sve = Arch::Aarch64.spec().isa.vector_length.as_ref().unwrap();
+        assert!(sve.check(384).is_ok() && sve.check(2048).is_ok());
+        assert_eq!(sve.check(200).unwrap_err(), "SVE VL 200: must be a multiple of 128 in 128..=2048 bits");
+        assert!(sve.check(2176).is_err() && sve.check(0).is_err());
+        assert_eq!(sve.at(512).qemu_properties(), "sve-default-vector-length=64");
+        assert_eq!(sve.at(512).to_string(), "sve-vl=512");
+        assert!(Arch::X86_64.spec().isa.vector_length.is_none());
+        let isa = &Arch::Riscv64.spec().isa;
+        assert!(isa.vector_length_of(&["zbb", "v"]).is_some() && isa.vector_length_of(&["zbb"]).is_none());
+    }
+
     #[test]
     fn x86_extensions_use_qemu_property_names() {
         let isa = &Arch::X86_64.spec().isa;
