@@ -44,7 +44,10 @@ fn usage_errors_exit_2_and_list_names_every_variant() {
     // host's architecture.
     assert!(out.contains("no: native runs only the host's architecture"), "{out}");
     assert_eq!(out.matches("unicorn  no").count(), 2, "{out}");
-    assert_eq!(out.matches("unicorn  no: unicorn cannot provide v (Unicorn 2.1.5 (QEMU 5.0.1) has no RVV 1.0)").count(), 2);
+    assert_eq!(
+        out.matches("unicorn  no: unicorn cannot provide v (Unicorn 2.1.5 (QEMU 5.0.1) has no RVV 1.0)").count(),
+        2
+    );
     assert_eq!(out.matches("qemu     yes, at VLEN 128, 256, 512, 1024 (--vlen narrows)").count(), 2, "{out}");
     assert!(out.contains("ARMv8.0-A base (NEON is baseline)"), "{out}");
 }

@@ -129,7 +129,10 @@ fn a_users_rvv_object_runs_at_the_vlens_asked_and_reports_carry_them() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("qemu vlen=128") && out.contains("qemu vlen=256") && !out.contains("vlen=512"), "{out}");
     assert!(out.contains("VECTOR LENGTH: ") && out.contains(": passes at VLEN 256; fails at VLEN 128"), "{out}");
-    assert!(out.contains("--backend qemu --kernel md5 --set '=rfc1321' --vlen 128\n"), "the replay names the VLEN: {out}");
+    assert!(
+        out.contains("--backend qemu --kernel md5 --set '=rfc1321' --vlen 128\n"),
+        "the replay names the VLEN: {out}"
+    );
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = doc["rows"].as_array().unwrap();
     let at = |bits: u64| rows.iter().find(|r| r["vector_length"]["bits"].as_u64() == Some(bits)).expect("row");

@@ -5,8 +5,9 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport, ReturnAddress,
-    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport, VectorLengthSpec,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
+    ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};

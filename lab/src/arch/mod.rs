@@ -334,7 +334,7 @@ impl VectorLengthSpec {
     pub fn check(&self, bits: u32) -> Result<(), String> {
         let stepped = match self.step {
             LengthStep::PowerOfTwo => bits.is_power_of_two(),
-            LengthStep::Multiple(m) => bits % m == 0,
+            LengthStep::Multiple(m) => bits.is_multiple_of(m),
         };
         if stepped && self.bits.contains(&bits) {
             return Ok(());

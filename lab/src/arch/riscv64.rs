@@ -6,8 +6,9 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport, ReturnAddress, RoundingSpec,
-    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport, VectorLengthSpec,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
+    ReturnAddress, RoundingSpec, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec,
+    UnicornSupport, VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -167,7 +168,8 @@ const VLEN: VectorLengthSpec = VectorLengthSpec {
         register: "vxrm",
         users: &["vaadd", "vasub", "vsmul", "vssrl", "vssra", "vnclip"],
         written_through: &["vxrm", "vcsr"],
-        rule: "the RISC-V psABI (\"Vector Register Convention\") leaves vxrm unspecified at a call, and the driver \
+        rule:
+            "the RISC-V psABI (\"Vector Register Convention\") leaves vxrm unspecified at a call, and the driver \
                enters each call with vxrm in 1..3 (never round-to-nearest-up): write it (csrwi vxrm, 0) before rounding",
     }),
     probe: ".globl _start\n_start:\n\tcsrr a0, vlenb\n\tli a7, 93\n\tecall\n",

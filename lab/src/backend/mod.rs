@@ -40,7 +40,9 @@ impl BackendKind {
         let rows = variant.extensions.iter().filter_map(|n| isa.extension(n));
         let why: Vec<String> = rows
             .filter_map(|e| match (self, e.unicorn, e.qemu) {
-                (BackendKind::Unicorn, crate::arch::UnicornSupport::Missing(why), _) => Some(format!("{} ({why})", e.name)),
+                (BackendKind::Unicorn, crate::arch::UnicornSupport::Missing(why), _) => {
+                    Some(format!("{} ({why})", e.name))
+                }
                 (BackendKind::Qemu, _, crate::arch::QemuSupport::Missing(why)) => Some(format!("{} ({why})", e.name)),
                 _ => None,
             })

@@ -73,7 +73,13 @@ fn list_text() -> String {
                 Ok(()) if b == BackendKind::Qemu && v.vector_length().is_some() => {
                     let vl = v.vector_length().expect("checked");
                     let each: Vec<String> = vl.defaults.iter().map(u32::to_string).collect();
-                    println(format!("{:>14} {:<8} yes, at {} {} (--vlen narrows)", "", b.name(), vl.name, each.join(", ")))
+                    println(format!(
+                        "{:>14} {:<8} yes, at {} {} (--vlen narrows)",
+                        "",
+                        b.name(),
+                        vl.name,
+                        each.join(", ")
+                    ))
                 }
                 Ok(()) => println(format!("{:>14} {:<8} yes", "", b.name())),
                 Err(why) => println(format!("{:>14} {:<8} no: {why}", "", b.name())),

@@ -62,8 +62,8 @@ mod tests {
         let spec = v.vector_length().unwrap();
         let mut report = Report::default();
         for bits in [128, 256, 512, 1024] {
-            let mut row = Row::for_set(v.name, crate::backend::BackendKind::Qemu, Kernel::Md5, "rfc1321")
-                .at(Some(spec.at(bits)));
+            let mut row =
+                Row::for_set(v.name, crate::backend::BackendKind::Qemu, Kernel::Md5, "rfc1321").at(Some(spec.at(bits)));
             let verdict = if bits == 128 {
                 Verdict::Failed(vec![Finding::new(Class::Value, "state differs")])
             } else {

@@ -73,7 +73,10 @@ impl Report {
                 let disagreed = if r.disagreed.is_empty() {
                     String::new()
                 } else {
-                    paint.apply(FAIL, &format!("  {} blamed on {} (emulator fault)", r.disagreed.len(), r.backend_label()))
+                    paint.apply(
+                        FAIL,
+                        &format!("  {} blamed on {} (emulator fault)", r.disagreed.len(), r.backend_label()),
+                    )
                 };
                 let contract = r.contract_note().map_or(String::new(), |n| format!("  ({n})"));
                 let _ = writeln!(

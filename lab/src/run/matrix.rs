@@ -201,7 +201,8 @@ pub(super) fn build_images(
 /// Cases of `variant` that will run (backend supports it, image has the kernel).
 pub(super) fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
     let entry = Stubs::of(image);
-    let lengths = |b: &BackendKind| match crate::user_kernel::vector_length(variant).filter(|_| *b == BackendKind::Qemu) {
+    let lengths = |b: &BackendKind| match crate::user_kernel::vector_length(variant).filter(|_| *b == BackendKind::Qemu)
+    {
         Some(spec) if cfg.vector_lengths.is_empty() => spec.defaults.len(),
         Some(_) => cfg.vector_lengths.len(),
         None => 1,

@@ -113,8 +113,7 @@ pub fn check_vector_lengths(variants: &[&'static Variant], lengths: &[u32]) -> R
     if lengths.is_empty() {
         return Ok(());
     }
-    let vector: Vec<&&Variant> =
-        variants.iter().filter(|v| crate::user_kernel::vector_length(v).is_some()).collect();
+    let vector: Vec<&&Variant> = variants.iter().filter(|v| crate::user_kernel::vector_length(v).is_some()).collect();
     if vector.is_empty() {
         let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
         return Err(format!(
