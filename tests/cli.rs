@@ -37,12 +37,19 @@ fn usage_errors_exit_2_and_list_names_every_variant() {
     assert_eq!(lab(&["run", "--arch", "aarch64", "--zbb"]).0, 2);
     let (code, out) = lab(&["list"]);
     assert_eq!(code, 0);
-    for v in ["riscv64", "riscv64+zbb", "aarch64", "x86_64"] {
+    for v in ["riscv64", "riscv64+zbb", "riscv64+v", "riscv64+zbb+v", "aarch64", "x86_64"] {
         assert!(out.contains(v), "{out}");
     }
-    // Unicorn runs every variant (Zbb is emulated); native runs only the host's architecture.
+    // Unicorn runs every scalar variant (Zbb is emulated), not RVV; native runs only the
+    // host's architecture.
     assert!(out.contains("no: native runs only the host's architecture"), "{out}");
-    assert!(!out.contains("unicorn  no"), "{out}");
+    assert_eq!(out.matches("unicorn  no").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("unicorn  no: unicorn cannot provide v (Unicorn 2.1.5 (QEMU 5.0.1) has no RVV 1.0)").count(),
+        2
+    );
+    assert_eq!(out.matches("qemu     yes, at VLEN 128, 256, 512, 1024 (--vlen narrows)").count(), 2, "{out}");
+    assert!(out.contains("ARMv8.0-A base (NEON is baseline)"), "{out}");
 }
 
 #[test]
@@ -152,8 +159,8 @@ fn list_speaks_json_with_the_same_format_option() {
     assert_eq!(out.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let names: Vec<&str> = doc["variants"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["riscv64", "riscv64+zbb", "aarch64", "x86_64"]);
-    let aarch64_native = &doc["variants"][2]["backends"][2];
+    assert_eq!(names, ["riscv64", "riscv64+zbb", "riscv64+v", "riscv64+zbb+v", "aarch64", "x86_64"]);
+    let aarch64_native = &doc["variants"][4]["backends"][2];
     assert_eq!((aarch64_native["backend"].as_str(), aarch64_native["runs"].as_bool()), (Some("native"), Some(false)));
 }
 

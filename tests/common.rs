@@ -80,6 +80,7 @@ pub fn config_with(
         seed: SEED,
         limits: Limits::default(),
         flush: Placement::End,
+        vector_lengths: Vec::new(),
         filter: kernel_lab::run::Filter::default(),
         cost_limits: Default::default(),
         jobs: 0,

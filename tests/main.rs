@@ -39,6 +39,7 @@ mod top_limb;
 mod unaligned_bounds;
 mod vector_edges;
 mod vector_files;
+mod vector_isa;
 mod verdicts;
 mod workflow;
 mod zbb;

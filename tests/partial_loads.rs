@@ -54,7 +54,9 @@ fn a_partial_load_passes_everywhere_with_a_warning_and_fails_on_request() {
         let (code, json, text) = run(dir.path(), arch, backends_of(arch), &[]);
         assert_eq!(code, 0, "{arch}: {text}");
         let r = rows(&json);
-        assert!(!r.is_empty() && r.iter().all(|x| x.2 > 0 && x.3 == 0), "{arch}: {r:?}");
+        // The RVV rows do not run on Unicorn (no RVV); every other row passes.
+        let rvv_on_unicorn = |x: &(String, String, u64, u64)| x.0.ends_with("+v") && x.1 == "unicorn";
+        assert!(!r.is_empty() && r.iter().all(|x| (x.2 > 0 && x.3 == 0) || rvv_on_unicorn(x)), "{arch}: {r:?}");
         let w = warnings(&json);
         let partial: Vec<&String> = w.iter().filter(|w| w.contains("partial load: ")).collect();
         assert!(!partial.is_empty(), "{arch}: no partial-load warning: {w:#?}");
@@ -69,7 +71,8 @@ fn a_partial_load_passes_everywhere_with_a_warning_and_fails_on_request() {
         let (code, json, text) = run(dir.path(), arch, "unicorn,qemu", &["--partial-loads", "fail"]);
         assert_eq!(code, 1, "{arch}: {text}");
         for (variant, backend, _, failed) in rows(&json) {
-            assert_eq!(failed > 0, backend == "unicorn", "{arch} {variant} {backend}: {text}");
+            let unicorn_ran = backend == "unicorn" && !variant.ends_with("+v");
+            assert_eq!(failed > 0, unicorn_ran, "{arch} {variant} {backend}: {text}");
         }
         assert!(text.contains("past the end of"), "{arch}: {text}");
         let classes: Vec<&str> = json["rows"]

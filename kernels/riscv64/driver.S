@@ -157,6 +157,23 @@ lab_batch:
 	add	t1, t1, t2
 	fmv.d.x	\reg, t1
 	.endr
+#ifdef __riscv_vector
+	/*
+	 * RISC-V psABI "Vector Register Convention": vl and vtype are not preserved across calls,
+	 * vxrm and vxsat are unspecified at entry. Enter with vtype.vill set (vtype bit XLEN-1: a
+	 * vector instruction before the kernel's own vsetvli traps) and vxrm in 1..3 from the
+	 * poison (never round-to-nearest-up, 0), vxsat set.
+	 */
+	li	t2, 1
+	slli	t2, t2, 63
+	vsetvl	zero, t2, t2
+	srli	t2, t1, 17
+	andi	t2, t2, 3
+	seqz	t4, t2
+	or	t2, t2, t4
+	csrw	vxrm, t2
+	csrwi	vxsat, 1
+#endif
 
 	ld	sp, LAB_E_STACK(t3)	/* the kernel runs on the guarded stack (16-aligned) */
 	sd	sp, LAB_E_SP_BEFORE(t3)
@@ -616,6 +633,10 @@ lab_io_seq:				/* sequence number of the next request */
 	.zero	8
 lab_io_sum:				/* checksum range of the current request: off, len */
 	.zero	16
+#ifdef __riscv_vector
+lab_vector_entry_vill:			/* says: each call is entered with vtype.vill set (VILL_SYMBOL) */
+	.zero	8
+#endif
 	.p2align 3
 lab_io_req:
 	.zero	LAB_REQUEST_SIZE

@@ -69,6 +69,20 @@ pub fn into_data(fault: &Fault, batch: &Batch) -> Option<String> {
     ))
 }
 
+/// When `fault` is a vector instruction trapping as illegal in an image whose driver enters
+/// every call with no vector configuration ([`crate::arch::VILL_SYMBOL`]; riscv64: vtype.vill
+/// set), the arch row's sentence naming a kernel that relies on its caller's vl/vtype. The
+/// row's own configuration instructions (`vsetvli`) never trap so.
+pub fn unconfigured_vector(fault: &Fault, image: &Image) -> Option<&'static str> {
+    let sentence = image.arch.spec().isa.vector_length.as_ref()?.unconfigured?;
+    if fault.kind != FaultKind::IllegalInstruction || image.symbol(crate::arch::VILL_SYMBOL).is_none() {
+        return None;
+    }
+    let text = image.instruction_at(fault.pc?)?;
+    let mnemonic = text.split_whitespace().next()?;
+    (mnemonic.starts_with('v') && !mnemonic.starts_with("vset")).then_some(sentence)
+}
+
 /// When a memory fault lies in the first page past the end of the arena, the call walked
 /// through the whole arena: a runaway loop, which a backend with a budget in instructions
 /// (Unicorn) reports as a hang before it gets there. Both are class [`Class::Hang`].
@@ -104,6 +118,9 @@ pub fn explain(
         return Finding::new(describe.class, format!("{label}: {why}; the backend saw: {rest}"));
     }
     if let Some(why) = corrupted_return(fault, image, abi, seed) {
+        return Finding::new(Class::Abi, format!("{label}: {why}; the backend saw: {rest}"));
+    }
+    if let Some(why) = unconfigured_vector(fault, image) {
         return Finding::new(Class::Abi, format!("{label}: {why}; the backend saw: {rest}"));
     }
     if let Some(why) = runaway(fault, batch) {

@@ -122,6 +122,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     // Variants whose `-cpu` adds properties to the model (riscv64: the Zb* switches).
     let with_properties = VARIANTS.iter().filter(|v| v.qemu_cpu != v.arch.spec().isa.qemu_cpu_model);
     d.checks.extend(with_properties.map(qemu_cpu_check));
+    d.checks.extend(crate::doctor_vector::checks());
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));

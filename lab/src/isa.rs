@@ -130,6 +130,39 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
     Ok(out)
 }
 
+/// The first kernel instruction that rounds by a register the psABI leaves unspecified at a
+/// call (the arch row's [`crate::arch::RoundingSpec`]: RVV's `vxrm`) in an image whose kernel
+/// code never writes that register, as a sentence; `None` when the image sets it, uses no such
+/// instruction, or the arch has none.
+///
+/// # Errors
+/// As [`scan`].
+pub fn unset_rounding(image: &Image) -> Result<Option<String>, DisasmError> {
+    let Some(rounding) = image.arch.spec().isa.vector_length.as_ref().and_then(|vl| vl.rounding.as_ref()) else {
+        return Ok(None);
+    };
+    let Some((start, end)) = image.kernel_code() else { return Ok(None) };
+    let kernel: Vec<&Insn> = image.listing()?.iter().filter(|i| (start..end).contains(&i.addr)).collect();
+    let writes = |i: &Insn| {
+        i.mnemonic().starts_with("csr")
+            && crate::vocab::insn::operands(&i.text).split(", ").any(|o| rounding.written_through.contains(&o))
+    };
+    if kernel.iter().any(|i| writes(i)) {
+        return Ok(None);
+    }
+    let user = kernel.iter().find(|i| rounding.users.iter().any(|u| i.mnemonic().starts_with(u)));
+    Ok(user.map(|i| {
+        format!(
+            "{} (pc {:#x}): `{}` rounds by {}, which the kernel code never writes: {}",
+            image.symbolize(i.addr),
+            i.addr,
+            i.text,
+            rounding.register,
+            rounding.rule
+        )
+    }))
+}
+
 /// The first instruction (in code, [`Image::is_symbol_code`]) of the image that the arch row
 /// says Unicorn must not run (`UnicornSpec::refuse`: x86 VEX/EVEX/XOP code), as a reason to refuse the image there;
 /// `None` for a clean image.

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use crate::arch::VectorLength;
 use crate::backend::BackendKind;
 use crate::variant::{Kernel, Variant};
 
@@ -61,6 +62,23 @@ impl Replay {
         self.line("run", variant, Some((backend, kernel)), set, case)
     }
 
+    /// [`narrowed`](Self::narrowed) at one vector length (`--vlen 256`) when the row has one.
+    pub fn narrowed_at(
+        &self,
+        variant: &str,
+        backend: BackendKind,
+        vector_length: Option<VectorLength>,
+        kernel: Kernel,
+        set: Option<&str>,
+        case: Option<&str>,
+    ) -> String {
+        let line = self.narrowed(variant, backend, kernel, set, case);
+        match vector_length {
+            Some(vl) => format!("{line} --vlen {}", vl.bits),
+            None => line,
+        }
+    }
+
     /// `lab run` narrowed to one variant, every backend and kernel of the run: what replays a
     /// finding about the variant's image (the static scans run whatever the backend).
     pub fn variant(&self, variant: &str) -> String {
@@ -91,6 +109,10 @@ impl Replay {
             words.extend(value.as_deref().map(quote));
         }
         match Variant::by_name(variant) {
+            // `--arch`/`--zbb` select scalar builds: a vector row by its exact name.
+            Some(v) if v.vector_length().is_some() => {
+                words.push(format!("--variant {}", quote(&format!("={variant}"))))
+            }
             Some(v) if v.arch.spec().isa.extension("zbb").is_some() => {
                 words.extend([format!("--arch {}", v.arch), format!("--{}zbb", if v.zbb { "" } else { "no-" })])
             }
@@ -139,6 +161,9 @@ mod tests {
              --kernel md5"
         );
         assert_eq!(r.variant("x86_64"), "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64");
+        let vl = crate::variant::Variant::by_name("riscv64+v").and_then(|v| v.vector_length()).unwrap();
+        let at = r.narrowed_at("riscv64+v", BackendKind::Qemu, Some(vl.at(128)), Kernel::Md5, Some("jtreg"), None);
+        assert!(at.ends_with("--variant '=riscv64+v' --backend qemu --kernel md5 --set '=jtreg' --vlen 128"), "{at}");
         r.root = Some("/my lab".into());
         assert!(r.narrowed("x86_64", BackendKind::Native, Kernel::Poly1305, None, None).starts_with(
             "KERNEL_LAB_ROOT='/my lab' lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64 \

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::arch::VectorLength;
 use crate::backend::BackendKind;
 use crate::contract::Family;
 use crate::exit::ExitCode;
@@ -11,6 +12,7 @@ use crate::variant::{Kernel, Variant};
 use crate::vectors::{VectorError, VectorSet};
 
 mod not_applicable;
+mod vector_length;
 pub use not_applicable::NotApplicable;
 
 /// A case that failed, with what went wrong.
@@ -91,6 +93,9 @@ pub struct Row {
     pub variant: &'static str,
     /// Backend.
     pub backend: BackendKind,
+    /// The vector length qemu ran the row at (RVV's VLEN, SVE's VL; `lab run --vlen`); `None`
+    /// for a scalar ISA or a backend without the dimension.
+    pub vector_length: Option<VectorLength>,
     /// Kernel contract.
     pub kernel: Kernel,
     /// The contract family the image ran the kernel through (HotSpot's unless the image
@@ -138,10 +143,27 @@ impl Row {
                 let more = if *n > 1 { format!(" ({n} calls at this instruction)") } else { String::new() };
                 format!(
                     "{} on {}, {} / {}: partial load: {text}{more}",
-                    self.variant, self.backend, self.kernel, self.set
+                    self.variant,
+                    self.backend_label(),
+                    self.kernel,
+                    self.set
                 )
             })
             .collect()
+    }
+
+    /// The backend and the vector length it ran at: `qemu vlen=256`, or `qemu`.
+    pub fn backend_label(&self) -> String {
+        match self.vector_length {
+            Some(vl) => format!("{} {vl}", self.backend),
+            None => self.backend.to_string(),
+        }
+    }
+
+    /// This row at vector length `vl`.
+    pub fn at(mut self, vl: Option<VectorLength>) -> Row {
+        self.vector_length = vl;
+        self
     }
 
     /// An empty row to fill.
@@ -155,6 +177,7 @@ impl Row {
         Row {
             variant,
             backend,
+            vector_length: None,
             kernel,
             family: Family::HotSpot,
             set: set.into(),

@@ -378,8 +378,9 @@ pub fn build_image_with(
     }
     let undefined = check_objects(variant, &inputs, &kernel_objects)?;
     // The driver and the mark are the lab's: a user's kernel gets them assembled for the arch's
-    // base ISA (the driver saves the FP registers whatever the kernel declares).
-    let driver_march = if variant.custom.is_some() { base_variant(variant.arch).march } else { variant.march };
+    // base ISA (the driver saves the FP registers whatever the kernel declares), plus a vector
+    // extension whose state the driver sets at entry (RVV: vtype.vill, vxrm).
+    let driver_march = if variant.custom.is_some() { driver_variant(variant).march } else { variant.march };
     let lab_object = LabObject { cache_dir: &cfg.cache_dir, staging: &tmp_dir, variant, march: driver_march };
     let mark_o = lab_object.get("lab_kernel_data_end", KERNEL_DATA_MARK.as_bytes(), &header, |obj| {
         let mark = tmp_dir.join("lab_kernel_data_end.s");
@@ -533,6 +534,20 @@ fn source_folders(cfg: &BuildConfig, variant: &Variant, inputs: &Inputs) -> Vec<
 /// The lab's own variant of `arch` without extensions (its `-march` assembles the driver).
 fn base_variant(arch: Arch) -> &'static Variant {
     crate::variant::VARIANTS.iter().find(|v| v.arch == arch && !v.zbb).unwrap_or(&crate::variant::VARIANTS[0])
+}
+
+/// The lab's own variant whose `-march` assembles the driver of a user's `variant`: the arch's
+/// base, or the base with the vector extension when the driver sets that extension's state at
+/// each call ([`crate::arch::VectorLengthSpec::unconfigured`]).
+fn driver_variant(variant: &Variant) -> &'static Variant {
+    // The ISA qemu runs (a dispatch path's own), so the driver never uses V on a CPU without it.
+    let runs: &[&str] = crate::user_kernel::of(variant).map_or(variant.extensions, |k| &k.isa.extensions);
+    let vector: Vec<&str> = match crate::user_kernel::vector_length(variant) {
+        Some(vl) if vl.unconfigured.is_some() => vl.extensions.iter().copied().filter(|e| runs.contains(e)).collect(),
+        _ => Vec::new(),
+    };
+    let own = crate::variant::VARIANTS.iter().find(|v| v.arch == variant.arch && v.extensions == vector.as_slice());
+    own.unwrap_or_else(|| base_variant(variant.arch))
 }
 
 /// Checks the prebuilt objects and the assembled sources together (`objects::select`) and

@@ -43,7 +43,7 @@ pub struct Variant {
 pub struct Custom(pub usize);
 
 /// Every variant the lab builds, in report order.
-pub const VARIANTS: [Variant; 4] = [
+pub const VARIANTS: [Variant; 6] = [
     Variant {
         name: "riscv64",
         arch: Arch::Riscv64,
@@ -66,6 +66,31 @@ pub const VARIANTS: [Variant; 4] = [
         mattr: "+m,+a,+f,+d,+c,+zbb",
         custom: None,
     },
+    // RVV 1.0 rows: the kernels keep their scalar code (issue 27: an RVV Poly1305 is later
+    // work); the driver enters each call with vtype.vill set and vxrm poisoned, and qemu runs
+    // every VLEN of the arch row's vector-length spec.
+    Variant {
+        name: "riscv64+v",
+        arch: Arch::Riscv64,
+        zbb: false,
+        extensions: &["v"],
+        march: "rv64gcv",
+        qemu_cpu: "rv64,zba=false,zbb=false,zbc=false,zbs=false,v=true,vext_spec=v1.0,elen=64",
+        isa: "RV64GC + V (RVV 1.0)",
+        mattr: "+m,+a,+f,+d,+c,+v",
+        custom: None,
+    },
+    Variant {
+        name: "riscv64+zbb+v",
+        arch: Arch::Riscv64,
+        zbb: true,
+        extensions: &["zbb", "v"],
+        march: "rv64gcv_zbb",
+        qemu_cpu: "rv64,zba=false,zbb=true,zbc=false,zbs=false,v=true,vext_spec=v1.0,elen=64",
+        isa: "RV64GC + Zbb + V (RVV 1.0)",
+        mattr: "+m,+a,+f,+d,+c,+zbb,+v",
+        custom: None,
+    },
     Variant {
         name: "aarch64",
         arch: Arch::Aarch64,
@@ -73,7 +98,7 @@ pub const VARIANTS: [Variant; 4] = [
         extensions: &[],
         march: "armv8-a",
         qemu_cpu: "cortex-a72",
-        isa: "ARMv8.0-A base",
+        isa: "ARMv8.0-A base (NEON is baseline)",
         mattr: "+fp-armv8,+neon",
         custom: None,
     },
@@ -94,6 +119,12 @@ impl Variant {
     /// Looks a variant up by its report name (`riscv64+zbb`).
     pub fn by_name(name: &str) -> Option<&'static Variant> {
         VARIANTS.iter().find(|v| v.name == name)
+    }
+
+    /// The vector length this variant's ISA has as a run dimension (RVV's VLEN, SVE's VL),
+    /// from its arch row; `None` for a scalar ISA.
+    pub fn vector_length(&self) -> Option<&'static crate::arch::VectorLengthSpec> {
+        self.arch.spec().isa.vector_length_of(self.extensions)
     }
 }
 

@@ -5,8 +5,9 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
-    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
+    ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -78,6 +79,26 @@ const EXTENSIONS: &[IsaExtension] = &[
     beyond_a72("sve2", "SVE2 (FEAT_SVE2)", "+sve2"),
 ];
 
+/// SVE's vector length as a run dimension: any multiple of 128 bits up to 2048 (Arm ARM,
+/// `ZCR_ELx.LEN`); qemu-user 7.2 sets the length a user process starts with through the CPU
+/// property `sve-default-vector-length=<bytes>` (checked here with `rdvl`).
+const SVE_VL: VectorLengthSpec = VectorLengthSpec {
+    name: "SVE VL",
+    column: "sve-vl",
+    extensions: &["sve", "sve2"],
+    bits: 128..=2048,
+    step: LengthStep::Multiple(128),
+    defaults: &[128, 256, 512],
+    qemu_property: "sve-default-vector-length={bytes}",
+    qemu_fixed: "",
+    source: "AAPCS64 §6.1.3 (SVE registers): z0-z31 and p0-p15 are caller-saved in a base-PCS call",
+    unconfigured: None,
+    rounding: None,
+    // `cntd`: 64-bit elements per vector (2048 bits: 32, within an exit status).
+    probe: ".globl _start\n_start:\n\tcntd x0\n\tmov x8, #93\n\tsvc #0\n",
+    probe_unit_bits: 64,
+};
+
 fn syscall_name(nr: usize) -> Option<&'static str> {
     syscalls::aarch64::Sysno::new(nr).map(|s| s.name())
 }
@@ -99,6 +120,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         extensions: EXTENSIONS,
         levels: &[],
         march_separator: Some("+"),
+        vector_length: Some(SVE_VL),
     },
     objdump_args: &[],
     asm_prologue: "",

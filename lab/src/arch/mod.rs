@@ -222,6 +222,144 @@ pub struct IsaSpec {
     /// How extensions join the base in clang's `-march` (`rv64gc_zbb`, `armv8-a+crypto`); `None`:
     /// `-march` takes the level only and each extension is a clang flag `-m<name>` (x86_64).
     pub march_separator: Option<&'static str>,
+    /// The vector length of the architecture's scalable vector extensions as a run dimension
+    /// (RVV's VLEN, SVE's VL): `None` where the ISA has no implementation-defined vector length.
+    pub vector_length: Option<VectorLengthSpec>,
+}
+
+/// An implementation-defined vector length as data: which extensions have one, the lengths an
+/// implementation may have, the lengths a run covers by default, and how one becomes qemu-user
+/// `-cpu` text. Every qemu row of an image whose ISA has one of [`extensions`](Self::extensions)
+/// runs once per length (`lab run --vlen`).
+#[derive(Debug)]
+pub struct VectorLengthSpec {
+    /// Its name in reports and findings (`VLEN`, `SVE VL`).
+    pub name: &'static str,
+    /// Its key beside the backend in a row (`qemu vlen=256`, `qemu sve-vl=256`), in bits.
+    pub column: &'static str,
+    /// The extensions (names of [`IsaSpec::extensions`] rows) whose code depends on it.
+    pub extensions: &'static [&'static str],
+    /// The smallest and largest length in bits qemu-user 7.2 provides.
+    pub bits: std::ops::RangeInclusive<u32>,
+    /// Which lengths in [`bits`](Self::bits) exist.
+    pub step: LengthStep,
+    /// The lengths a run covers when `--vlen` does not narrow it, in bits.
+    pub defaults: &'static [u32],
+    /// `-cpu` properties for a length, `{bits}` or `{bytes}` replaced by it (`vlen={bits}`).
+    pub qemu_property: &'static str,
+    /// `-cpu` properties added whenever one of the extensions is on, whatever the length
+    /// (RVV: `vext_spec=v1.0,elen=64`).
+    pub qemu_fixed: &'static str,
+    /// What the psABI says of the vector state at a call, for the driver and its findings.
+    pub source: &'static str,
+    /// The sentence naming a kernel whose vector instruction trapped because the driver entered
+    /// it with no vector configuration (RVV: vtype.vill set); `None` where the driver does not
+    /// poison it. The driver defines the symbol [`VILL_SYMBOL`] when it does.
+    pub unconfigured: Option<&'static str>,
+    /// Instructions that round by a control register the psABI leaves unspecified at entry, and
+    /// the instructions that set it ([`RoundingSpec`]); `None` where there are none.
+    pub rounding: Option<RoundingSpec>,
+    /// A freestanding program (`_start`, assembly) that exits with the vector length in units
+    /// of [`probe_unit_bits`](Self::probe_unit_bits): `lab doctor` runs it on qemu at every
+    /// default length to prove the `-cpu` text gives the length asked for.
+    pub probe: &'static str,
+    /// Bits per unit of the probe's exit status (RVV `vlenb`: 8; SVE `cntd`: 64).
+    pub probe_unit_bits: u32,
+}
+
+/// Vector instructions whose result depends on a rounding-mode register the psABI leaves
+/// unspecified at a call (RVV's `vxrm`): an image that uses them and never writes the register
+/// relies on its caller's mode (`lab run` warns; the driver poisons the register).
+#[derive(Debug)]
+pub struct RoundingSpec {
+    /// The register, as the disassembler prints it (`vxrm`).
+    pub register: &'static str,
+    /// Mnemonic prefixes of the instructions that round by it (`vssrl` covers `vssrl.vi`).
+    pub users: &'static [&'static str],
+    /// Registers whose write sets it (`vxrm`, and `vcsr`, which holds it).
+    pub written_through: &'static [&'static str],
+    /// Why relying on it is wrong, with the source.
+    pub rule: &'static str,
+}
+
+/// One vector length a row runs at: `qemu vlen=256` in reports, `--vlen 256` in replays.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorLength {
+    /// Whose length (RVV's VLEN, SVE's VL).
+    pub spec: &'static VectorLengthSpec,
+    /// The length in bits.
+    pub bits: u32,
+}
+
+impl VectorLength {
+    /// The `-cpu` properties selecting it ([`VectorLengthSpec::qemu_properties`]).
+    pub fn qemu_properties(&self) -> String {
+        self.spec.qemu_properties(self.bits)
+    }
+}
+
+impl PartialEq for VectorLength {
+    fn eq(&self, other: &Self) -> bool {
+        (self.spec.name, self.bits) == (other.spec.name, other.bits)
+    }
+}
+
+impl Eq for VectorLength {}
+
+impl std::fmt::Display for VectorLength {
+    /// `vlen=256` (the spec's [`column`](VectorLengthSpec::column) and the bits).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.spec.column, self.bits)
+    }
+}
+
+/// A symbol the driver defines when it enters every call with the vector configuration invalid
+/// (riscv64: `vtype.vill` set; kernels/riscv64/driver.S).
+pub const VILL_SYMBOL: &str = "lab_vector_entry_vill";
+
+/// Which lengths exist between a [`VectorLengthSpec`]'s bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthStep {
+    /// Powers of two (RVV: VLEN is a power of two, RISC-V V spec 1.0 §2).
+    PowerOfTwo,
+    /// Multiples of this many bits (SVE: multiples of 128, Arm ARM "ZCR_EL1.LEN").
+    Multiple(u32),
+}
+
+impl VectorLengthSpec {
+    /// Whether `bits` is a length this spec allows; `Err` says the rule, naming the value.
+    ///
+    /// # Errors
+    /// The value and the rule (`VLEN 384: must be a power of two in 128..=1024`).
+    pub fn check(&self, bits: u32) -> Result<(), String> {
+        let stepped = match self.step {
+            LengthStep::PowerOfTwo => bits.is_power_of_two(),
+            LengthStep::Multiple(m) => bits.is_multiple_of(m),
+        };
+        if stepped && self.bits.contains(&bits) {
+            return Ok(());
+        }
+        let rule = match self.step {
+            LengthStep::PowerOfTwo => "a power of two".to_string(),
+            LengthStep::Multiple(m) => format!("a multiple of {m}"),
+        };
+        Err(format!("{} {bits}: must be {rule} in {}..={} bits", self.name, self.bits.start(), self.bits.end()))
+    }
+
+    /// The `-cpu` properties selecting `bits` (`vlen=256`, `sve-default-vector-length=32`).
+    pub fn qemu_properties(&self, bits: u32) -> String {
+        self.qemu_property.replace("{bits}", &bits.to_string()).replace("{bytes}", &(bits / 8).to_string())
+    }
+
+    /// This spec at `bits` (already [`check`](Self::check)ed).
+    pub fn at(&'static self, bits: u32) -> VectorLength {
+        VectorLength { spec: self, bits }
+    }
+
+    /// Whether an ISA with these extensions (row names) has this vector length.
+    pub fn applies(&self, extensions: &[&str]) -> bool {
+        extensions.iter().any(|e| self.extensions.contains(e))
+    }
 }
 
 /// How instructions outside a declared ISA are found.
@@ -320,7 +458,16 @@ impl IsaSpec {
                 cpu.push_str(&format!(",{name}={wanted}"));
             }
         }
+        let names: Vec<&str> = on.iter().map(|e| e.name).collect();
+        if let Some(vl) = self.vector_length.as_ref().filter(|vl| vl.applies(&names) && !vl.qemu_fixed.is_empty()) {
+            cpu.push_str(&format!(",{}", vl.qemu_fixed));
+        }
         cpu
+    }
+
+    /// The vector length of an ISA with these extensions (row names), if it has one.
+    pub fn vector_length_of(&self, extensions: &[&str]) -> Option<&VectorLengthSpec> {
+        self.vector_length.as_ref().filter(|vl| vl.applies(extensions))
     }
 }
 
@@ -456,6 +603,26 @@ mod tests {
         assert!(isa.wide_mattr().starts_with("+m,+a,+f,+d,+c,+zba,+zbb,+zbc,+zbs,+zbkb"), "{}", isa.wide_mattr());
         let zbkb = isa.extension("ZBKB").unwrap();
         assert_eq!(isa.qemu_cpu(&[zbkb]), "rv64,zba=false,zbb=false,zbc=false,zbs=false,zbkb=true");
+    }
+
+    /// The vector-length rows: the lengths each allows, and the `-cpu` text of one.
+    #[test]
+    fn vector_lengths_are_checked_and_become_qemu_properties() {
+        let rvv = Arch::Riscv64.spec().isa.vector_length.as_ref().unwrap();
+        assert!(rvv.check(128).is_ok() && rvv.check(1024).is_ok());
+        assert_eq!(rvv.check(384).unwrap_err(), "VLEN 384: must be a power of two in 128..=1024 bits");
+        assert!(rvv.check(64).is_err() && rvv.check(2048).is_err());
+        assert_eq!(rvv.at(256).qemu_properties(), "vlen=256");
+        assert_eq!(rvv.at(256).to_string(), "vlen=256");
+        let sve = Arch::Aarch64.spec().isa.vector_length.as_ref().unwrap();
+        assert!(sve.check(384).is_ok() && sve.check(2048).is_ok());
+        assert_eq!(sve.check(200).unwrap_err(), "SVE VL 200: must be a multiple of 128 in 128..=2048 bits");
+        assert!(sve.check(2176).is_err() && sve.check(0).is_err());
+        assert_eq!(sve.at(512).qemu_properties(), "sve-default-vector-length=64");
+        assert_eq!(sve.at(512).to_string(), "sve-vl=512");
+        assert!(Arch::X86_64.spec().isa.vector_length.is_none());
+        let isa = &Arch::Riscv64.spec().isa;
+        assert!(isa.vector_length_of(&["zbb", "v"]).is_some() && isa.vector_length_of(&["zbb"]).is_none());
     }
 
     #[test]

@@ -6,8 +6,9 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
-    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
-    SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
+    AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
+    ReturnAddress, RoundingSpec, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec,
+    UnicornSupport, VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -131,7 +132,49 @@ const EXTENSIONS: &[IsaExtension] = &[
         cpuid: &[],
         cpuinfo: "zknh",
     },
+    IsaExtension {
+        name: "v",
+        doc: "vector extension (RISC-V \"V\" Standard Extension for Vector Operations 1.0)",
+        mattr: "+v",
+        qemu: QemuSupport::Property { name: "v", default_on: false },
+        unicorn: UnicornSupport::Missing("Unicorn 2.1.5 (QEMU 5.0.1) has no RVV 1.0"),
+        cpuid: &[],
+        cpuinfo: "v",
+    },
 ];
+
+/// RVV's VLEN as a run dimension: qemu-user 7.2 provides VLEN 128..=1024, powers of two
+/// (`-cpu rv64,v=true,vlen=<bits>`; it refuses others: "VLEN must be power of 2").
+const VLEN: VectorLengthSpec = VectorLengthSpec {
+    name: "VLEN",
+    column: "vlen",
+    extensions: &["v"],
+    bits: 128..=1024,
+    step: LengthStep::PowerOfTwo,
+    defaults: &[128, 256, 512, 1024],
+    qemu_property: "vlen={bits}",
+    // Without `vext_spec` qemu 7.2 prints "vector version is not specified" on every start.
+    qemu_fixed: "vext_spec=v1.0,elen=64",
+    source: "RISC-V psABI, \"Vector Register Convention\": vl and vtype are not preserved across calls; vxrm and \
+             vxsat are unspecified at entry",
+    unconfigured: Some(
+        "vector instruction with vtype.vill set: the kernel relies on vl/vtype from its caller (RISC-V psABI, \
+         \"Vector Register Convention\": vl and vtype are not preserved across calls, and the driver enters every \
+         call with vtype.vill set; set them with vsetvli/vsetivli before the first vector instruction)",
+    ),
+    // RVV 1.0 §3.8 "Vector Fixed-Point Rounding Mode Register vxrm": the averaging adds and
+    // subtracts, vsmul, the scaling shifts and the narrowing clips round by it.
+    rounding: Some(RoundingSpec {
+        register: "vxrm",
+        users: &["vaadd", "vasub", "vsmul", "vssrl", "vssra", "vnclip"],
+        written_through: &["vxrm", "vcsr"],
+        rule:
+            "the RISC-V psABI (\"Vector Register Convention\") leaves vxrm unspecified at a call, and the driver \
+               enters each call with vxrm in 1..3 (never round-to-nearest-up): write it (csrwi vxrm, 0) before rounding",
+    }),
+    probe: ".globl _start\n_start:\n\tcsrr a0, vlenb\n\tli a7, 93\n\tecall\n",
+    probe_unit_bits: 8,
+};
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
     syscalls::riscv64::Sysno::new(nr).map(|s| s.name())
@@ -156,6 +199,7 @@ pub static SPEC: ArchSpec = ArchSpec {
         extensions: EXTENSIONS,
         levels: &[],
         march_separator: Some("_"),
+        vector_length: Some(VLEN),
     },
     objdump_args: &[],
     asm_prologue: "",

@@ -194,6 +194,7 @@ pub static SPEC: ArchSpec = ArchSpec {
             IsaLevel { name: "x86-64-v4", implies: V4 },
         ],
         march_separator: None,
+        vector_length: None,
     },
     objdump_args: &["--x86-asm-syntax=intel"],
     asm_prologue: ".intel_syntax noprefix\n",

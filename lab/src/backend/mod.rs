@@ -27,7 +27,27 @@ impl BackendKind {
     /// or an extension a user's declared ISA needs and this backend cannot provide (a skip).
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         self.applicable(variant)?;
-        crate::user_kernel::of(variant).and_then(|k| k.backend_lacks(self)).map_or(Ok(()), Err)
+        if let Some(user) = crate::user_kernel::of(variant) {
+            return user.backend_lacks(self).map_or(Ok(()), Err);
+        }
+        self.lacks_extension(variant).map_or(Ok(()), Err)
+    }
+
+    /// Why this emulator cannot provide an extension of one of the lab's own variants (its arch
+    /// row's `unicorn` or `qemu` column: Unicorn 2.1.5 has no RVV), if it cannot.
+    fn lacks_extension(self, variant: &Variant) -> Option<String> {
+        let isa = &variant.arch.spec().isa;
+        let rows = variant.extensions.iter().filter_map(|n| isa.extension(n));
+        let why: Vec<String> = rows
+            .filter_map(|e| match (self, e.unicorn, e.qemu) {
+                (BackendKind::Unicorn, crate::arch::UnicornSupport::Missing(why), _) => {
+                    Some(format!("{} ({why})", e.name))
+                }
+                (BackendKind::Qemu, _, crate::arch::QemuSupport::Missing(why)) => Some(format!("{} ({why})", e.name)),
+                _ => None,
+            })
+            .collect();
+        (!why.is_empty()).then(|| format!("{self} cannot provide {}", why.join("; ")))
     }
 
     /// Whether this backend and `variant` can exist together on this host at all; `Err` carries
@@ -49,6 +69,21 @@ impl BackendKind {
     /// # Errors
     /// A missing qemu binary (naming the Debian package), or an engine that fails to set up.
     pub fn open(self, variant: &Variant, image: &Image, limits: Limits) -> Result<Box<dyn Backend>, BackendError> {
+        self.open_at(variant, image, limits, None)
+    }
+
+    /// [`open`](Self::open) at a vector length: qemu's `-cpu` gets the arch row's properties
+    /// for it (`vlen=256`); `None` leaves qemu's own default.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_at(
+        self,
+        variant: &Variant,
+        image: &Image,
+        limits: Limits,
+        vector_length: Option<crate::arch::VectorLength>,
+    ) -> Result<Box<dyn Backend>, BackendError> {
         self.supports(variant).map_err(BackendError::Unsupported)?;
         let declared = crate::user_kernel::of(variant).and_then(|k| k.partial_loads);
         let limits = Limits { partial_loads: declared.unwrap_or(limits.partial_loads), ..limits };
@@ -59,7 +94,13 @@ impl BackendKind {
                 uc.emulate_zbb(variant.zbb)?;
                 Box::new(uc)
             }
-            BackendKind::Qemu => Box::new(ProcessBackend::qemu(image, variant.qemu_cpu, limits)?),
+            BackendKind::Qemu => {
+                let cpu = match vector_length {
+                    Some(vl) => format!("{},{}", variant.qemu_cpu, vl.qemu_properties()),
+                    None => variant.qemu_cpu.to_string(),
+                };
+                Box::new(ProcessBackend::qemu(image, &cpu, limits)?)
+            }
             BackendKind::Native => Box::new(ProcessBackend::native(image, limits)?),
         })
     }

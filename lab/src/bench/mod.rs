@@ -110,6 +110,11 @@ struct VariantCounts {
 /// Instruction counts of every selected kernel × input placement of `v`.
 fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let mut out = VariantCounts::default();
+    // Counts run on Unicorn (a block hook): a variant it cannot run (RVV) has none.
+    if let Err(why) = BackendKind::Unicorn.supports(v) {
+        out.skipped.push(format!("counting on {v}: instruction counts run on Unicorn, and {why}"));
+        return out;
+    }
     let image = match load(&cfg.build, v) {
         Ok(i) => i,
         Err(e) => {
@@ -279,6 +284,11 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn F
 /// Raw rates and throughput of every selected variant × backend that can run.
 fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
     for &v in &cfg.variants {
+        // lab_spin's instructions are counted on Unicorn: no raw rate for a variant it cannot run.
+        if let Err(why) = BackendKind::Unicorn.supports(v) {
+            report.skipped.push(format!("throughput of {v}: lab_spin is counted on Unicorn, and {why}"));
+            continue;
+        }
         let images = load(&cfg.build, v).and_then(|i| Ok((i, throughput::Spin::new(&cfg.build, v)?)));
         let (image, spin) = match images {
             Ok(x) => x,
@@ -320,6 +330,7 @@ fn time_lab_run(cfg: &BenchConfig, report: &mut BenchReport) {
         seed: cfg.seed,
         limits: Default::default(),
         flush: crate::batch::Placement::End,
+        vector_lengths: Vec::new(),
         filter: crate::run::Filter::default(),
         cost_limits: Default::default(),
         jobs: 0,

@@ -32,8 +32,14 @@ fn list_json() -> String {
                     Err(why) => serde_json::json!({ "backend": b.name(), "runs": false, "why": why }),
                 })
                 .collect();
+            let vector_length = v.vector_length().map(|vl| {
+                serde_json::json!({
+                    "name": vl.name, "defaults": vl.defaults, "min_bits": vl.bits.start(), "max_bits": vl.bits.end(),
+                })
+            });
             serde_json::json!({
                 "name": v.name, "arch": v.arch.name(), "isa": v.isa, "qemu_cpu": v.qemu_cpu, "backends": backends,
+                "vector_length": vector_length,
             })
         })
         .collect();
@@ -63,6 +69,17 @@ fn list_text() -> String {
             match b.supports(v) {
                 Ok(()) if b == BackendKind::Unicorn && v.zbb => {
                     println(format!("{:>14} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name()))
+                }
+                Ok(()) if b == BackendKind::Qemu && v.vector_length().is_some() => {
+                    let vl = v.vector_length().expect("checked");
+                    let each: Vec<String> = vl.defaults.iter().map(u32::to_string).collect();
+                    println(format!(
+                        "{:>14} {:<8} yes, at {} {} (--vlen narrows)",
+                        "",
+                        b.name(),
+                        vl.name,
+                        each.join(", ")
+                    ))
                 }
                 Ok(()) => println(format!("{:>14} {:<8} yes", "", b.name())),
                 Err(why) => println(format!("{:>14} {:<8} no: {why}", "", b.name())),

@@ -174,10 +174,12 @@ pub(crate) struct Select {
     /// Architectures to run: repeat the option or give a comma list (default: all).
     #[arg(long = "arch", value_delimiter = ',', value_enum)]
     pub(crate) arch: Vec<Arch>,
-    /// Only variants built with Zbb (riscv64+zbb).
+    /// Only the scalar variant built with Zbb (riscv64+zbb); the vector rows (riscv64+zbb+v) by
+    /// name with --variant.
     #[arg(long, conflicts_with = "no_zbb")]
     pub(crate) zbb: bool,
-    /// Only variants built without Zbb.
+    /// Only the scalar variants built without Zbb; the vector rows (riscv64+v) by name with
+    /// --variant.
     #[arg(long)]
     pub(crate) no_zbb: bool,
     /// Kernels to check, md5 and poly1305: repeat the option or give a comma list (default:
@@ -270,6 +272,11 @@ impl Select {
             .filter(|v| archs.is_empty() || archs.contains(&v.arch))
             .filter(|v| (!self.zbb || v.zbb) && (!self.no_zbb || !v.zbb))
             .filter(|v| self.own.variant.is_empty() || filter::any_matches(&self.own.variant, v.name))
+            // `--zbb`/`--no-zbb` choose a scalar build: a lab vector row only by --variant.
+            .filter(|v| {
+                let vector_row = v.custom.is_none() && v.vector_length().is_some();
+                !vector_row || !(self.zbb || self.no_zbb) || !self.own.variant.is_empty()
+            })
             .collect();
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb/--variant options (see `lab list`)".into());

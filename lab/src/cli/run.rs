@@ -69,6 +69,11 @@ pub(crate) struct RunArgs {
     /// as in the full run with the same seed.
     #[arg(long = "case", value_name = "NAME")]
     cases: Vec<String>,
+    /// Vector lengths in bits qemu runs RVV and SVE variants at (repeat or comma list), e.g.
+    /// `--vlen 128,512` (default: RVV VLEN 128, 256, 512, 1024; SVE VL 128, 256, 512). RVV
+    /// takes powers of two in 128..=1024, SVE multiples of 128 in 128..=2048.
+    #[arg(long = "vlen", value_name = "BITS", value_delimiter = ',')]
+    vlen: Vec<u32>,
     /// Stop after the first failed row; the rest is reported as skipped.
     #[arg(long)]
     fail_fast: bool,
@@ -110,6 +115,7 @@ impl RunArgs {
     fn resolve(&self) -> Result<RunConfig, String> {
         // The selection first: its paths and patterns are checked before the vector files.
         let variants = self.select.variants()?;
+        run::check_vector_lengths(&variants, &self.vlen)?;
         let kernels = self.select.kernels();
         let mut vector_files =
             if self.no_bundled { Vec::new() } else { vectors::bundled_files(&paths::vectors_dir(), &kernels) };
@@ -142,6 +148,7 @@ impl RunArgs {
                 partial_loads: self.partial_loads,
             },
             flush: self.flush.placement(),
+            vector_lengths: self.vlen.clone(),
             cost_limits: CostLimits { max_entry_bytes: self.max_entry_bytes, max_run_bytes: self.max_run_bytes },
             filter: Filter { sets: self.sets.clone(), cases: self.cases.clone(), fail_fast: self.fail_fast },
             jobs: self.jobs.map_or(0, |n| n as usize),

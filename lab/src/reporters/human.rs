@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::backend::BackendKind;
 use crate::exit::ExitCode;
 use crate::finding::Class;
-use crate::report::Report;
+use crate::report::{Report, Row};
 
 const FAIL: anstyle::Style = anstyle::AnsiColor::Red.on_default().bold();
 const SKIP: anstyle::Style = anstyle::AnsiColor::Yellow.on_default();
@@ -42,23 +42,27 @@ impl Report {
         // Columns as wide as the longest name (a user's variant or vector set may be long).
         let vw = self.rows.iter().map(|r| r.variant.len()).max().unwrap_or(0).max(12);
         let sw = self.rows.iter().map(|r| r.set.len()).max().unwrap_or(0).max(19);
+        // `qemu vlen=1024` where a row has a vector length.
+        let bw = self.rows.iter().map(|r| r.backend_label().len()).max().unwrap_or(0).max(8);
         if !self.rows.is_empty() {
             let _ = writeln!(
                 s,
-                "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {:>6} {:>7} {:>8}",
+                "{:<vw$} {:<bw$} {:<9} {:<sw$} {:>6} {:>6} {:>7} {:>8}",
                 "variant", "backend", "kernel", "vector set", "passed", "failed", "skipped", "time"
             );
         }
-        for group in self.rows.chunk_by(|a, b| a.variant == b.variant && a.backend == b.backend) {
+        let same_cell =
+            |a: &Row, b: &Row| a.variant == b.variant && a.backend == b.backend && a.vector_length == b.vector_length;
+        for group in self.rows.chunk_by(same_cell) {
             // A variant × backend skipped whole for one reason is one line, not one per set.
             let whole = group.iter().all(|r| r.passed == 0 && r.failed.is_empty() && r.skip_reason.is_some())
                 && group.windows(2).all(|w| w[0].skip_reason == w[1].skip_reason);
             if whole && group.len() > 1 {
                 let skipped = paint.apply(SKIP, &format!("{:>7}", group.iter().map(|r| r.skipped).sum::<usize>()));
-                let (variant, backend) = (group[0].variant, group[0].backend.name());
+                let (variant, backend) = (group[0].variant, group[0].backend_label());
                 let _ = writeln!(
                     s,
-                    "{variant:<vw$} {backend:<8} {:<9} {:<sw$} {:>6} {:>6} {skipped} {:>7.2}s",
+                    "{variant:<vw$} {backend:<bw$} {:<9} {:<sw$} {:>6} {:>6} {skipped} {:>7.2}s",
                     "all", "(skipped)", 0, 0, 0.0
                 );
                 continue;
@@ -69,14 +73,17 @@ impl Report {
                 let disagreed = if r.disagreed.is_empty() {
                     String::new()
                 } else {
-                    paint.apply(FAIL, &format!("  {} blamed on {} (emulator fault)", r.disagreed.len(), r.backend))
+                    paint.apply(
+                        FAIL,
+                        &format!("  {} blamed on {} (emulator fault)", r.disagreed.len(), r.backend_label()),
+                    )
                 };
                 let contract = r.contract_note().map_or(String::new(), |n| format!("  ({n})"));
                 let _ = writeln!(
                     s,
-                    "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {} {} {:>7.2}s{disagreed}{contract}",
+                    "{:<vw$} {:<bw$} {:<9} {:<sw$} {:>6} {} {} {:>7.2}s{disagreed}{contract}",
                     r.variant,
-                    r.backend.name(),
+                    r.backend_label(),
                     r.kernel.name(),
                     r.set,
                     r.passed,
@@ -86,7 +93,7 @@ impl Report {
                 );
             }
         }
-        self.write_not_applicable_rows(&mut s, vw, sw);
+        self.write_not_applicable_rows(&mut s, vw, bw, sw);
         self.write_bounds_legend(&mut s);
         // Findings about a whole image first: they usually explain the failures below them.
         for f in &self.image_findings {
@@ -94,6 +101,9 @@ impl Report {
             let _ = writeln!(s, "\n{}: {}", paint.apply(FAIL, &head), f.finding);
         }
         self.write_failures(&mut s, paint);
+        for line in self.vector_length_verdicts() {
+            let _ = writeln!(s, "\n{}: {line}", paint.apply(FAIL, "VECTOR LENGTH"));
+        }
         self.write_disagreements(&mut s, paint);
         self.write_out_of_domain(&mut s);
         self.write_skips(&mut s, paint);
@@ -165,11 +175,11 @@ impl Report {
     fn write_failures(&self, s: &mut String, paint: Painter) {
         for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
             let contract = r.contract_note().map_or(String::new(), |n| format!(" ({n})"));
-            let head = format!("FAILED {} on {}, {} / {}{contract}:", r.variant, r.backend, r.kernel, r.set);
+            let head = format!("FAILED {} on {}, {} / {}{contract}:", r.variant, r.backend_label(), r.kernel, r.set);
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
             if let Some(replay) = &self.replay {
-                let _ =
-                    writeln!(s, "  replay: {}", replay.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), None));
+                let line = replay.narrowed_at(r.variant, r.backend, r.vector_length, r.kernel, Some(&r.set), None);
+                let _ = writeln!(s, "  replay: {line}");
             }
             for c in r.failed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
@@ -193,7 +203,10 @@ impl Report {
             let _ = writeln!(
                 s,
                 "\nOUTSIDE THE JDK CALL DOMAIN {} on {}, {} / {} (not failures: HotSpot's code is never called so):",
-                r.variant, r.backend, r.kernel, r.set
+                r.variant,
+                r.backend_label(),
+                r.kernel,
+                r.set
             );
             for c in r.out_of_domain.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
@@ -217,12 +230,18 @@ impl Report {
             let head = if named.count() == r.disagreed.len() {
                 format!(
                     "EMULATOR FAULT {} on {}, {} / {} (not counted as kernel failures):",
-                    r.backend, r.variant, r.kernel, r.set
+                    r.backend_label(),
+                    r.variant,
+                    r.kernel,
+                    r.set
                 )
             } else {
                 format!(
                     "BACKENDS DISAGREE {} on {}, {} / {} (no side has a majority):",
-                    r.backend, r.variant, r.kernel, r.set
+                    r.backend_label(),
+                    r.variant,
+                    r.kernel,
+                    r.set
                 )
             };
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
@@ -255,12 +274,12 @@ impl Report {
     }
 
     fn write_skips(&self, s: &mut String, paint: Painter) {
-        let mut seen: Vec<(String, &str, &str)> = Vec::new();
+        let mut seen: Vec<(String, &str, String)> = Vec::new();
         for r in &self.rows {
             if let Some(reason) = &r.skip_reason {
-                let key = (reason.clone(), r.variant, r.backend.name());
+                let key = (reason.clone(), r.variant, r.backend_label());
                 if !seen.contains(&key) {
-                    let head = format!("SKIPPED {} on {}", r.variant, r.backend);
+                    let head = format!("SKIPPED {} on {}", r.variant, r.backend_label());
                     let _ = writeln!(s, "\n{}: {reason}", paint.apply(SKIP, &head));
                     seen.push(key);
                 }
@@ -285,12 +304,12 @@ impl Report {
     }
 
     /// One table line per not-applicable combination (`n/a` in every column), below the rows;
-    /// `vw` and `sw` are the table's variant and set column widths.
-    fn write_not_applicable_rows(&self, s: &mut String, vw: usize, sw: usize) {
+    /// `vw`, `bw` and `sw` are the table's variant, backend and set column widths.
+    fn write_not_applicable_rows(&self, s: &mut String, vw: usize, bw: usize, sw: usize) {
         for n in &self.not_applicable {
             let _ = writeln!(
                 s,
-                "{:<vw$} {:<8} {:<9} {:<sw$} {:>6} {:>6} {:>7} {:>8}",
+                "{:<vw$} {:<bw$} {:<9} {:<sw$} {:>6} {:>6} {:>7} {:>8}",
                 n.variant,
                 n.backend.name(),
                 "all",

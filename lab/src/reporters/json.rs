@@ -33,6 +33,17 @@ struct JsonReport<'a> {
     /// architecture), with the reason; they have no rows. Added in version 2 with an empty
     /// default.
     not_applicable: Vec<JsonNotApplicable<'a>>,
+    /// One sentence per variant and kernel that fails at some vector lengths
+    /// ([`Report::vector_length_verdicts`]); added within version 2 with an empty default.
+    vector_length_verdicts: Vec<String>,
+}
+
+/// The vector length a row ran at; added within version 2, absent for a scalar row.
+#[derive(Serialize)]
+struct JsonVectorLength {
+    /// `VLEN` (RVV) or `SVE VL`.
+    name: &'static str,
+    bits: u32,
 }
 
 #[derive(Serialize)]
@@ -68,6 +79,9 @@ struct JsonRow<'a> {
     backend: &'static str,
     /// How finely the backend checks buffer bounds: `bytes` or `pages`; added in version 1.
     bounds: &'static str,
+    /// The vector length qemu ran the row at (`lab run --vlen`); absent for a scalar row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector_length: Option<JsonVectorLength>,
     kernel: &'static str,
     /// The contract family the kernel ran through when it is not HotSpot's (`openssl`);
     /// absent for HotSpot. Added in version 2.
@@ -156,6 +170,7 @@ pub(super) fn render_into(
             .iter()
             .map(|n| JsonNotApplicable { variant: n.variant, backend: n.backend.name(), reason: &n.reason })
             .collect(),
+        vector_length_verdicts: report.vector_length_verdicts(),
     };
     serde_json::to_writer_pretty(&mut *out, &Envelope::new(command, doc))?;
     out.write_all(b"\n").map_err(serde_json::Error::io)
@@ -199,6 +214,7 @@ fn row(r: &Row) -> JsonRow<'_> {
         variant: r.variant,
         backend: r.backend.name(),
         bounds: r.backend.bounds(),
+        vector_length: r.vector_length.map(|vl| JsonVectorLength { name: vl.spec.name, bits: vl.bits }),
         kernel: r.kernel.name(),
         family: (r.family != Family::HotSpot).then(|| r.family.name()),
         set: &r.set,

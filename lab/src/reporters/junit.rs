@@ -33,9 +33,11 @@ pub(super) fn render(report: &Report, command: &str, cases: JunitCases) -> Resul
     let replay = report.replay.as_ref();
     let mut suites: Vec<(String, TestSuite)> = Vec::new();
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
-    let groups = report.rows.chunk_by(|a, b| a.variant == b.variant && a.backend == b.backend);
+    let groups = report
+        .rows
+        .chunk_by(|a, b| a.variant == b.variant && a.backend == b.backend && a.vector_length == b.vector_length);
     for group in groups {
-        let name = format!("{} on {}", group[0].variant, group[0].backend);
+        let name = format!("{} on {}", group[0].variant, group[0].backend_label());
         let at = match suites.iter().position(|(n, _)| *n == name) {
             Some(i) => i,
             None => {
@@ -95,8 +97,13 @@ fn skipped_cell(group: &[Row], reason: &str) -> TestCase {
     status.set_message(reason);
     let r = &group[0];
     let mut case = TestCase::new("all kernels and sets", status);
-    case.set_classname(format!("{}.{}", r.variant, r.backend));
+    case.set_classname(format!("{}.{}", r.variant, backend_part(r)));
     case
+}
+
+/// The backend in a classname: `qemu`, or `qemu-vlen=256` at a vector length (no space).
+fn backend_part(r: &Row) -> String {
+    r.backend_label().replace(' ', "-")
 }
 
 /// One test case for a row (variant × backend × kernel × set): classname
@@ -114,7 +121,7 @@ fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
         s
     };
     let mut case = TestCase::new(r.set.clone(), status);
-    case.set_classname(format!("{}.{}.{}", r.variant, r.backend, kernel_part(r))).set_time(r.elapsed);
+    case.set_classname(format!("{}.{}.{}", r.variant, backend_part(r), kernel_part(r))).set_time(r.elapsed);
     // A fuzz row holds one case, the campaign: its count would say nothing.
     if counts {
         let mut out = format!(
@@ -163,7 +170,9 @@ fn row_failure(r: &Row, replay: Option<&Replay>) -> TestCaseStatus {
     if let Some(f) = first.findings.first() {
         s.set_type(f.class.name());
     }
-    let line = |case: Option<&str>| replay.map(|p| p.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), case));
+    let line = |case: Option<&str>| {
+        replay.map(|p| p.narrowed_at(r.variant, r.backend, r.vector_length, r.kernel, Some(&r.set), case))
+    };
     let mut body = line(None).map(|l| format!("replay: {l}\n")).unwrap_or_default();
     for c in bad.iter().take(FAILURES_LISTED) {
         body.push_str(&format!("\n{} ({} bytes):\n", c.name, c.msg_len));
@@ -194,14 +203,15 @@ fn add_every_case(
     replay: Option<&Replay>,
     seen: &mut HashMap<(String, String), usize>,
 ) {
-    let classname = format!("{}.{}.{}.{}", r.variant, r.backend, kernel_part(r), r.set);
+    let classname = format!("{}.{}.{}.{}", r.variant, backend_part(r), kernel_part(r), r.set);
     for c in &r.cases {
         // Poly1305's unsplit and split cases of a short message share a name; JUnit readers
         // merge equal names, so later ones get " #2", " #3".
         let n = seen.entry((classname.clone(), c.name.clone())).or_insert(0);
         *n += 1;
         let name = if *n == 1 { c.name.clone() } else { format!("{} #{n}", c.name) };
-        let line = replay.map(|p| p.narrowed(r.variant, r.backend, r.kernel, Some(&r.set), Some(&c.name)));
+        let line =
+            replay.map(|p| p.narrowed_at(r.variant, r.backend, r.vector_length, r.kernel, Some(&r.set), Some(&c.name)));
         let mut case = TestCase::new(name, status(&c.verdict, line.as_deref()));
         case.set_classname(classname.clone()).set_time(c.time);
         suite.add_test_case(case);
@@ -226,6 +236,9 @@ fn new_suite(name: &str, r: &Row, seed: u64) -> TestSuite {
         Property::new("backend", r.backend.name()),
         Property::new("seed", seed.to_string()),
     ]);
+    if let Some(vl) = r.vector_length {
+        s.add_property(Property::new("vector_length", format!("{} {}", vl.spec.name, vl.bits)));
+    }
     s
 }
 

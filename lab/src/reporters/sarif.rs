@@ -170,7 +170,7 @@ fn case_result(row: &Row, case: &CaseFailure, replay: &Replay, command: &str) ->
         let written = case.findings.iter().rev().find_map(|f| f.text.split_once("; replay: ")).map(|(_, l)| l);
         written.map_or_else(|| replay.fuzz_target(row.variant, row.backend, row.kernel), str::to_string)
     } else {
-        replay.narrowed(row.variant, row.backend, row.kernel, Some(&row.set), Some(&case.name))
+        replay.narrowed_at(row.variant, row.backend, row.vector_length, row.kernel, Some(&row.set), Some(&case.name))
     };
     let symbol = crate::contract::contracts(row.family, row.kernel).next().map(|c| c.symbol);
     Pending {
@@ -183,6 +183,7 @@ fn case_result(row: &Row, case: &CaseFailure, replay: &Replay, command: &str) ->
         properties: json!({
             "variant": row.variant,
             "backend": row.backend.name(),
+            "vector_length": row.vector_length.map(|vl| json!({ "name": vl.spec.name, "bits": vl.bits })),
             "kernel": row.kernel.name(),
             "set": row.set,
             "case": case.name,
@@ -197,7 +198,11 @@ fn case_message(row: &Row, case: &CaseFailure) -> String {
     let family = row.contract_note().map(|n| format!(" ({n})")).unwrap_or_default();
     let head = format!(
         "{} on {}, {} kernel{family}, set {}, case {}",
-        row.variant, row.backend, row.kernel, row.set, case.name
+        row.variant,
+        row.backend_label(),
+        row.kernel,
+        row.set,
+        case.name
     );
     let mut text = match case.findings.first() {
         Some(f) => format!("{head}: {}", f.text),

@@ -22,29 +22,32 @@ pub(super) fn assemble(
 ) {
     let mut outs = outs.into_iter();
     let mut cells = cells.iter();
-    for ((variant, _), scan) in images.iter().zip(scans) {
+    for (index, ((variant, _), scan)) in images.iter().zip(scans).enumerate() {
         let variant: &'static Variant = variant;
         report.image_findings.extend(scan.findings);
         report.setup_errors.extend(scan.errors);
         report.warnings.extend(scan.warnings);
         let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
-        for (cell, out) in cells.by_ref().take(cfg.backends.len()).zip(outs.by_ref()) {
-            let kind = cell.cell.kind;
+        let own = cells.clone().take_while(|c| c.cell.image == index).count();
+        for (cell, out) in cells.by_ref().take(own).zip(outs.by_ref()) {
+            let (kind, vl) = (cell.cell.kind, cell.cell.vector_length);
             let out = out.unwrap_or_else(|| {
-                CellOut::OpenError(format!("{variant} on {kind}: lab bug: the worker running this cell panicked"))
+                let on = super::matrix::label(kind, vl);
+                CellOut::OpenError(format!("{variant} on {on}: lab bug: the worker running this cell panicked"))
             });
             match out {
                 CellOut::OpenError(e) => report.setup_errors.push(e),
                 CellOut::Skipped(reason) => {
                     for set in sets {
-                        report.rows.push(Row::skipped_named(variant, kind, set, case_names(set), reason.clone()));
+                        let row = Row::skipped_named(variant, kind, set, case_names(set), reason.clone());
+                        report.rows.push(row.at(vl));
                     }
                 }
                 CellOut::Rows(rows) => {
                     for ((row, digests), set) in rows.into_iter().zip(sets) {
                         if cfg.filter.fail_fast && report.rows.iter().any(|r| !r.failed.is_empty()) {
                             let skip = Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into());
-                            report.rows.push(skip);
+                            report.rows.push(skip.at(vl));
                             continue;
                         }
                         if let Some(d) = digests {

@@ -18,13 +18,17 @@ pub(crate) type Ran = (usize, Vec<u64>);
 /// backends, grouping them by kernel and vector set, and applies the vote's decision to the
 /// report's rows.
 pub(crate) fn compare_backends(report: &mut Report, ran: &[Ran], arch: Arch) {
-    let mut keys: Vec<(Kernel, String)> =
-        ran.iter().map(|(i, _)| (report.rows[*i].kernel, report.rows[*i].set.clone())).collect();
+    // Rows at different vector lengths are different machines: a kernel right only from some
+    // VLEN up is the kernel's failure at the others, never an emulator's.
+    let key = |report: &Report, i: usize| {
+        let r = &report.rows[i];
+        (r.kernel, r.set.clone(), r.vector_length.map(|vl| vl.bits))
+    };
+    let mut keys: Vec<(Kernel, String, Option<u32>)> = ran.iter().map(|(i, _)| key(report, *i)).collect();
     keys.sort_unstable();
     keys.dedup();
-    for (kernel, set) in keys {
-        let rows: Vec<&Ran> =
-            ran.iter().filter(|(i, _)| report.rows[*i].kernel == kernel && report.rows[*i].set == set).collect();
+    for k in keys {
+        let rows: Vec<&Ran> = ran.iter().filter(|(i, _)| key(report, *i) == k).collect();
         if rows.len() < 2 || !same_cases(report, &rows) {
             continue;
         }

@@ -31,6 +31,9 @@ impl Scan {
         let provided: Vec<Kernel> = selected.into_iter().filter(|&k| not_provided(variant, k).is_none()).collect();
         findings.extend(missing_symbols(variant, image, &provided));
         let mut scan = Scan { findings, errors, unicorn_refusal, warnings: Vec::new() };
+        if let Ok(Some(why)) = isa::unset_rounding(image) {
+            scan.warnings.push(format!("{variant}: {why}"));
+        }
         scan.probe_upper_bits(cfg, variant, image, &provided);
         scan
     }

@@ -4,6 +4,7 @@
 use super::{
     case_names, cases_in, interrupted_reason, not_provided, run_set_digested, CellSet, RunConfig, Scan, FAIL_FAST_SKIP,
 };
+use crate::arch::VectorLength;
 use crate::backend::BackendKind;
 use crate::cases::answers::Answers;
 use crate::cases::plan::Stubs;
@@ -22,6 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub(super) struct Cell {
     pub(super) image: usize,
     pub(super) kind: BackendKind,
+    /// The vector length qemu runs this cell at (one cell per length of an RVV or SVE image).
+    pub(super) vector_length: Option<VectorLength>,
 }
 
 /// A [`Cell`] and its position among the cells in report order.
@@ -29,12 +32,37 @@ pub(super) struct Cell {
 pub(super) struct PlacedCell {
     pub(super) cell: Cell,
     pub(super) pos: usize,
+    /// The position of its variant's first cell (`--fail-fast` compares row positions).
+    pub(super) variant_first: usize,
 }
 
-impl Cell {
-    pub(super) fn at(self, pos: usize) -> PlacedCell {
-        PlacedCell { cell: self, pos }
+/// Every cell of the run in report order: per image, per backend, per vector length (qemu runs
+/// an image whose ISA has a vector length once per length: `lengths`, else the arch row's
+/// defaults).
+pub(super) fn place_cells(
+    images: &[(&'static Variant, Image)],
+    backends: &[BackendKind],
+    lengths: &[u32],
+) -> Vec<PlacedCell> {
+    let mut cells = Vec::new();
+    for (image, (variant, _)) in images.iter().enumerate() {
+        let variant_first = cells.len();
+        for &kind in backends {
+            // One cell per length only where qemu runs the variant (else one skipped cell).
+            let runs = kind == BackendKind::Qemu && kind.supports(variant).is_ok();
+            let spec = crate::user_kernel::vector_length(variant).filter(|_| runs);
+            let bits: Vec<Option<VectorLength>> = match spec {
+                Some(spec) if !lengths.is_empty() => lengths.iter().map(|&b| Some(spec.at(b))).collect(),
+                Some(spec) => spec.defaults.iter().map(|&b| Some(spec.at(b))).collect(),
+                None => vec![None],
+            };
+            for vector_length in bits {
+                let pos = cells.len();
+                cells.push(PlacedCell { cell: Cell { image, kind, vector_length }, pos, variant_first });
+            }
+        }
     }
+    cells
 }
 
 /// What the cells of a run share: the static scans, the lowest report position of a failed
@@ -84,7 +112,7 @@ pub(super) fn run_cell(
     lane: &pool::Lane,
 ) -> CellOut {
     let Shared { scans, first_failed, answers } = *shared;
-    let Cell { image: i, kind } = placed.cell;
+    let Cell { image: i, kind, vector_length } = placed.cell;
     let (variant, image) = (images[i].0, &images[i].1);
     if let Err(reason) = kind.supports(variant) {
         return CellOut::Skipped(reason);
@@ -95,24 +123,24 @@ pub(super) fn run_cell(
     if let (BackendKind::Unicorn, Some(reason)) = (kind, &scans[i].unicorn_refusal) {
         return CellOut::Skipped(reason.clone());
     }
-    let mut backend = match kind.open(variant, image, cfg.limits) {
+    let mut backend = match kind.open_at(variant, image, cfg.limits, vector_length) {
         Ok(b) => b,
-        Err(e) => return CellOut::OpenError(format!("{variant} on {kind}: {e}")),
+        Err(e) => return CellOut::OpenError(format!("{variant} on {}: {e}", label(kind, vector_length))),
     };
     let entry = Stubs::of(image);
-    let per_variant = cfg.backends.len() * sets.len();
-    let variant_start = placed.pos / cfg.backends.len().max(1) * per_variant;
+    let variant_start = placed.variant_first * sets.len();
     let mut rows = Vec::with_capacity(sets.len());
     for (s, set) in sets.iter().enumerate() {
         let pos = placed.pos * sets.len() + s;
         let failed_before = first_failed.load(Ordering::SeqCst);
         if cfg.filter.fail_fast && failed_before >= variant_start && failed_before < pos {
-            rows.push((Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into()), None));
+            let row = Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into());
+            rows.push((row.at(vector_length), None));
             continue;
         }
         let missing = || not_provided(variant, set.kernel).or_else(|| entry.missing(set.kernel));
         if let Some(reason) = missing().or_else(interrupted_reason) {
-            rows.push((Row::skipped_named(variant, kind, set, case_names(set), reason), None));
+            rows.push((Row::skipped_named(variant, kind, set, case_names(set), reason).at(vector_length), None));
             continue;
         }
         let mut progress = lane.callback();
@@ -121,9 +149,17 @@ pub(super) fn run_cell(
         if !row.failed.is_empty() {
             first_failed.fetch_min(pos, Ordering::SeqCst);
         }
-        rows.push((row, Some(digests)));
+        rows.push((row.at(vector_length), Some(digests)));
     }
     CellOut::Rows(rows)
+}
+
+/// `qemu vlen=256`, or the backend's name.
+pub(super) fn label(kind: BackendKind, vector_length: Option<VectorLength>) -> String {
+    match vector_length {
+        Some(vl) => format!("{kind} {vl}"),
+        None => kind.to_string(),
+    }
 }
 
 /// Builds (or takes from the cache) and loads the image of every variant; a variant that fails
@@ -165,7 +201,13 @@ pub(super) fn build_images(
 /// Cases of `variant` that will run (backend supports it, image has the kernel).
 pub(super) fn runnable_cases(cfg: &RunConfig, variant: &Variant, image: &Image, sets: &[VectorSet]) -> usize {
     let entry = Stubs::of(image);
-    let backends = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).count();
+    let lengths = |b: &BackendKind| match crate::user_kernel::vector_length(variant).filter(|_| *b == BackendKind::Qemu)
+    {
+        Some(spec) if cfg.vector_lengths.is_empty() => spec.defaults.len(),
+        Some(_) => cfg.vector_lengths.len(),
+        None => 1,
+    };
+    let backends: usize = cfg.backends.iter().filter(|b| b.supports(variant).is_ok()).map(lengths).sum();
     let runs = |s: &&VectorSet| entry.missing(s.kernel).is_none() && not_provided(variant, s.kernel).is_none();
     backends * sets.iter().filter(runs).map(cases_in).sum::<usize>()
 }

@@ -54,6 +54,10 @@ pub struct RunConfig {
     pub filter: Filter,
     /// Limits on what the vector entries may cost ([`vectors::CostLimits`]).
     pub cost_limits: CostLimits,
+    /// Vector lengths in bits qemu runs every RVV/SVE image at (`--vlen`, each checked against
+    /// the image's arch row: [`check_vector_lengths`]); empty: the arch row's defaults (RVV: VLEN
+    /// 128, 256, 512, 1024).
+    pub vector_lengths: Vec<u32>,
     /// Worker threads for the variant × backend cells; 0 = one per CPU
     /// ([`pool::default_jobs`]). The report does not depend on it (but for times).
     pub jobs: usize,
@@ -99,6 +103,33 @@ pub fn load_sets(cfg: &RunConfig) -> LoadedSets {
     loaded
 }
 
+/// Checks `--vlen` values against every selected variant with a vector length: each value
+/// must be one its arch row allows (RVV: a power of two in 128..=1024).
+///
+/// # Errors
+/// The first value a variant's row refuses, naming the value, the variant and the rule; or
+/// values given when no selected variant has a vector length.
+pub fn check_vector_lengths(variants: &[&'static Variant], lengths: &[u32]) -> Result<(), String> {
+    if lengths.is_empty() {
+        return Ok(());
+    }
+    let vector: Vec<&&Variant> = variants.iter().filter(|v| crate::user_kernel::vector_length(v).is_some()).collect();
+    if vector.is_empty() {
+        let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
+        return Err(format!(
+            "--vlen: no selected variant has a vector length ({} are scalar; RVV and SVE rows have one)",
+            names.join(", ")
+        ));
+    }
+    for v in vector {
+        let spec = crate::user_kernel::vector_length(v).expect("filtered");
+        for &bits in lengths {
+            spec.check(bits).map_err(|why| format!("--vlen {bits} for {v}: {why}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Why rows after a failure are skipped under `--fail-fast`.
 pub const FAIL_FAST_SKIP: &str = "not run: --fail-fast stopped the run at the first failure";
 
@@ -134,11 +165,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     report.kernels_dir = Some(cfg.build.kernels_dir.clone());
     let total: usize = images.iter().map(|(v, image)| runnable_cases(cfg, v, image, &sets)).sum();
     let scans: Vec<Scan> = images.iter().map(|(v, image)| Scan::of(cfg, v, image, &sets)).collect();
-    let cells: Vec<PlacedCell> = (0..images.len())
-        .flat_map(|image| cfg.backends.iter().map(move |&kind| Cell { image, kind }))
-        .enumerate()
-        .map(|(i, c)| c.at(i))
-        .collect();
+    let cells = place_cells(&images, &cfg.backends, &cfg.vector_lengths);
     progress(Progress::Start { task: "checking", total: total as u64, unit: "cases" });
     let first_failed = AtomicUsize::new(usize::MAX);
     let answers = Answers::default();

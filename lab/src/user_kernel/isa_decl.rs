@@ -53,6 +53,21 @@ impl DeclaredIsa {
         let mut parts = lower.split(['_', '+']);
         let first = parts.next().unwrap_or_default();
         let mut on: Vec<&'static IsaExtension> = Vec::new();
+        let mut named = Vec::new();
+        // Single-letter extensions may follow the base directly (`rv64gcv`: RISC-V unprivileged
+        // ISA, "ISA Extension Naming Conventions").
+        let letters = isa.extensions.iter().any(|e| e.name.len() == 1);
+        let glued = first.strip_prefix(isa.base).filter(|rest| letters && !rest.is_empty());
+        if let Some(rest) = glued {
+            for letter in rest.split_inclusive(|_| true) {
+                let e = isa.extension(letter).filter(|e| e.name.len() == 1).ok_or_else(|| {
+                    err(format!("unknown {arch} extension `{letter}` after `{}` (known: {})", isa.base, known(isa)))
+                })?;
+                named.push(e);
+                on.push(e);
+            }
+        }
+        let first = if glued.is_some() { isa.base } else { first };
         if first != isa.base {
             let level = isa.levels.iter().find(|l| l.name == first).ok_or_else(|| {
                 let levels: Vec<&str> = std::iter::once(isa.base).chain(isa.levels.iter().map(|l| l.name)).collect();
@@ -60,7 +75,6 @@ impl DeclaredIsa {
             })?;
             on.extend(level.implies.iter().filter_map(|n| isa.extension(n)));
         }
-        let mut named = Vec::new();
         for p in parts {
             let e = isa
                 .extension(p)
@@ -75,8 +89,12 @@ impl DeclaredIsa {
         named.dedup_by_key(|e| e.name);
         let (march, clang_flags) = match isa.march_separator {
             Some(sep) => {
-                let exts: String = named.iter().map(|e| format!("{sep}{}", e.name)).collect();
-                (format!("{first}{exts}"), Vec::new())
+                // Single-letter extensions come first, glued to the base (clang refuses
+                // `rv64gc_zbb_v`), then the others with the separator.
+                let letters: String = named.iter().filter(|e| e.name.len() == 1).map(|e| e.name).collect();
+                let exts: String =
+                    named.iter().filter(|e| e.name.len() > 1).map(|e| format!("{sep}{}", e.name)).collect();
+                (format!("{first}{letters}{exts}"), Vec::new())
             }
             None => (first.to_string(), named.iter().map(|e| format!("-m{}", e.name)).collect()),
         };
@@ -175,6 +193,29 @@ mod tests {
         let u = isa.unicorn_lacks().unwrap();
         assert!(u.contains("zbkb") && !u.contains("zbb,"), "{u}");
         assert!(parse("rv64gc", "riscv64").unwrap().unicorn_lacks().is_none());
+    }
+
+    /// RVV as users write it: glued to the base or after `_`, before or after Zbb; `-march` in
+    /// the form clang accepts (single letters glued to the base).
+    #[test]
+    fn rvv_strings_parse_in_every_spelling() {
+        for text in ["rv64gcv", "rv64gc_v", "RV64GCV"] {
+            let isa = parse(text, "riscv64").unwrap();
+            assert_eq!((isa.march.as_str(), isa.extensions.clone()), ("rv64gcv", vec!["v"]), "{text}");
+            assert_eq!(isa.mattr, "+m,+a,+f,+d,+c,+v");
+            assert_eq!(isa.qemu_cpu, "rv64,zba=false,zbb=false,zbc=false,zbs=false,v=true,vext_spec=v1.0,elen=64");
+            assert!(isa.unicorn_lacks().unwrap().contains("v (Unicorn 2.1.5 (QEMU 5.0.1) has no RVV 1.0)"));
+            assert!(isa.qemu_lacks().is_none());
+        }
+        for text in ["rv64gcv_zbb", "rv64gc_zbb_v", "rv64gc_v_zbb"] {
+            let isa = parse(text, "riscv64").unwrap();
+            assert_eq!((isa.march.as_str(), isa.extensions.clone()), ("rv64gcv_zbb", vec!["zbb", "v"]), "{text}");
+            assert_eq!(isa.qemu_cpu, "rv64,zba=false,zbb=true,zbc=false,zbs=false,v=true,vext_spec=v1.0,elen=64");
+        }
+        let e = parse("rv64gcq", "riscv64").unwrap_err().to_string();
+        assert!(e.contains("unknown riscv64 extension `q` after `rv64gc`"), "{e}");
+        let e = parse("rv64gczbb", "riscv64").unwrap_err().to_string();
+        assert!(e.contains("extension `z` after `rv64gc`"), "{e}");
     }
 
     #[test]

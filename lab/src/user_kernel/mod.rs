@@ -217,6 +217,17 @@ pub fn of(variant: &Variant) -> Option<&'static UserKernel> {
     variant.custom.and_then(|c| registry.get(c.0).copied())
 }
 
+/// The vector length `variant`'s code runs with (RVV's VLEN, SVE's VL), from the ISA qemu is
+/// given: a user's dispatch path runs its own ISA ([`UserKernel::isa`]), not the image's every
+/// path (an OpenSSL image with an SVE2 path runs its scalar path with no vector length);
+/// the lab's own rows from their extensions ([`Variant::vector_length`]).
+pub fn vector_length(variant: &Variant) -> Option<&'static crate::arch::VectorLengthSpec> {
+    match of(variant) {
+        Some(k) => variant.arch.spec().isa.vector_length_of(&k.isa.extensions),
+        None => variant.vector_length(),
+    }
+}
+
 /// Every user's kernel of this process, by its [`Custom`] handle (the index).
 static REGISTRY: std::sync::RwLock<Vec<&'static UserKernel>> = std::sync::RwLock::new(Vec::new());
 
