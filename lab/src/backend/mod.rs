@@ -24,10 +24,15 @@ pub use crate::vocab::backend_kind::BackendKind;
 impl BackendKind {
     /// Whether this backend can run `variant`; `Err` carries the reason: the combination cannot
     /// exist on this host ([`applicable`](Self::applicable): another architecture natively),
-    /// or an extension a user's declared ISA needs and this backend cannot provide (a skip).
+    /// or an extension the variant's row or a user's declared ISA needs and this backend cannot
+    /// provide (a skip with that reason, never counted as passed).
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         self.applicable(variant)?;
-        crate::user_kernel::of(variant).and_then(|k| k.backend_lacks(self)).map_or(Ok(()), Err)
+        let why = match crate::user_kernel::of(variant) {
+            Some(k) => k.backend_lacks(self),
+            None => variant.backend_lacks(self, &host_flags(self)),
+        };
+        why.map_or(Ok(()), Err)
     }
 
     /// Whether this backend and `variant` can exist together on this host at all; `Err` carries
@@ -62,6 +67,15 @@ impl BackendKind {
             BackendKind::Qemu => Box::new(ProcessBackend::qemu(image, variant.qemu_cpu, limits)?),
             BackendKind::Native => Box::new(ProcessBackend::native(image, limits)?),
         })
+    }
+}
+
+/// This host's `/proc/cpuinfo` flags (read once) when `kind` is native; none otherwise.
+fn host_flags(kind: BackendKind) -> Vec<String> {
+    static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    match kind {
+        BackendKind::Native => FLAGS.get_or_init(crate::user_kernel::isa_decl::host_cpu_flags).clone(),
+        _ => Vec::new(),
     }
 }
 

@@ -35,6 +35,9 @@ struct JsonReport<'a> {
     /// architecture), with the reason; they have no rows. Added in version 2 with an empty
     /// default.
     not_applicable: Vec<JsonNotApplicable<'a>>,
+    /// Variants whose every row was skipped: built but run on no backend (the rows' skip
+    /// reasons say why). Added in version 2 with an empty default.
+    ran_nowhere: Vec<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -142,6 +145,7 @@ pub(super) fn render_into(
             not_applicable: report.not_applicable.len(),
         },
         rows: report.rows.iter().map(row).collect(),
+        ran_nowhere: report.ran_nowhere(),
         vector_errors: report
             .vector_errors
             .iter()
