@@ -37,6 +37,7 @@ mod silent_green;
 mod top_limb;
 mod unaligned_bounds;
 mod vector_files;
+mod vector_isa;
 mod verdicts;
 mod workflow;
 mod zbb;

@@ -147,7 +147,12 @@ pub static SPEC: ArchSpec = ArchSpec {
         ],
         refuse: None,
     },
-    mca: McaSpec { triple: "aarch64", models: &["cortex-a55", "cortex-a72", "neoverse-n1"] },
+    mca: McaSpec {
+        triple: "aarch64",
+        models: &["cortex-a55", "cortex-a72", "neoverse-n1"],
+        // Cores with SVE2 (Arm Neoverse N2 and V2 TRMs), both modelled by llvm-mca-19.
+        by_extension: &[("sve2", &["neoverse-n2", "neoverse-v2"])],
+    },
     spin_source: include_str!("../../guest/aarch64/spin.S"),
     openssl_poly1305: PolyCtx {
         bytes: 48,
@@ -303,6 +308,25 @@ fn base_address(insn: &Insn, reg: &mut dyn FnMut(&str) -> Option<u64>) -> Option
 }
 
 /// The class of an AArch64 instruction, by mnemonic.
+/// Whether operands name a NEON or SVE register: `v3.4s`, `q0`, `z1.d`, `p0/z`, `{ v0.16b }`
+/// (not the scalar FP `d8`/`s0`, which AAPCS64 treats as FP registers).
+fn names_vector_register(ops: &str) -> bool {
+    ops.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '/')).any(|w| {
+        let w = w.to_ascii_lowercase();
+        let Some(first) = w.chars().next() else { return false };
+        let rest = &w[1..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = &rest[digits.len()..];
+        !digits.is_empty()
+            && match first {
+                'v' | 'z' => after.starts_with('.') || (first == 'z' && after.is_empty()),
+                'q' => after.is_empty(),
+                'p' => after.is_empty() || after.starts_with('/') || after.starts_with('.'),
+                _ => false,
+            }
+    })
+}
+
 fn classify(insn: &Insn) -> InsnClass {
     const BRANCH: &[&str] = &["b", "bl", "br", "blr", "ret", "cbz", "cbnz", "tbz", "tbnz"];
     const MUL: &[&str] = &[
@@ -313,10 +337,12 @@ fn classify(insn: &Insn) -> InsnClass {
     let m = m.as_str();
     if BRANCH.contains(&m) || m.starts_with("b.") {
         InsnClass::Branch
-    } else if MUL.contains(&m) {
-        InsnClass::Multiply
     } else if m.starts_with("crc32") || m.starts_with("aes") || m.starts_with("sha") || m.starts_with("pmull") {
         InsnClass::Extension
+    } else if names_vector_register(operands(&insn.text)) {
+        InsnClass::Vector
+    } else if MUL.contains(&m) {
+        InsnClass::Multiply
     } else if m.starts_with("st") {
         InsnClass::Store
     } else if m.starts_with("ld") || m == "prfm" {

@@ -492,6 +492,10 @@ pub struct McaSpec {
     pub triple: &'static str,
     /// Scheduling models predicted by default.
     pub models: &'static [&'static str],
+    /// Models for code using an extension (row name) that the default models lack: a variant
+    /// declaring the first listed extension is predicted on these instead (x86 AVX-512:
+    /// `icelake-server`, `znver4`).
+    pub by_extension: &'static [(&'static str, &'static [&'static str])],
 }
 
 #[cfg(test)]

@@ -188,7 +188,12 @@ pub static SPEC: ArchSpec = ArchSpec {
         ],
         refuse: None,
     },
-    mca: McaSpec { triple: "riscv64", models: &["sifive-u74", "spacemit-x60", "sifive-p670"] },
+    mca: McaSpec {
+        triple: "riscv64",
+        models: &["sifive-u74", "spacemit-x60", "sifive-p670"],
+        // RVV 1.0 cores llvm-mca-19 models (`llvm-mca-19 -mtriple=riscv64 -mcpu=help` lists both).
+        by_extension: &[("v", &["sifive-x280", "sifive-p670"])],
+    },
     spin_source: include_str!("../../guest/riscv64/spin.S"),
     openssl_poly1305: PolyCtx {
         bytes: 56,
@@ -333,6 +338,9 @@ fn classify(insn: &Insn) -> InsnClass {
     let m = m.strip_prefix("c.").unwrap_or(&m);
     if BRANCH.contains(&m) {
         InsnClass::Branch
+    } else if m.starts_with('v') {
+        // Every RVV instruction (vsetvli, vle64.v, vadd.vv...) and no other starts with `v`.
+        InsnClass::Vector
     } else if MUL.contains(&m) {
         InsnClass::Multiply
     } else if ZBB.contains(&m) {

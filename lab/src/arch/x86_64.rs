@@ -226,7 +226,12 @@ pub static SPEC: ArchSpec = ArchSpec {
             why: "which Unicorn 2.1.5 computes wrongly for some VEX.128 forms (docs/DESIGN.md)",
         }),
     },
-    mca: McaSpec { triple: "x86_64", models: &["skylake", "znver3"] },
+    mca: McaSpec {
+        triple: "x86_64",
+        models: &["skylake", "znver3"],
+        // Skylake (client) and Zen 3 have no AVX-512; Ice Lake server and Zen 4 do.
+        by_extension: &[("avx512f", &["icelake-server", "znver4"])],
+    },
     spin_source: include_str!("../../guest/x86_64/spin.S"),
     openssl_poly1305: PolyCtx {
         bytes: 40,
@@ -476,6 +481,15 @@ pub fn beyond_baseline(i: &Instruction) -> bool {
     i.encoding() != EncodingKind::Legacy || i.cpuid_features().iter().any(|f| !BASELINE.contains(f))
 }
 
+/// Whether an operand (or the memory operand's index, as in a VSIB gather) is an xmm, ymm or
+/// zmm register or an AVX-512 mask register (`k1`): SSE, AVX and AVX-512 code.
+fn names_vector_register(i: &Instruction) -> bool {
+    let vector = |r: Register| r.is_xmm() || r.is_ymm() || r.is_zmm() || r.is_k();
+    (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && vector(i.op_register(k)))
+        || vector(i.memory_index())
+        || i.op_mask() != Register::None
+}
+
 /// The class of an x86-64 instruction from iced-x86's decoding of its bytes: control flow,
 /// CPUID features, mnemonic (multiply/divide) and the memory operands' access.
 fn classify(insn: &Insn) -> InsnClass {
@@ -503,6 +517,8 @@ fn classify(insn: &Insn) -> InsnClass {
         )
     {
         InsnClass::Branch
+    } else if names_vector_register(&i) {
+        InsnClass::Vector
     } else if beyond_baseline(&i) {
         InsnClass::Extension
     } else if matches!(i.mnemonic(), Mnemonic::Mul | Mnemonic::Imul | Mnemonic::Div | Mnemonic::Idiv) {

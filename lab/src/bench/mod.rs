@@ -110,6 +110,11 @@ struct VariantCounts {
 /// Instruction counts of every selected kernel × input placement of `v`.
 fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let mut out = VariantCounts::default();
+    // Counts are measured on Unicorn: a row it cannot run (AVX2, AVX-512, SVE2) is not counted.
+    if let Err(why) = crate::backend::BackendKind::Unicorn.supports(v) {
+        out.skipped.push(format!("counting on {v} (counts are measured on Unicorn): {why}"));
+        return out;
+    }
     let image = match load(&cfg.build, v) {
         Ok(i) => i,
         Err(e) => {
@@ -169,12 +174,12 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn
     counts::add_zbb_savings(&mut report.counts);
 }
 
-/// The models to predict `arch` on: `cfg.cpus` that llvm-mca knows for it, else the defaults.
-fn models_for(cfg: &BenchConfig, m: &mca::Mca, arch: Arch) -> Result<Vec<String>, String> {
+/// The models to predict `variant` on: `cfg.cpus` that llvm-mca knows for it, else the defaults.
+fn models_for(cfg: &BenchConfig, m: &mca::Mca, variant: &Variant) -> Result<Vec<String>, String> {
     if cfg.cpus.is_empty() {
-        return Ok(m.default_models(arch));
+        return Ok(m.default_models(variant));
     }
-    let known = m.known_models(arch)?;
+    let known = m.known_models(variant.arch)?;
     Ok(cfg.cpus.iter().filter(|c| known.contains(c)).cloned().collect())
 }
 
@@ -196,7 +201,7 @@ fn loops_to_predict(
 ) -> Vec<(&'static Variant, Kernel, steady::SteadyLoop, Vec<String>)> {
     let mut loops = Vec::new();
     for &v in &cfg.variants {
-        let models = match models_for(cfg, m, v.arch) {
+        let models = match models_for(cfg, m, v) {
             Ok(x) => x,
             Err(e) => {
                 report.setup_errors.push(format!("{v}: {e}"));
