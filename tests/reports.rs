@@ -469,3 +469,34 @@ fn the_junit_replay_line_keeps_every_option_and_reproduces_the_run() {
     let unicorn_rows: Vec<_> = failed_cases(&json).into_iter().take(rfc1321_cases()).collect();
     assert_eq!(failed_cases(&replayed), unicorn_rows, "the replay finds exactly what the run found");
 }
+
+/// `--also-report`: one run writes every format, and they tell the same story as the primary
+/// report (same counts, same failing rows); a bad FORMAT=FILE is refused before anything runs.
+#[test]
+fn one_run_writes_junit_sarif_and_json_with_the_same_verdicts() {
+    let (dir, _) = mutated_kernels("x86_64", "md5.S", X86_ROTATE.0, X86_ROTATE.1);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let file = |name: &str| out.join(name).to_str().unwrap().to_string();
+    let (junit, sarif, json) = (file("lab.xml"), file("lab.sarif"), file("lab.json"));
+    let also_sarif = format!("sarif={sarif}");
+    let also_json = format!("json={json}");
+    let extra = ["--format", "junit", "--output", &junit, "--also-report", &also_sarif, "--also-report", &also_json];
+    let (code, _, stderr) = broken_run(dir.path(), &extra);
+    assert_eq!(code, 1, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let failed = report["totals"]["failed"].as_u64().unwrap();
+    assert!(failed > 0, "{report}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let failing_rows = doc.descendants().filter(|n| n.has_tag_name("failure")).count();
+    assert_eq!(failing_rows, 2, "x86_64 on unicorn and native fail: {xml}");
+    let sarif: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let errors = results.iter().filter(|r| r["level"] == "error").count() as u64;
+    assert_eq!(errors, failed, "one SARIF error per failed case");
+
+    let (code, _, stderr) = broken_run(dir.path(), &["--also-report", "xml=lab.xml"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("`xml` is not a report format (formats: human, json, junit, sarif)"), "{stderr}");
+}

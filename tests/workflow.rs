@@ -2,7 +2,7 @@
 //! in every job and matrix cell must parse (`lab --check-args`), the fuzz shards must cover every
 //! case exactly once, and the hygiene rules the file states must hold (pinned actions, read-only
 //! token, no expression interpolated into a script, the MSRV job on Cargo.toml's
-//! rust-version).
+//! rust-version, the release binary built once, one run per push or pull request).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -176,7 +176,9 @@ fn actions_are_pinned_the_token_is_read_only_and_expressions_stay_out_of_scripts
                 assert!(!run.contains("${{"), "{name}: an expression is interpolated into: {run}");
             }
             if let Some(key) = step["with"]["key"].as_str() {
-                assert!(key.contains("lab/**"), "{name}: cache key {key} does not follow the sources");
+                // Keyed by the lock file alone: a source change must not make a new cache entry.
+                assert!(key.ends_with("${{ hashFiles('Cargo.lock') }}"), "{name}: cache key {key}");
+                assert!(!key.contains("lab/**"), "{name}: cache key {key} follows the sources");
             }
         }
     }
@@ -192,4 +194,43 @@ fn the_msrv_job_builds_with_the_rust_version_of_cargo_toml() {
         .expect("rust-version in Cargo.toml");
     let container = workflow()["jobs"]["msrv"]["container"].as_str().expect("msrv container").to_string();
     assert_eq!(container, format!("rust:{want}.0-bookworm"));
+}
+
+#[test]
+fn the_release_binary_is_built_once_and_every_lab_job_downloads_it() {
+    let wf = workflow();
+    let mut builds = Vec::new();
+    for (name, job) in wf["jobs"].as_hash().unwrap() {
+        let name = scalar(name);
+        let steps = job["steps"].as_vec().unwrap();
+        let runs = |needle: &str| steps.iter().any(|s| s["run"].as_str().is_some_and(|r| r.contains(needle)));
+        if runs("cargo build --release") {
+            builds.push(name.clone());
+        }
+        if runs("target/release/lab") {
+            assert_eq!(job["needs"].as_str(), Some("build"), "{name} runs the binary without needing the build job");
+            let downloads = steps.iter().any(|s| {
+                s["uses"].as_str().is_some_and(|u| u.starts_with("actions/download-artifact@"))
+                    && s["with"]["name"].as_str() == Some("lab-binary")
+            });
+            assert!(downloads, "{name} does not download the lab binary");
+        }
+    }
+    assert_eq!(builds, ["build"], "cargo build --release runs in more than the build job");
+}
+
+#[test]
+fn pushes_run_only_on_main_so_a_pull_request_runs_once_and_results_are_shown() {
+    let wf = workflow();
+    let on = &wf["on"];
+    let branches: Vec<String> = on["push"]["branches"].as_vec().expect("push.branches").iter().map(scalar).collect();
+    assert_eq!(branches, ["main"]);
+    assert!(!on["pull_request"].is_badvalue(), "pull requests still run");
+    let steps = wf["jobs"]["lab-run"]["steps"].as_vec().unwrap();
+    let uses: Vec<&str> = steps.iter().filter_map(|s| s["uses"].as_str()).collect();
+    assert!(uses.iter().any(|u| u.starts_with("mikepenz/action-junit-report@")), "{uses:?}");
+    assert!(uses.iter().any(|u| u.starts_with("github/codeql-action/upload-sarif@")), "{uses:?}");
+    let run = steps.iter().filter_map(|s| s["run"].as_str()).find(|r| r.contains("lab run")).unwrap();
+    assert!(run.contains("--also-report") && run.contains("GITHUB_STEP_SUMMARY"), "{run}");
+    assert_eq!(wf["jobs"]["lab-run"]["permissions"]["security-events"].as_str(), Some("write"));
 }

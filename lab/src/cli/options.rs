@@ -27,6 +27,33 @@ pub struct OutputArgs {
     /// vector set, or fuzz target), failures listed inside; `all` = one per case.
     #[arg(long, value_enum, default_value = "rows")]
     pub(crate) junit_cases: JunitCases,
+    /// Also write the same run's report in another format (repeat): `sarif=lab.sarif`,
+    /// `junit=lab.xml`, `json=lab.json`, `human=lab.txt`. One run feeds code scanning, the test
+    /// summary and a log without running the cases again.
+    #[arg(long = "also-report", value_name = "FORMAT=FILE", value_parser = parse_also_report)]
+    pub(crate) also_report: Vec<AlsoReport>,
+}
+
+/// One `--also-report FORMAT=FILE`.
+#[derive(Debug, Clone)]
+pub(crate) struct AlsoReport {
+    format: Format,
+    path: PathBuf,
+}
+
+/// Parses `FORMAT=FILE`; the error names what is wrong and the formats there are.
+fn parse_also_report(text: &str) -> Result<AlsoReport, String> {
+    let names = || Format::ALL.map(Format::name).join(", ");
+    let (format, path) =
+        text.split_once('=').ok_or_else(|| format!("`{text}` is not FORMAT=FILE (formats: {})", names()))?;
+    let format = Format::ALL
+        .into_iter()
+        .find(|f| f.name() == format)
+        .ok_or_else(|| format!("`{format}` is not a report format (formats: {})", names()))?;
+    if path.is_empty() {
+        return Err(format!("`{text}` names no file"));
+    }
+    Ok(AlsoReport { format, path: PathBuf::from(path) })
 }
 
 impl OutputArgs {
@@ -34,7 +61,8 @@ impl OutputArgs {
     /// leaves no stale verdict) and handles SIGINT/SIGTERM from now on (lab/src/interrupt.rs).
     /// Err carries the exit status ([`ExitCode::Error`]) after printing why.
     pub(crate) fn start(&self, command: &str) -> Result<(), ExitCode> {
-        let removed = self.output.as_deref().map_or(Ok(()), reporters::remove_stale);
+        let stale = self.output.iter().chain(self.also_report.iter().map(|a| &a.path));
+        let removed = stale.map(|p| reporters::remove_stale(p)).collect::<Result<(), _>>();
         let installed = kernel_lab::interrupt::install().map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"));
         removed.map_err(|e| e.to_string()).and(installed).map_err(|e| {
             eprintln!("lab {command}: {e}");
@@ -62,7 +90,28 @@ impl OutputArgs {
         if let Err(e) = &result {
             super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
         }
-        report.status().or_error_if(result.is_err())
+        let extras = self.write_also(report, command);
+        report.status().or_error_if(result.is_err() || !extras)
+    }
+
+    /// Writes every `--also-report`; false when one could not be written (each failure is
+    /// printed, the others are still written).
+    fn write_also(&self, report: &Report, command: &str) -> bool {
+        let mut all = true;
+        for also in &self.also_report {
+            match reporters::write_with(report, also.format, command, self.junit_cases, &also.path) {
+                Ok(()) => super::out::eprintln(&format!(
+                    "lab {command}: {} report written to {}",
+                    also.format.name(),
+                    also.path.display()
+                )),
+                Err(e) => {
+                    super::out::eprintln(&format!("lab {command}: cannot write the report: {e}"));
+                    all = false;
+                }
+            }
+        }
+        all
     }
 
     /// Prints or writes `report` of `command` (`"run"`, `"fuzz"`) as asked and returns the exit
@@ -90,7 +139,8 @@ impl OutputArgs {
                 }
             }
         }
-        report.status()
+        let extras = self.write_also(report, command);
+        report.status().or_error_if(!extras)
     }
 }
 
