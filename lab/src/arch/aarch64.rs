@@ -8,7 +8,7 @@ use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
     SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
-use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
 use crate::vocab::insn::{Insn, InsnClass};
 use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
@@ -30,6 +30,21 @@ pub const ABI: Abi = Abi {
     stack_budget: STACK_BUDGET,
     red_zone: 0,
     clear_on_return: None,
+    control: Some(ControlState {
+        layout: "FPCR",
+        // Linux starts a process with FPCR = 0 (round to nearest, no flush-to-zero).
+        default: 0,
+        // RMode = 01 (round towards plus infinity) and FZ: harmless to integer and NEON integer code.
+        poison: 0x0140_0000,
+        // NEP (bit 2, "zero on entry and return") is FEAT_AFP: RES0 on the Cortex-A72 and in
+        // qemu 7.2, so no backend here could show a kernel setting it; not checked.
+        fields: &[ControlField {
+            mask: 0x01c0_1f03,
+            name: "FPCR (AH, FIZ, the exception trap enables, RMode, FZ)",
+            rule: "AAPCS64 §6.1.2: these FPCR bits change only through support functions that set the \
+                   application's global floating-point state",
+        }],
+    }),
 };
 
 /// An extension the Cortex-A72 (qemu's model and Unicorn's default CPU) has: ID_AA64ISAR0 of

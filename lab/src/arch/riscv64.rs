@@ -9,7 +9,7 @@ use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, McaSpec, QemuSupport, ReturnAddress,
     SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
 };
-use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
 use crate::vocab::insn::{Insn, InsnClass};
 use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
@@ -32,6 +32,18 @@ pub const ABI: Abi = Abi {
     stack_budget: STACK_BUDGET,
     red_zone: 0,
     clear_on_return: None,
+    control: Some(ControlState {
+        layout: "fcsr (fflags in bits 0-4, frm in bits 5-7)",
+        default: 0,
+        // frm = RUP (round up, 011).
+        poison: 0x60,
+        fields: &[ControlField {
+            mask: 0xe0,
+            name: "fcsr.frm (the dynamic rounding mode)",
+            rule: "RISC-V psABI \"Floating-point Register Convention\": fcsr has thread storage duration (C11 \
+                   §7.6), so a call leaves frm as it found it; fflags are not checked",
+        }],
+    }),
 };
 
 const NO_UNICORN_ZB: UnicornSupport =

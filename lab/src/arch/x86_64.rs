@@ -15,7 +15,7 @@ use super::{
     ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal,
     UnicornSpec, UnicornSupport,
 };
-use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
+use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
 use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
 use crate::vocab::tool::Tool;
@@ -36,6 +36,28 @@ pub const ABI: Abi = Abi {
     stack_budget: STACK_BUDGET,
     red_zone: 128,
     clear_on_return: Some(ReturnFlag { mask: RFLAGS_DF, name: "the direction flag (DF)" }),
+    control: Some(ControlState {
+        layout: "MXCSR in bits 0-31, the x87 control word in bits 32-47",
+        // Linux's initial MXCSR 0x1f80 (every exception masked, round to nearest) and x87
+        // control word 0x037f (Intel SDM vol. 1, 8.1.5 and 10.2.3.3).
+        default: 0x0000_037f_0000_1f80,
+        // MXCSR: round down (RC = 01) and flush-to-zero; x87: round toward zero (RC = 11) and
+        // double precision (PC = 10). Every exception stays masked.
+        poison: 0x0000_0e7f_0000_bf80,
+        fields: &[
+            ControlField {
+                mask: 0xffc0,
+                name: "the MXCSR control bits (DAZ, exception masks, RC, FTZ)",
+                rule: "System V AMD64 psABI §3.2.1: the control bits of MXCSR are callee-saved, its status bits \
+                       caller-saved",
+            },
+            ControlField {
+                mask: 0x1f3f << 32,
+                name: "the x87 control word",
+                rule: "System V AMD64 psABI §3.2.1: the x87 control word is callee-saved",
+            },
+        ],
+    }),
 };
 
 /// CPUID features of baseline x86-64 (x86-64 psABI "Micro-architecture levels": x86-64-v1 is

@@ -39,7 +39,7 @@ use crate::pool;
 use crate::progress::Progress;
 use crate::run::{self, RunConfig};
 use crate::toolchain::{self, BuildConfig};
-use crate::variant::{Arch, Kernel, Variant, VARIANTS};
+use crate::variant::{Kernel, Variant, VARIANTS};
 use crate::vectors;
 
 pub use report::BenchReport;
