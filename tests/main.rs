@@ -17,6 +17,7 @@ mod diagnoses;
 mod disagreement;
 mod doctor;
 mod draws;
+mod envelope;
 mod fuzz;
 mod gating;
 mod hotspot;

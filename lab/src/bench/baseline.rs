@@ -10,8 +10,14 @@ use serde::{Deserialize, Serialize};
 
 use super::report::BenchReport;
 
-/// Format version of the baseline file.
-pub const SCHEMA: u32 = 1;
+/// Format version of baseline files saved before the shared envelope (`"schema": 1`); they
+/// still load. New files carry the envelope's `schema_version` ([`SCHEMA_VERSION`]).
+pub const LEGACY_SCHEMA: u32 = 1;
+
+/// The `command` of a saved baseline's envelope.
+pub const COMMAND: &str = "bench-baseline";
+
+use crate::vocab::envelope::{Envelope, SCHEMA_VERSION};
 
 /// Instructions per block of one variant × kernel × input placement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,8 +49,6 @@ pub struct CycleEntry {
 /// A saved baseline (`lab bench --save-baseline FILE`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
-    /// [`SCHEMA`].
-    pub schema: u32,
     /// The llvm-mca that predicted the cycles (another LLVM may model the same code differently).
     #[serde(default)]
     pub llvm_mca: Option<String>,
@@ -60,7 +64,6 @@ impl Baseline {
     /// The figures of `report`.
     pub fn of(report: &BenchReport) -> Baseline {
         Baseline {
-            schema: SCHEMA,
             llvm_mca: report.llvm_mca.clone(),
             instructions: report
                 .counts
@@ -98,11 +101,7 @@ impl Baseline {
         // A baseline is a few KiB; 16 MiB refuses /dev/zero and runaway files at once.
         let text = crate::input_file::read_regular(path, 16 << 20, "a baseline")
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let b: Baseline =
-            serde_json::from_str(&text).map_err(|e| format!("{}: not a baseline: {e}", path.display()))?;
-        if b.schema != SCHEMA {
-            return Err(format!("{}: schema {} (this lab reads {SCHEMA})", path.display(), b.schema));
-        }
+        let b = parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let bad = |what: String| Err(format!("{}: {what}", path.display()));
         for (i, e) in b.instructions.iter().enumerate() {
             if !(e.per_block.is_finite() && e.per_block > 0.0) {
@@ -125,9 +124,25 @@ impl Baseline {
     /// # Errors
     /// The file cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
+        let text = serde_json::to_string_pretty(&Envelope::new(COMMAND, self)).map_err(|e| e.to_string())? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// A baseline document: the shared envelope (`schema_version` [`SCHEMA_VERSION`], `command`
+/// [`COMMAND`]) or a file saved before it (`"schema": 1`).
+fn parse(text: &str) -> Result<Baseline, String> {
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not a baseline: {e}"))?;
+    let number = |key: &str| doc.get(key).and_then(serde_json::Value::as_u64);
+    match (number("schema_version"), number("schema"), doc.get("command").and_then(|c| c.as_str())) {
+        (Some(v), _, Some(COMMAND)) if v == u64::from(SCHEMA_VERSION) => {}
+        (Some(v), _, Some(COMMAND)) => return Err(format!("schema_version {v} (this lab reads {SCHEMA_VERSION})")),
+        (Some(_), _, other) => return Err(format!("a `{}` document, not a baseline", other.unwrap_or("?"))),
+        (None, Some(v), _) if v == u64::from(LEGACY_SCHEMA) => {}
+        (None, Some(v), _) => return Err(format!("schema {v} (this lab reads {LEGACY_SCHEMA} and envelopes)")),
+        (None, None, _) => return Err("not a baseline: no `schema_version`".into()),
+    }
+    serde_json::from_value(doc).map_err(|e| format!("not a baseline: {e}"))
 }
 
 /// The kernel as a baseline names it: `md5` for HotSpot's family (baselines saved before
@@ -214,7 +229,6 @@ mod tests {
 
     fn baseline(insns: f64, cycles: f64) -> Baseline {
         Baseline {
-            schema: SCHEMA,
             llvm_mca: None,
             instructions: vec![InstructionEntry {
                 variant: "riscv64".into(),

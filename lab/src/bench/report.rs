@@ -114,7 +114,8 @@ impl BenchReport {
 
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("the report serializes")
+        serde_json::to_string_pretty(&crate::vocab::envelope::Envelope::new("bench", self))
+            .expect("the report serializes")
     }
 
     /// The report as tables.

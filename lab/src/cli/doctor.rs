@@ -19,7 +19,7 @@ pub(crate) struct DoctorArgs {
 pub(crate) fn doctor_cmd(args: &DoctorArgs) -> ExitCode {
     let d = doctor::diagnose(&paths::kernels_dir(), &paths::vectors_dir());
     if args.format == TextOrJson::Json {
-        super::out::print(&(doctor_json(&d).to_string() + "\n"));
+        super::out::print(&(doctor_json(&d) + "\n"));
         return d.exit_code();
     }
     let mut out = anstream::stdout();
@@ -61,7 +61,7 @@ pub(crate) fn doctor_cmd(args: &DoctorArgs) -> ExitCode {
 }
 
 /// The diagnosis as JSON: every check with its state, and the packages to install.
-fn doctor_json(d: &Diagnosis) -> serde_json::Value {
+fn doctor_json(d: &Diagnosis) -> String {
     let checks: Vec<serde_json::Value> = d
         .checks
         .iter()
@@ -77,9 +77,12 @@ fn doctor_json(d: &Diagnosis) -> serde_json::Value {
             serde_json::json!({ "what": c.what, "state": state, "detail": detail, "package": package })
         })
         .collect();
-    serde_json::json!({
+    let body = serde_json::json!({
         "checks": checks,
         "missing_packages": d.missing_packages(),
         "exit_code": d.exit_code().code(),
-    })
+    });
+    // Serialized from the envelope itself: a `Value` map would sort the envelope's keys away
+    // from the front.
+    serde_json::to_string(&kernel_lab::vocab::envelope::Envelope::new("doctor", body)).unwrap_or_default()
 }

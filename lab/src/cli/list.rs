@@ -15,13 +15,13 @@ pub(crate) struct ListArgs {
 }
 
 pub(crate) fn list_cmd(args: &ListArgs) -> ExitCode {
-    let text = if args.format == TextOrJson::Json { list_json().to_string() + "\n" } else { list_text() };
+    let text = if args.format == TextOrJson::Json { list_json() + "\n" } else { list_text() };
     super::out::print(&text);
     ExitCode::Passed
 }
 
 /// Variants (name, arch, ISA, qemu -cpu, which backend runs them and why not) and kernels.
-fn list_json() -> serde_json::Value {
+fn list_json() -> String {
     let variants: Vec<serde_json::Value> = VARIANTS
         .iter()
         .map(|v| {
@@ -43,7 +43,10 @@ fn list_json() -> serde_json::Value {
         .iter()
         .map(|c| serde_json::json!({ "symbol": c.symbol, "family": c.family.name(), "kernel": c.kernel.name() }))
         .collect();
-    serde_json::json!({ "variants": variants, "kernels": kernels, "contracts": contracts })
+    let body = serde_json::json!({ "variants": variants, "kernels": kernels, "contracts": contracts });
+    // Serialized from the envelope itself: a `Value` map would sort the envelope's keys away
+    // from the front.
+    serde_json::to_string(&kernel_lab::vocab::envelope::Envelope::new("list", body)).unwrap_or_default()
 }
 
 /// The table `lab list` prints.

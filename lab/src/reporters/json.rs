@@ -6,14 +6,12 @@ use serde::Serialize;
 use crate::contract::Family;
 use crate::report::{Report, Row, Verdict};
 
-/// Version of the JSON schema; bumped when a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 2;
+use crate::vocab::envelope::Envelope;
+pub use crate::vocab::envelope::SCHEMA_VERSION;
 
+/// The report's fields, inside the shared envelope ([`Envelope`]).
 #[derive(Serialize)]
 struct JsonReport<'a> {
-    schema_version: u32,
-    tool: Tool,
-    command: &'a str,
     /// Decimal string: a u64 is beyond the exact integers of JavaScript's and jq's numbers.
     seed: String,
     elapsed_s: f64,
@@ -52,12 +50,6 @@ struct JsonImageFinding<'a> {
     variant: &'a str,
     class: &'static str,
     text: &'a str,
-}
-
-#[derive(Serialize)]
-struct Tool {
-    name: &'static str,
-    version: &'static str,
 }
 
 #[derive(Serialize)]
@@ -130,9 +122,6 @@ pub(super) fn render_into(
 ) -> Result<(), serde_json::Error> {
     let (passed, failed, skipped) = report.totals();
     let doc = JsonReport {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool { name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION") },
-        command,
         seed: report.seed.to_string(),
         elapsed_s: report.elapsed.as_secs_f64(),
         status: report.status().name(),
@@ -172,7 +161,7 @@ pub(super) fn render_into(
             .map(|n| JsonNotApplicable { variant: n.variant, backend: n.backend.name(), reason: &n.reason })
             .collect(),
     };
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    serde_json::to_writer_pretty(&mut *out, &Envelope::new(command, doc))?;
     out.write_all(b"\n").map_err(serde_json::Error::io)
 }
 

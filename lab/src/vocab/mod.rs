@@ -7,6 +7,7 @@
 pub mod abi;
 pub mod arch;
 pub mod backend_kind;
+pub mod envelope;
 pub mod insn;
 pub mod policy;
 pub mod poly_ctx;
