@@ -1,5 +1,6 @@
 //! The `lab` binary as a user runs it: exit statuses and what it prints.
 
+use kernel_lab::variant::VARIANTS;
 use std::process::Command;
 
 fn lab(args: &[&str]) -> (i32, String) {
@@ -23,7 +24,7 @@ fn run_riscv64_without_zbb_passes_on_unicorn_and_qemu() {
 fn broken_hex_in_a_vector_file_exits_2_naming_file_entry_and_field() {
     let (_dir, file) = crate::common::vector_file_with_a_typo();
     let (code, out) =
-        lab(&["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
+        lab(&["run", "--variant", "=x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("mine.json: entry 1 (\"typo\"): field `msg_hex`: invalid hex"), "{out}");
     // The valid entry of the same file still ran (three cases: inputs flush, the guarded
@@ -37,12 +38,16 @@ fn usage_errors_exit_2_and_list_names_every_variant() {
     assert_eq!(lab(&["run", "--arch", "aarch64", "--zbb"]).0, 2);
     let (code, out) = lab(&["list"]);
     assert_eq!(code, 0);
-    for v in ["riscv64", "riscv64+zbb", "aarch64", "x86_64"] {
-        assert!(out.contains(v), "{out}");
+    for v in VARIANTS {
+        assert!(out.contains(v.name), "{out}");
     }
-    // Unicorn runs every variant (Zbb is emulated); native runs only the host's architecture.
+    // Unicorn runs every scalar variant (Zbb is emulated), no vector row; native runs only the
+    // host's architecture.
     assert!(out.contains("no: native runs only the host's architecture"), "{out}");
-    assert!(!out.contains("unicorn  no"), "{out}");
+    let unicorn_no = out.lines().filter(|l| l.trim_start().starts_with("unicorn  no")).count();
+    assert_eq!(unicorn_no, 4, "AVX2, AVX-512, AVX-512 IFMA, SVE2: {out}");
+    assert!(out.contains("unicorn  no: unicorn cannot provide sve2 (Unicorn 2.1.5 has no SVE)"), "{out}");
+    assert!(out.contains("qemu     no: qemu cannot provide avx512f"), "{out}");
 }
 
 #[test]
@@ -82,7 +87,7 @@ fn lab_run_reports_isa_and_memory_findings_in_its_normal_output() {
     assert!(out.contains("illegal instruction at md5_implCompress (pc 0x"), "{out}");
     let (dir, _) = crate::common::fixture_kernels("x86_64", "poly1305.S", "underread.S");
     let kernels = dir.path().to_str().unwrap();
-    let args = ["run", "--kernels-dir", kernels, "--arch", "x86_64", "--kernel", "poly1305", "--flush", "start"];
+    let args = ["run", "--kernels-dir", kernels, "--variant", "=x86_64", "--kernel", "poly1305", "--flush", "start"];
     let (code, out) = lab(&[&args[..], &small, &[poly_rfc.as_str()]].concat());
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("1 byte before the start of input"), "{out}");
@@ -92,7 +97,7 @@ fn lab_run_reports_isa_and_memory_findings_in_its_normal_output() {
 #[test]
 fn fuzz_writes_json_on_stdout_and_its_human_lines_on_stderr() {
     let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["fuzz", "--arch", "x86_64", "--backend", "unicorn", "--cases", "64", "--seed", "5", "--format", "json"])
+        .args(["fuzz", "--variant", "=x86_64", "--backend", "unicorn", "--cases", "64", "--seed", "5", "--format", "json"])
         .output()
         .expect("run lab");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -142,7 +147,9 @@ fn selections_take_comma_lists_and_repeated_options_alike() {
         cells
     };
     let comma = rows(&["--arch", "aarch64,x86_64", "--backend", "unicorn,qemu"]);
-    assert_eq!(comma, ["aarch64 qemu", "aarch64 unicorn", "x86_64 qemu", "x86_64 unicorn"]);
+    // `--arch` selects every row of the architecture; qemu 7.2 runs SVE2 and AVX2, not AVX-512.
+    let want = ["aarch64 qemu", "aarch64 unicorn", "aarch64+sve2 qemu", "x86_64 qemu", "x86_64 unicorn", "x86_64+avx2 qemu"];
+    assert_eq!(comma, want);
     assert_eq!(rows(&["--arch", "aarch64", "--arch", "x86_64", "--backend", "unicorn", "--backend", "qemu"]), comma);
 }
 
@@ -152,7 +159,7 @@ fn list_speaks_json_with_the_same_format_option() {
     assert_eq!(out.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let names: Vec<&str> = doc["variants"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["riscv64", "riscv64+zbb", "aarch64", "x86_64"]);
+    assert_eq!(names, VARIANTS.map(|v| v.name));
     let aarch64_native = &doc["variants"][2]["backends"][2];
     assert_eq!((aarch64_native["backend"].as_str(), aarch64_native["runs"].as_bool()), (Some("native"), Some(false)));
 }
@@ -201,7 +208,7 @@ fn a_kernel_that_does_not_assemble_exits_2_naming_the_build() {
 /// the report (`Null` when stdout is no JSON) and stderr.
 fn x86_md5_json(args: &[&str]) -> (i32, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["run", "--arch", "x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "3"])
+        .args(["run", "--variant", "=x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "3"])
         .args(["--format", "json"])
         .args(args)
         .output()
@@ -306,7 +313,7 @@ fn a_report_file_gets_the_mode_of_the_umask() {
     let rfc1321 = kernel_lab::paths::vectors_dir().join("md5/rfc1321.json");
     let script = "umask 022 && exec \"$@\"";
     let out = Command::new("sh")
-        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_lab"), "run", "--arch", "x86_64", "--backend", "unicorn"])
+        .args(["-c", script, "sh", env!("CARGO_BIN_EXE_lab"), "run", "--variant", "=x86_64", "--backend", "unicorn"])
         .args(["--kernel", "md5", "--no-bundled", "--vectors", rfc1321.to_str().unwrap(), "--format", "json"])
         .args(["--output", report.to_str().unwrap()])
         .output()
