@@ -248,13 +248,16 @@ fn relying_on_clean_upper_argument_bits_is_caught(#[values("aarch64", "x86_64")]
     }
 }
 
-/// The real kernels: no ISA violation and no system call in any variant's image.
+/// The real kernels: no ISA violation and no system call in any variant's image; no VEX code
+/// (which Unicorn refuses) in any image Unicorn runs, i.e. vector code only where the row
+/// declares it (x86_64+avx2 and up hold the AVX2 and IFMA Poly1305 paths).
 #[test]
 fn real_kernels_pass_the_static_scan() {
     for v in &VARIANTS {
         let image = build(v);
         let found = isa::scan(&image, v).expect("scan");
         assert!(found.is_empty(), "{v}: {found:?}");
-        assert_eq!(isa::unicorn_refusal(&image).expect("scan"), None, "{v}");
+        let refusal = isa::unicorn_refusal(&image).expect("scan");
+        assert!(refusal.is_none() || BackendKind::Unicorn.supports(v).is_err(), "{v}: {refusal:?}");
     }
 }

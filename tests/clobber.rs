@@ -1,6 +1,7 @@
 //! Every register checked: one generated fixture per callee-saved register of each
 //! architecture (from `Abi::saved`, the list the drivers' `.irp` loops expand), plus the stack
-//! pointer and, on x86_64, the direction flag. Each wraps the real `md5_implCompress`, breaks
+//! pointer, on x86_64 the direction flag, and every FP control field of `Abi::control` (x86_64
+//! MXCSR control bits and the x87 control word, AAPCS64 FPCR, RISC-V `fcsr.frm`). Each wraps the real `md5_implCompress`, breaks
 //! exactly that one rule, and must get exactly one finding naming it on every backend that
 //! runs the architecture (MD5 "abc", one call per case). The fixtures of an architecture
 //! share one image (one wrapper symbol each), so the test builds three images, not fifty.
@@ -22,6 +23,9 @@ enum Rule {
     Sp,
     /// x86_64: DF is set on return.
     Df,
+    /// Field `i` of `Abi::control` (MXCSR control bits, x87 control word, FPCR, `fcsr.frm`)
+    /// comes back changed.
+    Control(usize),
 }
 
 /// The wrapper's body for `rule`: either code before a tail jump to the real kernel (a saved
@@ -35,6 +39,17 @@ fn body(abi: &Abi, rule: Rule) -> String {
             "sub rsp, 8\n call real_md5_implCompress\n add rsp, 8\n pop rcx\n sub rsp, 16\n jmp rcx".into()
         }
         (Arch::X86_64, Rule::Df) => "sub rsp, 8\n call real_md5_implCompress\n add rsp, 8\n std\n ret".into(),
+        // In the red zone: MXCSR's RC flipped from 01 to 10; the x87 RC from 11 to 00.
+        (Arch::X86_64, Rule::Control(0)) => {
+            "stmxcsr [rsp - 8]\n xor dword ptr [rsp - 8], 0x6000\n ldmxcsr [rsp - 8]\n jmp real_md5_implCompress".into()
+        }
+        (Arch::X86_64, Rule::Control(_)) => {
+            "fnstcw [rsp - 8]\n xor word ptr [rsp - 8], 0x0c00\n fldcw [rsp - 8]\n jmp real_md5_implCompress".into()
+        }
+        (Arch::Riscv64, Rule::Control(_)) => "frrm t0\n xori t0, t0, 1\n fsrm t0\n j real_md5_implCompress".into(),
+        (Arch::Aarch64, Rule::Control(_)) => {
+            "mrs x9, fpcr\n eor x9, x9, #0x400000\n msr fpcr, x9\n b real_md5_implCompress".into()
+        }
         (Arch::Riscv64, Rule::Saved(i)) if i >= abi.saved_gprs => {
             format!("fmv.x.d t0, {r}\n xori t0, t0, 1\n fmv.d.x {r}, t0\n j real_md5_implCompress", r = reg(i))
         }
@@ -83,6 +98,9 @@ fn named(abi: &Abi, rule: Rule) -> String {
         Rule::Saved(i) => format!("{} was not restored: before 0x", abi.saved[i]),
         Rule::Sp => format!("{} was not restored: before 0x", abi.sp),
         Rule::Df => "the direction flag (DF) is set on return".into(),
+        Rule::Control(i) => {
+            format!("{} was not preserved: before 0x", abi.control.expect("a control table").fields[i].name)
+        }
     }
 }
 
@@ -95,6 +113,7 @@ fn every_callee_saved_register_sp_and_df_is_checked(#[values("riscv64", "aarch64
     if v.arch == Arch::X86_64 {
         rules.push(Rule::Df);
     }
+    rules.extend((0..abi.control.map_or(0, |c| c.fields.len())).map(Rule::Control));
     // RFC 1321's "abc": one block, one `md5_implCompress` call per case.
     let set = one_vector_set("md5/rfc1321.json", |v| v.msg_len() == 3);
     let backends: Vec<BackendKind> = BackendKind::ALL.into_iter().filter(|k| k.supports(v).is_ok()).collect();

@@ -21,6 +21,12 @@ pub fn variant(name: &str) -> &'static Variant {
     Variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"))
 }
 
+/// The lab's variants `lab bench` counts: those Unicorn runs (counts are measured there; the
+/// AVX2, AVX-512 and SVE2 rows are skipped with the reason).
+pub fn counted_variants() -> Vec<&'static Variant> {
+    kernel_lab::variant::VARIANTS.iter().filter(|v| BackendKind::Unicorn.supports(v).is_ok()).collect()
+}
+
 pub fn build(v: &Variant) -> Image {
     let path = toolchain::build_image(&toolchain::default_build(), v).unwrap_or_else(|e| panic!("{e}"));
     Image::load(&path, v.arch).unwrap_or_else(|e| panic!("{e}"))

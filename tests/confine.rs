@@ -177,7 +177,7 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
         }
     }
     let mut lab = lab
-        .args(["run", "--arch", "x86_64", "--backend", "qemu", "--backend", "native", "--kernel", "poly1305"])
+        .args(["run", "--variant", "=x86_64", "--backend", "qemu", "--backend", "native", "--kernel", "poly1305"])
         .args(["--no-bundled", "--seed", "7", "--format", "json"])
         .arg("--vectors")
         .arg(&vectors)
@@ -261,7 +261,19 @@ fn sigterm_during_lab_fuzz_stops_it_with_an_interrupted_report() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("fuzz.json");
     let mut lab = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["fuzz", "--arch", "x86_64", "--backend", "native", "--kernel", "md5", "--time", "120s", "--seed", "3"])
+        .args([
+            "fuzz",
+            "--variant",
+            "=x86_64",
+            "--backend",
+            "native",
+            "--kernel",
+            "md5",
+            "--time",
+            "120s",
+            "--seed",
+            "3",
+        ])
         .args(["--format", "json", "--out"])
         .arg(dir.path().join("failures"))
         .arg("--output")

@@ -40,6 +40,7 @@ mod unaligned_bounds;
 mod vector_edges;
 mod vector_files;
 mod vector_isa;
+mod vector_levels;
 mod verdicts;
 mod workflow;
 mod zbb;

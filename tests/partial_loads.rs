@@ -13,7 +13,8 @@ use crate::common::fixture_kernels;
 /// `lab run` of the RFC 1321 set on the kernels folder `dir` for `arch`, JSON: (exit, JSON, text).
 fn run(dir: &std::path::Path, arch: &str, backends: &str, extra: &[&str]) -> (i32, Value, String) {
     let dir = dir.display().to_string();
-    let mut args = vec!["run", "--seed", "11", "--kernels-dir", &dir, "--arch", arch, "--backend", backends];
+    let exact = format!("={arch}");
+    let mut args = vec!["run", "--seed", "11", "--kernels-dir", &dir, "--variant", &exact, "--backend", backends];
     args.extend(["--kernel", "md5", "--set", "=rfc1321", "--format", "json"]);
     args.extend(extra);
     let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(&args).output().expect("run lab");
@@ -86,7 +87,17 @@ fn a_partial_load_passes_everywhere_with_a_warning_and_fails_on_request() {
         assert!(!classes.is_empty() && classes.iter().all(|c| *c == "partial-load"), "{arch}: {classes:?} {text}");
         let d = dir.path().display().to_string();
         let human = Command::new(env!("CARGO_BIN_EXE_lab"))
-            .args(["run", "--seed", "11", "--kernels-dir", &d, "--arch", arch, "--backend", "unicorn"])
+            .args([
+                "run",
+                "--seed",
+                "11",
+                "--kernels-dir",
+                &d,
+                "--variant",
+                &format!("={arch}"),
+                "--backend",
+                "unicorn",
+            ])
             .args(["--kernel", "md5", "--set", "=rfc1321", "--partial-loads", "fail"])
             .output()
             .expect("run lab");

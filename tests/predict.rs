@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use kernel_lab::backend::BackendKind;
 use kernel_lab::bench::mca;
-use kernel_lab::variant::{Kernel, VARIANTS};
+use kernel_lab::variant::Kernel;
 
-use crate::common::mutated_kernels;
+use crate::common::{counted_variants, mutated_kernels};
 
 fn lab(args: &[&str], path_env: Option<&Path>) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
@@ -57,7 +57,7 @@ fn every_variant_is_predicted_on_its_models_identically_twice() {
         assert_eq!(a, b, "two runs must give identical {key}, whatever the workers");
     }
     let preds = first["predictions"].as_array().expect("predictions");
-    for v in VARIANTS.iter().filter(|v| BackendKind::Unicorn.supports(v).is_ok()) {
+    for v in counted_variants() {
         for k in Kernel::ALL {
             let count = first["counts"]
                 .as_array()
@@ -65,7 +65,7 @@ fn every_variant_is_predicted_on_its_models_identically_twice() {
                 .iter()
                 .find(|r| r["variant"] == v.name && r["kernel"] == k.name() && r["misalign"] == 0)
                 .expect("count row");
-            for model in m.default_models(v.arch) {
+            for model in m.default_models(v) {
                 let p =
                     preds.iter().find(|p| p["variant"] == v.name && p["kernel"] == k.name() && p["model"] == *model);
                 let Some(p) = p else {
@@ -158,7 +158,7 @@ fn plot_shows_every_variant_and_bad_baselines_and_models_are_usage_errors() {
     // The contents of the SVG's <text> elements.
     let labels: Vec<&str> =
         text.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split('<').next()?.trim())).collect();
-    for v in VARIANTS.iter().filter(|v| BackendKind::Unicorn.supports(v).is_ok()) {
+    for v in counted_variants() {
         assert!(labels.contains(&v.name), "{v} is labelled in the plot: {labels:?}");
     }
     assert!(labels.contains(&"instructions 721"), "the riscv64 MD5 bar carries its count: {labels:?}");

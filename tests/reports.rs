@@ -37,10 +37,8 @@ fn broken_run(kernels: &Path, extra: &[&str]) -> (i32, String, String) {
         "run",
         "--kernels-dir",
         kernels.to_str().unwrap(),
-        "--arch",
-        "aarch64",
-        "--arch",
-        "x86_64",
+        "--variant",
+        "=aarch64,=x86_64",
         "--backend",
         "unicorn",
         "--backend",
@@ -186,7 +184,7 @@ fn junit_all_cases_shows_the_failure_and_the_skip_with_the_right_counts() {
     let body = failure.text().unwrap_or_default();
     assert!(body.contains("[value] md5_implCompress(buffered block 0): state expected"), "{body}");
     let replay = format!(
-        "replay: lab run --seed 7 --kernels-dir {} --no-bundled --vectors {} --arch x86_64 --backend unicorn --kernel md5 \
+        "replay: lab run --seed 7 --kernels-dir {} --no-bundled --vectors {} --variant '=x86_64' --backend unicorn --kernel md5 \
          --set '=rfc1321' --case '=RFC1321 A.5 #1: MD5(\"\") [guarded]'",
         dir.path().display(),
         paths::vectors_dir().join("md5/rfc1321.json").display()
@@ -392,7 +390,8 @@ fn json_report_has_schema_version_seed_and_every_outcome() {
 #[test]
 fn a_broken_vector_file_is_an_error_case_in_junit() {
     let (_dir, file) = crate::common::vector_file_with_a_typo();
-    let args = ["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()];
+    let args =
+        ["run", "--variant", "=x86_64", "--backend", "unicorn", "--no-bundled", "--vectors", file.to_str().unwrap()];
     let (code, xml, stderr) = lab(&[&args[..], &["--format", "junit"]].concat(), &[]);
     assert_eq!(code, 2, "{stderr}");
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML on stdout");
@@ -408,7 +407,7 @@ fn a_broken_vector_file_is_an_error_case_in_junit() {
 fn human_colour_follows_clicolor_force_and_no_color() {
     // A rule about the output, not coverage: one small set.
     let args =
-        ["run", "--arch", "x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "7", "--set", "rfc1321"];
+        ["run", "--variant", "=x86_64", "--backend", "unicorn", "--kernel", "md5", "--seed", "7", "--set", "rfc1321"];
     let (code, plain, _) = lab(&args, &[]);
     assert_eq!(code, 0, "{plain}");
     assert!(!plain.contains('\x1b'), "no colour on a pipe");

@@ -137,7 +137,7 @@ fn an_avx_instruction_in_the_baseline_build_is_an_isa_result_at_its_line() {
     assert_eq!(uri, format!("file://{}/x86_64/md5.S", dir.path().display()));
     assert_eq!(line, line_of("vex.S", "vpxor"));
     assert!(symbol.starts_with("md5_implCompress"), "{symbol}");
-    assert!(r["properties"]["replay"].as_str().unwrap().contains("--arch x86_64"), "{r}");
+    assert!(r["properties"]["replay"].as_str().unwrap().contains("--variant '=x86_64'"), "{r}");
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn lab(args: &[&str]) -> (i32, String, String) {
 
 /// `lab run` on x86_64/Unicorn with only the given vector files.
 fn run_files(files: &[&Path], extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["run", "--arch", "x86_64", "--backend", "unicorn", "--no-bundled", "--seed", "13"];
+    let mut args = vec!["run", "--variant", "=x86_64", "--backend", "unicorn", "--no-bundled", "--seed", "13"];
     for f in files {
         args.extend(["--vectors", f.to_str().expect("utf-8 path")]);
     }

@@ -203,10 +203,8 @@ fn sve_vector_lengths_are_checked_for_a_declared_sve2_isa() {
     assert!(out.contains("SVE VL 200: must be a multiple of 128 in 128..=2048 bits"), "{out}");
 }
 
-/// Needs qemu's `-cpu max` for SVE2 (the aarch64 row's `sve2` extension is qemu-Missing on this
-/// branch; helper x's aarch64 rows give it `max`): not run until that lands.
+/// qemu runs SVE2 on its `-cpu max` model, at each SVE vector length.
 #[test]
-#[ignore = "SVE2 on qemu needs the aarch64 row to give sve2 the `max` model (issue 27, aarch64 part)"]
 fn a_vl_agnostic_sve2_kernel_passes_at_each_vector_length() {
     let dir = tempfile::tempdir().expect("temp dir");
     let obj = sve2_object(dir.path());

@@ -147,6 +147,8 @@ lab_batch:
     add     x9, x9, x17
     fmov    \reg, x9
     .endr
+    MOV64   x9, LAB_FPCTL_POISON                // FPCR poison (lab/src/abi.rs)
+    msr     fpcr, x9
     ldr     x9, [x12, #LAB_E_STACK]             // the kernel runs on the guarded stack
     mov     sp, x9                              // (16-byte aligned)
     str     x9, [x12, #LAB_E_SP_BEFORE]
@@ -164,6 +166,10 @@ lab_batch:
     .set    lab_k, lab_k + 1
     .endr
     str     xzr, [x11, #LAB_E_FLAGS]            // no flags word on aarch64
+    mrs     x12, fpcr
+    str     x12, [x11, #LAB_E_FPCTL]
+    MOV64   x12, LAB_FPCTL_DEFAULT
+    msr     fpcr, x12
     mov     x12, #1
     str     x12, [x11, #LAB_E_STATUS]
     ldr     x12, [x10, #8]

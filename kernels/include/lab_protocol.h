@@ -34,7 +34,7 @@
 #define LAB_E_FLAGS              96  /* x86_64: RFLAGS after the return (DF is bit 10); others 0 */
 #define LAB_E_STATUS            104  /* 1 when the call returned */
 #define LAB_E_STACK             112  /* stack pointer for the call: top of the guarded kernel stack (16-aligned) */
-#define LAB_E_RESERVED          120  /* reserved */
+#define LAB_E_FPCTL             120  /* FP control registers after the return (ABI table's layout) */
 #define LAB_E_SAVED             128  /* saved[i] at LAB_E_SAVED + 8 * i, ABI order */
 #define LAB_PROT_ENTRY_SIZE      24  /* protection table: addr, len, prot */
 
@@ -90,15 +90,21 @@
 #define LAB_NSAVED_GPRS    14
 #define LAB_SAVED_GPRS     s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, gp, tp
 #define LAB_SAVED_FPRS     fs0, fs1, fs2, fs3, fs4, fs5, fs6, fs7, fs8, fs9, fs10, fs11
+#define LAB_FPCTL_POISON   0x0000000000000060  /* fcsr (fflags in bits 0-4, frm in bits 5-7) */
+#define LAB_FPCTL_DEFAULT  0x0000000000000000
 #elif defined(__aarch64__)
 #define LAB_NSAVED         19  /* AAPCS64 §6.1.1, §6.1.2 */
 #define LAB_NSAVED_GPRS    11
 #define LAB_SAVED_GPRS     x19, x20, x21, x22, x23, x24, x25, x26, x27, x28, x29
 #define LAB_SAVED_FPRS     d8, d9, d10, d11, d12, d13, d14, d15
+#define LAB_FPCTL_POISON   0x0000000001400000  /* FPCR */
+#define LAB_FPCTL_DEFAULT  0x0000000000000000
 #elif defined(__x86_64__)
 #define LAB_NSAVED         6  /* System V AMD64 psABI §3.2.1 (Figure 3.4) */
 #define LAB_NSAVED_GPRS    6
 #define LAB_SAVED_GPRS     rbx, rbp, r12, r13, r14, r15
+#define LAB_FPCTL_POISON   0x00000e7f0000bf80  /* MXCSR in bits 0-31, the x87 control word in bits 32-47 */
+#define LAB_FPCTL_DEFAULT  0x0000037f00001f80
 #endif
 #define LAB_ENTRY_SIZE     (LAB_E_SAVED + 8 * LAB_NSAVED)
 

@@ -175,6 +175,8 @@ lab_batch:
 	csrwi	vxsat, 1
 #endif
 
+	li	t1, LAB_FPCTL_POISON	/* fcsr poison: frm (lab/src/abi.rs) */
+	fscsr	t1
 	ld	sp, LAB_E_STACK(t3)	/* the kernel runs on the guarded stack (16-aligned) */
 	sd	sp, LAB_E_SP_BEFORE(t3)
 	jalr	ra, 0(t0)
@@ -189,6 +191,10 @@ lab_batch:
 	sd	a0, LAB_E_RET(t3)
 	sd	sp, LAB_E_SP_AFTER(t3)
 	sd	zero, LAB_E_FLAGS(t3)
+	frcsr	t4
+	sd	t4, LAB_E_FPCTL(t3)
+	li	t4, LAB_FPCTL_DEFAULT
+	fscsr	t4
 	.set	lab_k, 0
 	.irp	reg, LAB_SAVED_GPRS
 	sd	\reg, (LAB_E_SAVED + 8 * lab_k)(t3)

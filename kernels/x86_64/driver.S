@@ -127,6 +127,11 @@ lab_batch:
         mov     rdx, [r11 + LAB_E_ARG2]
         mov     rcx, [r11 + LAB_E_ARG3]
         mov     r10, [r11 + LAB_E_SEED]
+        /* FP control poison (lab/src/abi.rs): MXCSR from bits 0-31, the x87 CW from 32-47 */
+        mov     dword ptr [rip + lab_drv_fpctl], (LAB_FPCTL_POISON & 0xffffffff)
+        mov     dword ptr [rip + lab_drv_fpctl + 4], (LAB_FPCTL_POISON >> 32)
+        ldmxcsr [rip + lab_drv_fpctl]
+        fldcw   [rip + lab_drv_fpctl + 4]
         movabs  r9, LAB_POISON_STEP
         .irp    reg, LAB_SAVED_GPRS             /* poison, in ABI order */
         add     r10, r9
@@ -144,6 +149,13 @@ lab_batch:
         cld
         mov     rdx, [rip + lab_drv_entry]
         mov     [rdx + LAB_E_FLAGS], rax
+        mov     qword ptr [rdx + LAB_E_FPCTL], 0
+        stmxcsr [rdx + LAB_E_FPCTL]             /* MXCSR in bits 0-31 */
+        fnstcw  [rdx + LAB_E_FPCTL + 4]         /* the x87 control word in bits 32-47 */
+        mov     dword ptr [rip + lab_drv_fpctl], (LAB_FPCTL_DEFAULT & 0xffffffff)
+        mov     dword ptr [rip + lab_drv_fpctl + 4], (LAB_FPCTL_DEFAULT >> 32)
+        ldmxcsr [rip + lab_drv_fpctl]
+        fldcw   [rip + lab_drv_fpctl + 4]
         .set    lab_k, 0
         .irp    reg, LAB_SAVED_GPRS
         mov     [rdx + LAB_E_SAVED + 8 * lab_k], \reg
@@ -658,6 +670,7 @@ lab_drv_index:          .zero 8         /* index of the call in flight */
 lab_drv_entry:          .zero 8         /* its entry address */
 lab_drv_ret:            .zero 8         /* rax after the return */
 lab_drv_sp_after:       .zero 8         /* rsp after the return */
+lab_drv_fpctl:          .zero 8         /* MXCSR and x87 CW to load (LAB_FPCTL_*) */
 lab_io_seq:             .zero 8         /* sequence number of the next request */
 lab_loop_sp:            .zero 8         /* rsp at the top of the request loop */
 lab_io_sum_off:         .zero 8         /* checksum range of the current request */

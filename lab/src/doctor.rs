@@ -123,6 +123,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     let with_properties = VARIANTS.iter().filter(|v| v.qemu_cpu != v.arch.spec().isa.qemu_cpu_model);
     d.checks.extend(with_properties.map(qemu_cpu_check));
     d.checks.extend(crate::doctor_vector::checks());
+    d.checks.extend(crate::arch::Arch::ALL.into_iter().map(qemu_cpu_help_check));
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
     d.checks.push(folder_check("kernels", kernels_dir));
@@ -238,6 +239,81 @@ fn qemu_cpu_check(variant: &'static Variant) -> Check {
                     line.trim()
                 )),
                 None => State::Ok(format!("accepts -cpu {}", variant.qemu_cpu)),
+            }
+        }
+    };
+    Check { what, state }
+}
+
+/// What `qemu-<arch> -cpu help` lists: the CPU models (under "Available CPUs:"; x86 lines
+/// start with `x86`, the riscv64 list has no heading) and, where it lists them, the CPUID flag
+/// properties (x86: "Recognized CPUID flags:"; `None` when the text has no such list).
+pub fn cpu_help_names(help: &str) -> (Vec<String>, Option<Vec<String>>) {
+    let (models_part, flags_part) = match help.split_once("Recognized CPUID flags:") {
+        Some((m, f)) => (m, Some(f)),
+        None => (help, None),
+    };
+    let models = models_part
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_end().ends_with(':'))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let first = words.next()?;
+            if first == "x86" { words.next() } else { Some(first) }.map(String::from)
+        })
+        .collect();
+    let flags = flags_part.map(|f| {
+        let block = f.trim_start_matches(['\n', '\r']).split("\n\n").next().unwrap_or_default();
+        block.split_whitespace().map(String::from).collect()
+    });
+    (models, flags)
+}
+
+/// The `-cpu` models and properties the arch row uses (every extension row, not only the
+/// variants': a user's `--isa` reaches them all) that `help` does not list, as "model `max`",
+/// "property `sse3`". Properties are checked only where the help lists them (x86); elsewhere
+/// [`qemu_cpu_check`] runs qemu with each variant's `-cpu`.
+pub fn unlisted_cpu_names(arch: crate::arch::Arch, help: &str) -> Vec<String> {
+    use crate::arch::QemuSupport;
+    let (models, flags) = cpu_help_names(help);
+    let isa = &arch.spec().isa;
+    let mut wanted_models = vec![isa.qemu_cpu_model];
+    let mut properties = Vec::new();
+    for e in isa.extensions {
+        match e.qemu {
+            QemuSupport::Model(m) if !wanted_models.contains(&m) => wanted_models.push(m),
+            QemuSupport::Property { name, .. } if !properties.contains(&name) => properties.push(name),
+            _ => {}
+        }
+    }
+    let mut out: Vec<String> =
+        wanted_models.iter().filter(|m| !models.iter().any(|x| x == *m)).map(|m| format!("model `{m}`")).collect();
+    if let Some(flags) = flags {
+        out.extend(properties.iter().filter(|p| !flags.iter().any(|f| f == *p)).map(|p| format!("property `{p}`")));
+    }
+    out
+}
+
+/// `qemu-<arch> -cpu help` against every `-cpu` model and property the arch row uses: names
+/// each one this qemu lacks.
+fn qemu_cpu_help_check(arch: crate::arch::Arch) -> Check {
+    let tool = toolchain::qemu_tool(arch);
+    let what = format!("{} -cpu help", tool.program);
+    let Ok(qemu) = toolchain::find(tool) else {
+        return Check { what, state: State::Missing { program: tool.program, package: tool.package } };
+    };
+    let state = match Command::new(&qemu).args(["-cpu", "help"]).output() {
+        Err(e) => State::Failed(format!("{}: {e}", qemu.display())),
+        Ok(out) => {
+            let help = String::from_utf8_lossy(&out.stdout);
+            match unlisted_cpu_names(arch, &help).as_slice() {
+                [] => State::Ok(format!("lists every -cpu model and property the {arch} rows use")),
+                missing => State::Failed(format!(
+                    "{} -cpu help does not list {} that the {arch} rows use (lab/src/arch/{arch}.rs): a variant or \
+                     declared ISA needing it cannot run on qemu; install qemu-user 7.2 (Debian 12)",
+                    qemu.display(),
+                    missing.join(", ")
+                )),
             }
         }
     };
@@ -370,4 +446,35 @@ fn tiny_sets() -> [VectorSet; 2] {
             },
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Arch;
+
+    const X86_HELP: &str = "Available CPUs:\nx86 486                   (alias configured by machine type)\n\
+        x86 qemu64                (alias configured by machine type)\n\nRecognized CPUID flags:\n  \
+        abm adx aes avx avx2 avx512bw avx512cd avx512dq avx512f avx512ifma avx512vl bmi1 bmi2\n  \
+        cx16 f16c fma movbe pclmulqdq pni popcnt sha-ni ssse3 sse4.1 sse4.2 xsave\n\n";
+
+    #[test]
+    fn the_help_lists_models_and_flags() {
+        let (models, flags) = cpu_help_names(X86_HELP);
+        assert_eq!(models, ["486", "qemu64"]);
+        let flags = flags.expect("x86 lists flags");
+        assert!(flags.contains(&"pni".to_string()) && flags.contains(&"xsave".to_string()), "{flags:?}");
+        let (models, flags) = cpu_help_names("any\nrv64\nsifive-u54\n");
+        assert_eq!((models, flags), (vec!["any".into(), "rv64".into(), "sifive-u54".into()], None));
+        let (models, _) = cpu_help_names("Available CPUs:\n  cortex-a72\n  max\n");
+        assert_eq!(models, ["cortex-a72", "max"]);
+    }
+
+    #[test]
+    fn every_x86_property_the_rows_use_is_in_qemu_7_2_s_list_and_a_missing_one_is_named() {
+        assert_eq!(unlisted_cpu_names(Arch::X86_64, X86_HELP), Vec::<String>::new());
+        let without_xsave = X86_HELP.replace(" xsave", "");
+        assert_eq!(unlisted_cpu_names(Arch::X86_64, &without_xsave), ["property `xsave`"]);
+        assert_eq!(unlisted_cpu_names(Arch::Aarch64, "Available CPUs:\n  cortex-a72\n"), ["model `max`"]);
+    }
 }

@@ -149,12 +149,13 @@ pub mod entry {
     /// Stack pointer for the call: the top of the guarded kernel stack.
     pub const STACK: Word =
         w("stack", 14, Host, "stack pointer for the call: top of the guarded kernel stack (16-aligned)");
-    /// Reserved.
-    pub const RESERVED: Word = w("reserved", 15, Nobody, "reserved");
+    /// The FP control registers after the return, as the arch's ABI table lays them out
+    /// (`Abi::control`: x86_64 MXCSR | x87 control word << 32; aarch64 FPCR; riscv64 fcsr).
+    pub const FPCTL: Word = w("fpctl", 15, Driver, "FP control registers after the return (ABI table's layout)");
     /// Every fixed word, in order.
     pub const ALL: [Word; 16] = [
         FN, ARG0, ARG1, ARG2, ARG3, COPY_SRC, COPY_DST, COPY_LEN, SEED, RET, SP_BEFORE, SP_AFTER, FLAGS, STATUS, STACK,
-        RESERVED,
+        FPCTL,
     ];
     /// Fixed words before `saved[]`.
     pub const FIXED_WORDS: usize = ALL.len();
@@ -428,6 +429,10 @@ pub fn c_header(spec: &Spec) -> String {
         line(format!("#define LAB_SAVED_GPRS     {}", gprs.join(", ")));
         if !fprs.is_empty() {
             line(format!("#define LAB_SAVED_FPRS     {}", fprs.join(", ")));
+        }
+        if let Some(c) = abi.control {
+            line(format!("#define LAB_FPCTL_POISON   {:#018x}  /* {} */", c.poison, c.layout));
+            line(format!("#define LAB_FPCTL_DEFAULT  {:#018x}", c.default));
         }
     }
     line("#endif".into());

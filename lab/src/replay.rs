@@ -108,10 +108,16 @@ impl Replay {
             words.push(name.clone());
             words.extend(value.as_deref().map(quote));
         }
+        // `--arch` (and the Zbb switch) names one lab row only where no vector row shares them.
+        let shared =
+            |v: &Variant| crate::variant::VARIANTS.iter().filter(|o| o.arch == v.arch && o.zbb == v.zbb).count();
         match Variant::by_name(variant) {
-            // `--arch`/`--zbb` select scalar builds: a vector row by its exact name.
-            Some(v) if v.vector_length().is_some() => {
-                words.push(format!("--variant {}", quote(&format!("={variant}"))))
+            // `--arch --[no-]zbb` names one scalar riscv64 row; a vector row, or a row that shares
+            // `--arch` with others where there is no Zbb switch (x86_64+avx2), by its exact name.
+            Some(v)
+                if v.vector_length().is_some() || (v.arch.spec().isa.extension("zbb").is_none() && shared(v) > 1) =>
+            {
+                words.push(format!("--variant {}", quote(&format!("={}", v.name))))
             }
             Some(v) if v.arch.spec().isa.extension("zbb").is_some() => {
                 words.extend([format!("--arch {}", v.arch), format!("--{}zbb", if v.zbb { "" } else { "no-" })])
@@ -160,14 +166,18 @@ mod tests {
             "lab fuzz --seed 7 --kernels-dir /k --flush start --no-bundled --arch riscv64 --no-zbb --backend unicorn \
              --kernel md5"
         );
-        assert_eq!(r.variant("x86_64"), "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64");
         let vl = crate::variant::Variant::by_name("riscv64+v").and_then(|v| v.vector_length()).unwrap();
         let at = r.narrowed_at("riscv64+v", BackendKind::Qemu, Some(vl.at(128)), Kernel::Md5, Some("jtreg"), None);
         assert!(at.ends_with("--variant '=riscv64+v' --backend qemu --kernel md5 --set '=jtreg' --vlen 128"), "{at}");
+        assert_eq!(
+            r.variant("x86_64"),
+            "lab run --seed 7 --kernels-dir /k --flush start --no-bundled --variant '=x86_64'",
+            "x86_64+avx2 and the others share --arch x86_64"
+        );
         r.root = Some("/my lab".into());
         assert!(r.narrowed("x86_64", BackendKind::Native, Kernel::Poly1305, None, None).starts_with(
-            "KERNEL_LAB_ROOT='/my lab' lab run --seed 7 --kernels-dir /k --flush start --no-bundled --arch x86_64 \
-             --backend native --kernel poly1305"
+            "KERNEL_LAB_ROOT='/my lab' lab run --seed 7 --kernels-dir /k --flush start --no-bundled --variant \
+             '=x86_64' --backend native --kernel poly1305"
         ));
     }
 }

@@ -344,6 +344,24 @@ impl Report {
         self.rows.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed, f + r.failed.len(), s + r.skipped))
     }
 
+    /// Variants that have rows, every one of them skipped (no case passed, failed or disagreed
+    /// on any backend): built but run nowhere (an AVX-512 row on a host without AVX-512, whose
+    /// emulators have none either), named in the verdict line so the run cannot read as green
+    /// for them.
+    pub fn ran_nowhere(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for r in &self.rows {
+            if out.contains(&r.variant) {
+                continue;
+            }
+            let rows = || self.rows.iter().filter(|x| x.variant == r.variant);
+            if rows().all(|x| x.passed + x.failed.len() + x.disagreed.len() + x.out_of_domain.len() == 0) {
+                out.push(r.variant);
+            }
+        }
+        out
+    }
+
     /// Cases (per backend) whose results differ between backends: an emulator fault is likely.
     /// Not kernel failures, but not passes either: they fail the run (exit 1).
     pub fn disagreed(&self) -> usize {

@@ -317,7 +317,11 @@ pub fn build_image_with(
 ) -> Result<PathBuf, ToolchainError> {
     let inputs = match user_kernel::of(variant) {
         Some(k) => user_inputs(k),
-        None => folder_inputs(&cfg.kernels_dir.join(variant.arch.name()), variant.arch)?,
+        None => {
+            let isa = &variant.arch.spec().isa;
+            let clang_flags = isa.clang_flags(variant.march, &isa.rows(variant.extensions));
+            Inputs { clang_flags, ..folder_inputs(&cfg.kernels_dir.join(variant.arch.name()), variant.arch)? }
+        }
     };
     let driver = driver_source(variant.arch);
     let header = protocol::c_header(spec);

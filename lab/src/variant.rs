@@ -8,6 +8,7 @@
 use std::fmt;
 
 pub use crate::arch::Arch;
+use crate::vocab::backend_kind::BackendKind;
 
 /// One build of the kernels: an architecture plus the ISA extensions the code may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,7 +44,7 @@ pub struct Variant {
 pub struct Custom(pub usize);
 
 /// Every variant the lab builds, in report order.
-pub const VARIANTS: [Variant; 6] = [
+pub const VARIANTS: [Variant; 10] = [
     Variant {
         name: "riscv64",
         arch: Arch::Riscv64,
@@ -113,7 +114,97 @@ pub const VARIANTS: [Variant; 6] = [
         mattr: "",
         custom: None,
     },
+    Variant {
+        name: "x86_64+avx2",
+        arch: Arch::X86_64,
+        zbb: false,
+        extensions: X86_64_V3,
+        march: "x86-64-v3",
+        qemu_cpu: QEMU_X86_64_V3,
+        isa: "x86-64-v3 (AVX2, BMI1/2, FMA, LZCNT, MOVBE; XSAVE)",
+        mattr: "",
+        custom: None,
+    },
+    Variant {
+        name: "x86_64+avx512",
+        arch: Arch::X86_64,
+        zbb: false,
+        extensions: X86_64_V4,
+        march: "x86-64-v4",
+        // qemu 7.2 has no AVX-512: the row is not run there; the string is what the rows derive.
+        qemu_cpu: QEMU_X86_64_V3,
+        isa: "x86-64-v4 (AVX-512 F, BW, CD, DQ, VL)",
+        mattr: "",
+        custom: None,
+    },
+    Variant {
+        name: "x86_64+avx512ifma",
+        arch: Arch::X86_64,
+        zbb: false,
+        extensions: X86_64_V4_IFMA,
+        march: "x86-64-v4",
+        qemu_cpu: QEMU_X86_64_V3,
+        isa: "x86-64-v4 + AVX-512 IFMA (-mavx512ifma)",
+        mattr: "",
+        custom: None,
+    },
+    Variant {
+        name: "aarch64+sve2",
+        arch: Arch::Aarch64,
+        zbb: false,
+        extensions: &["sve2"],
+        march: "armv8-a+sve2",
+        // Only `max` has SVE2 in qemu 7.2, and it cannot turn features off: the ISA scan
+        // (`--mattr=+fp-armv8,+neon,+sve2`) keeps the build to ARMv8.0-A + SVE2.
+        qemu_cpu: "max",
+        isa: "ARMv8.0-A + SVE2 (NEON is baseline ARMv8-A)",
+        mattr: "+fp-armv8,+neon,+sve2",
+        custom: None,
+    },
 ];
+
+/// x86-64 psABI micro-architecture level x86-64-v3, as the x86_64 row's extension names (XSAVE
+/// included: the OS must save the AVX state, and qemu needs it for `vzeroupper`).
+const X86_64_V3: &[&str] = &[
+    "popcnt", "lzcnt", "movbe", "bmi1", "bmi2", "avx", "avx2", "cx16", "sse3", "ssse3", "sse4.1", "sse4.2", "xsave",
+    "fma", "f16c",
+];
+
+/// x86-64-v4: v3 plus AVX-512 F, BW, CD, DQ, VL.
+const X86_64_V4: &[&str] = &[
+    "popcnt", "lzcnt", "movbe", "bmi1", "bmi2", "avx", "avx2", "cx16", "sse3", "ssse3", "sse4.1", "sse4.2", "xsave",
+    "fma", "f16c", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
+];
+
+/// x86-64-v4 plus AVX-512 IFMA (52-bit integer multiply-add: HotSpot's and OpenSSL's base 2^44
+/// Poly1305).
+const X86_64_V4_IFMA: &[&str] = &[
+    "popcnt",
+    "lzcnt",
+    "movbe",
+    "bmi1",
+    "bmi2",
+    "avx",
+    "avx2",
+    "cx16",
+    "sse3",
+    "ssse3",
+    "sse4.1",
+    "sse4.2",
+    "xsave",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512cd",
+    "avx512dq",
+    "avx512vl",
+    "avx512ifma",
+];
+
+/// qemu `-cpu` of x86-64-v3 (the x86_64 row's properties, in row order).
+const QEMU_X86_64_V3: &str = "qemu64,popcnt=true,abm=true,movbe=true,bmi1=true,bmi2=true,avx=true,avx2=true,\
+                              cx16=true,pni=true,ssse3=true,sse4.1=true,sse4.2=true,xsave=true,fma=true,f16c=true";
 
 impl Variant {
     /// Looks a variant up by its report name (`riscv64+zbb`).
@@ -125,6 +216,22 @@ impl Variant {
     /// from its arch row; `None` for a scalar ISA.
     pub fn vector_length(&self) -> Option<&'static crate::arch::VectorLengthSpec> {
         self.arch.spec().isa.vector_length_of(self.extensions)
+    }
+
+    /// Why `backend` cannot run code built for this variant's extensions, if it cannot, from the
+    /// arch row's extension rows (Unicorn 2.1.5: no AVX2, AVX-512 or SVE; qemu 7.2: no AVX-512;
+    /// native: the flags of this host's `/proc/cpuinfo`, `host_flags`, under Linux's names).
+    /// Zbb, which the Unicorn backend emulates, is no reason. Architecture mismatches are
+    /// `BackendKind::applicable`'s business, not this.
+    pub fn backend_lacks(&self, backend: BackendKind, host_flags: &[String]) -> Option<String> {
+        let isa = &self.arch.spec().isa;
+        let on = isa.rows(self.extensions);
+        let why = match backend {
+            BackendKind::Unicorn => isa.unicorn_lacks(&on),
+            BackendKind::Qemu => isa.qemu_lacks(&on),
+            BackendKind::Native => isa.host_lacks(&on, host_flags),
+        }?;
+        Some(format!("{backend} {why}, which {} uses", self.name))
     }
 }
 
@@ -177,3 +284,58 @@ pub const MD5_IMPL_COMPRESS: &str = "md5_implCompress";
 pub const MD5_IMPL_COMPRESS_MB: &str = "md5_implCompressMB";
 /// HotSpot stub `poly1305_processBlocks(input, length, acc, r)`.
 pub const POLY1305_PROCESS_BLOCKS: &str = "poly1305_processBlocks";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str) -> &'static Variant {
+        Variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"))
+    }
+
+    fn sorted(names: &[&'static str]) -> Vec<&'static str> {
+        let mut v = names.to_vec();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn the_x86_vector_rows_are_the_psabi_levels() {
+        let isa = &Arch::X86_64.spec().isa;
+        let level = |n: &str| isa.levels.iter().find(|l| l.name == n).expect("level").implies;
+        assert_eq!(sorted(row("x86_64+avx2").extensions), sorted(level("x86-64-v3")));
+        assert_eq!(sorted(row("x86_64+avx512").extensions), sorted(level("x86-64-v4")));
+        let ifma = row("x86_64+avx512ifma");
+        let flags = isa.clang_flags(ifma.march, &isa.rows(ifma.extensions));
+        assert_eq!(flags, ["-mavx512ifma"], "IFMA is beyond x86-64-v4");
+        let v3 = row("x86_64+avx2");
+        assert!(isa.clang_flags(v3.march, &isa.rows(v3.extensions)).is_empty());
+    }
+
+    #[test]
+    fn each_vector_row_names_the_backends_that_cannot_run_it_and_why() {
+        let all_x86: Vec<String> = Arch::X86_64.spec().isa.extensions.iter().map(|e| e.cpuinfo.to_string()).collect();
+        let avx2 = row("x86_64+avx2");
+        let u = avx2.backend_lacks(BackendKind::Unicorn, &[]).expect("Unicorn runs no AVX2");
+        assert!(u.contains("avx2") && u.contains("Unicorn 2.1.5"), "{u}");
+        assert_eq!(avx2.backend_lacks(BackendKind::Qemu, &[]), None);
+        assert_eq!(avx2.backend_lacks(BackendKind::Native, &all_x86), None);
+        let no_abm: Vec<String> = all_x86.iter().filter(|f| *f != "abm").cloned().collect();
+        let n = avx2.backend_lacks(BackendKind::Native, &no_abm).expect("LZCNT is `abm` in /proc/cpuinfo");
+        assert!(n.contains("lzcnt (`abm`)"), "{n}");
+        let avx512 = row("x86_64+avx512ifma");
+        let q = avx512.backend_lacks(BackendKind::Qemu, &[]).expect("qemu 7.2 has no AVX-512");
+        assert!(q.contains("avx512ifma") && q.contains("no AVX-512"), "{q}");
+        assert_eq!(avx512.backend_lacks(BackendKind::Native, &all_x86), None);
+        let sve2 = row("aarch64+sve2");
+        assert_eq!((sve2.qemu_cpu, sve2.backend_lacks(BackendKind::Qemu, &[])), ("max", None));
+        assert!(sve2.backend_lacks(BackendKind::Unicorn, &[]).expect("no SVE").contains("no SVE"));
+        // The rows without vector extensions (Zbb: Unicorn emulates it; a riscv64 host lists it).
+        let flags: Vec<String> = all_x86.iter().cloned().chain(["zbb".to_string()]).collect();
+        for base in ["riscv64", "riscv64+zbb", "aarch64", "x86_64"] {
+            for b in BackendKind::ALL {
+                assert_eq!(row(base).backend_lacks(b, &flags), None, "{base} on {b}");
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ use super::{
     ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
     VectorLengthSpec,
 };
-use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
 use crate::vocab::insn::{Insn, InsnClass};
 use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
@@ -31,6 +31,21 @@ pub const ABI: Abi = Abi {
     stack_budget: STACK_BUDGET,
     red_zone: 0,
     clear_on_return: None,
+    control: Some(ControlState {
+        layout: "FPCR",
+        // Linux starts a process with FPCR = 0 (round to nearest, no flush-to-zero).
+        default: 0,
+        // RMode = 01 (round towards plus infinity) and FZ: harmless to integer and NEON integer code.
+        poison: 0x0140_0000,
+        // NEP (bit 2, "zero on entry and return") is FEAT_AFP: RES0 on the Cortex-A72 and in
+        // qemu 7.2, so no backend here could show a kernel setting it; not checked.
+        fields: &[ControlField {
+            mask: 0x01c0_1f03,
+            name: "FPCR (AH, FIZ, the exception trap enables, RMode, FZ)",
+            rule: "AAPCS64 §6.1.2: these FPCR bits change only through support functions that set the \
+                   application's global floating-point state",
+        }],
+    }),
 };
 
 /// An extension the Cortex-A72 (qemu's model and Unicorn's default CPU) has: ID_AA64ISAR0 of
@@ -61,6 +76,25 @@ const fn beyond_a72(name: &'static str, doc: &'static str, mattr: &'static str) 
     }
 }
 
+/// An extension beyond the Cortex-A72 that qemu 7.2's `-cpu max` has (target/arm/cpu64.c
+/// `aarch64_max_initfn`; checked with qemu-aarch64 7.2). `max` cannot turn its other features
+/// off, so a build declaring one of these runs on a CPU with more than it declares: the static
+/// scan (`llvm-objdump --mattr` of exactly the declared ISA) keeps the build honest.
+const fn in_max(name: &'static str, doc: &'static str, mattr: &'static str, unicorn: &'static str) -> IsaExtension {
+    IsaExtension {
+        name,
+        doc,
+        mattr,
+        qemu: QemuSupport::Model("max"),
+        unicorn: UnicornSupport::Missing(unicorn),
+        cpuid: &[],
+        cpuinfo: name,
+    }
+}
+
+/// Unicorn 2.1.5's ARM64 engine (QEMU 5.0) has the Cortex-A72's features only.
+const A72_ONLY: &str = "Unicorn 2.1.5 models the Cortex-A72, which does not have it";
+
 /// Arm ARM (DDI 0487) feature names, in `armv8-a+<ext>` spelling; `v8.5a` stands for every
 /// instruction up to ARMv8.5-A (used to print anything).
 const EXTENSIONS: &[IsaExtension] = &[
@@ -69,14 +103,14 @@ const EXTENSIONS: &[IsaExtension] = &[
     a72("crypto", "AES, PMULL, SHA1, SHA256 (FEAT_AES, FEAT_PMULL, FEAT_SHA1, FEAT_SHA256)", "+crypto"),
     a72("aes", "AES and PMULL (FEAT_AES, FEAT_PMULL)", "+aes"),
     a72("sha2", "SHA1 and SHA256 (FEAT_SHA1, FEAT_SHA256)", "+sha2"),
-    beyond_a72("sha3", "SHA3 and SHA512 (FEAT_SHA3, FEAT_SHA512)", "+sha3"),
-    beyond_a72("sm4", "SM3 and SM4 (FEAT_SM3, FEAT_SM4)", "+sm4"),
-    beyond_a72("lse", "large system extensions: atomics (FEAT_LSE)", "+lse"),
-    beyond_a72("rcpc", "load-acquire RCpc (FEAT_LRCPC)", "+rcpc"),
-    beyond_a72("dotprod", "dot product (FEAT_DotProd)", "+dotprod"),
-    beyond_a72("fullfp16", "half-precision arithmetic (FEAT_FP16)", "+fullfp16"),
-    beyond_a72("sve", "scalable vector extension (FEAT_SVE)", "+sve"),
-    beyond_a72("sve2", "SVE2 (FEAT_SVE2)", "+sve2"),
+    in_max("sha3", "SHA3 and SHA512 (FEAT_SHA3, FEAT_SHA512)", "+sha3", A72_ONLY),
+    in_max("sm4", "SM3 and SM4 (FEAT_SM3, FEAT_SM4)", "+sm4", A72_ONLY),
+    in_max("lse", "large system extensions: atomics (FEAT_LSE)", "+lse", A72_ONLY),
+    in_max("rcpc", "load-acquire RCpc (FEAT_LRCPC)", "+rcpc", A72_ONLY),
+    in_max("dotprod", "dot product (FEAT_DotProd)", "+dotprod", A72_ONLY),
+    in_max("fullfp16", "half-precision arithmetic (FEAT_FP16)", "+fullfp16", A72_ONLY),
+    in_max("sve", "scalable vector extension (FEAT_SVE)", "+sve", "Unicorn 2.1.5 has no SVE"),
+    in_max("sve2", "SVE2 (FEAT_SVE2)", "+sve2", "Unicorn 2.1.5 has no SVE"),
 ];
 
 /// SVE's vector length as a run dimension: any multiple of 128 bits up to 2048 (Arm ARM,
@@ -150,7 +184,12 @@ pub static SPEC: ArchSpec = ArchSpec {
         ],
         refuse: None,
     },
-    mca: McaSpec { triple: "aarch64", models: &["cortex-a55", "cortex-a72", "neoverse-n1"] },
+    mca: McaSpec {
+        triple: "aarch64",
+        models: &["cortex-a55", "cortex-a72", "neoverse-n1"],
+        // Cores with SVE2 (Arm Neoverse N2 and V2 TRMs), both modelled by llvm-mca-19.
+        by_extension: &[("sve2", &["neoverse-n2", "neoverse-v2"])],
+    },
     spin_source: include_str!("../../guest/aarch64/spin.S"),
     openssl_poly1305: PolyCtx {
         bytes: 48,
@@ -306,6 +345,25 @@ fn base_address(insn: &Insn, reg: &mut dyn FnMut(&str) -> Option<u64>) -> Option
 }
 
 /// The class of an AArch64 instruction, by mnemonic.
+/// Whether operands name a NEON or SVE register: `v3.4s`, `q0`, `z1.d`, `p0/z`, `{ v0.16b }`
+/// (not the scalar FP `d8`/`s0`, which AAPCS64 treats as FP registers).
+fn names_vector_register(ops: &str) -> bool {
+    ops.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '/')).any(|w| {
+        let w = w.to_ascii_lowercase();
+        let Some(first) = w.chars().next() else { return false };
+        let rest = &w[1..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = &rest[digits.len()..];
+        !digits.is_empty()
+            && match first {
+                'v' | 'z' => after.starts_with('.') || (first == 'z' && after.is_empty()),
+                'q' => after.is_empty(),
+                'p' => after.is_empty() || after.starts_with('/') || after.starts_with('.'),
+                _ => false,
+            }
+    })
+}
+
 fn classify(insn: &Insn) -> InsnClass {
     const BRANCH: &[&str] = &["b", "bl", "br", "blr", "ret", "cbz", "cbnz", "tbz", "tbnz"];
     const MUL: &[&str] = &[
@@ -316,10 +374,12 @@ fn classify(insn: &Insn) -> InsnClass {
     let m = m.as_str();
     if BRANCH.contains(&m) || m.starts_with("b.") {
         InsnClass::Branch
-    } else if MUL.contains(&m) {
-        InsnClass::Multiply
     } else if m.starts_with("crc32") || m.starts_with("aes") || m.starts_with("sha") || m.starts_with("pmull") {
         InsnClass::Extension
+    } else if names_vector_register(operands(&insn.text)) {
+        InsnClass::Vector
+    } else if MUL.contains(&m) {
+        InsnClass::Multiply
     } else if m.starts_with("st") {
         InsnClass::Store
     } else if m.starts_with("ld") || m == "prfm" {

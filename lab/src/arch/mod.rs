@@ -414,6 +414,9 @@ pub enum QemuSupport {
     /// The CPU model always has it and cannot turn it off: the static scan alone keeps a
     /// build without it honest.
     InModel,
+    /// Only this other `-cpu` model has it (aarch64 SVE2: `max`), and that model cannot turn
+    /// its other features off: the static scan alone keeps the build to the declared ISA.
+    Model(&'static str),
     /// The CPU model lacks it; the reason, for a skip.
     Missing(&'static str),
 }
@@ -448,9 +451,14 @@ impl IsaSpec {
     }
 
     /// qemu-user `-cpu` for the base plus `on`: every extension qemu turns on by default and
-    /// every declared one is named, so the guest CPU has exactly the declared ISA.
+    /// every declared one is named, so the guest CPU has exactly the declared ISA; an
+    /// extension only another model has ([`QemuSupport::Model`]) switches to that model.
     pub fn qemu_cpu(&self, on: &[&IsaExtension]) -> String {
-        let mut cpu = self.qemu_cpu_model.to_string();
+        let model = on.iter().find_map(|e| match e.qemu {
+            QemuSupport::Model(m) => Some(m),
+            _ => None,
+        });
+        let mut cpu = model.unwrap_or(self.qemu_cpu_model).to_string();
         for e in self.extensions {
             let QemuSupport::Property { name, default_on } = e.qemu else { continue };
             let wanted = on.iter().any(|o| o.name == e.name);
@@ -469,6 +477,67 @@ impl IsaSpec {
     pub fn vector_length_of(&self, extensions: &[&str]) -> Option<&VectorLengthSpec> {
         self.vector_length.as_ref().filter(|vl| vl.applies(extensions))
     }
+}
+
+impl IsaSpec {
+    /// Why Unicorn 2.1.5 cannot run code using `on`, naming the extensions grouped by reason
+    /// ("cannot provide avx, avx2 (VEX-encoded: ...)"), if it cannot.
+    pub fn unicorn_lacks(&self, on: &[&IsaExtension]) -> Option<String> {
+        lacks(on.iter().filter_map(|e| match e.unicorn {
+            UnicornSupport::Missing(why) => Some((e.name, why)),
+            _ => None,
+        }))
+    }
+
+    /// Why qemu-user 7.2 cannot provide `on`, if it cannot.
+    pub fn qemu_lacks(&self, on: &[&IsaExtension]) -> Option<String> {
+        lacks(on.iter().filter_map(|e| match e.qemu {
+            QemuSupport::Missing(why) => Some((e.name, why)),
+            _ => None,
+        }))
+    }
+
+    /// Why a host whose `/proc/cpuinfo` lists `host_flags` cannot run code using `on` (each
+    /// extension looked up under its Linux name, [`IsaExtension::cpuinfo`]), if it cannot.
+    pub fn host_lacks(&self, on: &[&IsaExtension], host_flags: &[String]) -> Option<String> {
+        let missing: Vec<String> = on
+            .iter()
+            .filter(|e| !host_flags.iter().any(|f| f == e.cpuinfo))
+            .map(|e| if e.cpuinfo == e.name { e.name.to_string() } else { format!("{} (`{}`)", e.name, e.cpuinfo) })
+            .collect();
+        (!missing.is_empty())
+            .then(|| format!("cannot provide {}: this host's CPU lacks it (/proc/cpuinfo)", missing.join(", ")))
+    }
+
+    /// The extension rows named `names` (unknown names are left out: the variant table's unit
+    /// test keeps its names known).
+    pub fn rows(&self, names: &[&str]) -> Vec<&'static IsaExtension> {
+        names.iter().filter_map(|n| self.extension(n)).collect()
+    }
+
+    /// clang flags beyond `-march=<march>` that turn `on` on where `-march` takes no extensions
+    /// (x86_64: `-mavx512ifma` for an extension the level `march` does not imply); empty where
+    /// extensions join `-march` itself ([`IsaSpec::march_separator`]).
+    pub fn clang_flags(&self, march: &str, on: &[&IsaExtension]) -> Vec<String> {
+        if self.march_separator.is_some() {
+            return Vec::new();
+        }
+        let implied = self.levels.iter().find(|l| l.name == march).map_or(&[][..], |l| l.implies);
+        on.iter().filter(|e| !implied.contains(&e.name)).map(|e| format!("-m{}", e.name)).collect()
+    }
+}
+
+/// "cannot provide zbkb, zknh (<reason>)", grouping extensions by reason.
+fn lacks(items: impl Iterator<Item = (&'static str, &'static str)>) -> Option<String> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, why) in items {
+        match groups.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((why, vec![name])),
+        }
+    }
+    let parts: Vec<String> = groups.iter().map(|(why, names)| format!("{} ({why})", names.join(", "))).collect();
+    (!parts.is_empty()).then(|| format!("cannot provide {}", parts.join("; ")))
 }
 
 /// The architecture's system-call instruction.
@@ -570,6 +639,10 @@ pub struct McaSpec {
     pub triple: &'static str,
     /// Scheduling models predicted by default.
     pub models: &'static [&'static str],
+    /// Models for code using an extension (row name) that the default models lack: a variant
+    /// declaring the first listed extension is predicted on these instead (x86 AVX-512:
+    /// `icelake-server`, `znver4`).
+    pub by_extension: &'static [(&'static str, &'static [&'static str])],
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::{
     ReturnAddress, RoundingSpec, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec,
     UnicornSupport, VectorLengthSpec,
 };
-use crate::vocab::abi::{Abi, Int32Args, STACK_BUDGET};
+use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
 use crate::vocab::insn::{Insn, InsnClass};
 use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
@@ -33,6 +33,18 @@ pub const ABI: Abi = Abi {
     stack_budget: STACK_BUDGET,
     red_zone: 0,
     clear_on_return: None,
+    control: Some(ControlState {
+        layout: "fcsr (fflags in bits 0-4, frm in bits 5-7)",
+        default: 0,
+        // frm = RUP (round up, 011).
+        poison: 0x60,
+        fields: &[ControlField {
+            mask: 0xe0,
+            name: "fcsr.frm (the dynamic rounding mode)",
+            rule: "RISC-V psABI \"Floating-point Register Convention\": fcsr has thread storage duration (C11 \
+                   §7.6), so a call leaves frm as it found it; fflags are not checked",
+        }],
+    }),
 };
 
 const NO_UNICORN_ZB: UnicornSupport =
@@ -232,7 +244,12 @@ pub static SPEC: ArchSpec = ArchSpec {
         ],
         refuse: None,
     },
-    mca: McaSpec { triple: "riscv64", models: &["sifive-u74", "spacemit-x60", "sifive-p670"] },
+    mca: McaSpec {
+        triple: "riscv64",
+        models: &["sifive-u74", "spacemit-x60", "sifive-p670"],
+        // RVV 1.0 cores llvm-mca-19 models (`llvm-mca-19 -mtriple=riscv64 -mcpu=help` lists both).
+        by_extension: &[("v", &["sifive-x280", "sifive-p670"])],
+    },
     spin_source: include_str!("../../guest/riscv64/spin.S"),
     openssl_poly1305: PolyCtx {
         bytes: 56,
@@ -377,6 +394,9 @@ fn classify(insn: &Insn) -> InsnClass {
     let m = m.strip_prefix("c.").unwrap_or(&m);
     if BRANCH.contains(&m) {
         InsnClass::Branch
+    } else if m.starts_with('v') {
+        // Every RVV instruction (vsetvli, vle64.v, vadd.vv...) and no other starts with `v`.
+        InsnClass::Vector
     } else if MUL.contains(&m) {
         InsnClass::Multiply
     } else if ZBB.contains(&m) {

@@ -15,7 +15,7 @@ use super::{
     ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal,
     UnicornSpec, UnicornSupport,
 };
-use crate::vocab::abi::{Abi, Int32Args, ReturnFlag, STACK_BUDGET};
+use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
 use crate::vocab::poly_ctx::{EmitReduction, PolyCtx};
 use crate::vocab::tool::Tool;
@@ -36,6 +36,28 @@ pub const ABI: Abi = Abi {
     stack_budget: STACK_BUDGET,
     red_zone: 128,
     clear_on_return: Some(ReturnFlag { mask: RFLAGS_DF, name: "the direction flag (DF)" }),
+    control: Some(ControlState {
+        layout: "MXCSR in bits 0-31, the x87 control word in bits 32-47",
+        // Linux's initial MXCSR 0x1f80 (every exception masked, round to nearest) and x87
+        // control word 0x037f (Intel SDM vol. 1, 8.1.5 and 10.2.3.3).
+        default: 0x0000_037f_0000_1f80,
+        // MXCSR: round down (RC = 01) and flush-to-zero; x87: round toward zero (RC = 11) and
+        // double precision (PC = 10). Every exception stays masked.
+        poison: 0x0000_0e7f_0000_bf80,
+        fields: &[
+            ControlField {
+                mask: 0xffc0,
+                name: "the MXCSR control bits (DAZ, exception masks, RC, FTZ)",
+                rule: "System V AMD64 psABI §3.2.1: the control bits of MXCSR are callee-saved, its status bits \
+                       caller-saved",
+            },
+            ControlField {
+                mask: 0x1f3f << 32,
+                name: "the x87 control word",
+                rule: "System V AMD64 psABI §3.2.1: the x87 control word is callee-saved",
+            },
+        ],
+    }),
 };
 
 /// CPUID features of baseline x86-64 (x86-64 psABI "Micro-architecture levels": x86-64-v1 is
@@ -116,12 +138,18 @@ const V4: &[&str] = &[
     "movbe", "xsave", "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
 ];
 
-/// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"); qemu's `-cpu` property names
-/// (checked with qemu-x86_64 7.2: `-cpu qemu64,<property>=true`). Unicorn's default CPU is
-/// Haswell, which has no ADX.
+/// Extensions by their CPUID names (Intel SDM vol. 2, "CPUID"); qemu's `-cpu` property names as
+/// `qemu-x86_64 -cpu help` (7.2) lists them under "Recognized CPUID flags" (`lab doctor` checks
+/// each); the `/proc/cpuinfo` flag as Linux spells it (arch/x86/include/asm/cpufeatures.h: the
+/// name in the comment, else the `X86_FEATURE_` suffix in lower case), kept by a unit test.
+/// Unicorn's default CPU is Haswell, which has no ADX.
 const EXTENSIONS: &[IsaExtension] = &[
     ext("popcnt", "popcnt", "POPCNT", UnicornSupport::Decoded, &[CpuidFeature::POPCNT]),
-    ext("lzcnt", "abm", "LZCNT (ABM)", UnicornSupport::Decoded, &[CpuidFeature::LZCNT]),
+    // Linux lists LZCNT as `abm` (AMD's "advanced bit manipulation", CPUID 8000_0001h:ECX[5]).
+    IsaExtension {
+        cpuinfo: "abm",
+        ..ext("lzcnt", "abm", "LZCNT (ABM)", UnicornSupport::Decoded, &[CpuidFeature::LZCNT])
+    },
     ext("movbe", "movbe", "MOVBE", UnicornSupport::Decoded, &[CpuidFeature::MOVBE]),
     ext("bmi1", "bmi1", "bit manipulation 1 (ANDN, BEXTR, BLSI, TZCNT...)", VEX_ON_UNICORN, &[CpuidFeature::BMI1]),
     ext("bmi2", "bmi2", "bit manipulation 2 (MULX, RORX, SHLX, PDEP...)", VEX_ON_UNICORN, &[CpuidFeature::BMI2]),
@@ -135,7 +163,8 @@ const EXTENSIONS: &[IsaExtension] = &[
     ext("avx", "avx", "AVX", VEX_ON_UNICORN, &[CpuidFeature::AVX]),
     ext("avx2", "avx2", "AVX2", VEX_ON_UNICORN, &[CpuidFeature::AVX2]),
     ext("cx16", "cx16", "CMPXCHG16B", UnicornSupport::Decoded, &[CpuidFeature::CMPXCHG16B]),
-    IsaExtension { cpuinfo: "pni", ..ext("sse3", "sse3", "SSE3", UnicornSupport::Decoded, &[CpuidFeature::SSE3]) },
+    // qemu and Linux both call SSE3 `pni` ("Prescott New Instructions").
+    IsaExtension { cpuinfo: "pni", ..ext("sse3", "pni", "SSE3", UnicornSupport::Decoded, &[CpuidFeature::SSE3]) },
     ext("ssse3", "ssse3", "SSSE3", UnicornSupport::Decoded, &[CpuidFeature::SSSE3]),
     IsaExtension {
         cpuinfo: "sse4_1",
@@ -159,7 +188,7 @@ const EXTENSIONS: &[IsaExtension] = &[
     IsaExtension {
         qemu: QemuSupport::Missing("qemu 7.2's TCG has no SHA-NI"),
         cpuinfo: "sha_ni",
-        ..ext("sha", "sha", "SHA-NI (SHA1, SHA256)", NO_SHA_ON_UNICORN, &[CpuidFeature::SHA])
+        ..ext("sha", "sha-ni", "SHA-NI (SHA1, SHA256)", NO_SHA_ON_UNICORN, &[CpuidFeature::SHA])
     },
     avx512("avx512f", &[CpuidFeature::AVX512F]),
     avx512("avx512bw", &[CpuidFeature::AVX512BW]),
@@ -223,7 +252,12 @@ pub static SPEC: ArchSpec = ArchSpec {
             why: "which Unicorn 2.1.5 computes wrongly for some VEX.128 forms (docs/DESIGN.md)",
         }),
     },
-    mca: McaSpec { triple: "x86_64", models: &["skylake", "znver3"] },
+    mca: McaSpec {
+        triple: "x86_64",
+        models: &["skylake", "znver3"],
+        // Skylake (client) and Zen 3 have no AVX-512; Ice Lake server and Zen 4 do.
+        by_extension: &[("avx512f", &["icelake-server", "znver4"])],
+    },
     spin_source: include_str!("../../guest/x86_64/spin.S"),
     openssl_poly1305: PolyCtx {
         bytes: 40,
@@ -473,6 +507,15 @@ pub fn beyond_baseline(i: &Instruction) -> bool {
     i.encoding() != EncodingKind::Legacy || i.cpuid_features().iter().any(|f| !BASELINE.contains(f))
 }
 
+/// Whether an operand (or the memory operand's index, as in a VSIB gather) is an xmm, ymm or
+/// zmm register or an AVX-512 mask register (`k1`): SSE, AVX and AVX-512 code.
+fn names_vector_register(i: &Instruction) -> bool {
+    let vector = |r: Register| r.is_xmm() || r.is_ymm() || r.is_zmm() || r.is_k();
+    (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && vector(i.op_register(k)))
+        || vector(i.memory_index())
+        || i.op_mask() != Register::None
+}
+
 /// The class of an x86-64 instruction from iced-x86's decoding of its bytes: control flow,
 /// CPUID features, mnemonic (multiply/divide) and the memory operands' access.
 fn classify(insn: &Insn) -> InsnClass {
@@ -500,6 +543,8 @@ fn classify(insn: &Insn) -> InsnClass {
         )
     {
         InsnClass::Branch
+    } else if names_vector_register(&i) {
+        InsnClass::Vector
     } else if beyond_baseline(&i) {
         InsnClass::Extension
     } else if matches!(i.mnemonic(), Mnemonic::Mul | Mnemonic::Imul | Mnemonic::Div | Mnemonic::Idiv) {
@@ -519,6 +564,90 @@ mod tests {
 
     fn insn(bytes: &[u8]) -> Insn {
         Insn { addr: 0x1000, bytes: bytes.to_vec(), text: String::new() }
+    }
+
+    /// Linux's `/proc/cpuinfo` flag for each extension row (arch/x86/include/asm/cpufeatures.h,
+    /// Linux 6.1: `X86_FEATURE_LZCNT` does not exist, LZCNT is `X86_FEATURE_ABM` "abm"; SSE3 is
+    /// `X86_FEATURE_XMM3` "pni"; `X86_FEATURE_XMM4_1` "sse4_1"; `X86_FEATURE_SHA_NI` "sha_ni";
+    /// `X86_FEATURE_CX16` "cx16"), written out independently of the rows.
+    const LINUX_CPUINFO: [(&str, &str); 25] = [
+        ("popcnt", "popcnt"),
+        ("lzcnt", "abm"),
+        ("movbe", "movbe"),
+        ("bmi1", "bmi1"),
+        ("bmi2", "bmi2"),
+        ("adx", "adx"),
+        ("avx", "avx"),
+        ("avx2", "avx2"),
+        ("cx16", "cx16"),
+        ("sse3", "pni"),
+        ("ssse3", "ssse3"),
+        ("sse4.1", "sse4_1"),
+        ("sse4.2", "sse4_2"),
+        ("aes", "aes"),
+        ("pclmulqdq", "pclmulqdq"),
+        ("xsave", "xsave"),
+        ("fma", "fma"),
+        ("f16c", "f16c"),
+        ("sha", "sha_ni"),
+        ("avx512f", "avx512f"),
+        ("avx512bw", "avx512bw"),
+        ("avx512cd", "avx512cd"),
+        ("avx512dq", "avx512dq"),
+        ("avx512vl", "avx512vl"),
+        ("avx512ifma", "avx512ifma"),
+    ];
+
+    #[test]
+    fn every_row_is_looked_up_in_proc_cpuinfo_under_linux_s_name() {
+        assert_eq!(EXTENSIONS.len(), LINUX_CPUINFO.len(), "a new row needs its Linux name here");
+        for (row, (name, linux)) in EXTENSIONS.iter().zip(LINUX_CPUINFO) {
+            assert_eq!((row.name, row.cpuinfo), (name, linux), "{name}");
+        }
+    }
+
+    /// Whether this host's CPU has the extension, by Rust's own CPUID reading (not /proc/cpuinfo).
+    #[cfg(target_arch = "x86_64")]
+    fn cpuid_has(name: &str) -> bool {
+        match name {
+            "popcnt" => is_x86_feature_detected!("popcnt"),
+            "lzcnt" => is_x86_feature_detected!("lzcnt"),
+            "movbe" => is_x86_feature_detected!("movbe"),
+            "bmi1" => is_x86_feature_detected!("bmi1"),
+            "bmi2" => is_x86_feature_detected!("bmi2"),
+            "adx" => is_x86_feature_detected!("adx"),
+            "avx" => is_x86_feature_detected!("avx"),
+            "avx2" => is_x86_feature_detected!("avx2"),
+            "cx16" => is_x86_feature_detected!("cmpxchg16b"),
+            "sse3" => is_x86_feature_detected!("sse3"),
+            "ssse3" => is_x86_feature_detected!("ssse3"),
+            "sse4.1" => is_x86_feature_detected!("sse4.1"),
+            "sse4.2" => is_x86_feature_detected!("sse4.2"),
+            "aes" => is_x86_feature_detected!("aes"),
+            "pclmulqdq" => is_x86_feature_detected!("pclmulqdq"),
+            "xsave" => is_x86_feature_detected!("xsave"),
+            "fma" => is_x86_feature_detected!("fma"),
+            "f16c" => is_x86_feature_detected!("f16c"),
+            "sha" => is_x86_feature_detected!("sha"),
+            "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx512bw" => is_x86_feature_detected!("avx512bw"),
+            "avx512cd" => is_x86_feature_detected!("avx512cd"),
+            "avx512dq" => is_x86_feature_detected!("avx512dq"),
+            "avx512vl" => is_x86_feature_detected!("avx512vl"),
+            "avx512ifma" => is_x86_feature_detected!("avx512ifma"),
+            other => panic!("no CPUID check for `{other}`"),
+        }
+    }
+
+    /// On an x86_64 host, /proc/cpuinfo lists a row's flag exactly when CPUID says the CPU has it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_cpuinfo_names_agree_with_this_host_s_cpuid() {
+        let flags = crate::user_kernel::isa_decl::host_cpu_flags();
+        assert!(flags.iter().any(|f| f == "sse2"), "/proc/cpuinfo has no flags line: {flags:?}");
+        for e in EXTENSIONS {
+            assert_eq!(flags.iter().any(|f| f == e.cpuinfo), cpuid_has(e.name), "{} as `{}`", e.name, e.cpuinfo);
+        }
     }
 
     #[test]

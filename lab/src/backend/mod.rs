@@ -24,30 +24,15 @@ pub use crate::vocab::backend_kind::BackendKind;
 impl BackendKind {
     /// Whether this backend can run `variant`; `Err` carries the reason: the combination cannot
     /// exist on this host ([`applicable`](Self::applicable): another architecture natively),
-    /// or an extension a user's declared ISA needs and this backend cannot provide (a skip).
+    /// or an extension the variant's row or a user's declared ISA needs and this backend cannot
+    /// provide (a skip with that reason, never counted as passed).
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         self.applicable(variant)?;
-        if let Some(user) = crate::user_kernel::of(variant) {
-            return user.backend_lacks(self).map_or(Ok(()), Err);
-        }
-        self.lacks_extension(variant).map_or(Ok(()), Err)
-    }
-
-    /// Why this emulator cannot provide an extension of one of the lab's own variants (its arch
-    /// row's `unicorn` or `qemu` column: Unicorn 2.1.5 has no RVV), if it cannot.
-    fn lacks_extension(self, variant: &Variant) -> Option<String> {
-        let isa = &variant.arch.spec().isa;
-        let rows = variant.extensions.iter().filter_map(|n| isa.extension(n));
-        let why: Vec<String> = rows
-            .filter_map(|e| match (self, e.unicorn, e.qemu) {
-                (BackendKind::Unicorn, crate::arch::UnicornSupport::Missing(why), _) => {
-                    Some(format!("{} ({why})", e.name))
-                }
-                (BackendKind::Qemu, _, crate::arch::QemuSupport::Missing(why)) => Some(format!("{} ({why})", e.name)),
-                _ => None,
-            })
-            .collect();
-        (!why.is_empty()).then(|| format!("{self} cannot provide {}", why.join("; ")))
+        let why = match crate::user_kernel::of(variant) {
+            Some(k) => k.backend_lacks(self),
+            None => variant.backend_lacks(self, &host_flags(self)),
+        };
+        why.map_or(Ok(()), Err)
     }
 
     /// Whether this backend and `variant` can exist together on this host at all; `Err` carries
@@ -103,6 +88,15 @@ impl BackendKind {
             }
             BackendKind::Native => Box::new(ProcessBackend::native(image, limits)?),
         })
+    }
+}
+
+/// This host's `/proc/cpuinfo` flags (read once) when `kind` is native; none otherwise.
+fn host_flags(kind: BackendKind) -> Vec<String> {
+    static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    match kind {
+        BackendKind::Native => FLAGS.get_or_init(crate::user_kernel::isa_decl::host_cpu_flags).clone(),
+        _ => Vec::new(),
     }
 }
 

@@ -47,6 +47,9 @@ pub struct CallRecord {
     pub sp_after: u64,
     /// x86_64 RFLAGS after the return (0 elsewhere).
     pub flags: u64,
+    /// The FP control registers after the return (`Abi::control`'s layout; 0 when the
+    /// driver has none).
+    pub fpctl: u64,
     /// Poison seed of this call.
     pub seed: u64,
     /// Callee-saved registers after the return, in ABI order.
@@ -235,6 +238,7 @@ impl Batch {
             sp_before: w(ent::SP_BEFORE),
             sp_after: w(ent::SP_AFTER),
             flags: w(ent::FLAGS),
+            fpctl: w(ent::FPCTL),
             seed: self.seeds[call],
             saved: (0..self.nsaved).map(|i| get(resp, base + (ENTRY_FIXED_WORDS + i) * 8)).collect(),
         }

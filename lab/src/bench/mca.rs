@@ -32,9 +32,16 @@ pub const ITERATIONS: u32 = 100;
 
 /// Scheduling models predicted by default: riscv64 SiFive U74 (VisionFive 2), SpacemiT X60,
 /// SiFive P670; aarch64 Cortex-A55, Cortex-A72, Neoverse N1; x86_64 Skylake and Zen 3 (the
-/// host's own model is added by [`Mca::default_models`]).
-pub fn standard_models(arch: Arch) -> &'static [&'static str] {
-    arch.spec().mca.models
+/// host's own model is added by [`Mca::default_models`]). A variant declaring an extension the
+/// arch row lists models for (`McaSpec::by_extension`: AVX-512, SVE2, RVV) gets those instead.
+pub fn standard_models(variant: &Variant) -> &'static [&'static str] {
+    vector_models(variant).unwrap_or(variant.arch.spec().mca.models)
+}
+
+/// The models of the first `McaSpec::by_extension` entry whose extension `variant` declares.
+fn vector_models(variant: &Variant) -> Option<&'static [&'static str]> {
+    let spec = &variant.arch.spec().mca;
+    spec.by_extension.iter().find(|(e, _)| variant.extensions.contains(e)).map(|(_, m)| *m)
 }
 
 /// `-mtriple` for `arch`.
@@ -292,13 +299,14 @@ impl Mca {
         Ok(models)
     }
 
-    /// [`standard_models`] of `arch`, with the host's model first on x86_64 hosts.
-    pub fn default_models(&self, arch: Arch) -> Vec<String> {
+    /// [`standard_models`] of `variant`, with the host's model first on x86_64 hosts (not for
+    /// a vector row with models of its own: the host's CPU may not have its extension).
+    pub fn default_models(&self, variant: &Variant) -> Vec<String> {
         let mut models: Vec<String> = Vec::new();
-        if Arch::host() == Some(arch) {
+        if Arch::host() == Some(variant.arch) && vector_models(variant).is_none() {
             models.extend(self.host_cpu());
         }
-        for m in standard_models(arch) {
+        for m in standard_models(variant) {
             if !models.iter().any(|x| x == m) {
                 models.push((*m).to_string());
             }
@@ -384,6 +392,22 @@ impl Mca {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vector_rows_are_predicted_on_models_that_have_their_extension() {
+        let models = |name: &str| standard_models(Variant::by_name(name).expect("a row"));
+        assert_eq!(models("x86_64+avx512"), ["icelake-server", "znver4"]);
+        assert_eq!(models("x86_64+avx512ifma"), ["icelake-server", "znver4"]);
+        assert_eq!(models("x86_64+avx2"), ["skylake", "znver3"], "both have AVX2");
+        assert_eq!(models("aarch64+sve2"), ["neoverse-n2", "neoverse-v2"]);
+        assert_eq!(models("aarch64"), ["cortex-a55", "cortex-a72", "neoverse-n1"]);
+        for a in Arch::ALL {
+            for (ext, _) in a.spec().mca.by_extension {
+                // Helper rows may arrive later (riscv64 `v`); the others must be known extensions.
+                assert!(a.spec().isa.extension(ext).is_some() || *ext == "v", "{a}: unknown extension {ext}");
+            }
+        }
+    }
 
     const TEXT: &str = "Iterations:        100\nInstructions:      57700\nTotal Cycles:      42804\n\n\
         Cycles with backend pressure increase [ 64.48% ]\nThroughput Bottlenecks: \n  Resource Pressure       [ 19.39% ]\n\

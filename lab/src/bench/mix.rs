@@ -27,6 +27,8 @@ pub struct Mix {
     pub branches: f64,
     /// Extension instructions.
     pub extension: f64,
+    /// SIMD/vector instructions ([`InsnClass::Vector`]).
+    pub vector: f64,
 }
 
 impl Mix {
@@ -39,13 +41,14 @@ impl Mix {
             InsnClass::Multiply => &mut self.multiplies,
             InsnClass::Branch => &mut self.branches,
             InsnClass::Extension => &mut self.extension,
+            InsnClass::Vector => &mut self.vector,
         };
         *slot += n;
     }
 
     /// Sum over the classes.
     pub fn total(&self) -> f64 {
-        self.loads + self.stores + self.alu + self.multiplies + self.branches + self.extension
+        self.loads + self.stores + self.alu + self.multiplies + self.branches + self.extension + self.vector
     }
 
     /// `(self - other) / n`, class by class: the mix of the blocks one profile ran more.
@@ -57,6 +60,7 @@ impl Mix {
             multiplies: (self.multiplies - other.multiplies) / n,
             branches: (self.branches - other.branches) / n,
             extension: (self.extension - other.extension) / n,
+            vector: (self.vector - other.vector) / n,
         }
     }
 }
@@ -160,7 +164,22 @@ mod tests {
             (Arch::X86_64, "pop rbx", &[0x5b], Load),
             (Arch::X86_64, "rorx eax, ebx, 7", &[0xc4, 0xe3, 0x7b, 0xf0, 0xc3, 0x07], Extension),
             (Arch::X86_64, "adcx rax, rbx", &[0x66, 0x48, 0x0f, 0x38, 0xf6, 0xc3], Extension),
-            (Arch::X86_64, "pshufb xmm0, xmm1", &[0x66, 0x0f, 0x38, 0x00, 0xc1], Extension),
+            (Arch::X86_64, "pshufb xmm0, xmm1", &[0x66, 0x0f, 0x38, 0x00, 0xc1], Vector),
+            // Vector code of every row (x86 encodings from `llvm-mc-19 --show-encoding`).
+            (Arch::X86_64, "vpaddd ymm0, ymm0, ymm2", &[0xc5, 0xfd, 0xfe, 0xc2], Vector),
+            (Arch::X86_64, "vmovdqu ymm0, ymmword ptr [rdi]", &[0xc5, 0xfe, 0x6f, 0x07], Vector),
+            (Arch::X86_64, "vpmadd52luq zmm0, zmm1, zmm2", &[0x62, 0xf2, 0xf5, 0x48, 0xb4, 0xc2], Vector),
+            (Arch::X86_64, "kmovw k1, eax", &[0xc5, 0xf8, 0x92, 0xc8], Vector),
+            (Arch::Aarch64, "add v0.4s, v1.4s, v2.4s", &[], Vector),
+            (Arch::Aarch64, "ld1 { v0.16b, v1.16b }, [x1], #32", &[], Vector),
+            (Arch::Aarch64, "str q8, [sp, #16]", &[], Vector),
+            (Arch::Aarch64, "mul z0.d, z0.d, z1.d", &[], Vector),
+            (Arch::Aarch64, "ptrue p0.d", &[], Vector),
+            (Arch::Aarch64, "ld1d { z0.d }, p0/z, [x0]", &[], Vector),
+            (Arch::Aarch64, "str d8, [sp, #16]", &[], Store),
+            (Arch::Aarch64, "aese v0.16b, v1.16b", &[], Extension),
+            (Arch::Riscv64, "vsetvli t0, a0, e64, m1, ta, ma", &[], Vector),
+            (Arch::Riscv64, "vle64.v v8, (a0)", &[], Vector),
         ];
         for &(arch, text, bytes, want) in cases {
             let insn = Insn { addr: 0x1000, bytes: bytes.to_vec(), text: text.into() };

@@ -39,7 +39,7 @@ use crate::pool;
 use crate::progress::Progress;
 use crate::run::{self, RunConfig};
 use crate::toolchain::{self, BuildConfig};
-use crate::variant::{Arch, Kernel, Variant, VARIANTS};
+use crate::variant::{Kernel, Variant, VARIANTS};
 use crate::vectors;
 
 pub use report::BenchReport;
@@ -110,9 +110,10 @@ struct VariantCounts {
 /// Instruction counts of every selected kernel × input placement of `v`.
 fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let mut out = VariantCounts::default();
-    // Counts run on Unicorn (a block hook): a variant it cannot run (RVV) has none.
+    // Counts are measured on Unicorn (a block hook): a row it cannot run (RVV, AVX2, AVX-512,
+    // SVE2) is not counted.
     if let Err(why) = BackendKind::Unicorn.supports(v) {
-        out.skipped.push(format!("counting on {v}: instruction counts run on Unicorn, and {why}"));
+        out.skipped.push(format!("counting on {v} (counts are measured on Unicorn): {why}"));
         return out;
     }
     let image = match load(&cfg.build, v) {
@@ -174,12 +175,12 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn
     counts::add_zbb_savings(&mut report.counts);
 }
 
-/// The models to predict `arch` on: `cfg.cpus` that llvm-mca knows for it, else the defaults.
-fn models_for(cfg: &BenchConfig, m: &mca::Mca, arch: Arch) -> Result<Vec<String>, String> {
+/// The models to predict `variant` on: `cfg.cpus` that llvm-mca knows for it, else the defaults.
+fn models_for(cfg: &BenchConfig, m: &mca::Mca, variant: &Variant) -> Result<Vec<String>, String> {
     if cfg.cpus.is_empty() {
-        return Ok(m.default_models(arch));
+        return Ok(m.default_models(variant));
     }
-    let known = m.known_models(arch)?;
+    let known = m.known_models(variant.arch)?;
     Ok(cfg.cpus.iter().filter(|c| known.contains(c)).cloned().collect())
 }
 
@@ -201,7 +202,7 @@ fn loops_to_predict(
 ) -> Vec<(&'static Variant, Kernel, steady::SteadyLoop, Vec<String>)> {
     let mut loops = Vec::new();
     for &v in &cfg.variants {
-        let models = match models_for(cfg, m, v.arch) {
+        let models = match models_for(cfg, m, v) {
             Ok(x) => x,
             Err(e) => {
                 report.setup_errors.push(format!("{v}: {e}"));

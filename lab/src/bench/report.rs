@@ -227,14 +227,14 @@ impl BenchReport {
         );
         let _ = writeln!(
             s,
-            "{:<12} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9}",
-            "variant", "kernel", "loads", "stores", "ALU", "mul", "branch", "extension"
+            "{:<17} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}",
+            "variant", "kernel", "loads", "stores", "ALU", "mul", "branch", "extension", "vector"
         );
         for r in self.counts.iter().filter(|r| r.misalign == 0) {
             let m = &r.mix_per_block;
             let _ = writeln!(
                 s,
-                "{:<12} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9}",
+                "{:<17} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}",
                 r.variant,
                 r.kernel,
                 num(m.loads),
@@ -242,7 +242,8 @@ impl BenchReport {
                 num(m.alu),
                 num(m.multiplies),
                 num(m.branches),
-                num(m.extension)
+                num(m.extension),
+                num(m.vector)
             );
         }
     }

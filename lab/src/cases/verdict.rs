@@ -230,7 +230,26 @@ fn abi_findings(label: &str, rec: &crate::batch::CallRecord, abi: &Abi) -> Vec<F
     if let Some(flag) = abi.clear_on_return.filter(|f| rec.flags & f.mask != 0) {
         out.push(Finding::new(Class::Abi, format!("{label}: {} is set on return ({})", flag.name, abi.source)));
     }
+    out.extend(control_findings(label, rec.fpctl, abi));
     out
+}
+
+/// One finding per FP control field (`Abi::control`) the call left other than the driver's
+/// poison, naming the register and the psABI rule.
+fn control_findings(label: &str, fpctl: u64, abi: &Abi) -> Vec<Finding> {
+    let Some(c) = abi.control else { return Vec::new() };
+    c.fields
+        .iter()
+        .filter(|f| (fpctl ^ c.poison) & f.mask != 0)
+        .map(|f| {
+            let shift = f.mask.trailing_zeros();
+            let (before, after) = ((c.poison & f.mask) >> shift, (fpctl & f.mask) >> shift);
+            Finding::new(
+                Class::Abi,
+                format!("{label}: {} was not preserved: before {before:#x}, after {after:#x} ({})", f.name, f.rule),
+            )
+        })
+        .collect()
 }
 
 fn expect_finding(label: &str, e: &Expect, batch: &Batch, resp: &[u8], ret: u64) -> Option<Finding> {

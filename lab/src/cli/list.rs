@@ -62,32 +62,37 @@ fn list_text() -> String {
         s.push_str(&line);
         s.push('\n');
     };
-    println(format!("{:<12} {:<8} {:<34} {:<46} backends", "variant", "arch", "ISA", "qemu -cpu"));
+    println(format!("{:<17} {:<8} {:<34} {:<46} backends", "variant", "arch", "ISA", "qemu -cpu"));
     for v in &VARIANTS {
-        println(format!("{:<12} {:<8} {:<34} {:<46}", v.name, v.arch.name(), v.isa, v.qemu_cpu));
+        println(format!("{:<17} {:<8} {:<34} {:<46}", v.name, v.arch.name(), v.isa, v.qemu_cpu));
         for b in BackendKind::ALL {
             match b.supports(v) {
                 Ok(()) if b == BackendKind::Unicorn && v.zbb => {
-                    println(format!("{:>14} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name()))
+                    println(format!("{:>19} {:<8} yes (Zbb emulated on the illegal-instruction trap)", "", b.name()))
                 }
                 Ok(()) if b == BackendKind::Qemu && v.vector_length().is_some() => {
                     let vl = v.vector_length().expect("checked");
                     let each: Vec<String> = vl.defaults.iter().map(u32::to_string).collect();
                     println(format!(
-                        "{:>14} {:<8} yes, at {} {} (--vlen narrows)",
+                        "{:>19} {:<8} yes, at {} {} (--vlen narrows)",
                         "",
                         b.name(),
                         vl.name,
                         each.join(", ")
                     ))
                 }
-                Ok(()) => println(format!("{:>14} {:<8} yes", "", b.name())),
-                Err(why) => println(format!("{:>14} {:<8} no: {why}", "", b.name())),
+                Ok(()) => println(format!("{:>19} {:<8} yes", "", b.name())),
+                Err(why) => println(format!("{:>19} {:<8} no: {why}", "", b.name())),
             }
         }
     }
+    println(
+        "\nNEON (Advanced SIMD) is part of ARMv8-A: every aarch64 row may use it. qemu 7.2 has SVE2 only in `-cpu \
+         max`, which cannot turn features off: the ISA scan keeps an SVE2 build to what it declares."
+            .into(),
+    );
     println(format!(
-        "\nkernels: {}",
+        "kernels: {}",
         Kernel::ALL.map(|k| format!("{} ({})", k.name(), k.symbols().join(", "))).join("; ")
     ));
     let families = kernel_lab::contract::Family::ALL.map(|f| {

@@ -124,3 +124,38 @@ mod tests {
         assert!(!xml.contains("<skipped"), "{xml}");
     }
 }
+
+#[cfg(test)]
+mod ran_nowhere_tests {
+    use crate::backend::BackendKind;
+    use crate::report::{CaseOutcome, Report, Row, Verdict};
+    use crate::variant::Kernel;
+
+    fn row(variant: &'static str, backend: BackendKind, verdict: Verdict) -> Row {
+        let mut r = Row::for_set(variant, backend, Kernel::Poly1305, "rfc8439");
+        r.push(CaseOutcome { name: "c".into(), msg_len: 0, time: Default::default(), verdict });
+        r
+    }
+
+    /// A variant every backend skipped is named in the verdict line and the JSON, apart from
+    /// one that ran somewhere.
+    #[test]
+    fn a_variant_skipped_on_every_backend_is_named_as_not_run() {
+        let skip = || Verdict::Skipped("qemu cannot provide avx512f".into());
+        let report = Report {
+            rows: vec![
+                row("x86_64+avx512", BackendKind::Unicorn, skip()),
+                row("x86_64+avx512", BackendKind::Qemu, skip()),
+                row("x86_64+avx2", BackendKind::Unicorn, skip()),
+                row("x86_64+avx2", BackendKind::Qemu, Verdict::Passed),
+            ],
+            ..Report::default()
+        };
+        assert_eq!(report.ran_nowhere(), ["x86_64+avx512"]);
+        let text = report.to_human();
+        assert!(text.contains("1 passed, 0 failed, 3 skipped, NOT RUN on any backend: x86_64+avx512"), "{text}");
+        let json = crate::reporters::render(&report, crate::reporters::Format::Json, "run").unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(doc["ran_nowhere"], serde_json::json!(["x86_64+avx512"]));
+    }
+}

@@ -151,6 +151,10 @@ impl Report {
             let _ = writeln!(s, "\nnothing ran: {why}");
         }
         let mut verdict = format!("{p} passed, {f} failed, {k} skipped{}", self.not_applicable_note());
+        let nowhere = self.ran_nowhere();
+        if !nowhere.is_empty() {
+            let _ = write!(verdict, ", NOT RUN on any backend: {} (see SKIPPED)", nowhere.join(", "));
+        }
         let (blamed, no_majority) = self.blamed();
         if !blamed.is_empty() {
             let each: Vec<String> = blamed.iter().map(|(b, n)| format!("{b} {n}")).collect();

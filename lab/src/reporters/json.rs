@@ -36,6 +36,9 @@ struct JsonReport<'a> {
     /// One sentence per variant and kernel that fails at some vector lengths
     /// ([`Report::vector_length_verdicts`]); added within version 2 with an empty default.
     vector_length_verdicts: Vec<String>,
+    /// Variants whose every row was skipped: built but run on no backend (the rows' skip
+    /// reasons say why). Added in version 2 with an empty default.
+    ran_nowhere: Vec<&'static str>,
 }
 
 /// The vector length a row ran at; added within version 2, absent for a scalar row.
@@ -145,6 +148,7 @@ pub(super) fn render_into(
             not_applicable: report.not_applicable.len(),
         },
         rows: report.rows.iter().map(row).collect(),
+        ran_nowhere: report.ran_nowhere(),
         vector_errors: report
             .vector_errors
             .iter()

@@ -280,7 +280,7 @@ mod tests {
         let body = failure.text().unwrap();
         assert!(body.contains("shrunk (32 bytes):\n  [bounds] limb 2 is 0x4000000, above 2^26\n"), "{body}");
         assert!(
-            body.contains("replay: lab run --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305 --set '=fuzz' --case '=shrunk'"),
+            body.contains("replay: lab run --seed 18446744073709551615 --variant '=aarch64' --backend qemu --kernel poly1305 --set '=fuzz' --case '=shrunk'"),
             "{body}"
         );
     }
@@ -313,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             r["properties"]["replay"],
-            "lab fuzz --seed 18446744073709551615 --arch aarch64 --backend qemu --kernel poly1305"
+            "lab fuzz --seed 18446744073709551615 --variant '=aarch64' --backend qemu --kernel poly1305"
         );
         assert_eq!(r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"], "poly1305_processBlocks");
         assert_eq!(doc["runs"][0]["invocations"][0]["properties"]["seed"], "18446744073709551615");

@@ -3,7 +3,7 @@
 //! for the static scan (`--mattr` or CPUID features), for qemu's `-cpu`, for Unicorn and for the
 //! host CPU. A new extension is a row in `lab/src/arch/<arch>.rs`, not code here.
 
-use crate::arch::{Arch, IsaExtension, IsaSpec, QemuSupport, UnicornSupport};
+use crate::arch::{Arch, IsaExtension, IsaSpec};
 
 /// A parsed ISA string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,41 +127,19 @@ impl DeclaredIsa {
 
     /// Why Unicorn cannot run code for this ISA, naming the extensions, if it cannot.
     pub fn unicorn_lacks(&self) -> Option<String> {
-        lacks(self.rows().filter_map(|e| match e.unicorn {
-            UnicornSupport::Missing(why) => Some((e.name, why)),
-            _ => None,
-        }))
+        self.arch.spec().isa.unicorn_lacks(&self.rows().collect::<Vec<_>>())
     }
 
     /// Why qemu 7.2 cannot provide this ISA, if it cannot.
     pub fn qemu_lacks(&self) -> Option<String> {
-        lacks(self.rows().filter_map(|e| match e.qemu {
-            QemuSupport::Missing(why) => Some((e.name, why)),
-            _ => None,
-        }))
+        self.arch.spec().isa.qemu_lacks(&self.rows().collect::<Vec<_>>())
     }
 
     /// Why this host's CPU cannot run code for this ISA (extensions missing from the flags of
-    /// `/proc/cpuinfo`, given as `host_flags`), if it cannot.
+    /// `/proc/cpuinfo`, given as `host_flags`, under Linux's names), if it cannot.
     pub fn host_lacks(&self, host_flags: &[String]) -> Option<String> {
-        let missing: Vec<&str> =
-            self.rows().filter(|e| !host_flags.iter().any(|f| f == e.cpuinfo)).map(|e| e.name).collect();
-        (!missing.is_empty())
-            .then(|| format!("cannot provide {}: this host's CPU lacks it (/proc/cpuinfo)", missing.join(", ")))
+        self.arch.spec().isa.host_lacks(&self.rows().collect::<Vec<_>>(), host_flags)
     }
-}
-
-/// "cannot provide zbkb, zknh (<reason>)", grouping extensions by reason.
-fn lacks(items: impl Iterator<Item = (&'static str, &'static str)>) -> Option<String> {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for (name, why) in items {
-        match groups.iter_mut().find(|(w, _)| *w == why) {
-            Some((_, names)) => names.push(name),
-            None => groups.push((why, vec![name])),
-        }
-    }
-    let parts: Vec<String> = groups.iter().map(|(why, names)| format!("{} ({why})", names.join(", "))).collect();
-    (!parts.is_empty()).then(|| format!("cannot provide {}", parts.join("; ")))
 }
 
 /// The CPU flags of this host (`flags` or `Features` line of `/proc/cpuinfo`); empty when it

@@ -46,6 +46,36 @@ pub struct Abi {
     pub red_zone: u64,
     /// A flag that must be clear on return (x86-64: DF), if the ABI has one.
     pub clear_on_return: Option<ReturnFlag>,
+    /// FP/vector control state a call must leave as it found it (x86-64: MXCSR control bits
+    /// and the x87 control word; AAPCS64: FPCR fields; RISC-V: `fcsr.frm`), if the psABI names any.
+    pub control: Option<ControlState>,
+}
+
+/// The FP control registers of one architecture as the driver's `fpctl` call-entry word holds
+/// them (`protocol::entry::FPCTL`): the driver loads [`poison`](Self::poison) before each
+/// call, stores the registers after it and loads [`default`](Self::default) again.
+#[derive(Debug, Clone, Copy)]
+pub struct ControlState {
+    /// What the word holds, bit by bit (`MXCSR in bits 0-31, the x87 control word in 32-47`).
+    pub layout: &'static str,
+    /// Loaded before each call: a value no kernel starts from, harmless to integer code (a
+    /// rounding mode other than to-nearest, flush-to-zero; every exception stays masked).
+    pub poison: u64,
+    /// Loaded after each call: the value a Linux process starts with.
+    pub default: u64,
+    /// The fields checked, each with its own finding.
+    pub fields: &'static [ControlField],
+}
+
+/// One field of a [`ControlState`] that must be unchanged by a call.
+#[derive(Debug, Clone, Copy)]
+pub struct ControlField {
+    /// Its bits within the `fpctl` word.
+    pub mask: u64,
+    /// Its name in findings (`the MXCSR control bits`).
+    pub name: &'static str,
+    /// The psABI rule, with its section.
+    pub rule: &'static str,
 }
 
 /// The lab's per-call stack budget, bytes below `sp` at the call.

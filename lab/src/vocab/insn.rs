@@ -22,6 +22,11 @@ pub enum InsnClass {
     Branch,
     /// From an ISA extension beyond the base (Zbb, BMI, ...).
     Extension,
+    /// A SIMD/vector instruction: one naming a vector register (x86 xmm/ymm/zmm or an AVX-512
+    /// mask register k; aarch64 NEON `vN.`/`qN`, SVE `zN`/`pN`; every RVV instruction), loads and
+    /// stores of them included. Crypto instructions on vector registers (AES, SHA, PMULL) stay
+    /// [`Extension`](Self::Extension), as before.
+    Vector,
 }
 
 /// One decoded instruction.
