@@ -377,11 +377,17 @@ fn native_on_another_architecture_is_not_applicable_and_nothing_is_skipped() {
     assert!(doc["rows"].as_array().unwrap().iter().all(|r| r["backend"] == "unicorn"), "no native row");
 }
 
-/// The figures README and `lab run --help` give for a full run are what a full run does: its
-/// cases (run or skipped: the total does not depend on which backends this host has) within 2%
-/// of README's and of the help's, and its JUnit test cases within 10% of theirs.
+/// The figures README and `lab run --help` give for a full run are what a full run does on a
+/// host like the one they were measured on (x86_64 with AVX-512 IFMA: every native row runs):
+/// its cases within 2% of README's and of the help's, its JUnit test cases within 10%.
 #[test]
 fn readme_and_help_figures_of_a_full_run_are_true() {
+    if !(cfg!(target_arch = "x86_64")
+        && std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" avx512ifma")))
+    {
+        eprintln!("skipped: the figures are for an x86_64 host with AVX-512 IFMA; this host runs fewer native rows");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("full.json");
     let junit = dir.path().join("full.xml");
@@ -390,7 +396,8 @@ fn readme_and_help_figures_of_a_full_run_are_true() {
         lab(&["run", "--seed", "1", "--format", "json", "--output", json.to_str().unwrap(), "--also-report", &also]);
     assert_eq!(code, 0, "{out}");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let cases = doc["totals"]["passed"].as_u64().unwrap() + doc["totals"]["skipped"].as_u64().unwrap();
+    let cases = doc["totals"]["passed"].as_u64().unwrap();
+    assert_eq!(doc["totals"]["skipped"], 0, "a healthy full run skips nothing");
     let testcases = std::fs::read_to_string(&junit).unwrap().matches("<testcase").count() as u64;
     let number = |text: &str, before: &str, after: &str| -> u64 {
         let at = text.find(before).unwrap_or_else(|| panic!("{before:?} not found")) + before.len();
@@ -399,7 +406,7 @@ fn readme_and_help_figures_of_a_full_run_are_true() {
     };
     let close = |claimed: u64, real: u64, pct: u64| claimed.abs_diff(real) * 100 <= real * pct;
     let readme = include_str!("../README.md");
-    let claimed = number(readme, "lab run                                   # everything: ", " cases");
+    let claimed = number(readme, "lab run                                   # everything: ", " cases pass");
     assert!(close(claimed, cases, 2), "README says {claimed} cases, a full run has {cases}");
     let claimed = number(readme, "A full run is about ", " test cases");
     assert!(close(claimed, testcases, 10), "README says {claimed} JUnit test cases, a full run has {testcases}");

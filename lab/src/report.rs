@@ -344,10 +344,10 @@ impl Report {
         self.rows.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed, f + r.failed.len(), s + r.skipped))
     }
 
-    /// Variants that have rows, every one of them skipped (no case passed, failed or disagreed
-    /// on any backend): built but run nowhere (an AVX-512 row on a host without AVX-512, whose
-    /// emulators have none either), named in the verdict line so the run cannot read as green
-    /// for them.
+    /// Variants built but run nowhere: every row skipped (no case passed, failed or disagreed
+    /// on any backend), or no row at all because every selected backend is not applicable (an
+    /// AVX-512 row on a host without AVX-512, whose emulators have none either); named in the
+    /// verdict line so the run cannot read as green for them.
     pub fn ran_nowhere(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
         for r in &self.rows {
@@ -357,6 +357,12 @@ impl Report {
             let rows = || self.rows.iter().filter(|x| x.variant == r.variant);
             if rows().all(|x| x.passed + x.failed.len() + x.disagreed.len() + x.out_of_domain.len() == 0) {
                 out.push(r.variant);
+            }
+        }
+        // A variant not applicable on every selected backend has no rows at all.
+        for n in &self.not_applicable {
+            if !out.contains(&n.variant) && !self.rows.iter().any(|r| r.variant == n.variant) {
+                out.push(n.variant);
             }
         }
         out

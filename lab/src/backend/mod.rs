@@ -28,16 +28,16 @@ impl BackendKind {
     /// provide (a skip with that reason, never counted as passed).
     pub fn supports(self, variant: &Variant) -> Result<(), String> {
         self.applicable(variant)?;
-        let why = match crate::user_kernel::of(variant) {
-            Some(k) => k.backend_lacks(self),
-            None => variant.backend_lacks(self, &host_flags(self)),
-        };
-        why.map_or(Ok(()), Err)
+        crate::user_kernel::of(variant).and_then(|k| k.backend_lacks(self)).map_or(Ok(()), Err)
     }
 
     /// Whether this backend and `variant` can exist together on this host at all; `Err` carries
-    /// why not (native runs only the host's architecture). Reports list such a combination once
-    /// as not applicable, never as skipped cases ([`crate::report::NotApplicable`]).
+    /// why not: native runs only the host's architecture, and a row of the lab's own needs
+    /// what this emulator (Unicorn 2.1.5: no RVV, AVX2, AVX-512, SVE; qemu 7.2: no AVX-512) or
+    /// this CPU provides or never will. Reports list such a combination once as not applicable,
+    /// never as skipped cases ([`crate::report::NotApplicable`]). A user's kernel that declares
+    /// what a backend lacks is a skip instead ([`supports`](Self::supports)): the user asked
+    /// for that backend's verdict on that object.
     pub fn applicable(self, variant: &Variant) -> Result<(), String> {
         match self {
             BackendKind::Native if Arch::host() != Some(variant.arch) => Err(format!(
@@ -45,6 +45,9 @@ impl BackendKind {
                 std::env::consts::ARCH,
                 variant.arch
             )),
+            _ if crate::user_kernel::of(variant).is_none() => {
+                variant.backend_lacks(self, &host_flags(self)).map_or(Ok(()), Err)
+            }
             _ => Ok(()),
         }
     }

@@ -1,5 +1,6 @@
 //! Variant × backend combinations that cannot exist on this host (native on another
-//! architecture): not skips, since nothing that could have run did not. Each is listed once, with
+//! architecture; a row of the lab's own whose extensions the emulator or this CPU lacks, such as
+//! Unicorn and RVV, qemu 7.2 and AVX-512): not skips, since nothing that could have run did not. Each is listed once, with
 //! its reason, and counted apart ([`Report::not_applicable`]): a healthy run reports 0 skipped.
 
 use super::Report;
