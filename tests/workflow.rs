@@ -126,8 +126,8 @@ fn lab_commands() -> Vec<(String, Vec<String>)> {
 #[test]
 fn every_lab_command_in_the_workflow_parses() {
     let commands = lab_commands();
-    // 4 lab-run cells × (doctor + run), 4 fuzz shards, the bench gate.
-    assert_eq!(commands.len(), 13, "{commands:#?}");
+    // 5 lab-run cells × (doctor + run), 4 fuzz shards, the bench gate.
+    assert_eq!(commands.len(), 15, "{commands:#?}");
     for (job, args) in &commands {
         let out = Command::new(env!("CARGO_BIN_EXE_lab")).arg("--check-args").args(args).output().expect("run lab");
         assert!(
@@ -233,4 +233,25 @@ fn pushes_run_only_on_main_so_a_pull_request_runs_once_and_results_are_shown() {
     let run = steps.iter().filter_map(|s| s["run"].as_str()).find(|r| r.contains("lab run")).unwrap();
     assert!(run.contains("--also-report") && run.contains("GITHUB_STEP_SUMMARY"), "{run}");
     assert_eq!(wf["jobs"]["lab-run"]["permissions"]["security-events"].as_str(), Some("write"));
+}
+
+#[test]
+fn the_lab_run_matrix_covers_every_row_of_lab_list() {
+    let cells = matrix_cells(&workflow()["jobs"]["lab-run"]);
+    let mut covered = std::collections::BTreeSet::new();
+    for cell in &cells {
+        let args = shlex::split(&cell["args"]).expect("args");
+        let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+            .args(["run", "--format", "json", "--set", "=rfc1321", "--kernel", "md5", "--backend", "unicorn,qemu"])
+            .args(&args)
+            .output()
+            .expect("run lab");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let rows = doc["rows"].as_array().into_iter().flatten();
+        let na = doc["not_applicable"].as_array().into_iter().flatten();
+        covered.extend(rows.chain(na).map(|r| r["variant"].as_str().unwrap().to_string()));
+    }
+    let all: std::collections::BTreeSet<String> =
+        kernel_lab::variant::VARIANTS.iter().map(|v| v.name.to_string()).collect();
+    assert_eq!(covered, all, "rows of lab list that no lab-run cell selects");
 }
