@@ -157,16 +157,9 @@ pub fn run(cmd: &mut Command, grants: &Grants, limits: &Limits) -> std::io::Resu
 
 /// The child's half of [`run`]: own process group, death signal, limits, Landlock.
 fn in_child(parent: u32, limits: &Limits, ruleset: Option<RulesetCreated>) -> std::io::Result<()> {
-    // rustix's calls here are raw system calls (no allocation, no locks): safe after fork.
     use rustix::process::{self as p, Resource, Rlimit};
+    crate::sandbox::enter_own_group(parent)?;
     let set = |resource, value: u64| p::setrlimit(resource, Rlimit { current: Some(value), maximum: Some(value) });
-    p::setpgid(None, None)?;
-    p::set_parent_process_death_signal(Some(p::Signal::KILL))?;
-    // The lab may have died between fork and prctl: then nobody would send the signal.
-    if p::getppid().map(|pid| pid.as_raw_nonzero().get()) != i32::try_from(parent).ok() {
-        // SAFETY: _exit ends the forked child at once, running nothing of the parent's state.
-        unsafe { libc::_exit(1) };
-    }
     set(Resource::Fsize, limits.file_size)?;
     set(Resource::As, limits.address_space)?;
     set(Resource::Core, 0)?;

@@ -92,6 +92,26 @@ pub fn interpreter_of(program: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(std::str::from_utf8(interp).ok()?.trim_end_matches('\0')))
 }
 
+/// The first steps of every child the lab confines (guests and build tools), run in the forked
+/// child before `execve`: its own process group (one `kill(-pgid)` ends it and whatever it
+/// started) and `SIGKILL` when the lab dies (`PR_SET_PDEATHSIG`); a child whose lab died before
+/// that call exits at once. rustix makes raw system calls (no allocation, no locks): safe after
+/// fork.
+///
+/// # Errors
+/// `setpgid` or `prctl` failing.
+pub fn enter_own_group(parent: u32) -> std::io::Result<()> {
+    use rustix::process as p;
+    p::setpgid(None, None)?;
+    p::set_parent_process_death_signal(Some(p::Signal::KILL))?;
+    // The lab may have died between fork and prctl: then nobody would send the signal.
+    if p::getppid().map(|pid| pid.as_raw_nonzero().get()) != i32::try_from(parent).ok() {
+        // SAFETY: _exit ends the forked child at once, running nothing of the parent's state.
+        unsafe { libc::_exit(1) };
+    }
+    Ok(())
+}
+
 /// Kills a guest's whole process group and the guest itself (`SIGKILL`).
 pub fn kill_group(pid: u32) {
     use rustix::process::{kill_process, kill_process_group, Pid, Signal};

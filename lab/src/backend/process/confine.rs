@@ -163,16 +163,7 @@ fn in_child(
     allow_fd: Option<&OwnedFd>,
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
-    // SAFETY: plain system calls on the calling process.
-    unsafe {
-        if libc::setpgid(0, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(os());
-        }
-        // The lab may have died between fork and prctl: then nobody would send the signal.
-        if u32::try_from(libc::getppid()).ok() != Some(parent) {
-            libc::_exit(1);
-        }
-    }
+    crate::sandbox::enter_own_group(parent)?;
     drop_capabilities()?;
     // No execve may gain privileges again (set-user-ID files, file capabilities).
     rustix::thread::set_no_new_privs(true)?;
