@@ -241,6 +241,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     hotspot: HotSpotSpec {
         os_arch: &["aarch64"],
         debian_arch: "arm64",
+        variant_prefix: "hotspot-aarch64",
         jdk: "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
         check: Some(StubDecoder::A64),
         // a zero word is UDF #0

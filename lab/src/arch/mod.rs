@@ -125,6 +125,9 @@ pub struct HotSpotSpec {
     /// Debian's name of the architecture (`amd64`, `arm64`, `riscv64`): the suffix of a
     /// multiarch JDK's folder, `/usr/lib/jvm/java-17-openjdk-arm64`.
     pub debian_arch: &'static str,
+    /// The start of a capture's variant name (`hotspot`, `hotspot-aarch64`): x86_64 captures,
+    /// the first the lab took, keep the plain prefix so saved replay lines stay valid.
+    pub variant_prefix: &'static str,
     /// The decoder that checks a captured stub (whole instructions, references outside it, the
     /// ISA it needs: `crate::hotspot::check`); `None` where the lab has none yet (its stubs are
     /// refused).
