@@ -19,6 +19,7 @@ mod doctor;
 mod draws;
 mod envelope;
 mod fuzz;
+mod host_verified;
 mod gating;
 mod hotspot;
 mod image;
