@@ -27,12 +27,18 @@ fn md5_hostile_md5(fixture: &str, kind: BackendKind) -> [Row; 3] {
     [run(&md5), run(&poly), run(&md5)]
 }
 
-/// The hostile row failed every case with a `tamper` finding holding `text`; the md5 rows
-/// around it passed whole.
-fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str) {
+/// The hostile row failed with a `tamper` finding holding `text` exactly in the cases whose
+/// names end with one of `tampered` (every case when empty: the others' buffers were left
+/// alone, packed ones have no protection to lift); the md5 rows around it passed whole.
+fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str, tampered: &[&str]) {
     let [before, hostile, after] = rows;
-    assert_eq!(hostile.passed, 0, "{fixture} on {kind}: a case passed");
-    assert!(!hostile.failed.is_empty(), "{fixture} on {kind}: nothing failed");
+    let failed: Vec<&str> = hostile.failed.iter().map(|c| c.name.as_str()).collect();
+    if tampered.is_empty() {
+        assert_eq!(hostile.passed, 0, "{fixture} on {kind}: a case passed ({failed:?} failed)");
+    } else {
+        let want = failed.iter().filter(|n| tampered.iter().any(|t| n.ends_with(t))).count();
+        assert_eq!((want, failed.len()), (tampered.len(), tampered.len()), "{fixture} on {kind}: {failed:?}");
+    }
     for case in &hostile.failed {
         let f = &case.findings[0];
         assert_eq!(f.class, Class::Tamper, "{fixture} on {kind}: {f}");
@@ -44,11 +50,16 @@ fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str) 
     }
 }
 
+/// The case names of the guarded cases (kernel_lab::cases::plan's suffixes).
+const GUARDED: &str = " [guarded]";
+const MISALIGNED: &str = " [guarded, misaligned]";
+
 #[test]
 fn a_kernel_lifting_its_inputs_protection_is_not_green() {
     for kind in [BackendKind::Native, BackendKind::Qemu] {
         let rows = md5_hostile_md5("lift_input.S", kind);
-        assert_tamper("lift_input.S", kind, &rows, "is read-write in the guest, the table in force says read-only");
+        let text = "is read-write in the guest, the table in force says read-only";
+        assert_tamper("lift_input.S", kind, &rows, text, &[GUARDED, MISALIGNED]);
     }
 }
 
@@ -56,16 +67,26 @@ fn a_kernel_lifting_its_inputs_protection_is_not_green() {
 fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
     for kind in [BackendKind::Native, BackendKind::Qemu] {
         let rows = md5_hostile_md5("lift_guard.S", kind);
-        assert_tamper("lift_guard.S", kind, &rows, "guard poison at input+");
+        assert_tamper("lift_guard.S", kind, &rows, "guard poison at input+", &[GUARDED]);
     }
 }
 
 #[test]
 fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
     let rows = md5_hostile_md5("patch_driver.S", BackendKind::Qemu);
-    assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code");
+    assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code", &[]);
     // Natively the allow-list refuses an executable mprotect: a system-call finding.
     let [_, hostile, _] = md5_hostile_md5("patch_driver.S", BackendKind::Native);
     assert_eq!(hostile.passed, 0, "{:?}", hostile.failed);
     assert_eq!(hostile.failed[0].findings[0].class, Class::Syscall, "{}", hostile.failed[0].findings[0]);
+}
+
+#[test]
+fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
+    let [before, hostile, after] = md5_hostile_md5("sigsegv_handler.S", BackendKind::Native);
+    assert_eq!(hostile.passed, 0, "{:?}", hostile.failed);
+    let f = &hostile.failed[0].findings[0];
+    assert_eq!(f.class, Class::Syscall, "{f}");
+    assert!(f.text.contains("system call 13 (rt_sigaction)"), "{f}");
+    assert!(before.failed.is_empty() && after.failed.is_empty() && after.passed > 0, "{:?}", after.failed);
 }

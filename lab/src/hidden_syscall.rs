@@ -139,6 +139,6 @@ mod tests {
         let bytes = [hvc, svc_42, [0, 0x01, 0x00, 0x00]].concat();
         assert_eq!(encodings_in(Arch::Aarch64, 0x3000, &bytes), vec![(0x3004, "svc")]);
         // A segment that starts off a word boundary: positions follow addresses.
-        assert_eq!(encodings_in(Arch::Aarch64, 0x3002, &[[0, 0], svc_42].concat()), vec![(0x3004, "svc")]);
+        assert_eq!(encodings_in(Arch::Aarch64, 0x3002, &[&[0, 0][..], &svc_42[..]].concat()), vec![(0x3004, "svc")]);
     }
 }

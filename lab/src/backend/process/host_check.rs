@@ -32,12 +32,33 @@ use crate::batch::{Protection, PAGE};
 /// that writes past (or before) its buffer with the guard lifted writes here first. Kept small
 /// so the check stays proportional to what was laid (two windows per buffer).
 pub(super) const GUARD_WINDOW: usize = 256;
+const _: () = assert!(GUARD_WINDOW <= 256, "poison_at slices one period of the pattern");
 
 /// The poison byte at arena offset `at` of a guard window: never all one value, so a kernel
 /// that writes a constant (zeros, ones) past its buffer cannot match it by chance.
-pub(super) fn poison(at: usize) -> u8 {
+pub(super) const fn poison(at: usize) -> u8 {
     (at as u8).wrapping_mul(0x9d) ^ 0xa5
 }
+
+/// [`poison`] of offsets 0..2 * 256: it repeats every 256 bytes, so the poison of any window up
+/// to [`GUARD_WINDOW`] bytes is a slice of this, compared and copied at memcmp speed.
+const POISON: [u8; 512] = {
+    let mut t = [0u8; 512];
+    let mut i = 0;
+    while i < 512 {
+        t[i] = poison(i);
+        i += 1;
+    }
+    t
+};
+
+/// The poison of arena offsets `[lo, lo + len)` (`len` at most 256).
+fn poison_at(lo: usize, len: usize) -> &'static [u8] {
+    &POISON[lo % 256..lo % 256 + len]
+}
+
+/// A page of zeros, to compare slack at memcmp speed.
+const ZEROS: [u8; PAGE as usize] = [0; PAGE as usize];
 
 /// What a checked byte range of the arena should hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,12 +113,10 @@ impl Plan {
     /// Lays the poison into the guard windows that lie inside `guards` (sorted arena offsets
     /// of the guard pages of the payload being written: a resumed entry of the same layout has
     /// the same; another payload's windows are not guard pages and are left alone).
-    pub(super) fn lay_poison(&self, shared: &mut SharedArena, guards: &[(usize, usize)], scratch: &mut Vec<u8>) {
+    pub(super) fn lay_poison(&self, shared: &mut SharedArena, guards: &[(usize, usize)]) {
         for r in self.regions.iter().filter(|r| r.expect == Expect::Poison) {
             if inside(guards, r.lo, r.hi) {
-                scratch.clear();
-                scratch.extend((r.lo..r.hi).map(poison));
-                shared.write_at(r.lo, scratch);
+                shared.write_at(r.lo, poison_at(r.lo, r.hi - r.lo));
             }
         }
     }
@@ -120,7 +139,7 @@ impl ProcessBackend {
     /// Lays the guard poison again after a whole payload was written over the arena.
     pub(super) fn relay_poison(&mut self) {
         if let Some(shared) = self.shared.as_mut() {
-            self.plan.lay_poison(shared, &self.guards.0, &mut self.scratch);
+            self.plan.lay_poison(shared, &self.guards.0);
         }
     }
 
@@ -166,8 +185,8 @@ impl ProcessBackend {
             // Whole-slice comparisons first (memcmp speed); the byte only for a mismatch.
             let same = match r.expect {
                 Expect::Laid => batch.payload.get(r.lo..r.hi).is_some_and(|laid| laid == &got[..]),
-                Expect::Zero => got.iter().all(|&b| b == 0),
-                Expect::Poison => got.iter().zip(r.lo..).all(|(&b, at)| b == poison(at)),
+                Expect::Zero => got.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()]),
+                Expect::Poison => got[..] == *poison_at(r.lo, got.len()),
             };
             if same {
                 continue;

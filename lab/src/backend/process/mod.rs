@@ -258,7 +258,7 @@ impl Backend for ProcessBackend {
         self.guards.1 = key;
         let data = (write_key == key).then_some(self.writes.0.as_slice());
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
-        self.plan.lay_poison(self.shared.as_mut().expect("arena created"), &self.guards.0, &mut self.scratch);
+        self.plan.lay_poison(self.shared.as_mut().expect("arena created"), &self.guards.0);
         self.stamp(payload);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         let mut answer = self.exchange(resp_len, sum, true)?;
