@@ -37,8 +37,7 @@ fn encodings(arch: Arch) -> (&'static [Encoding], usize) {
         Encoding { name: "sysenter", bytes: &[0x0f, 0x34], mask: &[0xff, 0xff] },
         Encoding { name: "int 0x80", bytes: &[0xcd, 0x80], mask: &[0xff, 0xff] },
     ];
-    const RISCV: &[Encoding] =
-        &[Encoding { name: "ecall", bytes: &[0x73, 0, 0, 0], mask: &[0xff, 0xff, 0xff, 0xff] }];
+    const RISCV: &[Encoding] = &[Encoding { name: "ecall", bytes: &[0x73, 0, 0, 0], mask: &[0xff, 0xff, 0xff, 0xff] }];
     // 0xd4000001 with imm16 (bits 5..21) free: mask 0xffe0001f.
     const ARM: &[Encoding] =
         &[Encoding { name: "svc", bytes: &[0x01, 0x00, 0x00, 0xd4], mask: &[0x1f, 0x00, 0xe0, 0xff] }];
@@ -94,9 +93,11 @@ pub fn hidden(
 
 /// The violation for a hidden `name` at `addr`: inside which decoded instruction (or data).
 fn violation(image: &Image, listing: &Listing, addr: u64, name: &str) -> Violation {
-    let enclosing = listing.iter().take_while(|i| i.addr <= addr).last().filter(|i| {
-        addr < i.addr + i.bytes.len() as u64 && image.is_symbol_code(i.addr)
-    });
+    let enclosing = listing
+        .iter()
+        .take_while(|i| i.addr <= addr)
+        .last()
+        .filter(|i| addr < i.addr + i.bytes.len() as u64 && image.is_symbol_code(i.addr));
     let (insn, inside) = match enclosing {
         Some(i) if i.addr == addr => (i.text.clone(), "decoded there only outside symbol code".to_string()),
         Some(i) => (i.text.clone(), format!("{} byte(s) into this instruction at {:#x}", addr - i.addr, i.addr)),

@@ -180,7 +180,11 @@ impl Batch {
     /// length in bytes, writable, paged). Paged buffers have pages of their own between guard
     /// pages; packed ones share pages and have no guard.
     pub fn buffers(&self) -> impl Iterator<Item = (usize, &'static str, usize, usize, bool, bool)> + '_ {
-        self.placed.iter().zip(&self.names).enumerate().map(|(i, (p, n))| (i, *n, p.offset as usize, p.len, p.writable, p.paged))
+        self.placed
+            .iter()
+            .zip(&self.names)
+            .enumerate()
+            .map(|(i, (p, n))| (i, *n, p.offset as usize, p.len, p.writable, p.paged))
     }
 
     /// The calls whose argument registers or copy source/destination point into the guest

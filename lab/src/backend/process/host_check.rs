@@ -207,9 +207,9 @@ impl ProcessBackend {
                 ),
                 Expect::Laid => format!("read-only input changed: {place} ({how})"),
                 Expect::Zero => format!("bytes beside the buffer changed: {place}, in its own pages ({how})"),
-                Expect::Poison => format!(
-                    "guard poison at {place} changed ({how}): the kernel lifted the guard page's protection"
-                ),
+                Expect::Poison => {
+                    format!("guard poison at {place} changed ({how}): the kernel lifted the guard page's protection")
+                }
             };
             let lo = self.arena.addr + off as u64;
             seen.push(Seen { what, lo, hi: lo + len as u64 });
@@ -227,7 +227,8 @@ impl ProcessBackend {
     fn check_table(&self, batch: &Batch) -> Option<Seen> {
         use protocol::{entry, Writer};
         let shared = self.shared.as_ref()?;
-        let sent = |at: usize| batch.payload.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8")));
+        let sent =
+            |at: usize| batch.payload.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8")));
         let head = [header::TABLE, header::RESP_LEN, header::PROT_TABLE, header::PROT_COUNT];
         let mut words = head.iter().map(|w| (w.offset(), format!("header word `{}`", w.name))).collect::<Vec<_>>();
         let host: Vec<_> = entry::ALL.iter().filter(|w| w.writer == Writer::Host).collect();
@@ -314,7 +315,8 @@ impl ProcessBackend {
 
 /// What a rewritten host word of the call table or header is.
 fn table_seen(what: String, sent: u64, got: u64) -> Seen {
-    let what = format!("{what} changed in the arena ({sent:#x} sent, {got:#x} read back): the kernel rewrote the call table");
+    let what =
+        format!("{what} changed in the arena ({sent:#x} sent, {got:#x} read back): the kernel rewrote the call table");
     Seen { what, lo: 0, hi: 0 }
 }
 
@@ -395,7 +397,13 @@ fn check_protections(vmas: &[Vma], table: &[Protection], arena: (u64, u64), base
         match vmas.get(v).filter(|m| m.lo <= host) {
             Some(m) if m.arena && m.offset.wrapping_add(host - m.lo) == page - lo => {
                 if (m.read, m.write) != want {
-                    let have = if m.write { "read-write" } else if m.read { "read-only" } else { "no access" };
+                    let have = if m.write {
+                        "read-write"
+                    } else if m.read {
+                        "read-only"
+                    } else {
+                        "no access"
+                    };
                     bad.push((page, have.into(), want));
                 }
                 let next_v = (m.hi as i64).wrapping_sub(base) as u64;
@@ -438,7 +446,8 @@ fn check_protections(vmas: &[Vma], table: &[Protection], arena: (u64, u64), base
 fn faults_for(batch: &Batch, seen: Vec<Seen>, detail: &str) -> Vec<Fault> {
     let mut out: Vec<Fault> = Vec::new();
     for s in seen {
-        let near = if s.hi > s.lo { batch.calls_pointing_into(s.lo.saturating_sub(PAGE), s.hi + PAGE) } else { Vec::new() };
+        let near =
+            if s.hi > s.lo { batch.calls_pointing_into(s.lo.saturating_sub(PAGE), s.hi + PAGE) } else { Vec::new() };
         let calls = if near.is_empty() { (0..batch.ncalls()).collect() } else { near };
         for call in calls {
             if out.iter().any(|f| f.call == Some(call)) {
@@ -501,7 +510,11 @@ mod tests {
         let seen = check_protections(&parse_maps(&lifted.join("\n")), &table, arena, 0);
         assert_eq!(seen.len(), 1);
         assert_eq!((seen[0].lo, seen[0].hi), (ARENA + 0x3000, ARENA + 0x4000));
-        assert!(seen[0].what.contains("is read-write in the guest, the table in force says read-only"), "{}", seen[0].what);
+        assert!(
+            seen[0].what.contains("is read-write in the guest, the table in force says read-only"),
+            "{}",
+            seen[0].what
+        );
         // The guard replaced by an anonymous mapping.
         let mut anon = good.clone();
         anon[1] = format!("{:x}-{:x} rw-p 00000000 00:00 0", ARENA + 0x1000, ARENA + 0x2000);
