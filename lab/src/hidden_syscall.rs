@@ -22,36 +22,11 @@ use crate::image::Image;
 use crate::isa::Violation;
 use crate::variant::Arch;
 
-/// One system-call encoding: its name and bytes as they lie in memory (little-endian), with a
-/// mask of the bits that must match (aarch64 `svc` carries a 16-bit immediate).
-struct Encoding {
-    name: &'static str,
-    bytes: &'static [u8],
-    mask: &'static [u8],
-}
-
-/// The encodings of `arch` and the step between the positions an instruction may start at.
-fn encodings(arch: Arch) -> (&'static [Encoding], usize) {
-    const X86: &[Encoding] = &[
-        Encoding { name: "syscall", bytes: &[0x0f, 0x05], mask: &[0xff, 0xff] },
-        Encoding { name: "sysenter", bytes: &[0x0f, 0x34], mask: &[0xff, 0xff] },
-        Encoding { name: "int 0x80", bytes: &[0xcd, 0x80], mask: &[0xff, 0xff] },
-    ];
-    const RISCV: &[Encoding] = &[Encoding { name: "ecall", bytes: &[0x73, 0, 0, 0], mask: &[0xff, 0xff, 0xff, 0xff] }];
-    // 0xd4000001 with imm16 (bits 5..21) free: mask 0xffe0001f.
-    const ARM: &[Encoding] =
-        &[Encoding { name: "svc", bytes: &[0x01, 0x00, 0x00, 0xd4], mask: &[0x1f, 0x00, 0xe0, 0xff] }];
-    match arch {
-        Arch::X86_64 => (X86, 1),
-        Arch::Riscv64 => (RISCV, 2),
-        Arch::Aarch64 => (ARM, 4),
-    }
-}
-
 /// Every position in `bytes` (loaded at `vaddr`) where one of `arch`'s system-call encodings
 /// starts, as (address, encoding name).
 pub fn encodings_in(arch: Arch, vaddr: u64, bytes: &[u8]) -> Vec<(u64, &'static str)> {
-    let (encs, step) = encodings(arch);
+    let spec = &arch.spec().syscall;
+    let (encs, step) = (spec.encodings, spec.step);
     // Positions aligned in the address space, not in the segment.
     let first = ((step as u64 - vaddr % step as u64) % step as u64) as usize;
     let mut out = Vec::new();
