@@ -22,6 +22,7 @@ mod fuzz;
 mod gating;
 mod host_verified;
 mod hotspot;
+mod hotspot_foreign;
 mod image;
 mod layers;
 mod library_names;
