@@ -20,6 +20,7 @@ mod draws;
 mod envelope;
 mod fuzz;
 mod gating;
+mod host_verified;
 mod hotspot;
 mod hotspot_foreign;
 mod image;
