@@ -255,13 +255,14 @@ impl ProcessBackend {
 
     /// The guest's mappings, caught signals and code against what the host set up.
     fn check_process(&self, batch: &Batch, pid: u32) -> Vec<Seen> {
-        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return Vec::new() };
-        let vmas = parse_maps(&maps);
+        let table = batch.protections();
+        let guest_end = table.iter().map(|p| p.addr + p.len).chain([self.arena.addr + self.arena.size]).max();
+        let Some(vmas) = read_maps(pid, self.arena.addr, guest_end.unwrap_or(u64::MAX)) else { return Vec::new() };
         let Some(base) = guest_base(&vmas, self.arena.addr) else {
             let (lo, hi) = (self.arena.addr, self.arena.addr + self.arena.size);
             return vec![Seen { what: "the arena is no longer mapped from the lab's memfd".into(), lo, hi }];
         };
-        let mut seen = check_protections(&vmas, &batch.protections(), (self.arena.addr, self.arena.size), base);
+        let mut seen = check_protections(&vmas, &table, (self.arena.addr, self.arena.size), base);
         if self.kind == BackendKind::Native {
             seen.extend(self.check_signals(pid));
         }
@@ -333,27 +334,53 @@ struct Vma {
 }
 
 /// The lines of a `/proc/<pid>/maps` text (proc(5)), sorted by address; malformed lines skipped.
+#[cfg(test)]
 fn parse_maps(text: &str) -> Vec<Vma> {
-    let mut out: Vec<Vma> = text
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (lo, hi) = f.next()?.split_once('-')?;
-            let perms = f.next()?.as_bytes();
-            let offset = u64::from_str_radix(f.next()?, 16).ok()?;
-            let path = f.nth(2).unwrap_or("");
-            Some(Vma {
-                lo: u64::from_str_radix(lo, 16).ok()?,
-                hi: u64::from_str_radix(hi, 16).ok()?,
-                read: perms.first() == Some(&b'r'),
-                write: perms.get(1) == Some(&b'w'),
-                offset,
-                arena: path == "/memfd:lab_arena",
-            })
-        })
-        .collect();
+    let mut out: Vec<Vma> = text.lines().filter_map(parse_vma).collect();
     out.sort_by_key(|v| v.lo);
     out
+}
+
+/// One line of `/proc/<pid>/maps` (proc(5)); `None` when malformed.
+fn parse_vma(line: &str) -> Option<Vma> {
+    let mut f = line.split_whitespace();
+    let (lo, hi) = f.next()?.split_once('-')?;
+    let perms = f.next()?.as_bytes();
+    let offset = u64::from_str_radix(f.next()?, 16).ok()?;
+    let path = f.nth(2).unwrap_or("");
+    Some(Vma {
+        lo: u64::from_str_radix(lo, 16).ok()?,
+        hi: u64::from_str_radix(hi, 16).ok()?,
+        read: perms.first() == Some(&b'r'),
+        write: perms.get(1) == Some(&b'w'),
+        offset,
+        arena: path == "/memfd:lab_arena",
+    })
+}
+
+/// The guest's mappings from `/proc/<pid>/maps` up to guest address `guest_end` (host
+/// addresses; the kernel lists them in address order): reading stops past it once the arena's
+/// memfd line gave the guest base, because the kernel writes the file as it is read and qemu
+/// holds hundreds of mappings above the guest's (reading them all was a sixth of a qemu run's
+/// CPU). `None` when the file cannot be read.
+fn read_maps(pid: u32, arena_addr: u64, guest_end: u64) -> Option<Vec<Vma>> {
+    use std::io::BufRead;
+    let file = File::open(format!("/proc/{pid}/maps")).ok()?;
+    let mut out: Vec<Vma> = Vec::new();
+    let mut host_end: Option<u64> = None;
+    for line in std::io::BufReader::with_capacity(4096, file).lines() {
+        let Some(v) = parse_vma(&line.ok()?) else { continue };
+        if host_end.is_some_and(|end| v.lo >= end) {
+            break;
+        }
+        if v.arena && host_end.is_none() {
+            let base = v.lo.wrapping_sub(v.offset).wrapping_sub(arena_addr) as i64;
+            host_end = Some(guest_end.wrapping_add_signed(base));
+        }
+        out.push(v);
+    }
+    out.sort_by_key(|v| v.lo);
+    Some(out)
 }
 
 /// Host address minus guest address of the arena: where the memfd's offset 0 is mapped, less
