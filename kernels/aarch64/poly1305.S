@@ -33,11 +33,50 @@
 // register. Unaligned input is loaded with plain ldp: aarch64 Linux permits unaligned
 // ldr/ldp on normal memory. Every block load lies inside the 16 * floor(length/16) bytes.
 
+// h = (h0 x4, h1 x5, h2 x6) * r (r0 x7, r1 x8, s1 x9) mod p, partially reduced: the block
+// loop's multiply and reduction (header). Clobbers x10-x14. The NEON path computes r^2..r^4
+// with it.
+.macro POLY_MULR
+    mul     x12, x4, x7                     // h0*r0
+    umulh   x13, x4, x7
+    mul     x10, x5, x9                     // h1*s1
+    umulh   x11, x5, x9
+    adds    x12, x12, x10                   // d0
+    mul     x10, x4, x8                     // h0*r1
+    adc     x13, x13, x11
+    umulh   x14, x4, x8
+    adds    x13, x13, x10
+    mul     x10, x5, x7                     // h1*r0
+    adc     x14, x14, xzr
+    umulh   x11, x5, x7
+    adds    x13, x13, x10
+    mul     x10, x6, x9                     // h2*s1
+    adc     x14, x14, x11
+    mul     x11, x6, x7                     // h2*r0
+    adds    x13, x13, x10                   // d1
+    adc     x14, x14, x11                   // d2
+
+    and     x10, x14, #-4                   // 4q
+    and     x6, x14, #3                     // h2 = d2 & 3
+    add     x10, x10, x14, lsr #2           // 5q
+    adds    x4, x12, x10
+    adcs    x5, x13, xzr
+    adc     x6, x6, xzr
+
+.endm
+
+// Shortest length (bytes) that takes the NEON path (poly1305-neon.inc: its header has the
+// measured crossover); shorter ones run the scalar loop below.
+#define POLY_NEON_MIN 256
+
     .text
     .globl  poly1305_processBlocks
     .type   poly1305_processBlocks, %function
     .balign 16
 poly1305_processBlocks:
+    cmp     x1, #POLY_NEON_MIN
+    b.ge    .Lpoly_neon                     // signed: a negative length stays scalar
+.Lpoly_scalar:
     cmp     x1, #16
     b.lt    .Lpoly_ret                      // length < 16 (signed): acc untouched
     lsr     x1, x1, #4                      // x1 = number of whole blocks (>= 1)
@@ -73,31 +112,7 @@ poly1305_processBlocks:
     adcs    x5, x5, x11
     adc     x6, x6, x15
 
-    mul     x12, x4, x7                     // h0*r0
-    umulh   x13, x4, x7
-    mul     x10, x5, x9                     // h1*s1
-    umulh   x11, x5, x9
-    adds    x12, x12, x10                   // d0
-    mul     x10, x4, x8                     // h0*r1
-    adc     x13, x13, x11
-    umulh   x14, x4, x8
-    adds    x13, x13, x10
-    mul     x10, x5, x7                     // h1*r0
-    adc     x14, x14, xzr
-    umulh   x11, x5, x7
-    adds    x13, x13, x10
-    mul     x10, x6, x9                     // h2*s1
-    adc     x14, x14, x11
-    mul     x11, x6, x7                     // h2*r0
-    adds    x13, x13, x10                   // d1
-    adc     x14, x14, x11                   // d2
-
-    and     x10, x14, #-4                   // 4q
-    and     x6, x14, #3                     // h2 = d2 & 3
-    add     x10, x10, x14, lsr #2           // 5q
-    adds    x4, x12, x10
-    adcs    x5, x13, xzr
-    adc     x6, x6, xzr
+    POLY_MULR
 
     subs    x1, x1, #1
     b.ne    .Lpoly_block
@@ -114,4 +129,6 @@ poly1305_processBlocks:
     str     x14, [x2, #32]
 .Lpoly_ret:
     ret
+
+#include "poly1305-neon.inc"
     .size   poly1305_processBlocks, . - poly1305_processBlocks
