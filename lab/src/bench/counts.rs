@@ -188,6 +188,17 @@ pub fn count(
     })
 }
 
+impl CountRow {
+    /// Instructions per block of long calls: (count(256) − count(16)) / 240. It differs from
+    /// [`CountRow::per_block`] when a kernel switches paths by length (the aarch64 Poly1305
+    /// kernel's NEON path from 256 bytes on: 1 block runs the scalar loop, 16 and 256 the
+    /// vector loop), and then names the loop long calls spend their time in.
+    pub fn long_per_block(&self) -> Option<f64> {
+        let (&(b16, c16), &(b256, c256)) = (self.per_call.get(1)?, self.per_call.get(2)?);
+        Some((c256 as f64 - c16 as f64) / (b256 - b16) as f64)
+    }
+}
+
 /// Fills in the Zbb saving of each riscv64+zbb row from the riscv64 row of the same kernel,
 /// contract family and input placement.
 pub fn add_zbb_savings(rows: &mut [CountRow]) {
