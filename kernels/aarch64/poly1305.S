@@ -67,7 +67,7 @@
 
 // Shortest length (bytes) that takes the NEON path (poly1305-neon.inc: its header has the
 // measured crossover); shorter ones run the scalar loop below.
-#define POLY_NEON_MIN 256
+#define POLY_NEON_MIN 320
 
     .text
     .globl  poly1305_processBlocks
