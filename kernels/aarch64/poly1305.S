@@ -1,4 +1,4 @@
-// Poly1305 block function (RFC 8439 §2.5) for aarch64, ARMv8.0-A base ISA, scalar.
+// Poly1305 block function (RFC 8439 §2.5) for aarch64, ARMv8.0-A base ISA: scalar, with a NEON path.
 //
 //   void poly1305_processBlocks(const uint8_t *input, int64_t length,
 //                               int64_t acc[5], const int64_t r[5])
@@ -26,11 +26,16 @@
 // carry is lost. The result has h2 <= 4, i.e. h < 5 * 2^128, whose limb 4 (h >> 104) is
 // < 5 * 2^24 < 2^27: the outgoing limbs meet the bounds without a final reduction.
 //
+// Vector path: lengths of POLY_NEON_MIN (320) bytes and more take the NEON loop of
+// poly1305-neon.inc (#included at the end; its header has the math, bounds, cost and the
+// measured crossover); shorter ones, and the 1..3 blocks after its last group of four, this
+// scalar loop. Advanced SIMD is baseline ARMv8-A, so the default aarch64 row has both.
+//
 // Cost per 16-byte block (loop body): 30 instructions = 1 ldp + 3 (add m + 2^128)
 // + 18 (6 mul, 4 umulh, 8 add/adc) + 6 (partial reduction) + 2 (loop).
 //
 // Registers (AAPCS64 §6.1.1): only x0-x15 (caller-saved), no stack frame, no callee-saved
-// register. Unaligned input is loaded with plain ldp: aarch64 Linux permits unaligned
+// register (the NEON path saves d8-d15 in its own frame). Unaligned input is loaded with plain ldp: aarch64 Linux permits unaligned
 // ldr/ldp on normal memory. Every block load lies inside the 16 * floor(length/16) bytes.
 
 // h = (h0 x4, h1 x5, h2 x6) * r (r0 x7, r1 x8, s1 x9) mod p, partially reduced: the block
