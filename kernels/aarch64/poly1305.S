@@ -34,7 +34,7 @@
 // Cost per 16-byte block (loop body): 30 instructions = 1 ldp + 3 (add m + 2^128)
 // + 18 (6 mul, 4 umulh, 8 add/adc) + 6 (partial reduction) + 2 (loop).
 //
-// Registers (AAPCS64 §6.1.1): only x0-x15 (caller-saved), no stack frame, no callee-saved
+// Registers (AAPCS64 §6.1.1): only x0-x16 (caller-saved; x16 = IP0), no stack frame, no callee-saved
 // register (the NEON path saves d8-d15 in its own frame). Unaligned input is loaded with plain ldp: aarch64 Linux permits unaligned
 // ldr/ldp on normal memory. Every block load lies inside the 16 * floor(length/16) bytes.
 
@@ -79,12 +79,13 @@
     .type   poly1305_processBlocks, %function
     .balign 16
 poly1305_processBlocks:
-    cmp     x1, #POLY_NEON_MIN
-    b.ge    .Lpoly_neon                     // signed: a negative length stays scalar
-.Lpoly_scalar:
-    cmp     x1, #16
-    b.lt    .Lpoly_ret                      // length < 16 (signed): acc untouched
-    lsr     x1, x1, #4                      // x1 = number of whole blocks (>= 1)
+    // One unsigned test for both ends: length - 16 >= POLY_NEON_MIN - 16 holds for a length
+    // of at least POLY_NEON_MIN and for one under 16 (negative ones too, wrapped); the rest is
+    // the scalar loop, counting x16 = length - 16 down by 16 (as many instructions as a
+    // block count: the dispatch costs a short call nothing).
+    sub     x16, x1, #16
+    cmp     x16, #(POLY_NEON_MIN - 16)
+    b.hs    .Lpoly_neon_or_none
 
     // r limbs -> r0 (x7), r1 (x8); s1 (x9) = r1 + (r1 >> 2).
     ldp     x10, x11, [x3]
@@ -119,8 +120,8 @@ poly1305_processBlocks:
 
     POLY_MULR
 
-    subs    x1, x1, #1
-    b.ne    .Lpoly_block
+    subs    x16, x16, #16                   // bytes left past the next block
+    b.pl    .Lpoly_block
 
     // h0, h1, h2 -> five 26-bit limbs (limb 4 takes h2 too: < 2^27, see above).
     and     x10, x4, #0x3ffffff
@@ -135,5 +136,8 @@ poly1305_processBlocks:
 .Lpoly_ret:
     ret
 
+.Lpoly_neon_or_none:
+    cmp     x1, #16
+    b.lt    .Lpoly_ret                      // length < 16 (signed): acc untouched
 #include "poly1305-neon.inc"
     .size   poly1305_processBlocks, . - poly1305_processBlocks

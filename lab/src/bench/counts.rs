@@ -77,6 +77,10 @@ pub struct CountRow {
     pub mix_per_block: Mix,
     /// Whether a second measurement on a fresh engine gave identical counts.
     pub repeatable: bool,
+    /// The most executed block of the 256-block call, (address, executions): it lies in the
+    /// loop a long call spends its time in, also when the cost is not linear from 1 block.
+    #[serde(skip)]
+    pub hot_block: Option<(u64, u64)>,
 }
 
 /// Profiles one call of `w` on `uc`: runs it, checks its result, returns the kernel's profile.
@@ -120,6 +124,8 @@ struct Raw {
     per_call: Vec<(u64, u64)>,
     single: Option<u64>,
     mixes: Vec<Mix>,
+    /// The most executed block of the 256-block call: (address, executions).
+    hot: Option<(u64, u64)>,
 }
 
 fn measure(
@@ -134,11 +140,12 @@ fn measure(
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
     uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new() };
+    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new(), hot: None };
     for n in BLOCKS {
         let p = profile_call(&mut uc, image, &Workload::of(kernel, n, misalign), &mut rng)?;
         raw.per_call.push((n, p.instructions()));
         raw.mixes.push(dis.mix(&p)?);
+        raw.hot = p.blocks().into_iter().max_by_key(|&(a, _, k)| (k, std::cmp::Reverse(a))).map(|(a, _, k)| (a, k));
     }
     if kernel == Kernel::Md5 {
         raw.single = Some(profile_call(&mut uc, image, &Workload::md5_single(misalign), &mut rng)?.instructions());
@@ -185,18 +192,8 @@ pub fn count(
         zbb_saving_pct: None,
         mix_per_block: first.mixes[2].per(&first.mixes[0], span),
         repeatable: first == second,
+        hot_block: first.hot,
     })
-}
-
-impl CountRow {
-    /// Instructions per block of long calls: (count(256) − count(16)) / 240. It differs from
-    /// [`CountRow::per_block`] when a kernel switches paths by length (the aarch64 Poly1305
-    /// kernel's NEON path from 256 bytes on: 1 block runs the scalar loop, 16 and 256 the
-    /// vector loop), and then names the loop long calls spend their time in.
-    pub fn long_per_block(&self) -> Option<f64> {
-        let (&(b16, c16), &(b256, c256)) = (self.per_call.get(1)?, self.per_call.get(2)?);
-        Some((c256 as f64 - c16 as f64) / (b256 - b16) as f64)
-    }
 }
 
 /// Fills in the Zbb saving of each riscv64+zbb row from the riscv64 row of the same kernel,

@@ -218,9 +218,9 @@ fn loops_to_predict(
                 continue; // no count, no loop to find: count_all has said why
             };
             // A kernel with a vector path for long lengths is not linear from 1 block: its
-            // steady state is the loop of the 16..256-block slope.
-            let found = steady::find(&image, k, row.per_block).or_else(|e| match row.long_per_block() {
-                Some(long) if !row.linear => steady::find(&image, k, long).map_err(|_| e),
+            // steady state is the loop around the 256-block call's most executed code.
+            let found = steady::find(&image, k, row.per_block).or_else(|e| match row.hot_block {
+                Some((addr, runs)) if !row.linear => steady::find_hot(&image, k, addr, runs).map_err(|h| format!("{e}; {h}")),
                 _ => Err(e),
             });
             match found {
