@@ -81,6 +81,17 @@ pub struct CountRow {
     /// loop a long call spends its time in, also when the cost is not linear from 1 block.
     #[serde(skip)]
     pub hot_block: Option<(u64, u64)>,
+    /// A kernel not linear from 1 block because long calls take another path (a vector loop):
+    /// that loop's instructions per block ([`super::steady::find_hot`]), else `None`.
+    pub steady_per_block: Option<f64>,
+}
+
+impl CountRow {
+    /// Whether the counts are explained: linear in blocks, or a second path for long calls
+    /// whose loop was found.
+    pub fn explained(&self) -> bool {
+        self.linear || self.steady_per_block.is_some()
+    }
 }
 
 /// Profiles one call of `w` on `uc`: runs it, checks its result, returns the kernel's profile.
@@ -176,6 +187,13 @@ pub fn count(
     let w = Workload::of(kernel, 1, misalign);
     let family = w.family_in(image);
     let hotspot = hotspot_figure(variant, kernel).filter(|_| family == Family::HotSpot);
+    let linear = (fixed + BLOCKS[1] as f64 * per_block - c16 as f64).abs() < 1e-9;
+    let steady_per_block = match first.hot {
+        Some((addr, runs)) if !linear => super::steady::find_hot(image, kernel, addr, runs)
+            .ok()
+            .map(|lp| lp.insns.len() as f64 / f64::from(lp.blocks_per_iteration)),
+        _ => None,
+    };
     Ok(CountRow {
         variant: variant.name,
         kernel: kernel.name(),
@@ -185,7 +203,7 @@ pub fn count(
         per_call: first.per_call.clone(),
         per_block,
         fixed,
-        linear: (fixed + BLOCKS[1] as f64 * per_block - c16 as f64).abs() < 1e-9,
+        linear,
         single_block_call: first.single,
         hotspot,
         hotspot_ratio: hotspot.map(|h| per_block / h),
@@ -193,6 +211,7 @@ pub fn count(
         mix_per_block: first.mixes[2].per(&first.mixes[0], span),
         repeatable: first == second,
         hot_block: first.hot,
+        steady_per_block,
     })
 }
 
