@@ -40,6 +40,7 @@ mod silent_green;
 mod top_limb;
 mod unaligned_bounds;
 mod vector_edges;
+mod vector_edges_neon_rvv;
 mod vector_files;
 mod vector_isa;
 mod vector_levels;

@@ -29,6 +29,8 @@ from gen_vectors import CLAMP, P, kernel_columns, limbs, limbs_value, poly_exact
 
 M26 = (1 << 26) - 1
 CROSSOVER = 192  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
+NEON_MIN = 320  # POLY_NEON_MIN in kernels/aarch64/poly1305.S
+RVV_MIN = 256  # POLY_RVV_MIN in kernels/riscv64/poly1305.S
 IFMA_SHORT, IFMA_MIN = 256, 640  # POLY_IFMA_SHORT, POLY_IFMA_MIN there
 LANES = (0, 2, 1, 3)  # block of a group each lane holds (vpunpck{l,h}qdq order)
 
@@ -109,14 +111,93 @@ def vector_model(acc, r, msg):
     return st, limbs_value(col), out
 
 
+# The two other 4-blocks-per-group layouts (powers p[k] = r^(k+1)): per lane, the terms
+# (block of the group, power, whether H is added to that block). aarch64 NEON: two 64-bit
+# lanes, each (H + m_a) r^4 + m_b r^2; the last group (r^4, r^3 | r^2, r^1). riscv64 RVV:
+# four lanes in block order, each (H + m_l) r^4; the last group r^(4-l).
+SCHEMES = {
+    "neon": ([[(0, 3, True), (2, 1, False)], [(1, 3, True), (3, 1, False)]],
+             [[(0, 3, True), (2, 1, False)], [(1, 2, True), (3, 0, False)]]),
+    "rvv": ([[(l, 3, True)] for l in range(4)], [[(l, 3 - l, True)] for l in range(4)]),
+}
+
+
+def lazy2(d):
+    """The NEON and RVV lazy reduction: two interleaved chains 0->1, 3->4; 1->2, 4->0 (x5);
+    2->3, 0->1; 3->4."""
+    d = list(d)
+
+    def carry(a, b):
+        d[b] += d[a] >> 26
+        d[a] &= M26
+    carry(0, 1)
+    carry(3, 4)
+    carry(1, 2)
+    c = d[4] >> 26
+    d[4] &= M26
+    d[0] += 5 * c
+    carry(2, 3)
+    carry(0, 1)
+    carry(3, 4)
+    return d
+
+
+def scheme_model(scheme, acc, r, msg):
+    """The NEON or RVV path on one call (len(msg) a multiple of 64, >= 128 bytes): (stats, S,
+    result) as vector_model gives them for the AVX2 path."""
+    pw = [limbs(p) for p in powers(r)]
+    loop, last_spec = SCHEMES[scheme]
+    groups = len(msg) // 64
+    h = [list(acc)] + [[0] * 5 for _ in loop[1:]]
+    st = {"max_h": 0, "max_d": 0, "max_lazy": 0, "max_sum": 0}
+    for g in range(groups):
+        last = g == groups - 1
+        ds = []
+        for lane, terms in enumerate(last_spec if last else loop):
+            col = [0] * 5
+            for k, power, add_h in terms:
+                x = block_limbs(msg[64 * g + 16 * k:64 * g + 16 * k + 16])
+                if add_h:
+                    x = [a + b for a, b in zip(h[lane], x)]
+                st["max_h"] = max(st["max_h"], *x)
+                col = [a + b for a, b in zip(col, vmul(x, pw[power]))]
+            ds.append(col)
+        st["max_d"] = max(st["max_d"], *(x for d in ds for x in d))
+        assert st["max_d"] < 1 << 64
+        if not last:
+            h = [lazy2(d) for d in ds]
+            assert all(x < 1 << 32 for lane in h for x in lane)
+            st["max_lazy"] = max(st["max_lazy"], *(x for lane in h for x in lane))
+    col = [sum(d[k] for d in ds) for k in range(5)]
+    assert all(x < 1 << 64 for x in col)
+    st["max_sum"] = max(col)
+    out = list(col)
+    for _ in range(2):
+        for k in range(4):
+            out[k + 1] += out[k] >> 26
+            out[k] &= M26
+        if _ == 0:
+            out[0] += 5 * (out[4] >> 26)
+            out[4] &= M26
+    assert all(x <= M26 for x in out[:4]) and out[4] < 1 << 27
+    return st, limbs_value(col), out
+
+
 def log2(x):
     return f"2^{x.bit_length() - 1}.{int(100 * (x / (1 << (x.bit_length() - 1)) - 1)):02d}" if x else "0"
 
 
-def entry(name, what, acc, r, msg, lengths=None, rng_note=""):
+def entry(name, what, acc, r, msg, lengths=None, rng_note="", scheme="avx2"):
     assert r & ~CLAMP == 0 and all(x <= M26 for x in acc[:4]) and acc[4] < 1 << 27
-    e = {"name": name, "source": "vector-kernel edges chosen with a model of the AVX2 path's arithmetic (ci/tools/gen_vector_edges.py); expect_acc from Python integers (RFC 8439 §2.5.1)"}
+    path = {"avx2": "the AVX2 path", "neon": "the aarch64 NEON path", "rvv": "the riscv64 RVV path"}[scheme]
+    e = {"name": name, "source": f"vector-kernel edges chosen with a model of {path}'s arithmetic (ci/tools/gen_vector_edges.py); expect_acc from Python integers (RFC 8439 §2.5.1)"}
     note = what
+    if scheme != "avx2" and len(msg) >= {"neon": NEON_MIN, "rvv": RVV_MIN}[scheme] and not lengths:
+        # "limb 4 stored:", not the AVX2 note's "stored limb 4 =" (tests/vector_edges.rs picks those)
+        st, s, out = scheme_model(scheme, acc, r, msg[:len(msg) // 64 * 64])
+        note += (f". {scheme.upper()} model: largest limb into a multiply {log2(st['max_h'])}, largest product column {log2(st['max_d'])}, "
+                 f"largest limb after a lazy reduction {log2(st['max_lazy'])} ({st['max_lazy'] - (1 << 26):+d} from 2^26), "
+                 f"last group's lane-sum column {log2(st['max_sum'])}, lane sum S = {describe(s)}, limb 4 stored: {out[4]:#x}")
     if len(msg) >= CROSSOVER and not lengths:
         st, s, out = vector_model(acc, r, msg[:len(msg) // 64 * 64])
         note += (f". AVX2 model: largest h limb into a multiply {log2(st['max_h'])}, largest product column {log2(st['max_d'])}, "
@@ -283,15 +364,96 @@ def r1_sum_entries(rng):
     return v
 
 
+def path_crossover_entries(rng, scheme, n_min):
+    """Lengths at a path's crossover and each way its loop can end: the NEON loop takes two
+    groups per iteration (an odd group count runs one step apart), then 0..3 blocks go to
+    the scalar loop."""
+    v = []
+    for n in [n_min - 16, n_min - 1, n_min, n_min + 1, n_min + 16, n_min + 48, n_min + 63, n_min + 64,
+              n_min + 80, n_min + 128, n_min + 176, n_min + 192, 1024 + 32, 2048 + 16]:
+        acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
+        blocks, rest = divmod(n, 16)
+        what = (f"{scheme.upper()} path: {n // 64} groups of four, then {blocks % 4} block(s) for the scalar loop and a {rest}-byte tail"
+                if n >= n_min else f"below the {scheme.upper()} path's {n_min}-byte crossover: that kernel's scalar loop only")
+        v.append(entry(f"{scheme} crossover: {n} bytes ({blocks} blocks + {rest})", what, acc, r, rbytes(rng, n), scheme=scheme))
+    for lengths in ([n_min, 48, n_min + 16], [n_min - 16, n_min + 64, 16]):
+        v.append(entry(f"{scheme} crossover: calls of {', '.join(map(str, lengths))} bytes",
+                       "each call's acc handed to the next between the vector and scalar paths",
+                       limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP, rbytes(rng, sum(lengths)), lengths, scheme=scheme))
+    return v
+
+
+def path_lazy_entries(rng, scheme, blocks):
+    """Blocks hill-climbed (one at a time) towards the largest limb the path's lazy reduction
+    leaves for the next multiply, acc limbs at their bounds or random."""
+    edge = [b"\xff" * 16, b"\x00" * 16, b"\xfb" + b"\xff" * 15, b"\x01" + b"\x00" * 15]
+
+    def block():
+        return rng.choice(edge) if rng.random() < 0.5 else rbytes(rng, 16)
+
+    v = []
+    for rn, r in [("largest clamped r", CLAMP), ("random r", rng.getrandbits(128) & CLAMP)]:
+        for acc in ([M26] * 4 + [(1 << 27) - 1], limbs(rng.getrandbits(130))):
+            msg = [block() for _ in range(blocks)]
+            best = scheme_model(scheme, acc, r, b"".join(msg))[0]["max_lazy"]
+            for _ in range(300):
+                i = rng.randrange(blocks - 4)
+                old, msg[i] = msg[i], block()
+                got = scheme_model(scheme, acc, r, b"".join(msg))[0]["max_lazy"]
+                if got >= best:
+                    best = got
+                else:
+                    msg[i] = old
+            v.append(entry(f"{scheme} lazy reduction: a limb {best - (1 << 26):+d} from 2^26 after a lazy carry, {rn}, {blocks} blocks",
+                           "blocks hill-climbed towards the largest limb a lazy reduction leaves for the next multiply",
+                           acc, r, b"".join(msg), scheme=scheme))
+    return v
+
+
+def path_r1_entries(rng, scheme, blocks):
+    """r = 1 (every power is 1, the products are the sums): random first groups (their lanes
+    fold at 2^130 in the lazy reductions), then the last group's four blocks set the lane
+    sum S before the final carry chain to each target exactly."""
+    targets = [("2^131 - 2^104 (limb 4 = 2^27 - 1)", (1 << 131) - (1 << 104)), ("2p - 1", 2 * P - 1), ("2p (result p)", 2 * P),
+               ("2p + 1", 2 * P + 1), ("2^131 - 6 (result 2^130 - 1)", (1 << 131) - 6), ("2^131 - 5 (result 2^130, limb 4 = 2^26)", (1 << 131) - 5),
+               ("2^131 - 1 (result 2^130 + 4, limb 4 = 2^26)", (1 << 131) - 1), ("2^131", 1 << 131)]
+    v = []
+    for label, target in targets:
+        for extra in (0, 1):
+            while True:
+                acc = limbs(rng.getrandbits(130))
+                first = rbytes(rng, 16 * (blocks - 4))
+                _, s0, _ = scheme_model(scheme, acc, 1, first + bytes(64))
+                rest = target - s0
+                if 0 <= rest <= 4 * ((1 << 128) - 1):
+                    break
+            last = [rest // 4 + (1 if i < rest % 4 else 0) for i in range(4)]
+            msg = first + b"".join(x.to_bytes(16, "little") for x in last)
+            _, s, _ = scheme_model(scheme, acc, 1, msg)
+            assert s == target
+            msg += rbytes(rng, 16) if extra else b""
+            tail = f", then a block in the scalar loop from the stored limbs" if extra else ""
+            v.append(entry(f"{scheme} r = 1, last-group lane sum S = {label}, {blocks + extra} blocks",
+                           f"the lanes' sum before the final carry chain set by the last group's blocks{tail}", acc, 1, msg, scheme=scheme))
+    return v
+
+
 def main():
     rng = random.Random(29)
     v = crossover_entries(rng) + magnitude_entries(rng) + lazy_entries(rng) + r1_sum_entries(rng)
+    rng = random.Random(2929)  # the NEON and RVV entries: the AVX2 ones above stay as they were
+    for scheme, n_min in (("neon", NEON_MIN), ("rvv", RVV_MIN)):
+        v += path_crossover_entries(rng, scheme, n_min)
+        v += path_lazy_entries(rng, scheme, n_min // 16 + 4)
+        v += path_r1_entries(rng, scheme, n_min // 16)
     write("poly1305", "vector-edges",
           "Poly1305 processBlocks aimed at 4-lane radix-2^26 vector code (the x86_64 AVX2 path): lengths at the 192-byte "
           "scalar/vector crossover and one block either side, lengths not a multiple of 64 and tails, calls handed between the "
           "paths; the largest limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers have the largest "
           "limbs); messages whose limbs after a lazy reduction sit furthest above 2^26; with r = 1, the last group's four-lane sum at "
-          "2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 (stored limb 4 = 2^26). Inputs chosen with a model of the "
+          "2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 (stored limb 4 = 2^26). The same kinds of entry for "
+          "the aarch64 NEON path (320-byte crossover, two lanes of (r^4 | r^2)) and the riscv64 RVV path (256-byte crossover, four "
+          "lanes in block order), each with a model of its arithmetic. Inputs chosen with a model of the "
           "kernel's arithmetic; expect_acc from Python integers", v)
 
 

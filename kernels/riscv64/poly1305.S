@@ -159,11 +159,22 @@
 	add	CP, CP, t2
 .endm
 
+#ifdef __riscv_vector
+/* Shortest length (bytes) that takes the RVV path (poly1305-rvv.inc: its header has the
+ * measured crossover); shorter ones run the scalar loop. */
+#define POLY_RVV_MIN 256
+#endif
+
 	.text
 	.globl	poly1305_processBlocks
 	.type	poly1305_processBlocks, @function
 	.p2align 2
 poly1305_processBlocks:
+#ifdef __riscv_vector
+	li	t2, POLY_RVV_MIN
+	bge	a1, t2, .Lpoly_rvv	/* signed: a negative length stays scalar */
+.Lpoly_scalar:
+#endif
 	li	t2, 16
 	blt	a1, t2, .Lpoly_return	/* length < 16 (signed): acc untouched */
 	andi	a1, a1, -16
@@ -266,4 +277,8 @@ poly1305_processBlocks:
 	sd	t2, 32(ACC)
 .Lpoly_return:
 	ret
+
+#ifdef __riscv_vector
+#include "poly1305-rvv.inc"
+#endif
 	.size	poly1305_processBlocks, . - poly1305_processBlocks

@@ -77,6 +77,21 @@ pub struct CountRow {
     pub mix_per_block: Mix,
     /// Whether a second measurement on a fresh engine gave identical counts.
     pub repeatable: bool,
+    /// The most executed block of the 256-block call, (address, executions): it lies in the
+    /// loop a long call spends its time in, also when the cost is not linear from 1 block.
+    #[serde(skip)]
+    pub hot_block: Option<(u64, u64)>,
+    /// A kernel not linear from 1 block because long calls take another path (a vector loop):
+    /// that loop's instructions per block ([`super::steady::find_hot`]), else `None`.
+    pub steady_per_block: Option<f64>,
+}
+
+impl CountRow {
+    /// Whether the counts are explained: linear in blocks, or a second path for long calls
+    /// whose loop was found.
+    pub fn explained(&self) -> bool {
+        self.linear || self.steady_per_block.is_some()
+    }
 }
 
 /// Profiles one call of `w` on `uc`: runs it, checks its result, returns the kernel's profile.
@@ -120,6 +135,8 @@ struct Raw {
     per_call: Vec<(u64, u64)>,
     single: Option<u64>,
     mixes: Vec<Mix>,
+    /// The most executed block of the 256-block call: (address, executions).
+    hot: Option<(u64, u64)>,
 }
 
 fn measure(
@@ -134,11 +151,12 @@ fn measure(
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
     uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new() };
+    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new(), hot: None };
     for n in BLOCKS {
         let p = profile_call(&mut uc, image, &Workload::of(kernel, n, misalign), &mut rng)?;
         raw.per_call.push((n, p.instructions()));
         raw.mixes.push(dis.mix(&p)?);
+        raw.hot = p.blocks().into_iter().max_by_key(|&(a, _, k)| (k, std::cmp::Reverse(a))).map(|(a, _, k)| (a, k));
     }
     if kernel == Kernel::Md5 {
         raw.single = Some(profile_call(&mut uc, image, &Workload::md5_single(misalign), &mut rng)?.instructions());
@@ -169,6 +187,13 @@ pub fn count(
     let w = Workload::of(kernel, 1, misalign);
     let family = w.family_in(image);
     let hotspot = hotspot_figure(variant, kernel).filter(|_| family == Family::HotSpot);
+    let linear = (fixed + BLOCKS[1] as f64 * per_block - c16 as f64).abs() < 1e-9;
+    let steady_per_block = match first.hot {
+        Some((addr, runs)) if !linear => super::steady::find_hot(image, kernel, addr, runs)
+            .ok()
+            .map(|lp| lp.insns.len() as f64 / f64::from(lp.blocks_per_iteration)),
+        _ => None,
+    };
     Ok(CountRow {
         variant: variant.name,
         kernel: kernel.name(),
@@ -178,13 +203,15 @@ pub fn count(
         per_call: first.per_call.clone(),
         per_block,
         fixed,
-        linear: (fixed + BLOCKS[1] as f64 * per_block - c16 as f64).abs() < 1e-9,
+        linear,
         single_block_call: first.single,
         hotspot,
         hotspot_ratio: hotspot.map(|h| per_block / h),
         zbb_saving_pct: None,
         mix_per_block: first.mixes[2].per(&first.mixes[0], span),
         repeatable: first == second,
+        hot_block: first.hot,
+        steady_per_block,
     })
 }
 

@@ -98,6 +98,45 @@ pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop,
     ))
 }
 
+/// Finds the steady-state loop of a kernel whose cost is not linear in blocks (a vector path
+/// from some length on): the innermost back-edge loop, in the multi-block stub or a function it
+/// calls, around `hot`, the most executed block of a [`super::counts::BLOCKS`]`[2]`-block call,
+/// which ran `runs` times; the call's blocks over `runs` give the blocks per iteration.
+///
+/// # Errors
+/// As [`find`]; or no back-edge closes a loop around `hot`, or its blocks per iteration are not
+/// within 1..=8.
+pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, runs: u64) -> Result<SteadyLoop, String> {
+    let family = Workload::of(kernel, 1, 0).family_in(image);
+    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
+    let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
+    let listing = image.listing().map_err(|e| e.to_string())?;
+    let stub = (sym.addr, sym.addr + sym.size);
+    let blocks = super::counts::BLOCKS[2];
+    let k = (blocks as f64 / runs.max(1) as f64).round();
+    if !(1.0..=f64::from(MAX_BLOCKS_PER_ITERATION)).contains(&k) {
+        return Err(format!("the most executed code ran {runs} times in a {blocks}-block call: not a block loop"));
+    }
+    for (start, end) in std::iter::once(stub).chain(callees(image, listing, stub)) {
+        let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= start && i.addr < end).collect();
+        let around = back_edges(image.arch, &insns, start).into_iter().filter(|&(at, t)| t <= hot && hot <= at);
+        if let Some((at, target)) = around.min_by_key(|&(at, t)| at - t) {
+            let body: Vec<Insn> = insns.iter().filter(|i| i.addr >= target && i.addr <= at).map(|&i| i.clone()).collect();
+            let (name, base) =
+                image.symbol_containing(target).map_or((String::new(), start), |(n, s)| (n.to_string(), s.addr));
+            return Ok(SteadyLoop {
+                symbol: name,
+                arch: image.arch,
+                head: target - base,
+                back_edge: at - base,
+                blocks_per_iteration: k as u32,
+                insns: body,
+            });
+        }
+    }
+    Err(format!("no back-edge in {symbol} or the functions it calls closes a loop around {}", image.symbolize(hot)))
+}
+
 /// The sized symbols of the kernels' code ([`Image::kernel_code`]) that direct branches in
 /// `[start, end)` lead to outside it (an adapter's call to its inner block function), as
 /// address ranges, each once.
