@@ -276,7 +276,7 @@ fn a_broken_kernel_fails_every_chained_and_multi_batch_case() {
     let report = run::run(&config_with(variant("x86_64"), backends, Kernel::Md5, files, build));
     assert_eq!(report.status(), kernel_lab::exit::ExitCode::Failed, "{}", report.to_human());
     for row in &report.rows {
-        assert_eq!((row.passed, row.failed.len()), (0, 9), "{}", report.to_human());
+        assert_eq!((row.passed(), row.failed().len()), (0, 9), "{}", report.to_human());
     }
 }
 

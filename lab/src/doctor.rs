@@ -395,8 +395,8 @@ fn backend_state(variant: &'static Variant, kind: BackendKind, image: &Image) ->
         .filter(|s| entry.missing(s.kernel).is_none())
         .map(|s| run::run_set(backend.as_mut(), variant, image, s, 1))
         .collect();
-    let passed: usize = rows.iter().map(|r| r.passed).sum();
-    match rows.iter().flat_map(|r| &r.failed).next() {
+    let passed: usize = rows.iter().map(|r| r.passed()).sum();
+    match rows.iter().flat_map(|r| r.failed()).next() {
         // Nothing ran at all: the backend, not the kernel, is at fault.
         Some(f) if f.findings.iter().all(|f| f.class == Class::NotRun) => {
             State::Failed(format!("cannot run a batch: {}", f.findings.first().map(|f| f.text.as_str()).unwrap_or("")))
