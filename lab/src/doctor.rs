@@ -272,7 +272,7 @@ pub fn cpu_help_names(help: &str) -> (Vec<String>, Option<Vec<String>>) {
 /// The `-cpu` models and properties the arch row uses (every extension row, not only the
 /// variants': a user's `--isa` reaches them all) that `help` does not list, as "model `max`",
 /// "property `sse3`". Properties are checked only where the help lists them (x86); elsewhere
-/// [`qemu_cpu_check`] runs qemu with each variant's `-cpu`.
+/// `qemu_cpu_check` runs qemu with each variant's `-cpu`.
 pub fn unlisted_cpu_names(arch: crate::arch::Arch, help: &str) -> Vec<String> {
     use crate::arch::QemuSupport;
     let (models, flags) = cpu_help_names(help);

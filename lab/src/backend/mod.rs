@@ -219,7 +219,7 @@ pub trait Backend {
     }
 
     /// Takes back a response this backend returned, once the caller is done with it, to reuse
-    /// its allocation ([`recycled::Recycler`]). By default it is dropped.
+    /// its allocation (`backend/recycled.rs`). By default it is dropped.
     fn recycle(&mut self, resp: Vec<u8>) {
         drop(resp);
     }

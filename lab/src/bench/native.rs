@@ -139,7 +139,7 @@ pub fn bench(runs: usize) -> Result<NativeReport, String> {
 /// a user's kernel is held against ([`super::user_native`]).
 ///
 /// # Errors
-/// As [`bench`].
+/// As [`bench()`].
 pub fn openssl_figures(runs: usize) -> Result<Vec<NativeRow>, String> {
     imp::openssl_rows(runs.max(1))
 }

@@ -3,7 +3,7 @@
 //! path (calls added to a batch, layout, the backend run, every call record decoded), and the
 //! overhead ratio = wall time ÷ (kernel instructions ÷ the backend's raw instruction rate).
 //!
-//! The raw rate comes from `lab_spin` (lab/guest/<arch>/spin.S, a loop of 256 straight-line ALU
+//! The raw rate comes from `lab_spin` (`lab/guest/<arch>/spin.S`, a loop of 256 straight-line ALU
 //! instructions) run through the same driver on the same backend in the same run; its
 //! instruction count per call is counted on Unicorn. Kernel instructions per call come from a
 //! Unicorn block profile of the same workload, so every backend is charged the same count.
@@ -167,7 +167,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Measures the raw rate of `backend` with `lab_spin`: calibrated to about [`TARGET`] per call,
+/// Measures the raw rate of `backend` with `lab_spin`: calibrated to about `TARGET` per call,
 /// median of `runs`.
 ///
 /// # Errors

@@ -1,6 +1,6 @@
 //! Vector -> calls: a case of a vector becomes a few kernel calls laid into a batch plus what
-//! each call must leave behind ([`Expect`]) and the case's final digest or tag ([`Final`]),
-//! computed with the portable reference as the calls are laid out. The [`Planner`] lays one
+//! each call must leave behind (`Expect`) and the case's final digest or tag (`Final`),
+//! computed with the portable reference as the calls are laid out. The `Planner` lays one
 //! segment; [`crate::cases::procedure`] cuts long cases into segments; judging the results is
 //! [`crate::cases::verdict`]'s.
 //!

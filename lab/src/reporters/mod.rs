@@ -125,7 +125,7 @@ pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Res
     write_with(report, format, command, JunitCases::default(), path)
 }
 
-/// [`write`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
+/// [`write()`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
 /// renamed over it, so a reader never sees half a report. The file gets the mode the umask gives
 /// any new file (0644 under umask 022). A `path` that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a FIFO) is written in place: a rename would replace the device

@@ -353,7 +353,7 @@ impl Backend for UnicornBackend {
     }
 
     /// Copies only what may differ from the arena: on each page the span of the payload's
-    /// data and of what may not be zero in the arena ([`HookState::dirty`]). The arena then
+    /// data and of what may not be zero in the arena (`HookState::dirty`). The arena then
     /// holds exactly the payload, as after a whole copy.
     fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
         let payload = &batch.payload;
