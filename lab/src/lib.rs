@@ -55,7 +55,6 @@ pub mod contract;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
-pub mod doctor_vector;
 pub mod domain;
 pub mod exit;
 pub mod filter;
