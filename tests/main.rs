@@ -21,6 +21,7 @@ mod envelope;
 mod fuzz;
 mod gating;
 mod hotspot;
+mod hotspot_foreign;
 mod image;
 mod layers;
 mod library_names;
