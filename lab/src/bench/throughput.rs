@@ -15,8 +15,8 @@
 
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
 use super::counts::profile_call;
@@ -200,7 +200,7 @@ fn round(
     image: &Image,
     w: &Workload,
     k: usize,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<Duration, String> {
     let e = Stubs::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
@@ -208,7 +208,7 @@ fn round(
     // Random input and the reference's answer: not the lab's work, so before the clock.
     let plan = w.plan(&mut b, &e, rng);
     let first = b.ncalls() - 1;
-    let seed: u64 = rng.gen();
+    let seed: u64 = rng.random();
     let t = Instant::now();
     for i in 1..k {
         b.repeat(first, seed ^ i as u64);
@@ -237,7 +237,7 @@ fn time_batch(
     w: &Workload,
     k: usize,
     runs: usize,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<f64, String> {
     let times: Vec<f64> =
         (0..runs).map(|_| round(backend, image, w, k, rng).map(|d| d.as_secs_f64())).collect::<Result<_, _>>()?;
@@ -255,7 +255,7 @@ fn kernel_loop_rate(
     image: &Image,
     kernel: Kernel,
     runs: usize,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<f64, String> {
     let c1 = profile_call(uc, image, &Workload::of(kernel, 1, 0), rng)?.instructions();
     let c2 = profile_call(uc, image, &Workload::of(kernel, 2, 0), rng)?.instructions();

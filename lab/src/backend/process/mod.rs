@@ -544,28 +544,28 @@ mod tests {
     #[test]
     fn random_layouts_leave_the_guest_pages_as_their_tables_say() {
         use crate::batch::{BatchBuilder, Placement};
-        use rand::{Rng, SeedableRng};
+        use rand::{RngExt, SeedableRng};
         let Some((mut b, image)) = native_x86_64() else { return }; // native runs only on an x86_64 host
         let arena = image.arena().expect("arena");
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(24);
-        let buffer = |rng: &mut rand_chacha::ChaCha8Rng| {
-            let len = if rng.gen_ratio(1, 5) { 0 } else { rng.gen_range(1..20_000) };
-            (len, rng.gen_bool(0.5), rng.gen_range(0..5u8), rng.gen_range(0..64usize))
+        let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(24);
+        let buffer = |rng: &mut rand::rngs::ChaCha8Rng| {
+            let len = if rng.random_ratio(1, 5) { 0 } else { rng.random_range(1..20_000) };
+            (len, rng.random_bool(0.5), rng.random_range(0..5u8), rng.random_range(0..64usize))
         };
         let (mut spec, mut ways) = (Vec::new(), [0; 2]);
         for round in 0..60 {
-            if rng.gen_ratio(1, 15) {
+            if rng.random_ratio(1, 15) {
                 let _ = b.reap();
             }
-            if spec.is_empty() || rng.gen_ratio(1, 3) {
-                spec = (0..rng.gen_range(1..30)).map(|_| buffer(&mut rng)).collect();
+            if spec.is_empty() || rng.random_ratio(1, 3) {
+                spec = (0..rng.random_range(1..30)).map(|_| buffer(&mut rng)).collect();
             } else {
-                match rng.gen_range(0..3) {
+                match rng.random_range(0..3) {
                     0 => drop(spec.pop()),
                     1 => spec.push(buffer(&mut rng)),
                     _ => {
-                        let i = rng.gen_range(0..spec.len());
-                        spec[i].0 = rng.gen_range(0..12_000);
+                        let i = rng.random_range(0..spec.len());
+                        spec[i].0 = rng.random_range(0..12_000);
                     }
                 }
             }
