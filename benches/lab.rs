@@ -4,8 +4,8 @@
 //! the tests).
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};

@@ -5,8 +5,8 @@
 //! ([`CasePlan::outputs_digest`]). (The absolute stack address and the x86 arithmetic flags,
 //! which psABI leaves undefined after a call, may differ.)
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::{run_batch, BackendKind, Limits};
@@ -25,12 +25,12 @@ use crate::common::{build, variant, SEED};
 /// A random `implCompressMB` call (1-4 blocks, `ofs` anywhere in -1000..1000, the upper
 /// half of the `int` registers garbage) and a random `processBlocks` call over 0..320 bytes
 /// (whole blocks and a tail that must be left alone).
-fn random_calls(rng: &mut impl Rng, i: usize) -> [Vector; 2] {
-    let blocks = rng.gen_range(1..=4usize);
-    let data: Vec<u8> = (0..blocks * 64 + 64).map(|_| rng.gen()).collect();
-    let ofs: i32 = rng.gen_range(-1000..1000);
-    let limit = ofs + rng.gen_range(0..blocks as i32 * 64);
-    let state = md5::state_from_bytes(&rng.gen::<[u8; 16]>());
+fn random_calls(rng: &mut impl RngExt, i: usize) -> [Vector; 2] {
+    let blocks = rng.random_range(1..=4usize);
+    let data: Vec<u8> = (0..blocks * 64 + 64).map(|_| rng.random()).collect();
+    let ofs: i32 = rng.random_range(-1000..1000);
+    let limit = ofs + rng.random_range(0..blocks as i32 * 64);
+    let state = md5::state_from_bytes(&rng.random::<[u8; 16]>());
     let md5 = Md5Call {
         stub: Md5Stub::CompressMb,
         state,
@@ -39,15 +39,20 @@ fn random_calls(rng: &mut impl Rng, i: usize) -> [Vector; 2] {
         limit,
         expect: Default::default(),
     };
-    let acc = Limbs26(std::array::from_fn(|i| rng.gen_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 })));
-    let lengths = vec![rng.gen_range(0..data.len() as i64)];
-    let poly =
-        Poly1305Call { acc, r: clamp_r(&rng.gen()), input: Message::Bytes(data), lengths, expect: Default::default() };
+    let acc = Limbs26(std::array::from_fn(|i| rng.random_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 })));
+    let lengths = vec![rng.random_range(0..data.len() as i64)];
+    let poly = Poly1305Call {
+        acc,
+        r: clamp_r(&rng.random()),
+        input: Message::Bytes(data),
+        lengths,
+        expect: Default::default(),
+    };
     let mut vector = |name: String, body| Vector {
         index: i,
         name,
         source: "random".into(),
-        offsets: vec![rng.gen_range(0..64)],
+        offsets: vec![rng.random_range(0..64)],
         body,
     };
     [

@@ -192,7 +192,7 @@ fn every_input_placement_computes_the_reference_on_every_backend() {
 
     for v in &VARIANTS {
         let image = build(v);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+        let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(SEED);
         let mut b = BatchBuilder::new(Abi::of(v.arch));
         let mut planned = Vec::new();
         for k in Kernel::ALL {

@@ -98,7 +98,7 @@ fn lab_run_fails_only_the_misaligned_guarded_cases_of_a_misaligned_only_over_rea
     let (_dir, build) = mutated_kernels("riscv64", "md5.S", from, to);
     let files = vec![paths::vectors_dir().join("md5/rfc1321.json"), paths::vectors_dir().join("md5/openssl.json")];
     let report = run::run(&config_with(variant("riscv64"), vec![U, Q], Kernel::Md5, files, build));
-    let unicorn: Vec<_> = report.rows.iter().filter(|r| r.backend == U).flat_map(|r| &r.failed).collect();
+    let unicorn: Vec<_> = report.rows.iter().filter(|r| r.backend == U).flat_map(|r| r.failed()).collect();
     assert!(!unicorn.is_empty(), "{}", report.to_human());
     for case in unicorn {
         assert!(case.name.ends_with(MISALIGNED_GUARD), "{}: {:?}", case.name, case.findings);
@@ -150,8 +150,8 @@ fn stack_probes_far_below_the_budget_fault_in_the_stack_guard(#[case] arch: &str
         let below = probe + entry_sp_below_call - (abi.stack_budget + abi.red_zone);
         let text = format!("{below} bytes below the stack budget");
         for row in &report.rows {
-            assert_eq!(row.passed, 0, "{arch} probe {probe} on {}: {}", row.backend, report.to_human());
-            for case in &row.failed {
+            assert_eq!(row.passed(), 0, "{arch} probe {probe} on {}: {}", row.backend, report.to_human());
+            for case in &row.failed() {
                 assert!(
                     case.findings.iter().all(|f| f.class == Class::Memory && f.text.contains(&text)),
                     "{arch} probe {probe} on {} / {}: {:#?}",
@@ -188,8 +188,8 @@ fn a_store_into_the_kernel_image_is_reported_with_its_symbol(
     let report = run::run(&config_with(v, on.to_vec(), Kernel::Md5, files, build));
     let want = format!("in the kernel image's {place} ({:#x})", global + 8);
     for row in &report.rows {
-        assert_eq!(row.passed, 0, "{name} on {}: {}", row.backend, report.to_human());
-        for case in &row.failed {
+        assert_eq!(row.passed(), 0, "{name} on {}: {}", row.backend, report.to_human());
+        for case in &row.failed() {
             let f = &case.findings[0];
             assert!(
                 f.class == Class::Memory && f.text.contains(&want),
@@ -235,8 +235,8 @@ fn a_jump_to_the_unicorn_exit_address_fails_the_call_that_made_it() {
     let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
     let report = run::run(&config_with(variant("x86_64"), vec![BackendKind::Unicorn], Kernel::Md5, files, build));
     let row = &report.rows[0];
-    assert_eq!((row.passed, row.failed.len()), (0, 21), "{}", report.to_human());
-    for case in &row.failed {
+    assert_eq!((row.passed(), row.failed().len()), (0, 21), "{}", report.to_human());
+    for case in &row.failed() {
         let f = &case.findings[0];
         assert_eq!(f.class, Class::Fault, "{}: {f}", case.name);
         assert!(f.text.contains("md5_implCompress(") && f.text.contains("jumped to the lab's exit address"), "{f}");
@@ -255,16 +255,16 @@ fn a_jump_into_the_input_is_a_fetch_fault() {
     let report = run::run(&config_with(variant("x86_64"), on, Kernel::Md5, files, build));
     assert_eq!(report.rows.len(), 3, "{}", report.to_human());
     for row in &report.rows {
-        assert_eq!((row.passed, row.failed.len()), (0, 21), "{}", report.to_human());
+        assert_eq!((row.passed(), row.failed().len()), (0, 21), "{}", report.to_human());
         // Not "returned through a corrupted stack": the pc is the message, not the driver's poison.
-        for case in &row.failed {
+        for case in &row.failed() {
             let f = &case.findings[0];
             assert!(f.text.contains(": data, never code (a jump through a pointer to data"), "{}: {f}", row.backend);
             assert!(!f.text.contains("corrupted stack"), "{}: {f}", row.backend);
         }
     }
     // The fetch's own address (the message's first byte), as qemu and native name it.
-    for case in &report.rows[0].failed {
+    for case in &report.rows[0].failed() {
         let f = &case.findings[0];
         let named = f.text.contains("fetch from unmapped or protected memory at ")
             && (f.text.contains("inside input (input[0]") || f.text.contains("inside buffer (buffer[0]"));
@@ -288,15 +288,15 @@ fn an_over_read_a_kernel_makes_only_the_first_time_fails_on_unicorn_too() {
     let report = run::run(&config_with(variant("x86_64"), on, Kernel::Md5, files, build));
     let failed = |b: BackendKind| -> std::collections::BTreeSet<(String, String)> {
         let rows = report.rows.iter().filter(|r| r.backend == b);
-        rows.flat_map(|r| r.failed.iter().map(|c| (r.set.clone(), c.name.clone()))).collect()
+        rows.flat_map(|r| r.failed().into_iter().map(|c| (r.set.clone(), c.name.to_string()))).collect()
     };
     let (unicorn, qemu) = (failed(BackendKind::Unicorn), failed(BackendKind::Qemu));
     assert!(qemu.len() >= 10, "{}", report.to_human());
     let missed: Vec<_> = qemu.difference(&unicorn).collect();
     assert!(missed.is_empty(), "unicorn passed cases qemu failed: {missed:?}\n{}", report.to_human());
-    let said = report.rows.iter().filter(|r| r.backend == BackendKind::Unicorn).flat_map(|r| &r.failed);
+    let said = report.rows.iter().filter(|r| r.backend == BackendKind::Unicorn).flat_map(|r| r.failed());
     let said =
-        said.flat_map(|c| &c.findings).filter(|f| f.text.contains("the kernel behaves differently when run again"));
+        said.flat_map(|c| c.findings).filter(|f| f.text.contains("the kernel behaves differently when run again"));
     assert!(said.count() >= 5, "{}", report.to_human());
 }
 
@@ -368,19 +368,19 @@ fn a_load_from_an_empty_input_fails_at_either_flush(#[case] flush: Placement) {
             flush,
             &mut kernel_lab::progress::ignore,
         );
-        let mut failed: Vec<&str> = row.failed.iter().map(|c| c.name.as_str()).collect();
+        let mut failed: Vec<&str> = row.failed().into_iter().map(|c| c.name).collect();
         failed.sort_unstable();
         assert_eq!(
             failed,
             ["length 5 [guarded, misaligned]", "length 5 [guarded]"],
             "{kind} at {flush:?}: {:#?}",
-            row.failed
+            row.failed()
         );
-        for case in &row.failed {
+        for case in &row.failed() {
             let f = &case.findings[0];
             assert!(f.class == Class::Memory && f.text.contains("(input[0]; 0 bytes at"), "{kind} at {flush:?}: {f}");
         }
-        assert!(row.passed >= 16, "{kind}: the packed cases pass ({} passed)", row.passed);
+        assert!(row.passed() >= 16, "{kind}: the packed cases pass ({} passed)", row.passed());
     }
 }
 
@@ -468,8 +468,8 @@ fn the_engines_own_pages_are_unmapped_for_kernels(#[case] arch: &str, #[case] ac
         let mut backend = kind.open(v, &image, FIXTURE_LIMITS).expect("backend");
         let progress = &mut kernel_lab::progress::ignore;
         let row = run::run_set_with_progress(backend.as_mut(), v, &image, &set, SEED, Placement::End, progress);
-        assert_eq!(row.passed, 0, "{kind}: {} failed", row.failed.len());
-        for case in &row.failed {
+        assert_eq!(row.passed(), 0, "{kind}: {} failed", row.failed().len());
+        for case in &row.failed() {
             let f = &case.findings[0];
             assert_eq!(f.class, Class::Memory, "{kind} {}: {f}", case.name);
             if kind == U {

@@ -125,9 +125,9 @@ fn every_callee_saved_register_sp_and_df_is_checked(#[values("riscv64", "aarch64
         let want = named(abi, rule);
         for &kind in &backends {
             let row = run_fixture_set(kind, v, &image, &set);
-            assert_eq!(row.passed, 0, "{name} {rule:?} on {kind}: a case passed");
-            assert!(!row.failed.is_empty(), "{name} {rule:?} on {kind}: no case ran");
-            for case in &row.failed {
+            assert_eq!(row.passed(), 0, "{name} {rule:?} on {kind}: a case passed");
+            assert!(!row.failed().is_empty(), "{name} {rule:?} on {kind}: no case ran");
+            for case in &row.failed() {
                 let f = &case.findings;
                 assert!(
                     f.len() == 1 && f[0].class == Class::Abi && f[0].text.contains(&want),

@@ -62,9 +62,9 @@ fn run_hostile(variant_name: &str, fixture: &str, backends: &[BackendKind]) -> (
 
 /// Every case of `row` failed, and the first finding is a `syscall` finding containing `text`.
 fn assert_refused(fixture: &str, kind: BackendKind, row: &Row, text: &str) {
-    assert_eq!(row.passed, 0, "{fixture} on {kind}: a case passed");
-    assert!(!row.failed.is_empty(), "{fixture} on {kind}: nothing failed");
-    let f = &row.failed[0].findings[0];
+    assert_eq!(row.passed(), 0, "{fixture} on {kind}: a case passed");
+    assert!(!row.failed().is_empty(), "{fixture} on {kind}: nothing failed");
+    let f = &row.failed()[0].findings[0];
     assert_eq!(f.class, Class::Syscall, "{fixture} on {kind}: {f}");
     assert!(f.text.contains(text), "{fixture} on {kind}: {text:?} not in {f}");
 }
@@ -127,7 +127,7 @@ fn an_administrators_system_call_is_trapped_not_a_quiet_eperm() {
     let (rows, _) = run_hostile("x86_64", "privileged.S", &[BackendKind::Native, BackendKind::Qemu]);
     for (kind, row) in &rows {
         assert_refused("privileged.S", *kind, row, "refused");
-        assert!(row.failed[0].findings[0].text.contains("syslog"), "{kind}: {}", row.failed[0].findings[0]);
+        assert!(row.failed()[0].findings[0].text.contains("syslog"), "{kind}: {}", row.failed()[0].findings[0]);
     }
     let (rows, _) = run_hostile("riscv64", "reboot.S", &[BackendKind::Qemu]);
     assert_refused("reboot.S", BackendKind::Qemu, &rows[0].1, "system call 142 (reboot) attempted and refused");
@@ -140,9 +140,9 @@ fn a_guest_truncating_the_shared_arena_fails_its_cases_and_the_lab_lives() {
     // the kernel returns having done no work, and each case fails on its values, at once.
     let (rows, _) = run_hostile("riscv64", "shrink_arena.S", &[BackendKind::Qemu]);
     let row = &rows[0].1;
-    assert!(!row.failed.is_empty() && row.skipped == 0, "{row:?}");
-    for case in &row.failed {
-        for f in &case.findings {
+    assert!(!row.failed().is_empty() && row.skipped() == 0, "{row:?}");
+    for case in &row.failed() {
+        for f in case.findings {
             assert!(!f.text.contains("did not run"), "the truncation reached the arena: {f}");
         }
     }

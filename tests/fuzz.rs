@@ -202,7 +202,7 @@ fn dropped_low_limb_carry_fails_named_rfc8439_vectors() {
         build,
     );
     let report = run::run(&cfg);
-    let failed: Vec<&str> = report.rows[0].failed.iter().map(|f| f.name.as_str()).collect();
+    let failed: Vec<&str> = report.rows[0].failed().into_iter().map(|f| f.name).collect();
     assert!(failed.iter().any(|n| n.starts_with("RFC8439 A.3 Test Vector #")), "{}", report.to_human());
 }
 

@@ -24,16 +24,16 @@ fn zbb_build_on_a_cpu_without_zbb_is_an_illegal_instruction() {
     let mut qemu = ProcessBackend::qemu(&image, no_zbb_cpu, Limits::default()).expect("qemu-riscv64");
     let set = rfc1321();
     let row = run::run_set(&mut qemu, zbb, &image, &set, SEED);
-    assert_eq!(row.passed, 0);
-    assert_eq!(row.failed.len(), run::cases_in(&set));
-    for f in &row.failed {
+    assert_eq!(row.passed(), 0);
+    assert_eq!(row.failed().len(), run::cases_in(&set));
+    for f in &row.failed() {
         let first = &f.findings[0].text;
         assert!(first.contains("illegal instruction at md5_implCompress"), "{}: {first}", f.name);
     }
     // The same image on a CPU with Zbb passes: the failure above is the gate, not the kernel.
     let mut qemu = ProcessBackend::qemu(&image, zbb.qemu_cpu, Limits::default()).expect("qemu-riscv64");
     let row = run::run_set(&mut qemu, zbb, &image, &set, SEED);
-    assert_eq!((row.passed, row.failed.len()), (run::cases_in(&set), 0), "{:?}", row.failed);
+    assert_eq!((row.passed(), row.failed().len()), (run::cases_in(&set), 0), "{:?}", row.failed());
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn zbb_builds_poly1305_uses_no_zbb_and_runs_on_a_cpu_without_it() {
     assert!(errors.is_empty(), "{errors:?}");
     let set = set.expect("rfc8439.json");
     let row = run::run_set(&mut qemu, zbb, &image, &set, SEED);
-    assert_eq!((row.passed, row.failed.len()), (kernel_lab::run::cases_in(&set), 0), "{:?}", row.failed);
+    assert_eq!((row.passed(), row.failed().len()), (kernel_lab::run::cases_in(&set), 0), "{:?}", row.failed());
 }
 
 /// One round-1 rotate amount (step 4, s = 22) changed to 21 in each architecture's source.
@@ -73,12 +73,12 @@ fn a_changed_rotate_amount_fails_named_vectors_on_every_backend() {
         assert_eq!(report.status(), kernel_lab::exit::ExitCode::Failed, "{}", report.to_human());
         for row in report.rows.iter().filter(|r| r.backend.supports(v).is_ok()) {
             assert_eq!(
-                (row.passed, row.failed.len()),
+                (row.passed(), row.failed().len()),
                 (0, run::cases_in(&rfc1321())),
                 "{arch} on {}: all three cases of every RFC 1321 vector must fail",
                 row.backend
             );
-            let f = &row.failed[0];
+            let f = &row.failed()[0];
             assert_eq!(f.name, "RFC1321 A.5 #1: MD5(\"\") [guarded]");
             assert!(f.findings[0].text.contains("state expected"), "{}", f.findings[0]);
         }

@@ -226,10 +226,10 @@ fn running_past_a_stubs_last_byte_reads_as_falling_off_its_end() {
     let report =
         kernel_lab::run::run(&crate::common::config_with(v, BackendKind::ALL.to_vec(), Kernel::Md5, files, build));
     let texts: Vec<&str> =
-        report.rows.iter().flat_map(|r| &r.failed).flat_map(|c| &c.findings).map(|f| f.text.as_str()).collect();
+        report.rows.iter().flat_map(|r| r.failed()).flat_map(|c| c.findings).map(|f| f.text.as_str()).collect();
     for backend in BackendKind::ALL {
         let row = report.rows.iter().find(|r| r.backend == backend).unwrap();
-        let first = &row.failed.first().unwrap_or_else(|| panic!("{}", report.to_human())).findings[0];
+        let first = &row.failed().first().copied().unwrap_or_else(|| panic!("{}", report.to_human())).findings[0];
         assert!(
             first.text.contains("(fell off the end of `md5_implCompress`: the byte just past it)"),
             "{backend}: {first}"

@@ -1,7 +1,8 @@
 //! The layers of `lab/src` point only down: docs/ARCHITECTURE.md's layer table (between
 //! `<!-- layers:begin -->` and `<!-- layers:end -->`) assigns every source file a layer, and no
 //! file may name (`crate::...`) a module of a higher layer. Test modules and comments are not
-//! read: a test may reach up, a doc link may point anywhere.
+//! read: a test may reach up, a doc link may point anywhere. Every Rust file of the
+//! repository also stays under 800 lines and opens with a `//!` saying what it owns.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ fn layers() -> Vec<(String, Vec<String>)> {
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).expect("lab/src").flatten() {
+    for e in std::fs::read_dir(dir).expect("a source folder").flatten() {
         let p = e.path();
         if p.is_dir() {
             sources(&p, out);
@@ -142,4 +143,34 @@ fn an_upward_import_is_seen() {
     let arch = layer_of("arch/mod.rs", &layers).expect("arch/ has a layer");
     let cli = layer_of("cli/mod.rs", &layers).expect("cli/ has a layer");
     assert!(cli > arch, "the CLI sits above the architecture rows");
+}
+
+/// Longest a Rust source file may be (STYLE.md: files under 800 lines).
+const MAX_LINES: usize = 800;
+
+/// Every Rust file (lab/src, tests, benches, examples, build.rs) is under [`MAX_LINES`] lines
+/// and starts with a `//!` line.
+#[test]
+fn every_rust_file_is_short_and_opens_with_what_it_owns() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("build.rs")];
+    for dir in ["lab/src", "tests", "benches", "examples"] {
+        if root.join(dir).is_dir() {
+            sources(&root.join(dir), &mut paths);
+        }
+    }
+    assert!(paths.len() > 100, "only {} Rust files found", paths.len());
+    let mut problems = Vec::new();
+    for p in &paths {
+        let text = std::fs::read_to_string(p).expect("source file");
+        let name = p.strip_prefix(root).unwrap_or(p).display();
+        let lines = text.lines().count();
+        if lines >= MAX_LINES {
+            problems.push(format!("{name}: {lines} lines, the limit is {MAX_LINES}"));
+        }
+        if !text.starts_with("//!") {
+            problems.push(format!("{name}: does not open with a `//!` line"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

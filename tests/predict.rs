@@ -9,7 +9,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use kernel_lab::backend::BackendKind;
 use kernel_lab::bench::mca;
 use kernel_lab::variant::Kernel;
 

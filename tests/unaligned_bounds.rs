@@ -78,8 +78,8 @@ fn outside(class: Class) -> bool {
 #[case("x86_64", "        mov rax, qword ptr [rdi + 1]\n        mov rax, qword ptr [rdi + rsi - 9]")]
 fn unaligned_loads_inside_the_input_pass(#[case] arch: &str, #[case] loads: &str) {
     let row = unicorn_row(arch, loads);
-    assert!(row.failed.is_empty(), "{:#?}", row.failed);
-    assert!(row.passed > 0);
+    assert!(row.failed().is_empty(), "{:#?}", row.failed());
+    assert!(row.passed() > 0);
 }
 
 /// An 8-byte load from one byte before the input, or reaching one byte past its end, fails
@@ -108,8 +108,8 @@ fn an_unaligned_load_one_byte_outside_is_caught(
     let row = unicorn_row(arch, loads);
     // A case whose calls all start past the input's start (or end before its end) makes no
     // such load; the misaligned twins and the guarded layouts of the others do.
-    assert!(row.failed.len() >= 5, "{} failed, {} passed", row.failed.len(), row.passed);
-    for case in &row.failed {
+    assert!(row.failed().len() >= 5, "{} failed, {} passed", row.failed().len(), row.passed());
+    for case in &row.failed() {
         assert!(
             case.findings.iter().any(|f| outside(f.class) && f.text.contains(place) && f.text.contains(insn)),
             "{:#?}",
@@ -137,11 +137,13 @@ fn a_data_dependent_load_outside_is_caught_by_the_confirmation_after_the_batch()
     // One-block messages: their only implCompress call reads the last block of its buffer.
     let row = unicorn_row_of("x86_64", ("md5.S", src), "md5/rfc1321.json", |v| v.msg_len() < 56, Placement::End);
     assert!(
-        row.failed.iter().any(|c| c.findings.iter().any(|f| outside(f.class) && f.text.contains("past the end"))),
+        row.failed()
+            .into_iter()
+            .any(|c| c.findings.iter().any(|f| outside(f.class) && f.text.contains("past the end"))),
         "{} failed, {} passed: the over-read went unreported: {:#?}",
-        row.failed.len(),
-        row.passed,
-        row.failed
+        row.failed().len(),
+        row.passed(),
+        row.failed()
     );
 }
 
@@ -154,8 +156,8 @@ fn an_over_read_in_a_batch_without_faults_is_caught_after_the_batch() {
     let loads = "        lea rax, [rdi + rsi]\n        test eax, 4095\n        jz 1f\n\
                  mov rax, qword ptr [rdi + rsi - 7]";
     let row = unicorn_row("x86_64", loads);
-    assert!(row.failed.len() >= 3, "{} failed, {} passed", row.failed.len(), row.passed);
-    for case in &row.failed {
+    assert!(row.failed().len() >= 3, "{} failed, {} passed", row.failed().len(), row.passed());
+    for case in &row.failed() {
         assert!(
             case.findings.iter().any(|f| outside(f.class) && f.text.contains("1 byte past the end of input")),
             "{:#?}",
@@ -174,8 +176,8 @@ fn an_over_read_from_a_1_kib_page_inside_the_input_is_caught() {
     let loads = "    ldur x9, [x10, #-7]";
     let file = ("poly1305.S", &fixture("aarch64", loads)[..]);
     let row = unicorn_row_of("aarch64", file, "poly1305/layout.json", |v| v.msg_len() == 1024, Placement::Start);
-    let guarded = row.failed.iter().find(|c| c.name.ends_with(" [guarded]"));
-    let guarded = guarded.unwrap_or_else(|| panic!("the guarded case passed: {:#?}", row.failed));
+    let guarded = row.failed().into_iter().find(|c| c.name.ends_with(" [guarded]"));
+    let guarded = guarded.unwrap_or_else(|| panic!("the guarded case passed: {:#?}", row.failed()));
     assert!(
         guarded.findings.iter().any(|f| f.class == Class::Memory && f.text.contains("1 byte past the end of input")),
         "{:#?}",
@@ -196,8 +198,8 @@ fn an_over_read_into_the_guard_after_a_long_input_is_caught(
 ) {
     let file = ("poly1305.S", &fixture(arch, loads)[..]);
     let row = unicorn_row_of(arch, file, "poly1305/layout.json", |v| v.msg_len() > 4096, Placement::End);
-    let guarded = row.failed.iter().find(|c| c.name.ends_with(" [guarded]"));
-    let guarded = guarded.unwrap_or_else(|| panic!("the guarded case passed: {:#?}", row.failed));
+    let guarded = row.failed().into_iter().find(|c| c.name.ends_with(" [guarded]"));
+    let guarded = guarded.unwrap_or_else(|| panic!("the guarded case passed: {:#?}", row.failed()));
     assert!(
         guarded.findings.iter().any(|f| f.class == Class::Memory
             && f.text.contains("1 byte past the end of input")
@@ -244,8 +246,13 @@ fn assert_the_over_read_fails(detect: &str) {
     let src = rerun_aware_over_read(detect);
     let keep = |v: &Vector| (16..=64).contains(&v.msg_len());
     let row = unicorn_row_of("x86_64", ("poly1305.S", &src), "poly1305/rfc8439.json", keep, Placement::End);
-    assert!(row.failed.len() >= 3, "{} failed, {} passed: the over-read went unreported", row.failed.len(), row.passed);
-    for case in &row.failed {
+    assert!(
+        row.failed().len() >= 3,
+        "{} failed, {} passed: the over-read went unreported",
+        row.failed().len(),
+        row.passed()
+    );
+    for case in &row.failed() {
         assert!(
             case.findings.iter().any(|f| f.class == Class::PartialLoad && f.text.contains("past the end of input")),
             "{:#?}",
@@ -300,11 +307,11 @@ fn an_over_read_pinned_by_a_confirmation_stands_when_the_kernel_then_behaves() {
         let src = rerun_aware_over_read(detect);
         unicorn_row_of("x86_64", ("poly1305.S", &src), "poly1305/rfc8439.json", keep, Placement::End)
     };
-    let names = |r: &Row| r.failed.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+    let names = |r: &Row| r.failed().into_iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
     let (always, twice) = (row(""), row(DETECT_AFTER_TWO_SIGHTS));
-    assert!(always.failed.len() >= 3, "{} failed", always.failed.len());
+    assert!(always.failed().len() >= 3, "{} failed", always.failed().len());
     assert_eq!(names(&twice), names(&always));
-    for case in &twice.failed {
+    for case in &twice.failed() {
         let named = |f: &kernel_lab::finding::Finding| {
             f.class == Class::PartialLoad
                 && f.text.contains("past the end of input")

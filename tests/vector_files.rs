@@ -276,7 +276,7 @@ fn a_broken_kernel_fails_every_chained_and_multi_batch_case() {
     let report = run::run(&config_with(variant("x86_64"), backends, Kernel::Md5, files, build));
     assert_eq!(report.status(), kernel_lab::exit::ExitCode::Failed, "{}", report.to_human());
     for row in &report.rows {
-        assert_eq!((row.passed, row.failed.len()), (0, 9), "{}", report.to_human());
+        assert_eq!((row.passed(), row.failed().len()), (0, 9), "{}", report.to_human());
     }
 }
 
@@ -472,7 +472,7 @@ mod no_panic {
                     ..Default::default()
                 };
                 let arena = Arena { addr: 0x10_0000, size: 32 << 20, kernel_data: None };
-                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+                let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(1);
                 for v in set.vectors.iter().filter(|v| v.cost().total() <= 4 << 20) {
                     planned.set(planned.get() + 1);
                     for (layout, name) in plan::layouts(v, Placement::End, 7).zip(plan::case_names(v)) {
@@ -512,7 +512,7 @@ fn segment_estimates_bound_the_payload_they_add() {
         poly1305: Some(0x3000),
         ..Default::default()
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(1);
     for f in kernel_lab::vectors::bundled_files(&paths::vectors_dir(), &Kernel::ALL) {
         let set = kernel_lab::vectors::load_file(&f).0.expect("bundled file loads");
         for abi in [&kernel_lab::abi::X86_64] {

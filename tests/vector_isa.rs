@@ -29,7 +29,7 @@ fn run_rvv(build: BuildConfig) -> Report {
 /// The rows that ran, as (VLEN, passed, failed).
 fn by_vlen(report: &Report) -> Vec<(u32, usize, usize)> {
     let vlen = |r: &Row| r.vector_length.expect("an RVV row names its VLEN").bits;
-    report.rows.iter().map(|r| (vlen(r), r.passed, r.failed.len())).collect()
+    report.rows.iter().map(|r| (vlen(r), r.passed(), r.failed().len())).collect()
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn a_kernel_written_for_vlen_256_fails_exactly_at_vlen_128() {
     assert_eq!(report.vector_length_verdicts(), ["riscv64+v, md5: passes at VLEN 256, 512, 1024; fails at VLEN 128"]);
     let failed = &report.rows[0];
     assert_eq!(failed.backend_label(), "qemu vlen=128");
-    let finding = &failed.failed[0].findings[0];
+    let finding = &failed.failed()[0].findings[0];
     assert_eq!(finding.class, Class::Value, "{finding}");
 }
 
@@ -63,8 +63,8 @@ fn a_kernel_relying_on_its_callers_vtype_traps_and_is_named() {
     let report = run_rvv(build);
     assert_eq!(report.rows.len(), 4);
     for r in &report.rows {
-        assert_eq!((r.passed, r.failed.len()), (0, 21), "{}", r.backend_label());
-        let f = &r.failed[0].findings[0];
+        assert_eq!((r.passed(), r.failed().len()), (0, 21), "{}", r.backend_label());
+        let f = &r.failed()[0].findings[0];
         assert_eq!(f.class, Class::Abi, "{f}");
         assert!(
             f.text.contains("vector instruction with vtype.vill set: the kernel relies on vl/vtype from its caller")
@@ -81,7 +81,7 @@ fn a_kernel_relying_on_vxrm_zero_fails_and_passes_once_it_sets_vxrm() {
     let (_dir, build) = fixture_kernels("riscv64", "md5.S", "rvv_vxrm.S");
     let report = run_rvv(build);
     assert!(by_vlen(&report).iter().all(|&(_, p, f)| (p, f) == (0, 21)), "{:?}", by_vlen(&report));
-    assert_eq!(report.rows[0].failed[0].findings[0].class, Class::Value);
+    assert_eq!(report.rows[0].failed()[0].findings[0].class, Class::Value);
     let warned: Vec<&String> = report.warnings.iter().filter(|w| w.contains("rounds by vxrm")).collect();
     assert_eq!(warned.len(), 1, "{:?}", report.warnings);
     assert!(warned[0].contains("`vssrl.vi v4, v4, 1`") && warned[0].contains("never writes"), "{}", warned[0]);

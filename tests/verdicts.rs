@@ -47,13 +47,27 @@ fn a_value_bug_with_both_kernels_selected_fails_every_md5_set_on_every_backend_a
         match r.kernel {
             // Every MD5 case goes through round 1: every one fails, on every backend.
             Kernel::Md5 => {
-                assert_eq!((r.passed, r.failed.len()), (0, r.cases.len()), "{} / {} on {}", r.kernel, r.set, r.backend)
+                assert_eq!(
+                    (r.passed(), r.failed().len()),
+                    (0, r.cases.len()),
+                    "{} / {} on {}",
+                    r.kernel,
+                    r.set,
+                    r.backend
+                )
             }
             Kernel::Poly1305 => {
-                assert_eq!((r.passed, r.failed.len()), (r.cases.len(), 0), "{} / {} on {}", r.kernel, r.set, r.backend)
+                assert_eq!(
+                    (r.passed(), r.failed().len()),
+                    (r.cases.len(), 0),
+                    "{} / {} on {}",
+                    r.kernel,
+                    r.set,
+                    r.backend
+                )
             }
         }
-        assert!(r.skipped == 0 && r.disagreed.is_empty());
+        assert!(r.skipped() == 0 && r.disagreed().is_empty());
     }
     assert!(!report.to_human().contains("emulator fault"));
 }
@@ -148,7 +162,7 @@ fn a_fault_inside_a_case_is_the_first_cause_and_later_calls_are_knock_ons() {
     let files = vec![paths::vectors_dir().join("md5/rfc1321.json")];
     let report = run::run(&config_with(variant("x86_64"), vec![BackendKind::Qemu], Kernel::Md5, files, build));
     let mut knock_ons = 0;
-    for c in &report.rows[0].failed {
+    for c in &report.rows[0].failed() {
         let classes: Vec<Class> = c.findings.iter().map(|f| f.class).collect();
         assert_eq!(classes.first(), Some(&Class::Memory), "{:?}", c.findings);
         assert!(!classes.iter().any(|k| matches!(k, Class::Value | Class::Bounds)), "{:?}", c.findings);

@@ -6,8 +6,8 @@
 
 use std::fmt::Write as _;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 use kernel_lab::abi::Abi;
 use kernel_lab::backend::zbb::{decode, execute};
@@ -87,7 +87,7 @@ fn build_test_image(dir: &std::path::Path) -> Image {
 }
 
 /// Operands: edge values (0, -1, sign bits, byte and halfword boundaries) and random words.
-fn operands(rng: &mut impl Rng) -> Vec<u64> {
+fn operands(rng: &mut impl RngExt) -> Vec<u64> {
     let mut v = vec![
         0,
         1,
@@ -108,9 +108,11 @@ fn operands(rng: &mut impl Rng) -> Vec<u64> {
         31,
         32,
     ];
-    v.extend((0..30).map(|_| rng.gen::<u64>()));
+    v.extend((0..30).map(|_| rng.random::<u64>()));
     // Sparse words exercise clz/ctz/cpop and orc.b beyond all-random bytes.
-    v.extend((0..16).map(|_| rng.gen::<u64>() & rng.gen::<u64>() & rng.gen::<u64>() >> rng.gen_range(0..64)));
+    v.extend(
+        (0..16).map(|_| rng.random::<u64>() & rng.random::<u64>() & rng.random::<u64>() >> rng.random_range(0..64)),
+    );
     v
 }
 
@@ -132,9 +134,10 @@ fn every_zbb_instruction_agrees_with_qemu_on_random_operands() {
         let word = u32::from_le_bytes(image.bytes_at(addr, 4).unwrap().try_into().unwrap());
         let insn = decode(word).unwrap_or_else(|| panic!("{name}: {word:#010x} does not decode as Zbb"));
         for _ in 0..48 {
-            let (a0, a1, a2) = (rng.gen::<u64>(), ops[rng.gen_range(0..ops.len())], ops[rng.gen_range(0..ops.len())]);
+            let (a0, a1, a2) =
+                (rng.random::<u64>(), ops[rng.random_range(0..ops.len())], ops[rng.random_range(0..ops.len())]);
             let model = if insn.rd == 0 { a0 } else { execute(insn.op, a1, a2) };
-            b.call(addr, [Arg::Imm(a0), Arg::Imm(a1), Arg::Imm(a2), Arg::Imm(rng.gen())], rng.gen());
+            b.call(addr, [Arg::Imm(a0), Arg::Imm(a1), Arg::Imm(a2), Arg::Imm(rng.random())], rng.random());
             expected.push((name.clone(), a1, a2, model));
         }
     }

@@ -124,8 +124,8 @@ fn distance(core: &[char], name: &str) -> usize {
     whole.min(stretch)
 }
 
-/// The names of `names` nearest to `pattern`: at most [`NEAREST_SHOWN`], nearest first, each
-/// once, and none more than [`NEAREST_SLACK`] edits farther than the nearest.
+/// The names of `names` nearest to `pattern`: at most `NEAREST_SHOWN`, nearest first, each
+/// once, and none more than `NEAREST_SLACK` edits farther than the nearest.
 pub fn nearest<'a>(pattern: &Pattern, names: &[&'a str]) -> Vec<&'a str> {
     let core: Vec<char> = pattern.core().chars().collect();
     let mut scored: Vec<(usize, &str)> = names.iter().map(|&n| (distance(&core, n), n)).collect();

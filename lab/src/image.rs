@@ -178,7 +178,7 @@ impl Image {
                     .data(endian, &*bytes)
                     .map_err(|()| ImageError::Parse { path: path.into(), reason: "segment data out of range".into() })?
                     .to_vec(),
-                perms: Perms { read: flags & PF_R != 0, write: flags & PF_W != 0, exec: flags & PF_X != 0 },
+                perms: Perms { read: flags.contains(PF_R), write: flags.contains(PF_W), exec: flags.contains(PF_X) },
             });
         }
         let mut symbols: BTreeMap<String, Symbol> = elf
@@ -205,7 +205,7 @@ impl Image {
         mapping.sort_unstable();
         let data_sections = elf
             .sections()
-            .filter(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC) == u64::from(object::elf::SHF_WRITE | object::elf::SHF_ALLOC)))
+            .filter(|s| matches!(s.flags(), SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_WRITE | object::elf::SHF_ALLOC)))
             .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
             .collect();
         Ok(Image {

@@ -8,8 +8,8 @@
 //! names each argument the kernel reads whole: one [`Class::UpperBits`] finding per image and
 //! argument.
 
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use crate::abi::{Abi, Int32Args, UpperBits};
 use crate::backend::{run_batch, Backend};

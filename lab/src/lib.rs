@@ -7,14 +7,14 @@
 //! [`arch`] (per-architecture facts, one row each), [`variant`] (what is built), [`toolchain`]
 //! (building it; [`build_confine`] keeps the build tools from the host), [`image`] (the ELF), [`abi`] (calling conventions as data), [`protocol`] (the
 //! driver protocol, defined once), [`batch`] (batch layout), [`backend`] (what executes),
-//! [`reference`] (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
+//! [`reference`](mod@reference) (the oracle), [`vectors`] (known answers), [`cases`] (vector -> calls, results
 //! -> findings), [`finding`] (the finding vocabulary), [`diagnose`] (causes named in findings),
 //! [`disasm`] and [`isa`] (disassembly, ISA legality), [`fuzz`] (differential fuzzing),
 //! [`filter`] (name filters of the command line), [`run`] (orchestration; [`run::compare`]
 //! puts every case to [`vote`] across backends), [`report`] and [`reporters`] (the report; JSON
 //! and JUnit output),
 //! [`replay`] (replay command lines), [`exit`] (exit statuses), [`progress`] (events for long
-//! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`] (`lab bench`)
+//! work), [`pool`] (worker threads), [`interrupt`] (SIGINT/SIGTERM), [`bench`](mod@bench) (`lab bench`)
 //! [`doctor`] (is the set-up complete) and [`user_kernel`] (a user's own kernel: manifest, prebuilt
 //! objects, declared ISA).
 
@@ -55,7 +55,6 @@ pub mod contract;
 pub mod diagnose;
 pub mod disasm;
 pub mod doctor;
-pub mod doctor_vector;
 pub mod domain;
 pub mod exit;
 pub mod filter;

@@ -15,15 +15,16 @@ mod not_applicable;
 mod vector_length;
 pub use not_applicable::NotApplicable;
 
-/// A case that failed, with what went wrong.
-#[derive(Debug, Clone)]
-pub struct CaseFailure {
+/// A case of a row with findings (failed, disagreed or out of domain), as [`Row::failed`] and
+/// its siblings list it: a view into the row's [`CaseOutcome`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseFailure<'a> {
     /// Case name (the vector's name).
-    pub name: String,
+    pub name: &'a str,
     /// Message length in bytes.
     pub msg_len: usize,
     /// One sentence per problem.
-    pub findings: Vec<Finding>,
+    pub findings: &'a [Finding],
 }
 
 /// A finding about a variant's image as a whole (the static ISA scan), not about one case.
@@ -82,11 +83,13 @@ pub struct CaseOutcome {
     pub verdict: Verdict,
 }
 
-/// Every case of one variant × backend × vector set in run order, and their counts.
+/// Every case of one variant × backend × vector set in run order.
 ///
 /// A row is built from its cases: [`Row::new`] (or [`Row::for_set`]) and then [`Row::push`]
-/// per case, which keeps the summary fields (`passed`, `failed`, `disagreed`, `skipped`,
-/// `skip_reason`) in step with `cases`; the reporters list `cases`.
+/// per case. `cases` is the one record: every count ([`passed`](Row::passed),
+/// [`failed`](Row::failed), [`disagreed`](Row::disagreed), [`skipped`](Row::skipped)...) is
+/// derived from it, so a verdict changed after the run (the vote, the call domain) moves its
+/// case between the counts by itself.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// Variant name.
@@ -103,18 +106,6 @@ pub struct Row {
     pub family: Family,
     /// Vector set name.
     pub set: String,
-    /// Cases that passed.
-    pub passed: usize,
-    /// Cases that failed, with findings.
-    pub failed: Vec<CaseFailure>,
-    /// Cases whose result differs between backends ([`Verdict::Disagreed`]), with findings.
-    pub disagreed: Vec<CaseFailure>,
-    /// Cases outside the JDK's call domain with findings ([`Verdict::OutOfDomain`]).
-    pub out_of_domain: Vec<CaseFailure>,
-    /// Cases not run, and why.
-    pub skipped: usize,
-    /// Why the cases were skipped.
-    pub skip_reason: Option<String>,
     /// Wall time of the row.
     pub elapsed: Duration,
     /// Every case, in run order (passed, failed and skipped).
@@ -181,12 +172,6 @@ impl Row {
             kernel,
             family: Family::HotSpot,
             set: set.into(),
-            passed: 0,
-            failed: Vec::new(),
-            disagreed: Vec::new(),
-            out_of_domain: Vec::new(),
-            skipped: 0,
-            skip_reason: None,
             elapsed: Duration::ZERO,
             cases: Vec::new(),
             partial_loads: Vec::new(),
@@ -225,80 +210,98 @@ impl Row {
         crate::contract::report_note(self.family, self.kernel)
     }
 
-    /// Appends a case and updates the counts (and the skip reason) to match.
+    /// Appends a case.
     pub fn push(&mut self, case: CaseOutcome) {
-        match &case.verdict {
-            Verdict::Passed => self.passed += 1,
-            Verdict::Failed(findings) => self.failed.push(CaseFailure {
-                name: case.name.clone(),
-                msg_len: case.msg_len,
-                findings: findings.clone(),
-            }),
-            Verdict::Disagreed(findings) => self.disagreed.push(CaseFailure {
-                name: case.name.clone(),
-                msg_len: case.msg_len,
-                findings: findings.clone(),
-            }),
-            Verdict::OutOfDomain(findings) => self.out_of_domain.push(CaseFailure {
-                name: case.name.clone(),
-                msg_len: case.msg_len,
-                findings: findings.clone(),
-            }),
-            Verdict::Skipped(reason) => {
-                self.skipped += 1;
-                self.skip_reason.get_or_insert_with(|| reason.clone());
-            }
-        }
         self.cases.push(case);
+    }
+
+    /// Cases that passed.
+    pub fn passed(&self) -> usize {
+        self.cases.iter().filter(|c| c.verdict == Verdict::Passed).count()
+    }
+
+    /// Cases not run.
+    pub fn skipped(&self) -> usize {
+        self.cases.iter().filter(|c| matches!(c.verdict, Verdict::Skipped(_))).count()
+    }
+
+    /// Why the first skipped case was skipped (`None`: no case was).
+    pub fn skip_reason(&self) -> Option<&str> {
+        self.cases.iter().find_map(|c| match &c.verdict {
+            Verdict::Skipped(reason) => Some(reason.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Cases that failed ([`Verdict::Failed`]), with findings, in run order.
+    pub fn failed(&self) -> Vec<CaseFailure<'_>> {
+        self.failures(|v| match v {
+            Verdict::Failed(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// Cases the vote across backends took from the kernel's account ([`Verdict::Disagreed`]),
+    /// with findings, in run order.
+    pub fn disagreed(&self) -> Vec<CaseFailure<'_>> {
+        self.failures(|v| match v {
+            Verdict::Disagreed(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// Cases outside the JDK's call domain with findings ([`Verdict::OutOfDomain`]), in run
+    /// order.
+    pub fn out_of_domain(&self) -> Vec<CaseFailure<'_>> {
+        self.failures(|v| match v {
+            Verdict::OutOfDomain(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// Cases that ran to a verdict of their own: passed, failed, disagreed or out of domain
+    /// (every case but the skipped ones).
+    pub fn ran(&self) -> usize {
+        self.cases.len() - self.skipped()
+    }
+
+    /// The cases whose verdict `pick` takes findings from, with those findings.
+    fn failures<'a>(&'a self, pick: impl Fn(&'a Verdict) -> Option<&'a Vec<Finding>>) -> Vec<CaseFailure<'a>> {
+        let failure = |c: &'a CaseOutcome, findings: &'a Vec<Finding>| CaseFailure {
+            name: &c.name,
+            msg_len: c.msg_len,
+            findings,
+        };
+        self.cases.iter().filter_map(|c| pick(&c.verdict).map(|f| failure(c, f))).collect()
     }
 
     /// Marks case `i`, which called a stub outside the JDK's call domain (`why`), as
     /// [`Verdict::OutOfDomain`] when it failed: an [`Class::OutOfDomain`] finding saying so
-    /// first, then its own findings; the counts follow. Other cases stay as they are.
+    /// first, then its own findings. Other cases stay as they are.
     pub fn mark_out_of_domain(&mut self, i: usize, why: &str) {
-        let Some(Verdict::Failed(own)) = self.cases.get(i).map(|c| &c.verdict) else { return };
-        let nth = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
+        let Some(case) = self.cases.get_mut(i) else { return };
+        let Verdict::Failed(own) = &mut case.verdict else { return };
         let mut findings = vec![Finding::new(
             Class::OutOfDomain,
             format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"),
         )];
-        findings.extend(own.iter().cloned());
-        if nth < self.failed.len() {
-            self.failed.remove(nth);
-        }
-        self.cases[i].verdict = Verdict::OutOfDomain(findings.clone());
-        let failure = CaseFailure { name: self.cases[i].name.clone(), msg_len: self.cases[i].msg_len, findings };
-        let at = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::OutOfDomain(_))).count();
-        self.out_of_domain.insert(at.min(self.out_of_domain.len()), failure);
+        findings.append(own);
+        case.verdict = Verdict::OutOfDomain(findings);
     }
 
     /// Takes case `i` away from the kernel's account after the vote across backends
     /// ([`crate::vote`]) blamed this backend: a failed or passed case becomes
     /// [`Verdict::Disagreed`] with `finding` (class [`Class::EmulatorFault`] or
-    /// [`Class::Disagreement`]) first, then the case's own findings; the counts follow. Does
-    /// nothing to a skipped or already re-attributed case.
+    /// [`Class::Disagreement`]) first, then the case's own findings. Does nothing to a skipped
+    /// or already re-attributed case.
     pub fn reattribute(&mut self, i: usize, finding: Finding) {
-        let own = match self.cases.get(i).map(|c| &c.verdict) {
-            Some(Verdict::Failed(own)) => {
-                let nth = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Failed(_))).count();
-                let own = own.clone();
-                if nth < self.failed.len() {
-                    self.failed.remove(nth);
-                }
-                own
-            }
-            Some(Verdict::Passed) => {
-                self.passed -= 1;
-                Vec::new()
-            }
+        let Some(case) = self.cases.get_mut(i) else { return };
+        let own = match &mut case.verdict {
+            Verdict::Failed(own) => std::mem::take(own),
+            Verdict::Passed => Vec::new(),
             _ => return,
         };
-        let findings: Vec<Finding> = std::iter::once(finding).chain(own).collect();
-        let case = &mut self.cases[i];
-        case.verdict = Verdict::Disagreed(findings.clone());
-        let at = self.cases[..i].iter().filter(|c| matches!(c.verdict, Verdict::Disagreed(_))).count();
-        let failure = CaseFailure { name: self.cases[i].name.clone(), msg_len: self.cases[i].msg_len, findings };
-        self.disagreed.insert(at.min(self.disagreed.len()), failure);
+        case.verdict = Verdict::Disagreed(std::iter::once(finding).chain(own).collect());
     }
 }
 
@@ -341,7 +344,7 @@ pub struct Report {
 impl Report {
     /// Cases passed, failed and skipped over all rows.
     pub fn totals(&self) -> (usize, usize, usize) {
-        self.rows.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed, f + r.failed.len(), s + r.skipped))
+        self.rows.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed(), f + r.failed().len(), s + r.skipped()))
     }
 
     /// Variants built but run nowhere: every row skipped (no case passed, failed or disagreed
@@ -355,7 +358,7 @@ impl Report {
                 continue;
             }
             let rows = || self.rows.iter().filter(|x| x.variant == r.variant);
-            if rows().all(|x| x.passed + x.failed.len() + x.disagreed.len() + x.out_of_domain.len() == 0) {
+            if rows().all(|x| x.ran() == 0) {
                 out.push(r.variant);
             }
         }
@@ -371,13 +374,13 @@ impl Report {
     /// Cases (per backend) whose results differ between backends: an emulator fault is likely.
     /// Not kernel failures, but not passes either: they fail the run (exit 1).
     pub fn disagreed(&self) -> usize {
-        self.rows.iter().map(|r| r.disagreed.len()).sum()
+        self.rows.iter().map(|r| r.disagreed().len()).sum()
     }
 
     /// Cases with findings outside the JDK's call domain ([`Verdict::OutOfDomain`]): not
     /// failures.
     pub fn out_of_domain(&self) -> usize {
-        self.rows.iter().map(|r| r.out_of_domain.len()).sum()
+        self.rows.iter().map(|r| r.out_of_domain().len()).sum()
     }
 
     /// The verdict. A failed case, a disagreement between backends or an image finding wins
@@ -408,7 +411,7 @@ impl Report {
         let mut per: Vec<(BackendKind, usize)> = Vec::new();
         let mut no_majority = 0;
         for r in &self.rows {
-            for c in &r.disagreed {
+            for c in &r.disagreed() {
                 if c.findings.first().is_some_and(|f| f.class == Class::EmulatorFault) {
                     match per.iter_mut().find(|(b, _)| *b == r.backend) {
                         Some((_, n)) => *n += 1,
@@ -421,5 +424,49 @@ impl Report {
         }
         per.sort_unstable();
         (per, no_majority)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{CaseOutcome, Row, Verdict};
+    use crate::backend::BackendKind;
+    use crate::finding::{Class, Finding};
+    use crate::variant::Kernel;
+
+    fn case(name: &str, verdict: Verdict) -> CaseOutcome {
+        CaseOutcome { name: name.into(), msg_len: 3, time: Duration::ZERO, verdict }
+    }
+
+    /// Every count follows the cases, also after the vote and the call domain change verdicts.
+    #[test]
+    fn counts_follow_the_cases() {
+        let mut row = Row::for_set("x86_64", BackendKind::Qemu, Kernel::Md5, "rfc1321");
+        let value = || vec![Finding::new(Class::Value, "state differs")];
+        row.push(case("a", Verdict::Passed));
+        row.push(case("b", Verdict::Failed(value())));
+        row.push(case("c", Verdict::Skipped("first reason".into())));
+        row.push(case("d", Verdict::Failed(value())));
+        row.push(case("e", Verdict::Skipped("second reason".into())));
+        row.push(case("f", Verdict::Passed));
+        let counts =
+            |r: &Row| (r.passed(), r.failed().len(), r.disagreed().len(), r.out_of_domain().len(), r.skipped());
+        assert_eq!(counts(&row), (2, 2, 0, 0, 2));
+        assert_eq!((row.skip_reason(), row.ran()), (Some("first reason"), 4));
+
+        row.reattribute(0, Finding::new(Class::EmulatorFault, "qemu returned 1, native 2"));
+        row.reattribute(1, Finding::new(Class::Disagreement, "no majority"));
+        row.reattribute(2, Finding::new(Class::Disagreement, "a skipped case stays skipped"));
+        row.mark_out_of_domain(3, "len 3");
+        row.mark_out_of_domain(5, "a passed case stays passed");
+        assert_eq!(counts(&row), (1, 0, 2, 1, 2));
+        let disagreed = row.disagreed();
+        assert_eq!(disagreed.iter().map(|c| c.name).collect::<Vec<_>>(), ["a", "b"]);
+        let classes: Vec<Class> = disagreed[1].findings.iter().map(|f| f.class).collect();
+        assert_eq!(classes, [Class::Disagreement, Class::Value], "the vote's finding first, then the case's own");
+        let outside = row.out_of_domain();
+        assert_eq!((outside[0].name, outside[0].msg_len, outside[0].findings[0].class), ("d", 3, Class::OutOfDomain));
     }
 }

@@ -1,7 +1,7 @@
 //! Vector files: known answers and generated cases as data, each entry with its source
 //! (vectors/README.md documents the format).
 //!
-//! Six kinds of entry, told apart by a tag field (see [`entries`]):
+//! Six kinds of entry, told apart by a tag field (see `vectors/entries.rs`):
 //! * MD5 digest: a message, optionally fed in uneven `updates`, and its digest;
 //! * MD5 call (`stub`): one `md5_implCompress`/`md5_implCompressMB` call from a given state,
 //!   checked against the portable reference and, when given, the file's expected state and ofs;

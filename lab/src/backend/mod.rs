@@ -6,6 +6,7 @@
 pub mod fault;
 pub mod icount;
 mod process;
+mod recycled;
 mod unicorn;
 
 use std::time::Duration;
@@ -211,14 +212,14 @@ pub trait Backend {
         self.execute(&batch.resume_payload(resp, start), batch.resp_len)
     }
 
-    /// Takes back a response this backend returned, once the caller is done with it, to reuse
-    /// its allocation. By default it is dropped.
     /// The partial loads ([`PartialLoads::Warn`]) the backend let run since it was last asked,
     /// with the call of the current batch each was in; backends that cannot see them have none.
     fn take_partial_loads(&mut self) -> Vec<PartialLoad> {
         Vec::new()
     }
 
+    /// Takes back a response this backend returned, once the caller is done with it, to reuse
+    /// its allocation (`backend/recycled.rs`). By default it is dropped.
     fn recycle(&mut self, resp: Vec<u8>) {
         drop(resp);
     }

@@ -2,7 +2,7 @@
 //! seed), and the sizes of the tables they need.
 
 use super::{
-    lead, run_pages, Arg, BufId, Piece, Placement, ENTRY_FIXED_WORDS, HEADER_WORDS, PAGE, PROT_ENTRY_WORDS,
+    lead, run_pages, Arg, BufId, Extent, Placement, ENTRY_FIXED_WORDS, HEADER_WORDS, PAGE, PROT_ENTRY_WORDS,
     SPARE_BUILDER, STACK_GUARD,
 };
 use crate::abi::Abi;
@@ -200,15 +200,15 @@ impl BatchBuilder {
     }
 
     /// Walks the buffer region as [`lay`](Self::lay) places it, from the guard below the first
-    /// buffer, telling `put` each piece in arena order; returns where the last buffer's guard
+    /// buffer, telling `put` each extent in arena order; returns where the last buffer's guard
     /// (or the last packed buffer) ends. Offsets are from the arena's start.
     ///
     /// Writable buffers come first (they are inside the response), and in each pass the paged
     /// buffers before the packed ones, so the paged ones make one even pattern of pages
     /// (guard, buffer, guard, ...) that batches laid alike share.
-    pub(super) fn walk(&self, mut put: impl FnMut(Piece)) -> u64 {
-        let guard = |put: &mut dyn FnMut(Piece), at: u64| {
-            put(Piece::Guard(at));
+    pub(super) fn walk(&self, mut put: impl FnMut(Extent)) -> u64 {
+        let guard = |put: &mut dyn FnMut(Extent), at: u64| {
+            put(Extent::Guard(at));
             at + PAGE
         };
         // A guard below the first buffer, for under-reads of a buffer flush at its start.
@@ -220,7 +220,7 @@ impl BatchBuilder {
             for (i, b) in self.bufs.iter().enumerate().filter(|(_, b)| in_pass(b)) {
                 if let Placement::Packed(m) = b.placement {
                     let off = align_up(cursor, 64) + m as u64;
-                    put(Piece::Buffer(i, off));
+                    put(Extent::Buffer(i, off));
                     cursor = off + b.len as u64;
                     continue;
                 }
@@ -247,15 +247,15 @@ impl BatchBuilder {
                     Placement::End => cursor + pages * PAGE - len,
                     _ => cursor + lead(b),
                 };
-                put(Piece::Buffer(i, off));
+                put(Extent::Buffer(i, off));
                 if !b.writable && pages > 0 {
-                    put(Piece::ReadOnly(cursor, pages));
+                    put(Extent::ReadOnly(cursor, pages));
                 }
                 cursor = guard(&mut put, cursor + pages * PAGE);
                 last_guard_end = cursor;
             }
             if writable && packed {
-                put(Piece::WritableEnd(cursor));
+                put(Extent::WritableEnd(cursor));
             }
         }
         cursor

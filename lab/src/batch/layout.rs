@@ -41,16 +41,16 @@ impl BatchBuilder {
         placed.resize(self.bufs.len(), Placed::default());
         let mut exact: Vec<(u64, u64)> = Vec::with_capacity(self.bufs.len());
         let mut resp_len = table_off + entry * self.calls.len() as u64;
-        let cursor = self.walk(|piece| match piece {
+        let cursor = self.walk(|extent| match extent {
             // Adjacent guards make one entry.
-            Piece::Guard(at) => match prots.last_mut() {
+            Extent::Guard(at) => match prots.last_mut() {
                 Some(g) if g.prot == 0 && g.addr + g.len == arena.addr + at => g.len += PAGE,
                 _ => prots.push(Protection { addr: arena.addr + at, len: PAGE, prot: 0 }),
             },
-            Piece::ReadOnly(at, pages) => {
+            Extent::ReadOnly(at, pages) => {
                 prots.push(Protection { addr: arena.addr + at, len: pages * PAGE, prot: PROT_READ })
             }
-            Piece::Buffer(i, off) => {
+            Extent::Buffer(i, off) => {
                 let b = &self.bufs[i];
                 let paged = !matches!(b.placement, Placement::Packed(_));
                 placed[i] = Placed { offset: off, len: b.len, writable: b.writable, paged };
@@ -58,7 +58,7 @@ impl BatchBuilder {
                     exact.push((arena.addr + off, arena.addr + off + b.len as u64));
                 }
             }
-            Piece::WritableEnd(at) => resp_len = resp_len.max(at),
+            Extent::WritableEnd(at) => resp_len = resp_len.max(at),
         });
         let payload_len = cursor;
         // The kernel stack at the very end of the arena, below one guard page: everything between
@@ -158,9 +158,9 @@ impl BatchBuilder {
     }
 }
 
-/// A piece of the buffer region ([`BatchBuilder::walk`]), at an offset from the arena's start.
+/// An extent of the buffer region ([`BatchBuilder::walk`]), at an offset from the arena's start.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Piece {
+pub(super) enum Extent {
     /// A guard page.
     Guard(u64),
     /// Pages of a read-only buffer: the first and how many.

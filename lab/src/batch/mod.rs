@@ -16,7 +16,7 @@
 //! applies it with `mprotect`, the Unicorn backend checks every access against it, and checks
 //! the bytes of the first and last page of every paged buffer exactly (the exact ranges after
 //! the table, which the drivers never read). The kernels' own writable data
-//! ([`Arena::kernel_data`]) is read-only during calls. The kernel stack comes last, so nothing
+//! (`Arena::kernel_data`) is read-only during calls. The kernel stack comes last, so nothing
 //! below it for at least [`STACK_GUARD`] bytes is accessible and no other call's record is
 //! within reach of a stack probe. Only the part up to the last writable buffer (`resp_len` bytes) travels
 //! back, and only the part up to the last read-only buffer is sent.

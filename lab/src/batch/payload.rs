@@ -3,7 +3,7 @@
 
 use super::{BatchBuilder, Placed};
 
-/// A payload allocation holding only zeros ([`Batch::into_payload`]), for
+/// A payload allocation holding only zeros ([`Batch::into_payload`](super::Batch::into_payload)), for
 /// [`BatchBuilder::layout_and_clear`]: a run lays hundreds of batches of hundreds of KiB, and
 /// zeroing each whole (or a fresh allocation's page faults) cost more than zeroing what the
 /// last batch wrote.

@@ -4,13 +4,13 @@
 use super::{get, HEADER_WORDS, PROT_ENTRY_WORDS};
 use crate::protocol::header as hdr;
 
-/// One range of the protection table: `len` bytes at `addr` get `prot` ([`PROT_READ`],
-/// [`PROT_WRITE`], 0 for a guard).
+/// One range of the protection table: `len` bytes at `addr` get `prot` ([`PROT_READ`](super::PROT_READ),
+/// [`PROT_WRITE`](super::PROT_WRITE), 0 for a guard).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Protection {
     /// Page-aligned guest address.
     pub addr: u64,
-    /// Length in bytes, a multiple of [`PAGE`].
+    /// Length in bytes, a multiple of [`PAGE`](super::PAGE).
     pub len: u64,
     /// `PROT_*` bits.
     pub prot: u64,

@@ -74,7 +74,7 @@ impl Batch {
     }
 
     /// The payload's allocation with its [`data_ranges`](Self::data_ranges) zeroed (so all
-    /// zeros: nothing writes the payload outside them), for [`BatchBuilder::layout_and_clear`].
+    /// zeros: nothing writes the payload outside them), for [`BatchBuilder::layout_and_clear`](super::BatchBuilder::layout_and_clear).
     pub fn into_payload(self) -> ZeroedPayload {
         let mut payload = self.payload;
         let table_end = (self.table_off + self.entry_words * self.seeds.len() * 8).min(payload.len());

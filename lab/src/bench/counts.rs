@@ -4,8 +4,8 @@
 //! cost = count(1) − per-block cost, and count(16) must lie on the same line. Every profiled
 //! call is checked against the reference first: a wrong kernel gets no count.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
 use super::mix::{Disassembly, Mix};
@@ -102,7 +102,7 @@ pub fn profile_call(
     uc: &mut UnicornBackend,
     image: &Image,
     w: &Workload,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<BlockProfile, String> {
     let (start, end) = Workload::profile_range(w.kernel, image)?;
     let mut b = BatchBuilder::new(Abi::of(image.arch));

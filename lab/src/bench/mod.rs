@@ -399,7 +399,7 @@ pub fn bench(cfg: &BenchConfig) -> BenchReport {
     bench_with_progress(cfg, &mut crate::progress::ignore)
 }
 
-/// [`bench`], reporting progress: the counting and predicting tasks with their workers, and
+/// [`bench()`], reporting progress: the counting and predicting tasks with their workers, and
 /// a task without a total for each timed section.
 pub fn bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress<'_>)) -> BenchReport {
     let started = Instant::now();

@@ -139,7 +139,7 @@ pub fn bench(runs: usize) -> Result<NativeReport, String> {
 /// a user's kernel is held against ([`super::user_native`]).
 ///
 /// # Errors
-/// As [`bench`].
+/// As [`bench()`].
 pub fn openssl_figures(runs: usize) -> Result<Vec<NativeRow>, String> {
     imp::openssl_rows(runs.max(1))
 }
@@ -235,8 +235,8 @@ mod imp {
     use md5::Digest as _;
     use openssl::hash::{Hasher, MessageDigest};
     use poly1305::universal_hash::KeyInit as _;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
 
     use super::{cpu_model, simd_flags, time_interleaved, NativeRatio, NativeReport, NativeRow, VectorRatio, SIZES};
     use crate::reference::{md5 as md5_ref, poly1305 as poly_ref};
@@ -414,8 +414,8 @@ mod imp {
         SIZES
             .iter()
             .map(|&bytes| {
-                let msg: Vec<u8> = (0..bytes).map(|_| rng.gen()).collect();
-                (bytes, msg, rng.gen())
+                let msg: Vec<u8> = (0..bytes).map(|_| rng.random()).collect();
+                (bytes, msg, rng.random())
             })
             .collect()
     }

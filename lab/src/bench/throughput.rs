@@ -3,7 +3,7 @@
 //! path (calls added to a batch, layout, the backend run, every call record decoded), and the
 //! overhead ratio = wall time ÷ (kernel instructions ÷ the backend's raw instruction rate).
 //!
-//! The raw rate comes from `lab_spin` (lab/guest/<arch>/spin.S, a loop of 256 straight-line ALU
+//! The raw rate comes from `lab_spin` (`lab/guest/<arch>/spin.S`, a loop of 256 straight-line ALU
 //! instructions) run through the same driver on the same backend in the same run; its
 //! instruction count per call is counted on Unicorn. Kernel instructions per call come from a
 //! Unicorn block profile of the same workload, so every backend is charged the same count.
@@ -15,8 +15,8 @@
 
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
 use super::counts::profile_call;
@@ -167,7 +167,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Measures the raw rate of `backend` with `lab_spin`: calibrated to about [`TARGET`] per call,
+/// Measures the raw rate of `backend` with `lab_spin`: calibrated to about `TARGET` per call,
 /// median of `runs`.
 ///
 /// # Errors
@@ -200,7 +200,7 @@ fn round(
     image: &Image,
     w: &Workload,
     k: usize,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<Duration, String> {
     let e = Stubs::of(image);
     let mut b = BatchBuilder::new(Abi::of(image.arch));
@@ -208,7 +208,7 @@ fn round(
     // Random input and the reference's answer: not the lab's work, so before the clock.
     let plan = w.plan(&mut b, &e, rng);
     let first = b.ncalls() - 1;
-    let seed: u64 = rng.gen();
+    let seed: u64 = rng.random();
     let t = Instant::now();
     for i in 1..k {
         b.repeat(first, seed ^ i as u64);
@@ -237,7 +237,7 @@ fn time_batch(
     w: &Workload,
     k: usize,
     runs: usize,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<f64, String> {
     let times: Vec<f64> =
         (0..runs).map(|_| round(backend, image, w, k, rng).map(|d| d.as_secs_f64())).collect::<Result<_, _>>()?;
@@ -255,7 +255,7 @@ fn kernel_loop_rate(
     image: &Image,
     kernel: Kernel,
     runs: usize,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
 ) -> Result<f64, String> {
     let c1 = profile_call(uc, image, &Workload::of(kernel, 1, 0), rng)?.instructions();
     let c2 = profile_call(uc, image, &Workload::of(kernel, 2, 0), rng)?.instructions();

@@ -2,7 +2,7 @@
 //! sits. A workload is a call entry planned and judged like any other case ([`crate::cases`]),
 //! so a count or a timing is only reported for a kernel that computed the right answer.
 
-use rand::Rng;
+use rand::RngExt;
 
 use crate::batch::BatchBuilder;
 use crate::cases::plan::{CasePlan, Layout, Stubs};
@@ -150,11 +150,11 @@ impl Workload {
 
     /// The call as a call entry: random input, a random state (MD5) or a random accumulator
     /// within the contract bounds and a clamped random r (Poly1305), drawn from `rng`.
-    pub fn vector(&self, rng: &mut impl Rng) -> Vector {
-        let input = Message::Bytes((0..self.bytes()).map(|_| rng.gen()).collect());
+    pub fn vector(&self, rng: &mut impl RngExt) -> Vector {
+        let input = Message::Bytes((0..self.bytes()).map(|_| rng.random()).collect());
         let body = match self.kernel {
             Kernel::Md5 => {
-                let state = md5::state_from_bytes(&rng.gen::<[u8; 16]>());
+                let state = md5::state_from_bytes(&rng.random::<[u8; 16]>());
                 let (stub, limit) = match self.single {
                     true => (Md5Stub::Compress, 0),
                     false => (Md5Stub::CompressMb, (self.blocks as i32 - 1) * 64),
@@ -162,8 +162,9 @@ impl Workload {
                 Body::Md5Call(Md5Call { stub, state, input, ofs: 0, limit, expect: Md5Expect::default() })
             }
             Kernel::Poly1305 => {
-                let acc = Limbs26(std::array::from_fn(|i| rng.gen_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 })));
-                let r = poly1305::clamp_r(&rng.gen());
+                let acc =
+                    Limbs26(std::array::from_fn(|i| rng.random_range(0..if i == 4 { 1u64 << 27 } else { 1 << 26 })));
+                let r = poly1305::clamp_r(&rng.random());
                 let lengths = vec![self.bytes() as i64];
                 Body::Poly1305Call(Poly1305Call { acc, r, input, lengths, expect: Poly1305Expect::default() })
             }
@@ -175,7 +176,7 @@ impl Workload {
     /// `misalign` bytes past a 64-byte boundary, and what the reference says the call must
     /// leave, for [`crate::cases::verdict::check`]. Returns the one-call case; its call is the
     /// batch's last.
-    pub fn plan(&self, b: &mut BatchBuilder, stubs: &Stubs, rng: &mut impl Rng) -> CasePlan {
+    pub fn plan(&self, b: &mut BatchBuilder, stubs: &Stubs, rng: &mut impl RngExt) -> CasePlan {
         let v = self.vector(rng);
         let plan = CaseRun::new(&v, "bench", &v.name, Layout::Offset(self.misalign)).plan_next(b, stubs, rng);
         plan

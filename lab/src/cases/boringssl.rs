@@ -6,7 +6,7 @@
 //! guarded cases, so a kernel writing an `MD5_CTX`'s fields after A..D is caught as a write
 //! past the end of `state`.
 
-use rand::Rng;
+use rand::RngExt;
 
 use crate::batch::{Arg, BufId};
 use crate::cases::plan::{Expect, Md5Args, Planner, MD5_INSTRUCTIONS_PER_BLOCK};
@@ -15,7 +15,7 @@ use crate::reference::md5::{self, State};
 use crate::reference::openssl;
 use crate::vectors::{Md5Expect, Md5Stub};
 
-impl<R: Rng> Planner<'_, R> {
+impl<R: RngExt> Planner<'_, R> {
     /// One `md5_block_asm_data_order` call standing for the HotSpot call `c` on the 16-byte
     /// state after `prev`; returns the state buffer.
     pub(crate) fn boringssl_md5_step(&mut self, c: Md5Args, prev: BufId, state: &mut State, file: &Md5Expect) -> BufId {
@@ -30,7 +30,7 @@ impl<R: Rng> Planner<'_, R> {
             None => vec![Expect::Unplanned(format!("the reference had {} bytes for this call", c.input.len()))],
         };
         expects.extend(file.state.map(|s| Expect::Md5StateFile(out, s)));
-        let args = [Arg::Ptr(out, 0), c.buf, Arg::Imm(num as u64), Arg::Imm(self.rng.gen())];
+        let args = [Arg::Ptr(out, 0), c.buf, Arg::Imm(num as u64), Arg::Imm(self.rng.random())];
         let func = self.e.md5_block_asm_data_order.unwrap_or_default();
         self.call(func, args, prev, out, format!("{MD5_BLOCK_ASM_DATA_ORDER}(num={num}){}", c.note), expects);
         out

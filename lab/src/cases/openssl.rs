@@ -12,7 +12,7 @@
 //!   and the tag is that architecture's `poly1305_emit` of the kernel's h.
 
 use num_bigint::BigUint;
-use rand::Rng;
+use rand::RngExt;
 
 use crate::batch::{Arg, BufId};
 use crate::cases::plan::{
@@ -27,7 +27,7 @@ use crate::vectors::{self, Md5Expect, Md5Stub, Message};
 
 use crate::cases::openssl_checks::{h_of, limbs_of, r128, OsslExpect, OsslFinal};
 
-impl<R: Rng> Planner<'_, R> {
+impl<R: RngExt> Planner<'_, R> {
     fn arch(&self) -> Arch {
         self.b.abi().arch
     }
@@ -53,7 +53,7 @@ impl<R: Rng> Planner<'_, R> {
         let what = "MD5_CTX past A..D (Nl, Nh, data, num)";
         expects.push(Expect::OpenSsl(OsslExpect::Kept { buf: out, at: 16, bytes: tail, what }));
         expects.extend(file.state.map(|s| Expect::Md5StateFile(out, s)));
-        let args = [Arg::Ptr(out, 0), c.buf, Arg::Imm(num as u64), Arg::Imm(self.rng.gen())];
+        let args = [Arg::Ptr(out, 0), c.buf, Arg::Imm(num as u64), Arg::Imm(self.rng.random())];
         let func = self.e.md5_block_data_order.unwrap_or_default();
         self.call(func, args, prev, out, format!("{MD5_BLOCK_DATA_ORDER}(num={num}){}", c.note), expects);
         out
@@ -117,7 +117,7 @@ impl<R: Rng> Planner<'_, R> {
         let mut both = [0u8; 32];
         both[16..].fill(0x3c);
         let mac = self.output("mac", &both);
-        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(mac, 16), Arg::Ptr(mac, 0), Arg::Imm(self.rng.gen())];
+        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(mac, 16), Arg::Ptr(mac, 0), Arg::Imm(self.rng.random())];
         let label = format!("{}(ctx, mac, nonce=0) after {after}", path.emit_name);
         self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::EmitOfH { mac, want })]);
     }
@@ -128,14 +128,14 @@ impl<R: Rng> Planner<'_, R> {
         let Some(path) = self.e.poly1305_path.clone() else { return self.output("ctx", &[]) };
         let r = r128(r);
         let mut key = r.to_le_bytes().to_vec();
-        key.extend(self.rng.gen::<[u8; 16]>());
+        key.extend(self.rng.random::<[u8; 16]>());
         let key = self.input("key", &key, 1);
         let ctx = self.output("ctx", &[0xa5; POLY1305_OPAQUE_BYTES]);
         let func = self.output("func", &[0x5a; 16]);
         let want = path.via_func.then_some([path.blocks, path.emit]);
         let names = [path.blocks_name.clone(), path.emit_name.clone()];
         let e = OsslExpect::Init { ctx, func, arch: self.arch(), r, want, names, layout: path.scalar_form };
-        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(key, 0), Arg::Ptr(func, 0), Arg::Imm(self.rng.gen())];
+        let args = [Arg::Ptr(ctx, 0), Arg::Ptr(key, 0), Arg::Ptr(func, 0), Arg::Imm(self.rng.random())];
         let note = path.probe_error.map_or_else(String::new, |e| format!(" (the lab's probe: {e})"));
         self.call_plain(path.init, args, format!("{POLY1305_INIT}(ctx, key, func){note}"), vec![Expect::OpenSsl(e)]);
         ctx
@@ -236,7 +236,7 @@ impl<R: Rng> Planner<'_, R> {
         // The image's own emit: `poly1305_emit(ctx, mac, nonce)` through init's pointer.
         let nonce = self.input("nonce", &s, 1);
         let mac = self.output("mac", &[0x3c; 16]);
-        let args = [Arg::Ptr(last, 0), Arg::Ptr(mac, 0), Arg::Ptr(nonce, 0), Arg::Imm(self.rng.gen())];
+        let args = [Arg::Ptr(last, 0), Arg::Ptr(mac, 0), Arg::Ptr(nonce, 0), Arg::Imm(self.rng.random())];
         let label = format!("{}(ctx, mac, nonce)", path.emit_name);
         self.call_plain(path.emit, args, label, vec![Expect::OpenSsl(OsslExpect::Output { buf: mac })]);
         (mac, Final::OpenSsl(OsslFinal::Mac { mac, tag, what }))

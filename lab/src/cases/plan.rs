@@ -1,13 +1,13 @@
 //! Vector -> calls: a case of a vector becomes a few kernel calls laid into a batch plus what
-//! each call must leave behind ([`Expect`]) and the case's final digest or tag ([`Final`]),
-//! computed with the portable reference as the calls are laid out. The [`Planner`] lays one
+//! each call must leave behind (`Expect`) and the case's final digest or tag (`Final`),
+//! computed with the portable reference as the calls are laid out. The `Planner` lays one
 //! segment; [`crate::cases::procedure`] cuts long cases into segments; judging the results is
 //! [`crate::cases::verdict`]'s.
 //!
 //! Multi-call cases start each call from a copy of the previous call's output (the driver's
 //! `copy` field), so every intermediate state stays visible to the verdict.
 
-use rand::Rng;
+use rand::RngExt;
 
 use crate::abi::UpperBits;
 use crate::batch::{Arg, Batch, BatchBuilder, BufId, Placement};
@@ -278,7 +278,7 @@ pub(crate) struct Planner<'a, R> {
     pub tape: &'a mut Tape,
 }
 
-impl<'a, R: Rng> Planner<'a, R> {
+impl<'a, R: RngExt> Planner<'a, R> {
     /// A planner laying one case into `b`, taking the reference's answers from `tape`.
     pub fn new(b: &'a mut BatchBuilder, e: &'a Stubs, rng: &'a mut R, layout: Layout, tape: &'a mut Tape) -> Self {
         Planner { b, e, rng, layout, calls: Vec::new(), instructions: 0, label_prefix: String::new(), tape }
@@ -330,7 +330,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// garbage is drawn either way, so the cases' other draws do not depend on the policy.
     pub(crate) fn int(&mut self, kernel: Kernel, v: i32) -> Arg {
         let policy = self.e.upper_bits.unwrap_or_else(|| UpperBits::for_family(self.family(kernel)));
-        Arg::Imm(self.b.abi().int32_arg_as(v, self.rng.gen(), policy))
+        Arg::Imm(self.b.abi().int32_arg_as(v, self.rng.random(), policy))
     }
 
     /// Adds a call that starts from a copy of `prev` into a fresh buffer `out`.
@@ -343,7 +343,7 @@ impl<'a, R: Rng> Planner<'a, R> {
         label: String,
         expects: Vec<Expect>,
     ) {
-        let call = self.b.call_after_copy(func, args, self.rng.gen(), prev, out);
+        let call = self.b.call_after_copy(func, args, self.rng.random(), prev, out);
         let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
         self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
@@ -351,7 +351,7 @@ impl<'a, R: Rng> Planner<'a, R> {
     /// Adds a call that starts from the buffers as laid out (no copy): `poly1305_init` into a
     /// fresh context, `poly1305_emit` reading the last one.
     pub(crate) fn call_plain(&mut self, func: u64, args: [Arg; 4], label: String, expects: Vec<Expect>) {
-        let call = self.b.call(func, args, self.rng.gen());
+        let call = self.b.call(func, args, self.rng.random());
         let label = if self.label_prefix.is_empty() { label } else { format!("{}{label}", self.label_prefix) };
         self.calls.push(CallCheck { call, label, expects, ints: Vec::new() });
     }
@@ -434,7 +434,7 @@ impl<'a, R: Rng> Planner<'a, R> {
                     }
                     None => vec![Expect::Unplanned(format!("the reference had {} bytes for this call", c.input.len()))],
                 };
-                let args = [c.buf, buf_ptr(out), Arg::Imm(self.rng.gen()), Arg::Imm(self.rng.gen())];
+                let args = [c.buf, buf_ptr(out), Arg::Imm(self.rng.random()), Arg::Imm(self.rng.random())];
                 (self.e.md5_compress, args, format!("{MD5_IMPL_COMPRESS}{}", c.note), expects)
             }
         };
@@ -589,11 +589,12 @@ impl<'a, R: Rng> Planner<'a, R> {
 }
 
 /// Random cut points at 16-byte boundaries inside a message of `blocks` whole blocks.
-pub(crate) fn random_cuts(rng: &mut impl Rng, blocks: usize) -> Vec<usize> {
+pub(crate) fn random_cuts(rng: &mut impl RngExt, blocks: usize) -> Vec<usize> {
     if blocks < 2 {
         return Vec::new();
     }
-    let mut c: Vec<usize> = (0..rng.gen_range(1..=blocks.min(4))).map(|_| rng.gen_range(1..blocks) * 16).collect();
+    let mut c: Vec<usize> =
+        (0..rng.random_range(1..=blocks.min(4))).map(|_| rng.random_range(1..blocks) * 16).collect();
     c.sort_unstable();
     c.dedup();
     c

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::iter::Peekable;
 
-use rand::Rng;
+use rand::RngExt;
 
 use crate::batch::{BatchBuilder, BufId, Placement};
 use crate::cases::answers::Tape;
@@ -50,7 +50,7 @@ impl<'v> DigestRun<'v> {
     }
 
     /// Plans the next segment; returns (last state buffer, finished, the final check).
-    fn plan<R: Rng>(&mut self, p: &mut Planner<'_, R>) -> (BufId, Option<Final>) {
+    fn plan<R: RngExt>(&mut self, p: &mut Planner<'_, R>) -> (BufId, Option<Final>) {
         let last = p.md5_digest_segment(&mut self.steps, &self.msg, &self.kernel, &mut self.state);
         let fin = self.steps.peek().is_none().then(|| Final::Md5Digest {
             state: last,
@@ -106,7 +106,7 @@ impl<'v> PolyRun<'v> {
         PolyRun { msg, r, lengths, next: 0, at: 0, acc, kernel: None, expect: None, tag: t }
     }
 
-    fn plan<R: Rng>(&mut self, p: &mut Planner<'_, R>) -> (BufId, Option<Final>) {
+    fn plan<R: RngExt>(&mut self, p: &mut Planner<'_, R>) -> (BufId, Option<Final>) {
         let (mut bytes, mut end) = (0usize, self.next);
         while end < self.lengths.len() && (end == self.next || end - self.next < SEGMENT_CALLS) {
             let take = vectors::whole_blocks(self.lengths[end]) * 16;
@@ -230,7 +230,7 @@ impl<'v> CaseRun<'v> {
 
     /// Plans the next segment into `b`. After a segment with [`CasePlan::more`], call
     /// [`absorb`](Self::absorb) with what the kernel left before planning the next.
-    pub fn plan_next(&mut self, b: &mut BatchBuilder, e: &Stubs, rng: &mut impl Rng) -> CasePlan {
+    pub fn plan_next(&mut self, b: &mut BatchBuilder, e: &Stubs, rng: &mut impl RngExt) -> CasePlan {
         if let Stage::Start = self.stage {
             self.stage = self.first_stage(rng);
         }
@@ -313,7 +313,7 @@ impl<'v> CaseRun<'v> {
     }
 
     /// The stage a case starts in (cut points of split tags drawn here).
-    fn first_stage(&self, rng: &mut impl Rng) -> Stage<'v> {
+    fn first_stage(&self, rng: &mut impl RngExt) -> Stage<'v> {
         let split = matches!(self.layout, Layout::Offset(_));
         match &self.v.body {
             Body::Md5Digest { msg, digest, updates } => {
@@ -377,7 +377,7 @@ fn inner_key(i: usize) -> (Limbs26, [u8; 16], Vec<u8>) {
 
 /// Plans the `count` inner tags of a MAC of MACs, one call each; returns their accumulator
 /// buffers (to carry) and their final checks against the reference's tags.
-fn inner_tags<R: Rng>(p: &mut Planner<'_, R>, count: usize) -> (Vec<BufId>, Vec<Final>) {
+fn inner_tags<R: RngExt>(p: &mut Planner<'_, R>, count: usize) -> (Vec<BufId>, Vec<Final>) {
     let (mut carry, mut last) = (Vec::new(), Vec::new());
     for i in 0..count {
         let b = i as u8;
@@ -404,13 +404,13 @@ fn inner_tags<R: Rng>(p: &mut Planner<'_, R>, count: usize) -> (Vec<BufId>, Vec<
 pub fn plan_vector(
     b: &mut BatchBuilder,
     e: &Stubs,
-    rng: &mut impl Rng,
+    rng: &mut impl RngExt,
     set: &str,
     v: &Vector,
     flush: Placement,
 ) -> Vec<CasePlan> {
     let names = plan::case_names(v);
-    let misalign = rng.gen_range(1..64);
+    let misalign = rng.random_range(1..64);
     // The layouts of a vector make the same calls: the reference answers them once.
     let mut tape = Tape::default();
     plan::layouts(v, flush, misalign)

@@ -29,6 +29,8 @@ pub(crate) struct CaptureArgs {
     #[arg(long, value_enum, default_value = "x86_64", requires = "from_log")]
     arch: Arch,
     /// Folder for the object (<variant>.o) and kernel-lab.toml (replaced if there).
+    // The doc comment is also the --help text, where <NAME> and [[NAME]] are literal.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
 }

@@ -1,5 +1,5 @@
 //! Command-line options (clap) mapped onto library calls. Arguments as typed ([`RunArgs`]) are
-//! resolved into a [`RunConfig`] in one place; [`OutputArgs`] renders any report.
+//! resolved into a [`RunConfig`](kernel_lab::run::RunConfig) in one place; [`OutputArgs`](options::OutputArgs) renders any report.
 
 mod bench;
 mod capture;
@@ -78,6 +78,8 @@ enum Command {
     /// live JVM, refuses a truncated stub or one that reads memory outside itself, and writes
     /// <variant>.o and kernel-lab.toml to --out. The variant name carries the JDK version and
     /// the flags.
+    // The doc comment is also the --help text, where <NAME> and [[NAME]] are literal.
+    #[allow(rustdoc::invalid_html_tags)]
     #[command(
         after_help = "Examples:\n  lab capture --out /tmp/hs                       # java on PATH\n  lab capture --java /opt/jdk-21/bin/java --jvm-flag=-XX:UseAVX=0 --out /tmp/hs21\n  lab capture --from-log stubs.log --out /tmp/hs  # a saved -XX:+PrintStubCode log\n  lab run --manifest /tmp/hs/kernel-lab.toml\n\nOr in one step: lab run --hotspot java [--jvm-flag=-XX:...]\n\nExit status: 0 captured, 2 the JVM failed or a stub was refused."
     )]

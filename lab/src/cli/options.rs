@@ -194,6 +194,8 @@ pub(crate) struct Select {
     /// Folder with <arch>/ kernel sources (*.S), objects (*.o) and archives (*.a) using the
     /// contract names (default: the repository's kernels/); the lab's own driver is always
     /// linked. A kernel-lab.toml in it is read as --manifest.
+    // The doc comment is also the --help text, where <NAME> and [[NAME]] are literal.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "DIR")]
     pub(crate) kernels_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -204,6 +206,8 @@ pub(crate) struct Select {
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct OwnKernel {
     /// Kernel manifest (kernel-lab.toml): run its [[variant]]s instead of the lab's kernels.
+    // The doc comment is also the --help text, where <NAME> and [[NAME]] are literal.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "FILE", conflicts_with_all = ["object", "kernels_dir"])]
     pub(crate) manifest: Option<PathBuf>,
     /// Your prebuilt relocatable ELF object or static archive (repeat for more), linked with

@@ -13,8 +13,8 @@ use crate::image::Image;
 use crate::variant::Variant;
 use crate::vectors::Body;
 use proptest::strategy::ValueTree;
+use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 /// Where and what to run.
 pub struct Target<'a> {

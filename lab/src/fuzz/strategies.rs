@@ -35,7 +35,7 @@ pub(super) fn block64() -> BoxedStrategy<Vec<u8>> {
 /// MD5 stub calls: any state, 1..=64 blocks weighted to 1, 2 and 16, offsets 0..63,
 /// `(ofs, limit)` with `limit - ofs` often not a multiple of 64 (RFC 1321 §3.4; docs/DESIGN.md MB).
 ///
-/// Edge arms ([`md5_state`], [`Md5Anchor`]): state words 0 / 0xffffffff / the sign bit, and
+/// Edge arms (`md5_state`, [`Md5Anchor`]): state words 0 / 0xffffffff / the sign bit, and
 /// `(ofs, limit)` at the `int` edges: `limit` at the largest valid value (`i32::MAX - 64`,
 /// DigestBase's `ofs + len <= Integer.MAX_VALUE`), `ofs` at `i32::MIN`, and `ofs` crossing 0
 /// (where a kernel that compares the 64-bit registers without sign-extending goes wrong).

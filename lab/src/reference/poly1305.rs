@@ -1,5 +1,5 @@
 //! Poly1305 (RFC 8439 §2.5) in the JDK's `IntegerPolynomial1305` limb form: five 26-bit limbs in
-//! 64-bit words, value = Σ limb[i]·2^(26·i), with the `poly1305_processBlocks` contract of the
+//! 64-bit words, value = Σ limb\[i\]·2^(26·i), with the `poly1305_processBlocks` contract of the
 //! HotSpot stub. Two implementations of `processBlocks`: [`process_blocks`], fixed-width (64-bit
 //! limbs, `u128` products) for the lab's hot path, and [`process_blocks_bigint`], on big
 //! integers so that the oracle is obviously right; tests hold them equal to each other and to
@@ -29,7 +29,7 @@ pub fn p() -> BigUint {
 }
 
 /// Five 26-bit limbs in 64-bit words, as the kernel reads and writes `acc` and `r`.
-/// The value is Σ limb[i]·2^(26·i); it need not be reduced mod p.
+/// The value is Σ limb\[i\]·2^(26·i); it need not be reduced mod p.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct Limbs26(pub [u64; 5]);
 
@@ -252,7 +252,7 @@ impl Fixed130 {
         self.h = [d0 as u64, d1 as u64, (self.h[2] & 3) + (d1 >> 64) as u64];
     }
 
-    /// The unique representative in [0, p): after [`fold`](Self::fold) h < 2^130 + 2^66 < 2p,
+    /// The unique representative in [0, p): after `fold` h < 2^130 + 2^66 < 2p,
     /// so one conditional subtraction of p (add 5, drop 2^130) is enough.
     pub fn reduced(mut self) -> Fixed130 {
         self.fold();

@@ -15,7 +15,7 @@ impl Report {
         let mut lengths: Vec<Vec<(u32, bool)>> = Vec::new();
         for r in &self.rows {
             let Some(vl) = r.vector_length else { continue };
-            if r.passed == 0 && r.failed.is_empty() && r.disagreed.is_empty() {
+            if r.passed() == 0 && r.failed().is_empty() && r.disagreed().is_empty() {
                 continue;
             }
             let key = (r.variant, r.kernel, vl.spec.name);
@@ -24,7 +24,7 @@ impl Report {
                 lengths.push(Vec::new());
                 keys.len() - 1
             });
-            let failed = !r.failed.is_empty() || !r.disagreed.is_empty();
+            let failed = !r.failed().is_empty() || !r.disagreed().is_empty();
             match lengths[at].iter_mut().find(|(b, _)| *b == vl.bits) {
                 Some((_, f)) => *f |= failed,
                 None => lengths[at].push((vl.bits, failed)),
@@ -76,7 +76,7 @@ mod tests {
             report.vector_length_verdicts(),
             vec!["riscv64+v, md5: passes at VLEN 256, 512, 1024; fails at VLEN 128".to_string()]
         );
-        report.rows[0].failed.clear();
+        report.rows[0].cases[0].verdict = Verdict::Passed;
         assert!(report.vector_length_verdicts().is_empty(), "no line when every length passes");
     }
 }

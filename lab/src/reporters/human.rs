@@ -55,10 +55,10 @@ impl Report {
             |a: &Row, b: &Row| a.variant == b.variant && a.backend == b.backend && a.vector_length == b.vector_length;
         for group in self.rows.chunk_by(same_cell) {
             // A variant × backend skipped whole for one reason is one line, not one per set.
-            let whole = group.iter().all(|r| r.passed == 0 && r.failed.is_empty() && r.skip_reason.is_some())
-                && group.windows(2).all(|w| w[0].skip_reason == w[1].skip_reason);
+            let whole = group.iter().all(|r| r.passed() == 0 && r.failed().is_empty() && r.skip_reason().is_some())
+                && group.windows(2).all(|w| w[0].skip_reason() == w[1].skip_reason());
             if whole && group.len() > 1 {
-                let skipped = paint.apply(SKIP, &format!("{:>7}", group.iter().map(|r| r.skipped).sum::<usize>()));
+                let skipped = paint.apply(SKIP, &format!("{:>7}", group.iter().map(|r| r.skipped()).sum::<usize>()));
                 let (variant, backend) = (group[0].variant, group[0].backend_label());
                 let _ = writeln!(
                     s,
@@ -68,15 +68,13 @@ impl Report {
                 continue;
             }
             for r in group {
-                let failed = format!("{:>6}", r.failed.len());
-                let skipped = format!("{:>7}", r.skipped);
-                let disagreed = if r.disagreed.is_empty() {
+                let (failed_n, skipped_n, disagreed_n) = (r.failed().len(), r.skipped(), r.disagreed().len());
+                let failed = format!("{failed_n:>6}");
+                let skipped = format!("{skipped_n:>7}");
+                let disagreed = if disagreed_n == 0 {
                     String::new()
                 } else {
-                    paint.apply(
-                        FAIL,
-                        &format!("  {} blamed on {} (emulator fault)", r.disagreed.len(), r.backend_label()),
-                    )
+                    paint.apply(FAIL, &format!("  {disagreed_n} blamed on {} (emulator fault)", r.backend_label()))
                 };
                 let contract = r.contract_note().map_or(String::new(), |n| format!("  ({n})"));
                 let _ = writeln!(
@@ -86,9 +84,9 @@ impl Report {
                     r.backend_label(),
                     r.kernel.name(),
                     r.set,
-                    r.passed,
-                    if r.failed.is_empty() { failed } else { paint.apply(FAIL, &failed) },
-                    if r.skipped == 0 { skipped } else { paint.apply(SKIP, &skipped) },
+                    r.passed(),
+                    if failed_n == 0 { failed } else { paint.apply(FAIL, &failed) },
+                    if skipped_n == 0 { skipped } else { paint.apply(SKIP, &skipped) },
                     r.elapsed.as_secs_f64()
                 );
             }
@@ -177,7 +175,7 @@ impl Report {
     }
 
     fn write_failures(&self, s: &mut String, paint: Painter) {
-        for r in self.rows.iter().filter(|r| !r.failed.is_empty()) {
+        for (r, failed) in self.rows.iter().map(|r| (r, r.failed())).filter(|(_, f)| !f.is_empty()) {
             let contract = r.contract_note().map_or(String::new(), |n| format!(" ({n})"));
             let head = format!("FAILED {} on {}, {} / {}{contract}:", r.variant, r.backend_label(), r.kernel, r.set);
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
@@ -185,7 +183,7 @@ impl Report {
                 let line = replay.narrowed_at(r.variant, r.backend, r.vector_length, r.kernel, Some(&r.set), None);
                 let _ = writeln!(s, "  replay: {line}");
             }
-            for c in r.failed.iter().take(FAILURES_SHOWN) {
+            for c in failed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in c.findings.iter().take(FINDINGS_SHOWN) {
                     let _ = writeln!(s, "    - {f}");
@@ -194,8 +192,8 @@ impl Report {
                     let _ = writeln!(s, "    - ... and {} more findings", c.findings.len() - FINDINGS_SHOWN);
                 }
             }
-            if r.failed.len() > FAILURES_SHOWN {
-                let more = r.failed.len() - FAILURES_SHOWN;
+            if failed.len() > FAILURES_SHOWN {
+                let more = failed.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more failed cases in this set (--format json lists them all)");
             }
         }
@@ -203,7 +201,7 @@ impl Report {
 
     /// The cases with findings outside the JDK's call domain, per row (`--domain wide`).
     fn write_out_of_domain(&self, s: &mut String) {
-        for r in self.rows.iter().filter(|r| !r.out_of_domain.is_empty()) {
+        for (r, outside) in self.rows.iter().map(|r| (r, r.out_of_domain())).filter(|(_, o)| !o.is_empty()) {
             let _ = writeln!(
                 s,
                 "\nOUTSIDE THE JDK CALL DOMAIN {} on {}, {} / {} (not failures: HotSpot's code is never called so):",
@@ -212,14 +210,14 @@ impl Report {
                 r.kernel,
                 r.set
             );
-            for c in r.out_of_domain.iter().take(FAILURES_SHOWN) {
+            for c in outside.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in c.findings.iter().take(FINDINGS_SHOWN) {
                     let _ = writeln!(s, "    - {f}");
                 }
             }
-            if r.out_of_domain.len() > FAILURES_SHOWN {
-                let more = r.out_of_domain.len() - FAILURES_SHOWN;
+            if outside.len() > FAILURES_SHOWN {
+                let more = outside.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more such cases in this set (--format json lists them all)");
             }
         }
@@ -228,10 +226,10 @@ impl Report {
     /// The cases the vote across backends took from the kernel's account, per row: the backend
     /// the vote blamed is the row's ("EMULATOR FAULT qemu on x86_64, md5 / rfc1321").
     fn write_disagreements(&self, s: &mut String, paint: Painter) {
-        for r in self.rows.iter().filter(|r| !r.disagreed.is_empty()) {
+        for (r, disagreed) in self.rows.iter().map(|r| (r, r.disagreed())).filter(|(_, d)| !d.is_empty()) {
             let named =
-                r.disagreed.iter().filter(|c| c.findings.first().is_some_and(|f| f.class == Class::EmulatorFault));
-            let head = if named.count() == r.disagreed.len() {
+                disagreed.iter().filter(|c| c.findings.first().is_some_and(|f| f.class == Class::EmulatorFault));
+            let head = if named.count() == disagreed.len() {
                 format!(
                     "EMULATOR FAULT {} on {}, {} / {} (not counted as kernel failures):",
                     r.backend_label(),
@@ -249,14 +247,14 @@ impl Report {
                 )
             };
             let _ = writeln!(s, "\n{}", paint.apply(FAIL, &head));
-            for c in r.disagreed.iter().take(FAILURES_SHOWN) {
+            for c in disagreed.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);
                 for f in c.findings.iter().take(FINDINGS_SHOWN) {
                     let _ = writeln!(s, "    - {f}");
                 }
             }
-            if r.disagreed.len() > FAILURES_SHOWN {
-                let more = r.disagreed.len() - FAILURES_SHOWN;
+            if disagreed.len() > FAILURES_SHOWN {
+                let more = disagreed.len() - FAILURES_SHOWN;
                 let _ = writeln!(s, "  ... and {more} more such cases in this set (--format json lists them all)");
             }
         }
@@ -264,7 +262,8 @@ impl Report {
 
     /// One line per bounds granularity among the backends that ran (see [`BackendKind::bounds`]).
     fn write_bounds_legend(&self, s: &mut String) {
-        let ran = |k: &BackendKind| self.rows.iter().any(|r| r.backend == *k && (r.passed > 0 || !r.failed.is_empty()));
+        let ran =
+            |k: &BackendKind| self.rows.iter().any(|r| r.backend == *k && (r.passed() > 0 || !r.failed().is_empty()));
         let mut kinds: Vec<BackendKind> = BackendKind::ALL.into_iter().filter(ran).collect();
         kinds.sort_by_key(|k| k.bounds());
         for group in kinds.chunk_by(|a, b| a.bounds() == b.bounds()) {
@@ -278,10 +277,10 @@ impl Report {
     }
 
     fn write_skips(&self, s: &mut String, paint: Painter) {
-        let mut seen: Vec<(String, &str, String)> = Vec::new();
+        let mut seen: Vec<(&str, &str, String)> = Vec::new();
         for r in &self.rows {
-            if let Some(reason) = &r.skip_reason {
-                let key = (reason.clone(), r.variant, r.backend_label());
+            if let Some(reason) = r.skip_reason() {
+                let key = (reason, r.variant, r.backend_label());
                 if !seen.contains(&key) {
                     let head = format!("SKIPPED {} on {}", r.variant, r.backend_label());
                     let _ = writeln!(s, "\n{}: {reason}", paint.apply(SKIP, &head));

@@ -82,11 +82,11 @@ pub(super) fn render(report: &Report, command: &str, cases: JunitCases) -> Resul
 /// The reason, when every row of a variant × backend was skipped whole for one reason (the
 /// backend cannot run the variant): then the cell is one skipped test case.
 fn skipped_whole(group: &[Row]) -> Option<&str> {
-    let reason = group.first()?.skip_reason.as_deref()?;
+    let reason = group.first()?.skip_reason()?;
     group
         .iter()
         .all(|r| {
-            r.passed == 0 && r.failed.is_empty() && r.disagreed.is_empty() && r.skip_reason.as_deref() == Some(reason)
+            r.passed() == 0 && r.failed().is_empty() && r.disagreed().is_empty() && r.skip_reason() == Some(reason)
         })
         .then_some(reason)
 }
@@ -111,13 +111,13 @@ fn backend_part(r: &Row) -> String {
 /// `<system-out>` when `counts`; a failure lists the first
 /// [`FAILURES_LISTED`] failed cases with their findings and replay lines, then how many more.
 fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
-    let status = if !r.failed.is_empty() || !r.disagreed.is_empty() {
+    let status = if !r.failed().is_empty() || !r.disagreed().is_empty() {
         row_failure(r, replay)
-    } else if r.passed > 0 {
+    } else if r.passed() > 0 {
         TestCaseStatus::success()
     } else {
         let mut s = TestCaseStatus::skipped();
-        s.set_message(r.skip_reason.as_deref().unwrap_or("no case ran"));
+        s.set_message(r.skip_reason().unwrap_or("no case ran"));
         s
     };
     let mut case = TestCase::new(r.set.clone(), status);
@@ -126,12 +126,12 @@ fn row_case(r: &Row, replay: Option<&Replay>, counts: bool) -> TestCase {
     if counts {
         let mut out = format!(
             "{} passed, {} failed, {} disagreed between backends, {} skipped\n",
-            r.passed,
-            r.failed.len(),
-            r.disagreed.len(),
-            r.skipped
+            r.passed(),
+            r.failed().len(),
+            r.disagreed().len(),
+            r.skipped()
         );
-        if let (Some(reason), true) = (&r.skip_reason, r.skipped > 0) {
+        if let (Some(reason), true) = (&r.skip_reason(), r.skipped() > 0) {
             out.push_str(&format!("skipped: {reason}\n"));
         }
         case.set_system_out(out);
@@ -150,21 +150,21 @@ fn kernel_part(r: &Row) -> String {
 
 /// Kernel failures first, then cases the backends disagreed on (an emulator fault is likely).
 fn row_failure(r: &Row, replay: Option<&Replay>) -> TestCaseStatus {
-    let bad: Vec<&crate::report::CaseFailure> = r.failed.iter().chain(&r.disagreed).collect();
-    let findings = bad.iter().flat_map(|f| &f.findings);
+    let bad: Vec<crate::report::CaseFailure> = r.failed().into_iter().chain(r.disagreed()).collect();
+    let findings = bad.iter().flat_map(|f| f.findings);
     let kind = if findings.clone().all(|f| f.class == Class::NotRun) {
         NonSuccessKind::Error
     } else {
         NonSuccessKind::Failure
     };
     let mut s = TestCaseStatus::non_success(kind);
-    let total = r.passed + bad.len() + r.skipped;
+    let total = r.passed() + bad.len() + r.skipped();
     let first = bad[0];
     let first_text = first.findings.first().map(|f| f.text.as_str()).unwrap_or("");
-    let disagreed = if r.disagreed.is_empty() {
+    let disagreed = if r.disagreed().is_empty() {
         String::new()
     } else {
-        format!(" ({} of them backends disagree on)", r.disagreed.len())
+        format!(" ({} of them backends disagree on)", r.disagreed().len())
     };
     s.set_message(format!("{} of {total} cases failed{disagreed}; first: {}: {first_text}", bad.len(), first.name));
     if let Some(f) = first.findings.first() {

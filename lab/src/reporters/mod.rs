@@ -125,7 +125,7 @@ pub fn write(report: &Report, format: Format, command: &str, path: &Path) -> Res
     write_with(report, format, command, JunitCases::default(), path)
 }
 
-/// [`write`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
+/// [`write()`] with the JUnit granularity `cases`: written to a temporary file beside `path`, then
 /// renamed over it, so a reader never sees half a report. The file gets the mode the umask gives
 /// any new file (0644 under umask 022). A `path` that is not a regular file
 /// (`/dev/null`, `/dev/stdout`, a FIFO) is written in place: a rename would replace the device
@@ -225,7 +225,7 @@ mod tests {
     use super::*;
     use crate::backend::BackendKind;
     use crate::finding::{Class, Finding};
-    use crate::report::{CaseFailure, CaseOutcome, Row, Verdict};
+    use crate::report::{CaseOutcome, Row, Verdict};
     use crate::variant::Kernel;
 
     /// A row of 2 passed cases, 1 failed and 3 skipped, built case by case.
@@ -288,9 +288,12 @@ mod tests {
     #[test]
     fn default_junit_caps_the_failures_it_lists_and_counts_the_rest() {
         let mut report = sample_report();
-        let failure = report.rows[0].failed[0].clone();
-        report.rows[0].failed =
-            (0..FAILURES_LISTED + 5).map(|i| CaseFailure { name: format!("case {i}"), ..failure.clone() }).collect();
+        let row = &mut report.rows[0];
+        let failure = row.cases.iter().find(|c| matches!(c.verdict, Verdict::Failed(_))).unwrap().clone();
+        row.cases.retain(|c| !matches!(c.verdict, Verdict::Failed(_)));
+        for i in 0..FAILURES_LISTED + 5 {
+            row.push(CaseOutcome { name: format!("failing {i}"), ..failure.clone() });
+        }
         let xml = render(&report, Format::Junit, "run").unwrap();
         assert!(xml.contains("... and 5 more failed cases"), "{xml}");
         assert_eq!(xml.matches("[bounds] limb 2").count(), FAILURES_LISTED, "{xml}");
@@ -325,8 +328,10 @@ mod tests {
     fn sarif_levels_cap_and_interruption() {
         let mut report = sample_report();
         report.rows[0].reattribute(0, Finding::new(Class::EmulatorFault, "qemu returned 1, native 2"));
-        let failure = report.rows[0].failed[0].clone();
-        report.rows[0].failed.extend((0..SARIF_RESULTS_LISTED).map(|_| failure.clone()));
+        let failure = report.rows[0].cases.iter().find(|c| matches!(c.verdict, Verdict::Failed(_))).unwrap().clone();
+        for _ in 0..SARIF_RESULTS_LISTED {
+            report.rows[0].push(failure.clone());
+        }
         report.interrupted = Some(2);
         let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Sarif, "run").unwrap()).unwrap();
         let run = &doc["runs"][0];
@@ -344,7 +349,7 @@ mod tests {
             .collect();
         assert!(notes.iter().any(|n| n.contains("2 more results left out")), "{notes:?}");
 
-        report.rows[0].failed.clear();
+        report.rows[0].cases.retain(|c| !matches!(c.verdict, Verdict::Failed(_)));
         let doc: serde_json::Value = serde_json::from_str(&render(&report, Format::Sarif, "run").unwrap()).unwrap();
         let r = &doc["runs"][0]["results"][0];
         assert_eq!((r["ruleId"].as_str(), r["level"].as_str()), (Some("emulator-fault"), Some("warning")));

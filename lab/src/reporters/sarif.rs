@@ -153,7 +153,7 @@ fn pending(report: &Report, command: &str) -> Vec<Pending> {
         })
         .collect();
     for row in &report.rows {
-        out.extend(row.failed.iter().chain(&row.disagreed).map(|c| case_result(row, c, &replay, command)));
+        out.extend(row.failed().iter().chain(&row.disagreed()).map(|c| case_result(row, c, &replay, command)));
     }
     out
 }

@@ -45,7 +45,7 @@ pub(super) fn assemble(
                 }
                 CellOut::Rows(rows) => {
                     for ((row, digests), set) in rows.into_iter().zip(sets) {
-                        if cfg.filter.fail_fast && report.rows.iter().any(|r| !r.failed.is_empty()) {
+                        if cfg.filter.fail_fast && report.rows.iter().any(|r| !r.failed().is_empty()) {
                             let skip = Row::skipped_named(variant, kind, set, case_names(set), FAIL_FAST_SKIP.into());
                             report.rows.push(skip.at(vl));
                             continue;

@@ -146,7 +146,7 @@ pub(super) fn run_cell(
         let mut progress = lane.callback();
         let cell = CellSet { seed: cfg.seed, guard_at: cfg.flush, answers: Some((answers, s)) };
         let (row, digests) = run_set_digested(backend.as_mut(), variant, image, set, &cell, &mut progress);
-        if !row.failed.is_empty() {
+        if !row.failed().is_empty() {
             first_failed.fetch_min(pos, Ordering::SeqCst);
         }
         rows.push((row.at(vector_length), Some(digests)));

@@ -16,8 +16,8 @@ use crate::progress::{self, Progress};
 use crate::report::Row;
 use crate::variant::Variant;
 use crate::vectors::VectorSet;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use std::time::Instant;
 
 /// Cases a vector set makes (see [`plan::cases_of`]).
@@ -118,7 +118,7 @@ pub(super) fn run_set_digested(
         }
         // Each vector's draws depend on its index alone, so `--case` repeats them exactly.
         let mut vector_rng = ChaCha8Rng::seed_from_u64(case_seed(stream, v.index, 0));
-        let misalign = vector_rng.gen_range(1..64);
+        let misalign = vector_rng.random_range(1..64);
         for (i, (layout, name)) in plan::layouts(v, guard_at, misalign).zip(plan::case_names(v)).enumerate() {
             // A case of its own stream: what an earlier case drew (fewer segments after a
             // failure) never shifts a later case's poison, garbage or split points.

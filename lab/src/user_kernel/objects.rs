@@ -11,7 +11,7 @@ use object::elf;
 use object::read::archive::ArchiveFile;
 use object::{
     Architecture, BinaryFormat, Endianness, Object, ObjectKind, ObjectSection, ObjectSymbol, RelocationFlags,
-    RelocationTarget, SectionFlags, SectionKind, SymbolFlags, SymbolKind,
+    RelocationTarget, SectionFlags, SymbolFlags, SymbolKind,
 };
 
 use crate::variant::Arch;
@@ -143,7 +143,7 @@ fn unit(name: &str, data: &[u8], arch: Arch) -> Result<Unit, ObjectError> {
             }
         } else if s.is_global() || s.is_weak() {
             let exec = s.section_index().and_then(|i| file.section_by_index(i).ok()).is_some_and(|sec| {
-                matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(elf::SHF_EXECINSTR) != 0)
+                matches!(sec.flags(), SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(elf::SHF_EXECINSTR))
             });
             u.defined.push((sym.to_string(), exec));
         } else {
@@ -156,15 +156,15 @@ fn unit(name: &str, data: &[u8], arch: Arch) -> Result<Unit, ObjectError> {
 /// Why the freestanding image cannot hold `file`, if it cannot.
 fn refusal(file: &object::File<'_>) -> Option<String> {
     for sec in file.sections() {
-        let SectionFlags::Elf { sh_flags } = sec.flags() else { continue };
+        let SectionFlags::Elf { sh_flags, sh_type } = sec.flags() else { continue };
         let sec_name = sec.name().unwrap_or("?");
-        if sh_flags & u64::from(elf::SHF_TLS) != 0 {
+        if sh_flags.contains(elf::SHF_TLS) {
             return Some(format!(
                 "thread-local section `{sec_name}`: the image sets up no thread pointer (TLS) for kernels"
             ));
         }
-        let wa = u64::from(elf::SHF_WRITE | elf::SHF_ALLOC);
-        if sh_flags & wa == wa && sec.size() > 0 && sec.kind() != SectionKind::Elf(elf::SHT_INIT_ARRAY) {
+        let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
+        if sh_flags.contains(wa) && sec.size() > 0 && sh_type != elf::SHT_INIT_ARRAY {
             return Some(format!(
                 "writable section `{sec_name}` ({} bytes): the lab maps a kernel's writable data read-only during \
                  calls (a HotSpot stub has none); keep constants in .rodata",
@@ -180,7 +180,7 @@ fn refusal(file: &object::File<'_>) -> Option<String> {
     for s in file.symbols() {
         let SymbolFlags::Elf { st_info, .. } = s.flags() else { continue };
         let name = s.name().unwrap_or("?");
-        if st_info & 0xf == elf::STT_GNU_IFUNC {
+        if st_info.st_type() == elf::STT_GNU_IFUNC {
             return Some(format!("`{name}` is an ifunc (STT_GNU_IFUNC): the image has no run-time resolver"));
         }
         if s.kind() == SymbolKind::Tls {

@@ -244,7 +244,7 @@ fn rule(conds: Vec<Cond>) -> Result<SeccompRule, seccompiler::BackendError> {
 
 /// Host system calls a guest process may not make (trapped: SIGSYS). `exec_path` is the address
 /// of the program path the child passes to its one `execve` (the `Command`'s own string), so
-/// only that `execve` passes; the guest's pid is [`PID_SENTINEL`] until the child patches it.
+/// only that `execve` passes; the guest's pid is `PID_SENTINEL` until the child patches it.
 ///
 /// # Errors
 /// Only a seccompiler error (an unsupported host architecture).

@@ -317,7 +317,7 @@ impl ProcessBackend {
 
     /// Forgets the last response handed out: it was dropped, or another goes back instead.
     pub(super) fn forget_lent(&mut self) {
-        self.lent = (0, Vec::new());
+        self.recycler.forget_lent();
     }
 
     /// Keeps the guard pages and the response ranges of `batch` for the sparse copies, unless
@@ -338,20 +338,16 @@ impl ProcessBackend {
     /// byte outside its guard pages) and zeros elsewhere, in the allocation of a recycled
     /// response when there is one (only the ranges it was filled in are zeroed again).
     pub(super) fn read_response(&mut self, resp_len: usize) -> Vec<u8> {
-        let (spare, dirty) = std::mem::take(&mut self.spare_resp);
-        let mut out = zeroed_again(spare, dirty.as_deref(), resp_len, self.arena.size as usize);
+        let (mut out, mut ranges) = self.recycler.zeroed(resp_len, self.arena.size as usize);
         let Some(shared) = self.shared.as_ref() else { return out };
-        // The ranges copied, kept to zero them again when the response comes back (in the
-        // allocation of the last such list).
-        let mut ranges = dirty.unwrap_or_default();
-        ranges.clear();
+        // The ranges copied, kept to zero them again when the response comes back.
         if self.reads.1 == self.guards.1 && self.reads.1 != (0, 0) {
             ranges.extend_from_slice(&self.reads.0);
         } else {
             ranges.extend(kept(resp_len, &self.guards.0));
         }
         shared.copy_ranges(&mut out, ranges.iter().copied());
-        self.lent = (out.as_ptr() as usize, ranges);
+        self.recycler.lend(&out, ranges);
         out
     }
 }

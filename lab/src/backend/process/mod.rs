@@ -29,6 +29,7 @@ use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::recycled::Recycler;
 use super::{Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::abi::Abi;
 use crate::align;
@@ -112,12 +113,8 @@ pub struct ProcessBackend {
     /// The payload's data ranges ([`Batch::data_ranges`], sorted) of the batch last handed to
     /// [`Backend::execute_batch`], keyed like `guards`: the rest of its payload is zeros.
     writes: (Vec<(usize, usize)>, (usize, usize)),
-    /// A response allocation handed back by [`Backend::recycle`], and the ranges of it that may
-    /// hold nonzero bytes (`None`: any), so the next response zeroes only those.
-    spare_resp: (Vec<u8>, Option<Vec<(usize, usize)>>),
-    /// The address of the last response handed out and the ranges copied into it (the rest
-    /// is zero), to know it again in [`Backend::recycle`].
-    lent: (usize, Vec<(usize, usize)>),
+    /// Response allocations handed back by [`Backend::recycle`], reused zeroed.
+    recycler: Recycler,
     /// The protection table last sent to the guest, for the delta to the next
     /// ([`stamp`](Self::stamp)), and the delta entries' allocation.
     in_force: (InForce, Vec<crate::batch::Protection>),
@@ -183,8 +180,7 @@ impl ProcessBackend {
             last_sum: ((0, 0), 0),
             reads: (Vec::new(), (0, 0)),
             writes: (Vec::new(), (0, 0)),
-            spare_resp: (Vec::new(), Some(Vec::new())),
-            lent: (0, Vec::new()),
+            recycler: Recycler::default(),
             in_force: (InForce::default(), Vec::new()),
             aligned: aligned_only_sites(image),
             plan: host_check::Plan::default(),
@@ -235,8 +231,7 @@ impl Backend for ProcessBackend {
     }
 
     fn recycle(&mut self, resp: Vec<u8>) {
-        let dirty = (resp.as_ptr() as usize == self.lent.0).then(|| std::mem::take(&mut self.lent.1));
-        self.spare_resp = (resp, dirty);
+        self.recycler.give_back(resp);
     }
 
     fn execute(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
@@ -569,28 +564,28 @@ mod tests {
     #[test]
     fn random_layouts_leave_the_guest_pages_as_their_tables_say() {
         use crate::batch::{BatchBuilder, Placement};
-        use rand::{Rng, SeedableRng};
+        use rand::{RngExt, SeedableRng};
         let Some((mut b, image)) = native_x86_64() else { return }; // native runs only on an x86_64 host
         let arena = image.arena().expect("arena");
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(24);
-        let buffer = |rng: &mut rand_chacha::ChaCha8Rng| {
-            let len = if rng.gen_ratio(1, 5) { 0 } else { rng.gen_range(1..20_000) };
-            (len, rng.gen_bool(0.5), rng.gen_range(0..5u8), rng.gen_range(0..64usize))
+        let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(24);
+        let buffer = |rng: &mut rand::rngs::ChaCha8Rng| {
+            let len = if rng.random_ratio(1, 5) { 0 } else { rng.random_range(1..20_000) };
+            (len, rng.random_bool(0.5), rng.random_range(0..5u8), rng.random_range(0..64usize))
         };
         let (mut spec, mut ways) = (Vec::new(), [0; 2]);
         for round in 0..60 {
-            if rng.gen_ratio(1, 15) {
+            if rng.random_ratio(1, 15) {
                 let _ = b.reap();
             }
-            if spec.is_empty() || rng.gen_ratio(1, 3) {
-                spec = (0..rng.gen_range(1..30)).map(|_| buffer(&mut rng)).collect();
+            if spec.is_empty() || rng.random_ratio(1, 3) {
+                spec = (0..rng.random_range(1..30)).map(|_| buffer(&mut rng)).collect();
             } else {
-                match rng.gen_range(0..3) {
+                match rng.random_range(0..3) {
                     0 => drop(spec.pop()),
                     1 => spec.push(buffer(&mut rng)),
                     _ => {
-                        let i = rng.gen_range(0..spec.len());
-                        spec[i].0 = rng.gen_range(0..12_000);
+                        let i = rng.random_range(0..spec.len());
+                        spec[i].0 = rng.random_range(0..12_000);
                     }
                 }
             }
@@ -662,18 +657,6 @@ mod tests {
         assert_eq!(fault_range(resumed, table, arena, 4, entry), (0x100 + 4 * 176, 176));
         assert_eq!(fault_range(resumed, table, arena, 2, entry), resumed, "before the range: unchanged");
         assert_eq!(from_entry(sum, 99, entry), (0x100 + 10 * 176, 0));
-    }
-
-    #[test]
-    fn a_recycled_response_is_zeroed_where_it_was_filled() {
-        let filled = vec![0, 0, 7, 7, 0, 9, 0, 0];
-        let again = zeroed_again(filled.clone(), Some(&[(2, 4), (5, 6)]), 6, 64);
-        assert_eq!(again, vec![0; 6], "shorter, and every filled range zeroed");
-        assert!(again.capacity() >= 8, "the same allocation");
-        let grown = zeroed_again(filled.clone(), Some(&[(2, 4), (5, 6), (7, 100)]), 20, 64);
-        assert_eq!((grown.len(), grown.iter().all(|&b| b == 0), grown.capacity() >= 64), (20, true, true));
-        let unknown = zeroed_again(vec![1; 8], None, 4, 0);
-        assert_eq!(unknown, vec![0; 4], "unknown contents: all zeroed");
     }
 
     #[test]

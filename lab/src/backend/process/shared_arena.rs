@@ -1,5 +1,5 @@
 //! The arena the lab shares with a guest process: a memfd both map, written and read sparsely
-//! (guard pages and untouched ranges skipped), and the recycled response buffers.
+//! (guard pages and untouched ranges skipped).
 
 use super::*;
 
@@ -194,32 +194,6 @@ pub(super) fn kept(len: usize, skip: &[(usize, usize)]) -> impl Iterator<Item = 
             part
         },
     )
-}
-
-/// `resp_len` zeros in the allocation of `spare`, whose bytes outside the ranges `dirty` are
-/// zero (`None`: any byte may be nonzero): only those ranges are zeroed again. The capacity
-/// grows to `room` at once when it must grow: growing by steps would move the bytes to fresh
-/// pages each time.
-pub(super) fn zeroed_again(
-    mut spare: Vec<u8>,
-    dirty: Option<&[(usize, usize)]>,
-    resp_len: usize,
-    room: usize,
-) -> Vec<u8> {
-    match dirty {
-        Some(ranges) => {
-            let n = spare.len();
-            for &(lo, hi) in ranges {
-                spare[lo.min(n)..hi.min(n)].fill(0);
-            }
-        }
-        None => spare.clear(),
-    }
-    if spare.capacity() < resp_len {
-        spare.reserve_exact(room.max(resp_len) - spare.len());
-    }
-    spare.resize(resp_len, 0);
-    spare
 }
 
 /// The guard pages of a payload's protection table (`prot` 0) as byte offsets into the arena,

@@ -1,5 +1,5 @@
-//! Bounds confirmation: a batch's first run notes suspect pieces near buffer edges; each call that
-//! made one runs again alone under memory hooks, which pin the access down or prove the piece a
+//! Bounds confirmation: a batch's first run notes suspect fragments near buffer edges; each call that
+//! made one runs again alone under memory hooks, which pin the access down or prove the fragment a
 //! legal load, and a kernel that behaves differently when run again fails the call.
 
 use super::*;
@@ -13,9 +13,9 @@ pub(super) const UNREPEATED: &str =
 pub(super) enum Confirm {
     /// A memory hook saw an access outside a buffer (in `seen`, with its pc).
     Pinned,
-    /// The call returned without one, and its accesses explained every noted piece.
+    /// The call returned without one, and its accesses explained every noted fragment.
     Completed,
-    /// The call returned, but made no access that explains this piece of the batch's run
+    /// The call returned, but made no access that explains this fragment of the batch's run
     /// (`[lo, hi)`): it behaved differently when run again.
     Unrepeated((u64, u64)),
     /// The call stopped otherwise: how the engine stopped and the pc.
@@ -111,10 +111,10 @@ impl UnicornBackend {
     /// An MMIO access on exact page `page` touched bytes outside its buffer. Re-runs the call in
     /// flight alone ([`confirm_call`](Self::confirm_call)); when it completes, the batch goes on
     /// from the next call.
-    pub(super) fn confirm(&mut self, piece: Piece) -> Result<Confirm, BackendError> {
+    pub(super) fn confirm(&mut self, fragment: Fragment) -> Result<Confirm, BackendError> {
         let current = self.header(protocol::header::CURRENT)?;
         let ncalls = self.header(protocol::header::NCALLS)?;
-        let outcome = self.confirm_call(current, &[piece.page], &[(piece.lo, piece.hi)]);
+        let outcome = self.confirm_call(current, &[fragment.page], &[(fragment.lo, fragment.hi)]);
         self.set_header(protocol::header::NCALLS, ncalls)?;
         if matches!(outcome, Ok(Confirm::Completed)) {
             self.set_header(protocol::header::START, current + 1)?;
@@ -130,13 +130,13 @@ impl UnicornBackend {
         &mut self,
         call: u64,
         pages: &[u64],
-        pieces: &[(u64, u64)],
+        fragments: &[(u64, u64)],
     ) -> Result<Confirm, BackendError> {
         self.set_header(protocol::header::START, call)?;
         self.set_header(protocol::header::NCALLS, call + 1)?;
         {
             let mut st = self.state.borrow_mut();
-            st.to_explain = pieces.to_vec();
+            st.to_explain = fragments.to_vec();
             st.confirming = Some(call);
         }
         let mut hooks = Vec::new();
@@ -157,7 +157,10 @@ impl UnicornBackend {
             match st.seen.suspect.map(|p| p.page).filter(|p| !st.hooked.contains(p)) {
                 Some(p) => pending.push(p),
                 None if result.is_ok() && pc == self.halt && st.refused.is_none() => {
-                    break Ok(st.to_explain.first().map_or(Confirm::Completed, |&piece| Confirm::Unrepeated(piece)))
+                    break Ok(st
+                        .to_explain
+                        .first()
+                        .map_or(Confirm::Completed, |&fragment| Confirm::Unrepeated(fragment)))
                 }
                 None => break Ok(Confirm::Stopped(result, pc)),
             }
@@ -173,13 +176,13 @@ impl UnicornBackend {
     }
 
     /// Re-runs alone each call of a finished batch that made a read noted in
-    /// [`HookState::deferred`], under memory hooks that must see the accesses the noted pieces
+    /// [`HookState::deferred`], under memory hooks that must see the accesses the noted fragments
     /// came from. The calls of a batch start from copies of earlier calls' outputs into buffers
     /// of their own, and later calls write only their own, so a call's re-run reads what it
     /// read. A call whose re-run touches a byte outside its buffer, or explains none of a noted
-    /// piece, goes to [`proven`](Self::proven). Returns whether a re-run stopped otherwise (then
+    /// fragment, goes to [`proven`](Self::proven). Returns whether a re-run stopped otherwise (then
     /// the batch must run again). The header is left as the batch left it.
-    pub(super) fn confirm_deferred(&mut self, deferred: &mut [(u64, Piece)]) -> Result<bool, BackendError> {
+    pub(super) fn confirm_deferred(&mut self, deferred: &mut [(u64, Fragment)]) -> Result<bool, BackendError> {
         let start = self.header(protocol::header::START)?;
         let ncalls = self.header(protocol::header::NCALLS)?;
         deferred.sort_unstable();
@@ -188,11 +191,11 @@ impl UnicornBackend {
             let call = group[0].0;
             let mut pages: Vec<u64> = group.iter().map(|&(_, p)| p.page).collect();
             pages.dedup();
-            let pieces: Vec<(u64, u64)> = group.iter().map(|&(_, p)| (p.lo, p.hi)).collect();
-            let fault = match self.confirm_call(call, &pages, &pieces)? {
+            let fragments: Vec<(u64, u64)> = group.iter().map(|&(_, p)| (p.lo, p.hi)).collect();
+            let fault = match self.confirm_call(call, &pages, &fragments)? {
                 Confirm::Completed => continue,
-                Confirm::Unrepeated(piece) => {
-                    let (access, addr) = self.unrepeated(piece, false);
+                Confirm::Unrepeated(fragment) => {
+                    let (access, addr) = self.unrepeated(fragment, false);
                     let kind = FaultKind::Memory { access: Some(access), addr: Some(addr) };
                     Fault { kind, pc: None, call: None, detail: UNREPEATED.into() }
                 }
@@ -226,12 +229,12 @@ impl UnicornBackend {
     }
 
     /// The first run of the batch `payload` the arena holds (with its protections set): reads
-    /// that may be pieces of legal unaligned loads are noted, not stopped at
+    /// that may be fragments of legal unaligned loads are noted, not stopped at
     /// ([`HookState::allowed`]), and afterwards each call that made one runs again alone under
     /// memory hooks ([`confirm_deferred`](Self::confirm_deferred)). If one of them touches a byte
     /// outside its buffer, or the batch faulted, the batch runs again from `payload`, stopping
     /// at every suspect, so that what comes back is what a run stopping at once gives. A call
-    /// whose re-run explains none of a noted piece fails with it: a kernel that behaves one
+    /// whose re-run explains none of a noted fragment fails with it: a kernel that behaves one
     /// way when first run and another when run again must not pass by it.
     pub(super) fn run_first(&mut self, payload: &[u8], resp_len: usize) -> Result<RawRun, BackendError> {
         {
@@ -269,7 +272,7 @@ impl UnicornBackend {
         self.run_loaded(resp_len, resp_len)
     }
 
-    /// The access and first byte outside its buffer of a noted piece `[lo, hi)` (a write if
+    /// The access and first byte outside its buffer of a noted fragment `[lo, hi)` (a write if
     /// `write`) that a re-run did not explain.
     pub(super) fn unrepeated(&self, (lo, hi): (u64, u64), write: bool) -> (Access, u64) {
         let st = self.state.borrow();

@@ -1,4 +1,4 @@
-//! What the Unicorn engine's hooks share: the accesses seen and the pieces noted near buffer edges
+//! What the Unicorn engine's hooks share: the accesses seen and the fragments noted near buffer edges
 //! ([`HookState`]), the byte spans of the exactly checked pages, and the alignment stops.
 
 use super::*;
@@ -17,9 +17,9 @@ pub(super) struct Seen {
     /// The size and address of the access a confirmation run pinned.
     pub(super) exact: Option<(usize, u64)>,
     /// An MMIO access (read or write) that touched bytes outside its buffer on this exact page.
-    /// Unaligned loads reach MMIO as aligned pieces, so a read is only a suspicion until a
+    /// Unaligned loads reach MMIO as aligned fragments, so a read is only a suspicion until a
     /// re-run with a memory hook sees the access itself.
-    pub(super) suspect: Option<Piece>,
+    pub(super) suspect: Option<Fragment>,
     /// The fault in `mem` was seen in the batch's run, but the call's re-run under a memory
     /// hook did not repeat it: the kernel behaves differently when run again.
     pub(super) unrepeated: bool,
@@ -41,11 +41,11 @@ pub(super) enum AlignStop {
 /// The detail of a fault an alignment hook found.
 pub(super) const ALIGN_HOOK: &str = "seen by the lab's alignment hook at the instruction";
 
-/// An MMIO access piece that touched bytes outside its buffer on exact page `page`: the bytes
+/// An MMIO access fragment that touched bytes outside its buffer on exact page `page`: the bytes
 /// `[lo, hi)` (a 4-byte read stands for the aligned 8 bytes around it; a write, only its bytes
 /// outside the buffer), and whether it was a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Piece {
+pub(super) struct Fragment {
     pub(super) page: u64,
     pub(super) lo: u64,
     pub(super) hi: u64,
@@ -100,12 +100,12 @@ pub(super) struct HookState {
     /// protections, an opened page, patched code, arena writes (whose code fetches must be
     /// seen again). A confirmation run and the run after it keep the batch's entries.
     pub(super) tlb_stale: bool,
-    /// Whether reads that may be pieces of a legal unaligned load are noted rather than
+    /// Whether reads that may be fragments of a legal unaligned load are noted rather than
     /// stopping the run ([`allowed`](Self::allowed)): in the first run of a batch.
     pub(super) defer_reads: bool,
     /// The reads noted so far with the call in flight, in the order first seen.
-    pub(super) deferred: Vec<(u64, Piece)>,
-    /// During a confirmation run: the pieces of the batch's run not yet explained by an access
+    pub(super) deferred: Vec<(u64, Fragment)>,
+    /// During a confirmation run: the fragments of the batch's run not yet explained by an access
     /// the run's memory hooks saw inside the buffer ([`UnicornBackend::exact_hook`]).
     pub(super) to_explain: Vec<(u64, u64)>,
     /// Whether partial loads are warnings or findings ([`crate::backend::PartialLoads`]).
@@ -204,11 +204,11 @@ impl HookState {
     /// a read (`read_call`: the call in flight) that also touches the buffer is only noted in
     /// [`deferred`](Self::deferred) and the run goes on.
     ///
-    /// Such a read may be one aligned piece of a legal unaligned load (QEMU splits those on
+    /// Such a read may be one aligned fragment of a legal unaligned load (QEMU splits those on
     /// the MMIO path, `load_helper`), and a kernel reading a misaligned buffer makes one at
-    /// almost every call. Every piece overlaps its load, so a piece wholly outside the buffer
+    /// almost every call. Every fragment overlaps its load, so a fragment wholly outside the buffer
     /// stops the run at once; but the callbacks see at most 4 bytes at a time (QEMU's
-    /// `access_with_adjusted_size` cuts an 8-byte piece in two), so a 4-byte read stands for
+    /// `access_with_adjusted_size` cuts an 8-byte fragment in two), so a 4-byte read stands for
     /// the aligned 8 bytes around it.
     pub(super) fn allowed(
         &mut self,
@@ -233,7 +233,7 @@ impl HookState {
         if self.hooked.contains(&page) {
             return false;
         }
-        let (piece, piece_end) = match read_call {
+        let (fragment, fragment_end) = match read_call {
             Some(_) if size == 4 => (addr & !7, (addr & !7) + 8),
             Some(_) => (addr, addr + size),
             // Writes reach MMIO exact (QEMU stores an unaligned access byte by byte and cuts an
@@ -242,8 +242,8 @@ impl HookState {
             None if addr < lo => (addr, (addr + size).min(lo)),
             None => (addr.max(hi), addr + size),
         };
-        let noted = Piece { page, lo: piece, hi: piece_end, write: read_call.is_none() };
-        if let Some(call) = read_call.filter(|_| self.defer_reads && piece < hi && lo < piece_end) {
+        let noted = Fragment { page, lo: fragment, hi: fragment_end, write: read_call.is_none() };
+        if let Some(call) = read_call.filter(|_| self.defer_reads && fragment < hi && lo < fragment_end) {
             let at = (call(), noted);
             if self.deferred.last() != Some(&at) {
                 self.deferred.push(at);
@@ -264,7 +264,7 @@ impl HookState {
     /// ([`batch`] layout): the TLB hook refuses it, and [`pin_down`] sees an access crossing
     /// into it whole). Such pages exist where the buffer starts or ends on a page boundary, and
     /// inside the buffer where the engine's pages are smaller than [`PAGE`] (QEMU's AArch64
-    /// target: 1 KiB). Every access that can touch bytes outside the buffer, or explain a piece
+    /// target: 1 KiB). Every access that can touch bytes outside the buffer, or explain a fragment
     /// that did, starts on an aliased page, where the confirmation hooks
     /// ([`UnicornBackend::exact_hook`]) see it whole.
     ///

@@ -223,13 +223,13 @@ impl UnicornBackend {
 
     /// Memory hooks on the alias of exact page `page` that stop at the first access outside the
     /// page's allowed bytes and record it with its pc; an access inside explains the noted
-    /// pieces it overlaps ([`HookState::to_explain`]).
+    /// fragments it overlaps ([`HookState::to_explain`]).
     ///
     /// Unicorn runs a memory hook with the access as the guest made it (before the MMIO path
     /// splits an unaligned one) and only for accesses that start inside the hook's range, but
     /// before each it re-derives the pc from the translation block (`cpu_restore_state`, which
     /// costs about as much as the block's instructions). So the hooks cover only where an access
-    /// outside the buffer, or explain a piece that did, can start: up to [`EXPLAIN_REACH`]
+    /// outside the buffer, or explain a fragment that did, can start: up to [`EXPLAIN_REACH`]
     /// bytes past the buffer's start, and from as far before its end to the page's end;
     /// accesses well inside the buffer run unhooked.
     pub(super) fn exact_hook(
@@ -244,7 +244,7 @@ impl UnicornBackend {
             (page, (lo + EXPLAIN_REACH).clamp(page, end), ALIAS_OFFSET),
             (hi.saturating_sub(EXPLAIN_REACH).clamp(page, end), end, ALIAS_OFFSET),
         ];
-        // A load that explains a piece past an end just after a page boundary may start on the
+        // A load that explains a fragment past an end just after a page boundary may start on the
         // page before (QEMU splits it there): hooked at both of that page's addresses, which
         // may be plain or the alias.
         let before = hi.saturating_sub(EXPLAIN_REACH).max(lo).max(page.saturating_sub(PAGE));

@@ -12,7 +12,7 @@
 //! page of every buffer are checked byte by byte: the TLB maps them to an MMIO alias of the
 //! arena whose callbacks do the access and check its bytes (MMIO is always the slow path, so
 //! only those pages pay, and no memory hook makes every other access slow). QEMU hands an
-//! unaligned load to MMIO as aligned pieces, so a piece that touches a byte outside a buffer
+//! unaligned load to MMIO as aligned fragments, so a fragment that touches a byte outside a buffer
 //! proves nothing when it also touches the buffer: the first run of a batch notes such reads
 //! and goes on, then each call that made one runs again alone with memory hooks at the
 //! buffer's edges, which see loads whole with their pc (`run_first`); a batch that turns out
@@ -29,6 +29,7 @@ use std::rc::Rc;
 use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unicorn};
 
 use super::icount::{BlockIcounts, BlockProfile};
+use super::recycled::Recycler;
 use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::align::{self, SiteCheck};
 use crate::arch::{Arch, ReturnAddress, Trap, TrapPc, UnicornSupport};
@@ -46,7 +47,7 @@ mod pages;
 pub mod zbb;
 
 use confirm::{Confirm, UNREPEATED};
-use hook_state::{AlignStop, HookState, Piece, Seen, Span, ALIGN_HOOK};
+use hook_state::{AlignStop, Fragment, HookState, Seen, Span, ALIGN_HOOK};
 use pages::{arena_dirty_pages, page_map_around};
 
 const PAGE: u64 = batch::PAGE;
@@ -82,7 +83,7 @@ pub const EXIT_ADDRESS: u64 = EXIT_PAGE + EXIT_OFFSET;
 /// wider guest loads and stores are made of 8-byte accesses).
 const HOOK_REACH: u64 = 8;
 
-/// How far from a buffer's edge an access that explains a noted piece may start: a piece is
+/// How far from a buffer's edge an access that explains a noted fragment may start: a fragment is
 /// at most 8 bytes on the aligned 8 bytes around the edge, and the access that made it at most
 /// 8 bytes ([`HOOK_REACH`]) overlapping it.
 const EXPLAIN_REACH: u64 = 2 * HOOK_REACH;
@@ -99,13 +100,8 @@ pub struct UnicornBackend {
     /// after `uc`, so the engine is dropped first.
     ram: Rc<GuestRam>,
     ram_offset: usize,
-    /// A response given back ([`Backend::recycle`]), whose allocation the next one reuses.
-    spare_resp: RefCell<Vec<u8>>,
-    /// The byte ranges of `spare_resp` that may not be zero (`None`: any).
-    spare_written: RefCell<Option<Vec<std::ops::Range<usize>>>>,
-    /// The address of the last response [`read_arena`](Self::read_arena) handed out and the
-    /// ranges it copied into it (the rest is zeros), to know them again when it comes back.
-    lent: RefCell<(usize, Vec<std::ops::Range<usize>>)>,
+    /// Responses given back ([`Backend::recycle`]), whose allocations the next ones reuse.
+    recycler: RefCell<Recycler>,
     /// Scratch for [`Backend::execute_batch`]: the span of data bytes on each payload page.
     data_pages: Vec<Span>,
     entry: u64,
@@ -124,7 +120,7 @@ pub struct UnicornBackend {
     profile_hook: Option<unicorn_engine::UcHookId>,
     /// Calls of the running batch whose confirmation after its first run proved a fault (a
     /// memory hook saw an access outside a buffer, or the re-run explained none of a noted
-    /// piece), with the fault: each fails with it whatever later runs of the call do
+    /// fragment), with the fault: each fails with it whatever later runs of the call do
     /// ([`apply_proven`](Self::apply_proven)).
     proven: std::collections::BTreeMap<u64, Fault>,
 }
@@ -186,9 +182,7 @@ impl UnicornBackend {
             ram,
             ram_offset,
             data_pages: Vec::new(),
-            spare_resp: RefCell::new(Vec::new()),
-            spare_written: RefCell::new(None),
-            lent: RefCell::new((0, Vec::new())),
+            recycler: RefCell::new(Recycler::default()),
             entry: driver.addr,
             halt: {
                 // The driver's own halt word stays part of the image contract (kernels/README.md).
@@ -359,7 +353,7 @@ impl Backend for UnicornBackend {
     }
 
     /// Copies only what may differ from the arena: on each page the span of the payload's
-    /// data and of what may not be zero in the arena ([`HookState::dirty`]). The arena then
+    /// data and of what may not be zero in the arena (`HookState::dirty`). The arena then
     /// holds exactly the payload, as after a whole copy.
     fn execute_batch(&mut self, batch: &Batch) -> Result<RawRun, BackendError> {
         let payload = &batch.payload;
@@ -435,11 +429,7 @@ impl Backend for UnicornBackend {
     }
 
     fn recycle(&mut self, resp: Vec<u8>) {
-        // Nothing on the host writes a response: one that comes back as lent is zero outside
-        // the ranges read into it.
-        let lent = std::mem::take(&mut *self.lent.borrow_mut());
-        *self.spare_written.borrow_mut() = (lent.0 == resp.as_ptr() as usize).then_some(lent.1);
-        *self.spare_resp.borrow_mut() = resp;
+        self.recycler.get_mut().give_back(resp);
     }
 }
 
@@ -489,34 +479,21 @@ impl UnicornBackend {
         if self.ram_offset + len > self.ram.len() {
             return Err(BackendError::Unicorn(format!("read results: {len} bytes are past lab_arena")));
         }
-        let spare = std::mem::take(&mut *self.spare_resp.borrow_mut());
-        let written = self.spare_written.borrow_mut().take();
+        let mut recycler = self.recycler.borrow_mut();
         let st = self.state.borrow();
-        let Some(dirty) = st.dirty.as_ref() else { return Ok(self.ram.read_vec(self.ram_offset, len, spare)) };
-        let mut out = spare;
-        // Zeros everywhere but the spans copied below: clear only what the spare held.
-        match written {
-            Some(ranges) => {
-                for r in ranges {
-                    let r = r.start.min(out.len())..r.end.min(out.len());
-                    out[r].fill(0);
-                }
-                out.truncate(len);
-            }
-            None => out.clear(),
-        }
-        out.resize(len, 0);
-        let mut copied = std::mem::take(&mut self.lent.borrow_mut().1);
-        copied.clear();
+        let Some(dirty) = st.dirty.as_ref() else {
+            return Ok(self.ram.read_vec(self.ram_offset, len, recycler.take_spare()));
+        };
+        let (mut out, mut copied) = recycler.zeroed(len, len);
         let page = PAGE as usize;
         for (p, d) in dirty.iter().enumerate().take(len.div_ceil(page)) {
-            let range = (p * page + d.lo as usize).min(len)..(p * page + d.hi as usize).min(len);
-            if !range.is_empty() {
-                self.ram.read(self.ram_offset + range.start, &mut out[range.clone()]);
-                copied.push(range);
+            let (lo, hi) = ((p * page + d.lo as usize).min(len), (p * page + d.hi as usize).min(len));
+            if lo < hi {
+                self.ram.read(self.ram_offset + lo, &mut out[lo..hi]);
+                copied.push((lo, hi));
             }
         }
-        *self.lent.borrow_mut() = (out.as_ptr() as usize, copied);
+        recycler.lend(&out, copied);
         Ok(out)
     }
 }
@@ -543,15 +520,15 @@ impl UnicornBackend {
                 pc = self.pin_down(page)?.unwrap_or(pc);
                 break;
             }
-            let Some(piece) = suspect else { break };
-            match self.confirm(piece)? {
+            let Some(fragment) = suspect else { break };
+            match self.confirm(fragment)? {
                 Confirm::Pinned => {
                     pc = self.state.borrow().seen.pinned.unwrap_or(pc);
                     break;
                 }
                 // The call made it in the batch's run, not when run again: that is its fault.
                 Confirm::Unrepeated(p) => {
-                    let mem = self.unrepeated(p, piece.write);
+                    let mem = self.unrepeated(p, fragment.write);
                     let mut st = self.state.borrow_mut();
                     st.seen.mem = Some(mem);
                     st.seen.unrepeated = true;

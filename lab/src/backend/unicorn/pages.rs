@@ -106,7 +106,7 @@ impl UnicornBackend {
             let addr = arena.addr + offset;
             let size = size.min(8);
             // A read is done even outside its buffer: an unaligned load reaches MMIO as aligned
-            // pieces, so a suspect read may be a legal load whose value the run needs.
+            // fragments, so a suspect read may be a legal load whose value the run needs.
             let call = || ram.read_le(ram_offset + protocol::header::CURRENT.offset(), 8);
             r.borrow_mut().allowed(uc, addr, size as u64, Some(&call));
             ram.read_le(ram_offset + offset as usize, size)

@@ -283,7 +283,7 @@ impl ZbbPatches {
         *self.after.get(usize::try_from(i).ok()?)?
     }
 
-    /// Whether `insn` at `addr` may be patched: the table would stay within [`MAX_SPAN`].
+    /// Whether `insn` at `addr` may be patched: the table would stay within `MAX_SPAN`.
     pub fn fits(&self, addr: u64) -> bool {
         if self.after.is_empty() {
             return true;

@@ -17,36 +17,10 @@ use crate::toolchain::{self, BuildConfig, Tool, ToolchainError};
 use crate::variant::{Kernel, Variant, VARIANTS};
 use crate::vectors::{Body, Vector, VectorSet};
 
-/// What one check found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum State {
-    /// Works; the detail says what was found (path and version, cases run).
-    Ok(String),
-    /// A program is not on `PATH`; installing `package` brings it.
-    Missing {
-        /// The program.
-        program: &'static str,
-        /// The Debian 12 package that installs it.
-        package: &'static str,
-    },
-    /// Present but broken (cannot build, load or start); the sentence says what happened.
-    Failed(String),
-    /// The set-up works but the kernel answered wrongly (`lab run` shows the details).
-    WrongAnswer(String),
-    /// This backend cannot run this variant by design (the reason `lab run` skips it with).
-    NotApplicable(String),
-    /// Works, with less protection than the lab can give (guests run partly unconfined).
-    Warning(String),
-}
+mod check;
+pub mod vector;
 
-/// One line of the diagnosis.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    /// What was checked (`clang`, `riscv64 on qemu`).
-    pub what: String,
-    /// What it found.
-    pub state: State,
-}
+pub use check::{Check, State};
 
 /// Every check, in the order run.
 #[derive(Debug, Clone, Default)]
@@ -122,7 +96,7 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
     // Variants whose `-cpu` adds properties to the model (riscv64: the Zb* switches).
     let with_properties = VARIANTS.iter().filter(|v| v.qemu_cpu != v.arch.spec().isa.qemu_cpu_model);
     d.checks.extend(with_properties.map(qemu_cpu_check));
-    d.checks.extend(crate::doctor_vector::checks());
+    d.checks.extend(vector::checks());
     d.checks.extend(crate::arch::Arch::ALL.into_iter().map(qemu_cpu_help_check));
     d.checks.push(Check { what: "unicorn".into(), state: unicorn_state() });
     d.checks.push(Check { what: "guest confinement".into(), state: confinement_state() });
@@ -292,7 +266,7 @@ pub fn cpu_help_names(help: &str) -> (Vec<String>, Option<Vec<String>>) {
 /// The `-cpu` models and properties the arch row uses (every extension row, not only the
 /// variants': a user's `--isa` reaches them all) that `help` does not list, as "model `max`",
 /// "property `sse3`". Properties are checked only where the help lists them (x86); elsewhere
-/// [`qemu_cpu_check`] runs qemu with each variant's `-cpu`.
+/// `qemu_cpu_check` runs qemu with each variant's `-cpu`.
 pub fn unlisted_cpu_names(arch: crate::arch::Arch, help: &str) -> Vec<String> {
     use crate::arch::QemuSupport;
     let (models, flags) = cpu_help_names(help);
@@ -415,8 +389,8 @@ fn backend_state(variant: &'static Variant, kind: BackendKind, image: &Image) ->
         .filter(|s| entry.missing(s.kernel).is_none())
         .map(|s| run::run_set(backend.as_mut(), variant, image, s, 1))
         .collect();
-    let passed: usize = rows.iter().map(|r| r.passed).sum();
-    match rows.iter().flat_map(|r| &r.failed).next() {
+    let passed: usize = rows.iter().map(|r| r.passed()).sum();
+    match rows.iter().flat_map(|r| r.failed()).next() {
         // Nothing ran at all: the backend, not the kernel, is at fault.
         Some(f) if f.findings.iter().all(|f| f.class == Class::NotRun) => {
             State::Failed(format!("cannot run a batch: {}", f.findings.first().map(|f| f.text.as_str()).unwrap_or("")))

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::check::{Check, State};
 use crate::arch::{Arch, VectorLengthSpec};
-use crate::doctor::{Check, State};
 use crate::toolchain::{self, CLANG, LLD};
 use crate::user_kernel::isa_decl::DeclaredIsa;
 
