@@ -346,7 +346,7 @@ fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
     let v = variant("riscv64");
     let path = kernel_lab::toolchain::build_image(&build, v).expect("build the fixture");
     let image = kernel_lab::image::Image::load(&path, v.arch).expect("image");
-    let (_, _, scan_errors) = kernel_lab::run::scan_image(v, &image);
+    let (_, scan_errors) = kernel_lab::run::scan_image(v, &image);
     assert!(scan_errors.is_empty(), "{scan_errors:?}");
     let cfg = FuzzConfig {
         variants: vec![variant("riscv64")],

@@ -37,6 +37,7 @@ mod sarif;
 mod silent_green;
 mod top_limb;
 mod unaligned_bounds;
+mod unicorn_stops;
 mod vector_edges;
 mod vector_files;
 mod vector_isa;

@@ -204,7 +204,7 @@ pub(super) fn plan_variant(
     let image = crate::toolchain::build_image(&cfg.build, variant)
         .map_err(|e| e.to_string())
         .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
-    let (scan, unicorn_refusal, scan_errors) = match &image {
+    let (scan, scan_errors) = match &image {
         Ok(i) => crate::run::scan_image(variant, i),
         Err(_) => Default::default(),
     };
@@ -239,9 +239,7 @@ pub(super) fn plan_variant(
                     continue;
                 }
             };
-            let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
-            let why =
-                kind.supports(variant).err().or(refused).or(not_provided).or_else(|| Stubs::of(image).missing(kernel));
+            let why = kind.supports(variant).err().or(not_provided).or_else(|| Stubs::of(image).missing(kernel));
             if let Some(why) = why.or_else(interrupted_reason) {
                 out.push(result(Outcome::Skipped(why)));
                 continue;

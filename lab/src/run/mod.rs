@@ -180,7 +180,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
                 cell,
                 &images,
                 &sets,
-                &Shared { scans: &scans, first_failed: &first_failed, answers: &answers },
+                &Shared { first_failed: &first_failed, answers: &answers },
                 lane,
             )
         },

@@ -25,6 +25,9 @@ pub(super) struct Seen {
     pub(super) unrepeated: bool,
     /// An alignment rule an alignment hook saw broken ([`crate::align`]).
     pub(super) align: Option<AlignStop>,
+    /// The call reached the instruction at this address, which Unicorn cannot execute
+    /// ([`crate::isa::unicorn_stops`]): it stops there, not run past it.
+    pub(super) unsupported: Option<u64>,
 }
 
 /// An alignment rule broken at an instruction the lab hooks ([`crate::align::hook_sites`]):

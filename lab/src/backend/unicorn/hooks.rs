@@ -221,6 +221,48 @@ impl UnicornBackend {
         Ok(())
     }
 
+    /// Stops a call at the first kernel instruction Unicorn cannot execute
+    /// ([`crate::isa::unicorn_stops`] of `image` with the declared `extensions`) instead of
+    /// running it wrongly or trapping: one code hook per run of consecutive such instructions
+    /// (any instruction inside a run is a stop, so the hook fires where a call enters it), so a
+    /// vector loop costs one hook, not one per instruction. Calls that never reach one run as
+    /// before, at full speed. The fault is [`FaultKind::NotRunPast`]. Also jumps over the
+    /// driver's vector entry state ([`crate::isa::VECTOR_ENTRY`]), which Unicorn cannot set.
+    ///
+    /// # Errors
+    /// The disassembly fails, or Unicorn refuses a hook.
+    pub fn stop_at_unsupported(&mut self, image: &Image, extensions: &[&str]) -> Result<(), BackendError> {
+        let stops = crate::isa::unicorn_stops(image, extensions)
+            .map_err(|e| BackendError::Unicorn(format!("unsupported-instruction scan: {e}")))?;
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for s in &stops {
+            match runs.last_mut() {
+                Some((_, end)) if *end == s.addr => *end = s.addr + s.len,
+                _ => runs.push((s.addr, s.addr + s.len)),
+            }
+        }
+        for (from, to) in runs {
+            let st = Rc::clone(&self.state);
+            self.uc
+                .add_code_hook(from, to - 1, move |uc, addr, _| {
+                    st.borrow_mut().seen.unsupported.get_or_insert(addr);
+                    let _ = uc.emu_stop();
+                })
+                .map_err(uc_err("unsupported-instruction hook"))?;
+        }
+        self.stops = stops;
+        let (begin, end) = crate::isa::VECTOR_ENTRY;
+        if let (Some(b), Some(e)) = (image.symbol(begin), image.symbol(end)) {
+            let to = e.addr;
+            self.uc
+                .add_code_hook(b.addr, b.addr, move |uc, _, _| {
+                    let _ = uc.set_pc(to);
+                })
+                .map_err(uc_err("vector-entry hook"))?;
+        }
+        Ok(())
+    }
+
     /// Memory hooks on the alias of exact page `page` that stop at the first access outside the
     /// page's allowed bytes and record it with its pc; an access inside explains the noted
     /// pieces it overlaps ([`HookState::to_explain`]).

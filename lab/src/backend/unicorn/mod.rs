@@ -127,6 +127,8 @@ pub struct UnicornBackend {
     /// piece), with the fault: each fails with it whatever later runs of the call do
     /// ([`apply_proven`](Self::apply_proven)).
     proven: std::collections::BTreeMap<u64, Fault>,
+    /// The kernel instructions a call stops at ([`stop_at_unsupported`](Self::stop_at_unsupported)).
+    stops: Vec<crate::isa::UnicornStop>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -204,6 +206,7 @@ impl UnicornBackend {
             profile: Rc::new(RefCell::new(None)),
             profile_hook: None,
             proven: std::collections::BTreeMap::new(),
+            stops: Vec::new(),
         })
     }
 
@@ -534,7 +537,7 @@ impl UnicornBackend {
                 // An alignment hook's stop is the call's fault: the rest of the translation
                 // block still ran after it (`emu_stop` ends the run at the next block), and
                 // what it touched must not take its place.
-                if st.seen.align.is_some() {
+                if st.seen.align.is_some() || st.seen.unsupported.is_some() {
                     break;
                 }
                 (st.refused, st.seen.suspect)
