@@ -53,6 +53,7 @@ fn x86_64_campaign(
         out_dir: out.to_path_buf(),
         limits: Limits::default(),
         jobs: 0,
+        vector_lengths: Vec::new(),
     }
 }
 
@@ -132,6 +133,7 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
         out_dir: dir.path().to_path_buf(),
         limits: Limits::default(),
         jobs: 2,
+        vector_lengths: Vec::new(),
     };
     let results = fuzz::campaign(&cfg, &mut |_| {});
     let order: Vec<(&str, BackendKind, Kernel)> = results.iter().map(|r| (r.variant, r.backend, r.kernel)).collect();
@@ -364,6 +366,7 @@ fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
             ..Limits::default()
         },
         jobs: 0,
+        vector_lengths: Vec::new(),
     };
     let started = std::time::Instant::now();
     let results = fuzz::campaign(&cfg, &mut |_| {});

@@ -38,6 +38,7 @@ mod silent_green;
 mod top_limb;
 mod unaligned_bounds;
 mod unicorn_stops;
+mod unicorn_wall_clock;
 mod vector_edges;
 mod vector_files;
 mod vector_isa;

@@ -148,7 +148,8 @@ fn a_users_rvv_object_runs_at_the_vlens_asked_and_reports_carry_them() {
             && out.contains("has no RVV 1.0"),
         "{out}"
     );
-    assert!(out.contains(" 0 failed, ") && code == 0, "a skip fails nothing: {out}");
+    // Every rfc1321 case calls md5_implCompress: nothing ran, and nothing failed.
+    assert!(out.contains("0 passed, 0 failed, 21 skipped") && code == 2, "a skip fails nothing: {out}");
 }
 
 #[test]

@@ -129,8 +129,9 @@ pub struct PartialLoad {
 /// Budgets that turn a hang into a finding.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Wall-clock budget for one batch on qemu-user and native (Unicorn counts instructions
-    /// instead: its wall-clock timer costs a thread waking every 2 us).
+    /// Wall-clock budget for one batch (`--batch-seconds`): on qemu-user and native the host's
+    /// timer, on Unicorn for each run of the batch's entry (the block hook looks at the clock;
+    /// see `backend/unicorn`). A batch past it is a hang. Zero: no bound (timed runs).
     pub batch_time: Duration,
     /// Guest instructions one call may execute on Unicorn (counted per translation block).
     /// The largest bundled call (one million 'a' through one `implCompressMB`) needs about

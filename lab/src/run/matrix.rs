@@ -121,7 +121,7 @@ pub(super) fn run_cell(
     }
     let mut backend = match kind.open_at(variant, image, cfg.limits, vector_length) {
         Ok(b) => b,
-        Err(e) => return CellOut::OpenError(format!("{variant} on {}: {e}", label(kind, vector_length))),
+        Err(e) => return CellOut::OpenError(format!("{variant} on {}: {e}", backend_label(kind, vector_length))),
     };
     let entry = Stubs::of(image);
     let variant_start = placed.variant_first * sets.len();
@@ -150,8 +150,8 @@ pub(super) fn run_cell(
     CellOut::Rows(rows)
 }
 
-/// `qemu vlen=256`, or the backend's name.
-pub(super) fn label(kind: BackendKind, vector_length: Option<VectorLength>) -> String {
+/// `qemu vlen=256`, or the backend's name: how rows, fuzz targets and errors name where they ran.
+pub fn backend_label(kind: BackendKind, vector_length: Option<VectorLength>) -> String {
     match vector_length {
         Some(vl) => format!("{kind} {vl}"),
         None => kind.to_string(),

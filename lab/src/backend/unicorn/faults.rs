@@ -23,6 +23,10 @@ impl UnicornBackend {
             // The hook sees the pc of the `syscall`/`sysenter` itself (measured).
             return Some((FaultKind::SystemCall { nr: None, name: None }, at, String::new()));
         }
+        if let Some(at) = seen.hang {
+            let detail = "Unicorn's wall-clock bound per run of the batch (--batch-seconds)".to_string();
+            return Some((FaultKind::Hang(self.limits.batch_time), at, detail));
+        }
         if let Some(at) = seen.budget {
             let budget = self.state.borrow().budget;
             return Some((FaultKind::InstructionBudget(budget), at, String::new()));
