@@ -136,14 +136,24 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
         vector_lengths: Vec::new(),
     };
     let results = fuzz::campaign(&cfg, &mut |_| {});
-    let order: Vec<(&str, BackendKind, Kernel)> = results.iter().map(|r| (r.variant, r.backend, r.kernel)).collect();
-    let mut want: Vec<(&str, BackendKind, Kernel)> = Vec::new();
+    let order: Vec<(&str, BackendKind, Option<u32>, Kernel)> =
+        results.iter().map(|r| (r.variant, r.backend, r.vector_length.map(|vl| vl.bits), r.kernel)).collect();
+    let mut want: Vec<(&str, BackendKind, Option<u32>, Kernel)> = Vec::new();
     for v in &cfg.variants {
         for &b in &cfg.backends {
-            want.extend(cfg.kernels.iter().map(|&k| (v.name, b, k)));
+            // qemu fuzzes an RVV/SVE row at each default vector length.
+            let lengths: Vec<Option<u32>> = match v.vector_length() {
+                Some(spec) if b == BackendKind::Qemu && b.supports(v).is_ok() => {
+                    spec.defaults.iter().map(|&bits| Some(bits)).collect()
+                }
+                _ => vec![None],
+            };
+            for vl in lengths {
+                want.extend(cfg.kernels.iter().map(|&k| (v.name, b, vl, k)));
+            }
         }
     }
-    assert_eq!(order, want, "results in variant, backend, kernel order");
+    assert_eq!(order, want, "results in variant, backend, vector length, kernel order");
     for r in &results {
         let what = format!("{} {} on {}", r.kernel, r.variant, r.backend);
         match &r.outcome {

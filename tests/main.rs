@@ -19,6 +19,7 @@ mod doctor;
 mod draws;
 mod envelope;
 mod fuzz;
+mod fuzz_vlen;
 mod gating;
 mod hotspot;
 mod image;
