@@ -179,14 +179,15 @@ pub struct UnicornStop {
 }
 
 /// Every instruction in the kernels' code (below `lab_kernel_text_end`, in symbol-covered code,
-/// [`Image::is_symbol_code`]) of an extension the arch row marks `UnicornSupport::Missing`, in
-/// address order. x86_64: by each instruction's CPUID features, plus any VEX/EVEX/XOP encoding
-/// (`UnicornSpec::refuse`: Unicorn computes some VEX.128 forms wrongly whatever the feature);
-/// riscv64 and aarch64: instructions that do not decode with `--mattr` of every extension
-/// Unicorn runs but decode with one it lacks, attributed to the first such extension (`extensions`,
-/// the variant's declared ones, are tried first: usually one more listing). The lab's driver is
-/// left out: its code is the lab's own, and the vector entry state it sets is skipped on Unicorn
-/// (`lab_vector_entry`, [`VECTOR_ENTRY`]).
+/// [`Image::is_symbol_code`]) of a declared extension (`extensions`, the variant's) that the
+/// arch row marks `UnicornSupport::Missing`, in address order. x86_64: by each instruction's
+/// CPUID features, plus any VEX/EVEX/XOP code, declared or not (`UnicornSpec::refuse`: Unicorn
+/// computes some VEX.128 forms wrongly whatever the feature); riscv64 and aarch64: instructions
+/// that do not decode with `--mattr` of every extension Unicorn runs but decode with a declared
+/// one it lacks (one listing more per such extension). An undeclared extension's instruction is
+/// no stop: it is an image finding, and traps on Unicorn as on a CPU without it. The lab's
+/// driver is left out: its code is the lab's own, and the vector entry state it sets is jumped
+/// over on Unicorn (`lab_vector_entry`, [`VECTOR_ENTRY`]).
 ///
 /// # Errors
 /// As [`scan`].
@@ -197,6 +198,11 @@ pub fn unicorn_stops(image: &Image, extensions: &[&str]) -> Result<Vec<UnicornSt
         UnicornSupport::Missing(why) => Some(why),
         _ => None,
     };
+    let declared = |e: &IsaExtension| extensions.contains(&e.name) && lacks(e).is_some();
+    let vex = image.arch.spec().unicorn.refuse.as_ref();
+    if vex.is_none() && !isa.extensions.iter().any(declared) {
+        return Ok(Vec::new());
+    }
     let name = |e: &IsaExtension, why: &str| format!("{} ({}; {why})", e.name, e.doc);
     let full = image.listing()?;
     let code = full.iter().filter(|i| (start..end).contains(&i.addr) && image.is_symbol_code(i.addr));
@@ -208,16 +214,16 @@ pub fn unicorn_stops(image: &Image, extensions: &[&str]) -> Result<Vec<UnicornSt
         extension,
     };
     if let Legality::Cpuid(_) = isa.legality {
-        let vex = image.arch.spec().unicorn.refuse.as_ref();
         let mut out = Vec::new();
         for i in code {
             let features = x86_64::decode(&i.bytes, i.addr).cpuid_features();
-            let by_feature =
-                isa.extensions.iter().find(|e| lacks(e).is_some() && e.cpuid.iter().any(|f| features.contains(f)));
+            let of = |e: &&IsaExtension| lacks(e).is_some() && e.cpuid.iter().any(|f| features.contains(f));
+            let by_feature = isa.extensions.iter().find(of);
             let found = match (by_feature, vex.filter(|r| (r.insn)(i))) {
-                (Some(e), _) => Some(name(e, lacks(e).unwrap_or_default())),
+                (Some(e), Some(_)) => Some(name(e, lacks(e).unwrap_or_default())),
+                (Some(e), None) if declared(e) => Some(name(e, lacks(e).unwrap_or_default())),
                 (None, Some(r)) => Some(format!("{} ({})", r.what, r.why)),
-                (None, None) => None,
+                _ => None,
             };
             out.extend(found.map(|x| stop(i, x)));
         }
@@ -226,8 +232,7 @@ pub fn unicorn_stops(image: &Image, extensions: &[&str]) -> Result<Vec<UnicornSt
     let runs: Vec<&IsaExtension> = isa.extensions.iter().filter(|e| lacks(e).is_none()).collect();
     let own = Listing::of(&image.path, image.arch, &isa.mattr(&runs))?;
     let mut left: Vec<&Insn> = code.into_iter().filter(|i| own.at(i.addr).is_some_and(Insn::unknown)).collect();
-    let mut missing: Vec<&IsaExtension> = isa.extensions.iter().filter(|e| lacks(e).is_some()).collect();
-    missing.sort_by_key(|e| !extensions.contains(&e.name));
+    let missing: Vec<&IsaExtension> = isa.extensions.iter().filter(|e| declared(e)).collect();
     let mut out = Vec::new();
     for e in missing {
         if left.is_empty() {

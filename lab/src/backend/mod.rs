@@ -307,13 +307,17 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
         let next = fault.call.map(|c| c + 1).filter(|&n| n < batch.ncalls());
         let abandoned = match (&fault.kind, next) {
             (_, None) => fault.call.is_none().then(|| format!("the batch was given up after: {}", fault.kind)),
+            // A call stopped before an instruction the backend cannot execute is no fault of
+            // the kernel's and costs one entry (Unicorn, in-process): always resumed, and not
+            // counted towards giving up (a vector kernel stops every long call).
+            (FaultKind::NotRunPast { .. }, Some(_)) => None,
             // Every further hung call would cost the whole wall-clock budget again.
             (FaultKind::Hang(_), Some(_)) => {
                 Some(format!("the batch was given up after a hang at call {}", next.unwrap_or(0) - 1))
             }
-            _ if faults.len() + 1 >= MAX_FAULTS_PER_BATCH && started.elapsed() >= RESUME_TIME => Some(format!(
+            _ if kernel_faults(&faults) + 1 >= MAX_FAULTS_PER_BATCH && started.elapsed() >= RESUME_TIME => Some(format!(
                 "{RESUME_GIVEN_UP} {} faults in {:.1} s (each fault costs a new entry of the batch; RESUME_TIME)",
-                faults.len() + 1,
+                kernel_faults(&faults) + 1,
                 started.elapsed().as_secs_f64()
             )),
             _ => None,
@@ -328,6 +332,12 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
             }
         }
     }
+}
+
+/// The faults of `faults` that are the kernel's: not the calls a backend stopped before an
+/// instruction it cannot execute ([`FaultKind::NotRunPast`]).
+fn kernel_faults(faults: &[Fault]) -> usize {
+    faults.iter().filter(|f| !matches!(f.kind, FaultKind::NotRunPast { .. })).count()
 }
 
 #[cfg(test)]
