@@ -20,9 +20,23 @@
 #                    `java` (17.0.x, with HotSpot's x86_64 MD5 intrinsic) for `lab capture` and
 #                    `--hotspot`: the lab runs HotSpot's own stubs (tests/hotspot.rs); the JDK, not
 #                    the JRE, for the single-file source launcher (jdk.compiler)
+#   openjdk-17-jdk-headless:arm64
+#                    (x86_64 hosts) Debian's arm64 JDK through dpkg multiarch (the arm64
+#                    architecture is added here): `lab capture --java
+#                    /usr/lib/jvm/java-17-openjdk-arm64/bin/java` runs it under qemu-aarch64 and
+#                    takes HotSpot's aarch64 stubs (tests/hotspot_foreign.rs)
 set -euo pipefail
 
 packages=(clang lld llvm llvm-19 qemu-user cmake libclang-dev pkg-config build-essential libssl-dev perl ca-certificates openjdk-17-jdk-headless)
+
+# A foreign-architecture JDK needs dpkg to know that architecture before apt can see it.
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+  packages+=(openjdk-17-jdk-headless:arm64)
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "setup: adding dpkg architecture arm64 (multiarch) for openjdk-17-jdk-headless:arm64"
+    if [ "$(id -u)" -ne 0 ]; then sudo dpkg --add-architecture arm64; else dpkg --add-architecture arm64; fi
+  fi
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -30,7 +44,7 @@ for p in "${packages[@]}"; do
 done
 
 # The versions in use, for the log (the Dockerfile can pin them with a snapshot date).
-versions() { dpkg-query -W -f='setup: ${Package} ${Version}\n' clang lld qemu-user openjdk-17-jdk-headless; }
+versions() { dpkg-query -W -f='setup: ${Package}:${Architecture} ${Version}\n' clang lld qemu-user openjdk-17-jdk-headless; }
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present (${packages[*]})"

@@ -22,6 +22,7 @@ mod fuzz;
 mod fuzz_vlen;
 mod gating;
 mod hotspot;
+mod hotspot_foreign;
 mod image;
 mod layers;
 mod library_names;

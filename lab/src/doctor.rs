@@ -139,8 +139,9 @@ pub fn diagnose(kernels_dir: &Path, vectors_dir: &Path) -> Diagnosis {
 
 /// Which architectures' HotSpot stubs `lab capture` can take on this host: the host's, by
 /// capturing them from `java` on PATH (Debian package openjdk-17-jdk-headless, which
-/// `ci/setup.sh` installs); the others are not applicable, with the reason
-/// ([`crate::hotspot::capturable_arches`]).
+/// `ci/setup.sh` installs); another architecture's by starting its multiarch JDK under
+/// qemu-user (`java -version`: a capture there takes 15-40 s); the others are not applicable,
+/// with the reason ([`crate::hotspot::capturable_arches`]).
 fn capture_checks() -> Vec<Check> {
     crate::hotspot::capturable_arches()
         .into_iter()
@@ -151,7 +152,8 @@ fn capture_checks() -> Vec<Check> {
                     State::Missing { program: "java", package: "openjdk-17-jdk-headless" }
                 }
                 Err(why) => State::NotApplicable(why),
-                Ok(java) => capture_state(std::path::Path::new(&java)),
+                Ok(java) if host => capture_state(std::path::Path::new(&java)),
+                Ok(java) => foreign_jvm_state(std::path::Path::new(&java)),
             };
             Check { what: format!("capture {arch} stubs"), state }
         })
@@ -169,6 +171,24 @@ fn capture_state(java: &Path) -> State {
             State::Ok(format!("{}: {}{absent} (lab capture, lab run --hotspot java)", c.describe(), got.join(", ")))
         }
         Err(e) => State::Failed(format!("lab capture --java {}: {e}", java.display())),
+    }
+}
+
+/// Starts another architecture's `java -version` under qemu-user and says what answered.
+fn foreign_jvm_state(java: &Path) -> State {
+    let answer = crate::hotspot::jvm::launcher(java).map_err(|e| e.to_string()).and_then(|(mut cmd, qemu)| {
+        let out = cmd.arg("-version").output().map_err(|e| format!("cannot start it: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stderr);
+        let first = text.lines().next().unwrap_or("").trim().to_string();
+        match (out.status.success(), qemu) {
+            (true, Some(qemu)) => Ok(format!("{first}, under {qemu}")),
+            (true, None) => Ok(first),
+            (false, _) => Err(format!("`{} -version` failed: {first}", java.display())),
+        }
+    });
+    match answer {
+        Ok(what) => State::Ok(format!("{} ({what}): lab capture --java {0}", java.display())),
+        Err(e) => State::Failed(e),
     }
 }
 

@@ -6,8 +6,8 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
-    ReturnAddress, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec, UnicornSupport,
-    VectorLengthSpec,
+    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec,
+    UnicornSupport, VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -240,8 +240,9 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     hotspot: HotSpotSpec {
         os_arch: &["aarch64"],
+        debian_arch: "arm64",
         jdk: "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
-        check: None,
+        check: Some(StubDecoder::A64),
         // a zero word is UDF #0
         gap_fill: 0,
     },

@@ -111,6 +111,8 @@ pub struct ArchSpec {
 pub enum StubDecoder {
     /// iced-x86 (x86-64).
     IcedX86,
+    /// The lab's decoder of A64's PC-relative classes (`crate::hotspot::check_a64`).
+    A64,
 }
 
 /// How `lab capture` treats a JVM of one architecture ([`crate::hotspot`]).
@@ -120,6 +122,9 @@ pub struct HotSpotSpec {
     pub os_arch: &'static [&'static str],
     /// Where a JDK of this architecture comes from on Debian 12, for `lab doctor`.
     pub jdk: &'static str,
+    /// Debian's name of the architecture (`amd64`, `arm64`, `riscv64`): the suffix of a
+    /// multiarch JDK's folder, `/usr/lib/jvm/java-17-openjdk-arm64`.
+    pub debian_arch: &'static str,
     /// The decoder that checks a captured stub (whole instructions, references outside it, the
     /// ISA it needs: `crate::hotspot::check`); `None` where the lab has none yet (its stubs are
     /// refused).

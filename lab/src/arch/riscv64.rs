@@ -285,6 +285,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     hotspot: HotSpotSpec {
         os_arch: &["riscv64"],
+        debian_arch: "riscv64",
         jdk: "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder",
         check: None,
         // a zero halfword is an illegal instruction (c.unimp)

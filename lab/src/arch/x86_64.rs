@@ -326,6 +326,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     hotspot: HotSpotSpec {
         os_arch: &["amd64", "x86_64"],
+        debian_arch: "amd64",
         jdk: "Debian's openjdk-17-jdk-headless (17.0.x has the MD5 intrinsic), or any JDK given with --java",
         check: Some(StubDecoder::IcedX86),
         // int3

@@ -9,6 +9,12 @@
 //! HotSpot itself, from the process's memory (the lab is the JVM's parent, which Yama's
 //! `ptrace_scope` 1 allows), and closes stdin. The JVM runs in its own process group, killed
 //! on any error or after [`DEADLINE`].
+//!
+//! A `java` built for another architecture (Debian's `openjdk-17-jdk-headless:arm64` through
+//! dpkg multiarch, or a user's JDK folder) runs under that architecture's qemu-user, which
+//! places guest memory at the host's same addresses for a 64-bit guest on a 64-bit host
+//! (guest_base 0): the lab reads the stubs at the addresses the log prints, and refuses them
+//! when the bytes there differ from the log's.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileExt;
@@ -20,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use super::log::{self, PrintedStub};
 use super::CaptureError;
+use crate::variant::Arch;
 
 /// The main class the JVM runs (compiled in memory by the source launcher).
 const MAIN: &str = r#"public class LabStubCapture {
@@ -48,6 +55,8 @@ pub struct LiveJvm {
     pub version: String,
     /// `os.arch` (`amd64`, `aarch64`, `riscv64`).
     pub os_arch: String,
+    /// The qemu-user program the JVM ran under (`qemu-aarch64`), for a foreign-architecture JVM.
+    pub emulator: Option<String>,
     /// Every stub of the log, with `printed` replaced by the exact bytes of its range (the
     /// stubs named in `wanted`, and every other block of at most 1 MiB).
     pub stubs: Vec<PrintedStub>,
@@ -63,7 +72,7 @@ pub fn run(java: &Path, flags: &[String], wanted: &[&str]) -> Result<LiveJvm, Ca
     let dir = tempfile::tempdir().map_err(|e| CaptureError::Jvm(format!("cannot make a temporary folder: {e}")))?;
     let main = dir.path().join("LabStubCapture.java");
     std::fs::write(&main, MAIN).map_err(|e| CaptureError::Jvm(format!("cannot write {}: {e}", main.display())))?;
-    let mut cmd = Command::new(java);
+    let (mut cmd, emulator) = launcher(java)?;
     // Unlocked before the user's flags: diagnostic ones such as -XX:-UseMD5Intrinsics need it.
     cmd.arg("-XX:+UnlockDiagnosticVMOptions")
         .args(flags)
@@ -75,10 +84,65 @@ pub fn run(java: &Path, flags: &[String], wanted: &[&str]) -> Result<LiveJvm, Ca
         .process_group(0);
     let child = cmd.spawn().map_err(|e| CaptureError::Jvm(format!("cannot start {}: {e}", java.display())))?;
     let mut guard = Group(Some(child));
-    let result = read_live(&mut guard, wanted);
+    let result = read_live(&mut guard, wanted).map(|live| LiveJvm { emulator, ..live });
     guard.end();
     result
 }
+
+/// The command that starts `java`: the program itself on its own architecture, under qemu-user
+/// when it is an ELF executable of another architecture of the lab (with the qemu program's
+/// name).
+///
+/// # Errors
+/// `java` is an ELF file of an architecture the lab does not know, or the qemu-user program it
+/// needs is not installed.
+pub fn launcher(java: &Path) -> Result<(Command, Option<String>), CaptureError> {
+    // A bare name (`java`) is looked up on PATH, as the command itself would be.
+    let file = which::which(java).unwrap_or_else(|_| java.to_path_buf());
+    let Some(arch) = elf_arch(&file)? else { return Ok((Command::new(java), None)) };
+    if Some(arch) == Arch::host() {
+        return Ok((Command::new(java), None));
+    }
+    let qemu = arch.qemu_binary();
+    let program = which::which(qemu).map_err(|_| {
+        CaptureError::Jvm(format!(
+            "{} is a {arch} program, which runs here under {qemu}: not found (install Debian's qemu-user)",
+            java.display()
+        ))
+    })?;
+    let mut cmd = Command::new(program);
+    cmd.arg(java);
+    Ok((cmd, Some(qemu.to_string())))
+}
+
+/// The lab architecture of the ELF executable at `path` (symbolic links followed); `None` when it
+/// is not an ELF file (a wrapper script runs as it is).
+fn elf_arch(path: &Path) -> Result<Option<Arch>, CaptureError> {
+    use object::Object as _;
+    let mut head = Vec::new();
+    let file =
+        std::fs::File::open(path).map_err(|e| CaptureError::Jvm(format!("cannot open {}: {e}", path.display())))?;
+    // A launcher is small (java: ~14 KiB); the ELF header and program headers come first.
+    file.take(MAX_LAUNCHER)
+        .read_to_end(&mut head)
+        .map_err(|e| CaptureError::Jvm(format!("cannot read {}: {e}", path.display())))?;
+    if !head.starts_with(b"\x7fELF") {
+        return Ok(None);
+    }
+    let elf = object::File::parse(&*head)
+        .map_err(|e| CaptureError::Jvm(format!("{}: not a readable ELF file ({e})", path.display())))?;
+    let arch = Arch::ALL.into_iter().find(|a| a.spec().elf == elf.architecture());
+    arch.map(Some).ok_or_else(|| {
+        CaptureError::Jvm(format!(
+            "{} is built for {:?}, not an architecture of the lab",
+            path.display(),
+            elf.architecture()
+        ))
+    })
+}
+
+/// Most bytes of a `java` launcher read to learn its architecture.
+const MAX_LAUNCHER: u64 = 64 << 20;
 
 /// Kills the JVM's process group when dropped (an error path) or ended.
 struct Group(Option<Child>);
@@ -170,7 +234,7 @@ fn read_live(group: &mut Group, wanted: &[&str]) -> Result<LiveJvm, CaptureError
         }
     }
     let _ = child.stdin.as_mut().map(|i| i.write_all(b"\n"));
-    Ok(LiveJvm { version, os_arch, stubs })
+    Ok(LiveJvm { version, os_arch, emulator: None, stubs })
 }
 
 /// The log up to the ready line and then until quiet (or every `wanted` stub printed); `None`

@@ -13,11 +13,13 @@
 //! features the code needs give the variant's declared ISA. The variant name carries the JDK version and the flags
 //! ([`Capture::variant_name`]).
 //!
-//! Captures are x86_64 only for now: only that arch row has a check of captured code
-//! ([`crate::arch::HotSpotSpec`]), and a foreign-architecture JVM under qemu-user is not driven
-//! yet ([`capturable_arches`]).
+//! Captures of x86_64 and aarch64 code: those arch rows have a check of captured code
+//! ([`crate::arch::HotSpotSpec`]); a JVM of the other architecture runs under qemu-user
+//! ([`jvm::launcher`], [`capturable_arches`]). riscv64 stubs are refused until the lab has a
+//! check of RISC-V code (and Debian 12 has no riscv64 JDK).
 
 pub mod check;
+pub mod check_a64;
 pub mod jvm;
 pub mod log;
 mod object_out;
@@ -118,30 +120,53 @@ pub struct Capture {
 }
 
 /// Which architectures `lab capture` can capture on this host, each with the reason when it
-/// cannot: (arch, Ok(the `java` it would run) or Err(why not)).
+/// cannot: (arch, Ok(the `java` it would run) or Err(why not)). The host's JVM is `java` on
+/// PATH; another architecture's is a Debian multiarch JDK ([`foreign_java`]) run under its
+/// qemu-user.
 pub fn capturable_arches() -> Vec<(Arch, Result<String, String>)> {
     let host = Arch::host();
     Arch::ALL
         .into_iter()
         .map(|a| {
             let row = &a.spec().hotspot;
-            let r = if Some(a) != host {
-                Err(format!(
-                    "not captured here: needs a {a} JVM ({}) run under {}, which `lab capture` does not drive yet{}",
-                    row.jdk,
-                    a.qemu_binary(),
-                    if row.check.is_none() { ", and the lab has no check of its captured code yet" } else { "" }
-                ))
-            } else if row.check.is_none() {
-                Err(format!("the lab has no check of captured {a} code yet; its stubs are refused"))
-            } else {
+            let r = if row.check.is_none() {
+                Err(format!("the lab has no check of captured {a} code yet, so its stubs are refused ({})", row.jdk))
+            } else if Some(a) == host {
                 which::which("java")
                     .map(|p| p.display().to_string())
                     .map_err(|_| format!("no `java` on PATH ({})", row.jdk))
+            } else if which::which(a.qemu_binary()).is_err() {
+                Err(format!("needs {} to run a {a} JVM: install Debian's qemu-user", a.qemu_binary()))
+            } else {
+                foreign_java(a).map(|p| p.display().to_string()).ok_or_else(|| {
+                    format!(
+                        "no {a} JDK here: {} (run under {}; or name any {a} JDK's bin/java with --hotspot)",
+                        row.jdk,
+                        a.qemu_binary()
+                    )
+                })
             };
             (a, r)
         })
         .collect()
+}
+
+/// An installed JDK's `java` for `arch` from Debian's multiarch packages
+/// (`/usr/lib/jvm/java-<N>-openjdk-<debian arch>/bin/java`, the highest N), if there is one.
+pub fn foreign_java(arch: Arch) -> Option<PathBuf> {
+    let suffix = format!("-openjdk-{}", arch.spec().hotspot.debian_arch);
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/jvm")
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let n: u32 = name.strip_prefix("java-")?.strip_suffix(&suffix)?.parse().ok()?;
+            let java = e.path().join("bin/java");
+            java.is_file().then_some((n, java))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, p)| p)
 }
 
 /// The architecture whose JVM reports `os_arch` (`amd64`, `aarch64`, `riscv64`).
@@ -186,7 +211,10 @@ pub fn from_jvm(
     let arch = arch_of_os(&live.os_arch).ok_or_else(|| {
         CaptureError::Unsupported(format!("the JVM runs on `{}`, not an architecture of the lab", live.os_arch))
     })?;
-    let from = java.display().to_string();
+    let from = match &live.emulator {
+        Some(qemu) => format!("{} under {qemu}", java.display()),
+        None => java.display().to_string(),
+    };
     build(arch, live.version, from, flags, live.stubs, wanted, explicit)
 }
 
@@ -229,6 +257,7 @@ fn build(
 ) -> Result<Capture, CaptureError> {
     let check: check::StubCheck = match arch.spec().hotspot.check {
         Some(crate::arch::StubDecoder::IcedX86) => check::x86_stub,
+        Some(crate::arch::StubDecoder::A64) => check_a64::a64_stub,
         None => {
             let why = format!("{arch} stubs are not captured yet: the lab has no check of {arch} code");
             return Err(CaptureError::Unsupported(why));
@@ -316,14 +345,19 @@ fn flags_note(flags: &[String]) -> String {
 }
 
 impl Capture {
-    /// The report name: `hotspot-<JDK version>` and each flag (`-XX:` dropped, `=` as `.`),
-    /// joined by `@`, e.g. `hotspot-17.0.15+6-Debian-1deb12u1@UseAVX.0`; kept to the 64
+    /// The report name: `hotspot-<JDK version>` (`hotspot-<arch>-<JDK version>` for another
+    /// architecture than x86_64) and each flag (`-XX:` dropped, `=` as `.`), joined by `@`, e.g.
+    /// `hotspot-17.0.15+6-Debian-1deb12u1@UseAVX.0`; kept to the 64
     /// characters a variant name may have by replacing the flags with a hash of them.
     pub fn variant_name(&self) -> String {
         let clean = |s: &str| -> String {
             s.chars().map(|c| if c.is_ascii_alphanumeric() || "._+-".contains(c) { c } else { '.' }).collect()
         };
-        let base = format!("hotspot-{}", clean(&self.jdk));
+        // x86_64 captures, the first the lab took, keep their plain names (saved replay lines).
+        let base = match self.arch {
+            Arch::X86_64 => format!("hotspot-{}", clean(&self.jdk)),
+            other => format!("hotspot-{other}-{}", clean(&self.jdk)),
+        };
         let flags: Vec<String> = self.flags.iter().map(|f| clean(f.trim_start_matches("-XX:"))).collect();
         let full = std::iter::once(base.clone()).chain(flags).collect::<Vec<_>>().join("@");
         if full.len() <= 64 {
@@ -407,6 +441,12 @@ mod tests {
         );
         let long = capture(&["-XX:UseAVX=0", "-XX:-UseBMI2Instructions", "-XX:+UseAPX", "-Xmx64m"]).variant_name();
         assert!(long.len() <= 64 && long.contains("@flags.") && crate::user_kernel::valid_name(&long), "{long}");
+    }
+
+    #[test]
+    fn a_foreign_capture_names_its_architecture() {
+        let c = Capture { arch: Arch::Aarch64, ..capture(&["-XX:-UseSIMDForMemoryOps"]) };
+        assert_eq!(c.variant_name(), "hotspot-aarch64-17.0.15+6-Debian-1deb12u1@-UseSIMDForMemoryOps");
     }
 
     #[test]
