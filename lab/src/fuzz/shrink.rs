@@ -32,8 +32,10 @@ pub struct Target<'a> {
 /// reference). Each case runs twice ([`procedure::plan_vector`]): guarded against guard pages, and
 /// packed at its offset; a case's findings are those of both.
 ///
+/// Cases whose calls do not fit the arena together run in halves.
+///
 /// # Errors
-/// When the backend itself fails or the batch does not fit the arena.
+/// When the backend itself fails or one case alone does not fit the arena.
 pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, BackendError> {
     let entry = Stubs::of(t.image);
     let abi = Abi::of(t.variant.arch);
@@ -44,9 +46,20 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
         cases.iter().map(|c| procedure::plan_vector(&mut b, &entry, &mut rng, "fuzz", c, Placement::End)).collect();
     let spare = crate::batch::ZeroedPayload::take_spare();
     let arena = t.image.arena()?;
-    let batch = b.layout_and_clear(arena, spare).map_err(|e| BackendError::Unsupported(e.to_string()));
+    let batch = b.layout_and_clear(arena, spare);
     b.keep_as_spare();
-    let batch = batch?;
+    let batch = match batch {
+        Ok(batch) => batch,
+        // More calls than the arena holds (a dispatch path judged through `emit` after every
+        // `blocks` call, as OpenSSL's IFMA path is): the halves, one after the other.
+        Err(crate::batch::BatchError::TooLarge { .. }) if cases.len() > 1 => {
+            let (front, back) = cases.split_at(cases.len() / 2);
+            let mut out = run_cases(t, front)?;
+            out.extend(run_cases(t, back)?);
+            return Ok(out);
+        }
+        Err(e) => return Err(BackendError::Unsupported(e.to_string())),
+    };
     let run = backend::run_batch(t.backend, &batch)?;
     let findings = |ps: &Vec<CasePlan>| {
         let mut all: Vec<Finding> = Vec::new();

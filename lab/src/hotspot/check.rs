@@ -40,6 +40,9 @@ pub struct ConstRef {
     pub next: u64,
     /// The address it reaches in the JVM.
     pub target: u64,
+    /// How many bytes the instruction reads there (one element of a broadcast); 0 when it only
+    /// takes the address (`lea`), so the extent of what it points at is unknown.
+    pub len: u64,
 }
 
 /// Checks one x86_64 stub (HotSpot's `name`, code at `start`).
@@ -75,6 +78,7 @@ pub fn x86_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Checked, Capture
                 disp_at: at + disp,
                 next: i.next_ip() - start,
                 target: i.ip_rel_memory_address(),
+                len: if i.mnemonic() == iced_x86::Mnemonic::Lea { 0 } else { i.memory_size().size() as u64 },
             });
         } else if let Some((target, how)) = outside_reference(&i, start, end) {
             return Err(refuse(format!(
@@ -184,7 +188,7 @@ mod tests {
         // movdqa xmm0, [rip + 0x100]; ret: a constant 0x108 bytes on, its displacement at +4
         let rip = [0x66, 0x0f, 0x6f, 0x05, 0x00, 0x01, 0x00, 0x00, 0xc3];
         let c = x86_stub("ghash", 0x1000, &rip).unwrap();
-        assert_eq!(c.constants, vec![ConstRef { disp_at: 4, next: 8, target: 0x1108 }]);
+        assert_eq!(c.constants, vec![ConstRef { disp_at: 4, next: 8, target: 0x1108, len: 16 }]);
         // call rel32 to 0x2000; ret
         let call = [0xe8, 0xfb, 0x0f, 0x00, 0x00, 0xc3];
         assert!(x86_stub("c", 0x1000, &call).unwrap_err().to_string().contains("branches to 0x2000"));

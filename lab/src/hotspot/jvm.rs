@@ -49,7 +49,7 @@ const MAX_BLOCK: u64 = 1 << 20;
 pub const DEADLINE: Duration = Duration::from_secs(180);
 
 /// What a live JVM printed and held.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LiveJvm {
     /// `java.runtime.version` (`17.0.15+6-Debian-1deb12u1`).
     pub version: String,
@@ -60,6 +60,35 @@ pub struct LiveJvm {
     /// Every stub of the log, with `printed` replaced by the exact bytes of its range (the
     /// stubs named in `wanted`, and every other block of at most 1 MiB).
     pub stubs: Vec<PrintedStub>,
+    /// The JVM's memory, readable until this value is dropped (which ends the JVM): constants
+    /// a stub reads outside every printed block (static tables of libjvm.so) are read here.
+    pub memory: Option<JvmMemory>,
+}
+
+/// A live JVM's memory (`/proc/<pid>/mem`); dropping it ends the JVM.
+#[derive(Debug)]
+pub struct JvmMemory {
+    file: std::fs::File,
+    path: PathBuf,
+    group: Group,
+}
+
+impl JvmMemory {
+    /// The `len` bytes at `at` in the JVM.
+    ///
+    /// # Errors
+    /// The range is not mapped readable in the JVM (the error names the file and address).
+    pub fn read(&self, at: u64, len: usize) -> Result<Vec<u8>, String> {
+        let mut bytes = vec![0u8; len];
+        self.file.read_exact_at(&mut bytes, at).map_err(|e| format!("{} at {at:#x}: {e}", self.path.display()))?;
+        Ok(bytes)
+    }
+}
+
+impl Drop for JvmMemory {
+    fn drop(&mut self) {
+        self.group.end();
+    }
 }
 
 /// Starts `java` with `flags`, waits for its stubs and reads the bytes of those named in
@@ -83,10 +112,11 @@ pub fn run(java: &Path, flags: &[String], wanted: &[&str]) -> Result<LiveJvm, Ca
         .stderr(Stdio::piped())
         .process_group(0);
     let child = cmd.spawn().map_err(|e| CaptureError::Jvm(format!("cannot start {}: {e}", java.display())))?;
-    let mut guard = Group(Some(child));
-    let result = read_live(&mut guard, wanted).map(|live| LiveJvm { emulator, ..live });
-    guard.end();
-    result
+    let mut group = Group(Some(child));
+    // On an error the group is dropped here, which kills the JVM.
+    let (live, file, path) = read_live(&mut group, wanted)?;
+    let memory = Some(JvmMemory { file, path, group });
+    Ok(LiveJvm { emulator, memory, ..live })
 }
 
 /// The command that starts `java`: the program itself on its own architecture, under qemu-user
@@ -145,6 +175,7 @@ fn elf_arch(path: &Path) -> Result<Option<Arch>, CaptureError> {
 const MAX_LAUNCHER: u64 = 64 << 20;
 
 /// Kills the JVM's process group when dropped (an error path) or ended.
+#[derive(Debug)]
 struct Group(Option<Child>);
 
 impl Group {
@@ -176,7 +207,8 @@ fn kill_group(c: &mut Child) {
     let _ = c.wait();
 }
 
-fn read_live(group: &mut Group, wanted: &[&str]) -> Result<LiveJvm, CaptureError> {
+/// The log's stubs with the bytes read from the JVM, and its memory file (path).
+fn read_live(group: &mut Group, wanted: &[&str]) -> Result<(LiveJvm, std::fs::File, PathBuf), CaptureError> {
     let child = group.0.as_mut().ok_or_else(|| CaptureError::Jvm("the JVM is gone".into()))?;
     let pid = child.id();
     let stdout = child.stdout.take().ok_or_else(|| CaptureError::Jvm("no stdout pipe".into()))?;
@@ -215,7 +247,6 @@ fn read_live(group: &mut Group, wanted: &[&str]) -> Result<LiveJvm, CaptureError
     let mem = PathBuf::from(format!("/proc/{pid}/mem"));
     let file = std::fs::File::open(&mem).map_err(|e| memory_error(&mem, &e))?;
     // Every block the log printed (a few hundred KiB): the wanted stubs and any constant area
-    // they read.
     // they read. A block other than a wanted stub that cannot be read, or that changed since it
     // was printed (patched code), keeps its printed bytes: it matters only if a stub reads it.
     for s in stubs.iter_mut().filter(|s| wanted.contains(&s.name.as_str()) || s.size() <= MAX_BLOCK) {
@@ -224,17 +255,22 @@ fn read_live(group: &mut Group, wanted: &[&str]) -> Result<LiveJvm, CaptureError
         match file.read_exact_at(&mut bytes, s.start) {
             Ok(()) if bytes.starts_with(&s.printed) => s.printed = bytes,
             Ok(()) if must => {
+                let at = bytes.iter().zip(&s.printed).position(|(a, b)| a != b).unwrap_or(0);
                 return Err(CaptureError::Jvm(format!(
-                    "stub `{}`: the bytes at {:#x} differ from those the log printed (the code cache changed?)",
-                    s.name, s.start
-                )))
+                    "stub `{}` at {:#x}: its bytes from +{at:#x} on ({:02x?}) differ from those the log printed ({:02x?}): \
+                     the code cache changed after the log",
+                    s.name,
+                    s.start,
+                    &bytes[at..(at + 8).min(bytes.len())],
+                    &s.printed[at..(at + 8).min(s.printed.len())]
+                )));
             }
             Err(e) if must => return Err(memory_error(&mem, &e)),
             _ => {}
         }
     }
     let _ = child.stdin.as_mut().map(|i| i.write_all(b"\n"));
-    Ok(LiveJvm { version, os_arch, emulator: None, stubs })
+    Ok((LiveJvm { version, os_arch, emulator: None, stubs, memory: None }, file, mem))
 }
 
 /// The log up to the ready line and then until quiet (or every `wanted` stub printed); `None`

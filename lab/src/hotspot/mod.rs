@@ -207,7 +207,7 @@ pub fn from_jvm(
     wanted: &[&'static str],
     explicit: bool,
 ) -> Result<Capture, CaptureError> {
-    let live = jvm::run(java, flags, wanted)?;
+    let mut live = jvm::run(java, flags, wanted)?;
     let arch = arch_of_os(&live.os_arch).ok_or_else(|| {
         CaptureError::Unsupported(format!("the JVM runs on `{}`, not an architecture of the lab", live.os_arch))
     })?;
@@ -215,8 +215,13 @@ pub fn from_jvm(
         Some(qemu) => format!("{} under {qemu}", java.display()),
         None => java.display().to_string(),
     };
-    build(arch, live.version, from, flags, live.stubs, wanted, explicit)
+    let memory = live.memory.take();
+    let read = |at: u64, len: usize| memory.as_ref().ok_or_else(|| "the JVM is gone".to_string())?.read(at, len);
+    build(arch, live.version, from, flags, live.stubs, wanted, explicit, Some(&read))
 }
+
+/// Reads `len` bytes of a live JVM at an address (constants outside every printed block).
+type ReadMemory<'a> = &'a dyn Fn(u64, usize) -> Result<Vec<u8>, String>;
 
 /// Captures the `wanted` stubs from a saved `-XX:+PrintStubCode` log of an `arch` JVM. A stub
 /// the log printed short of its range is refused (HotSpot's hex drops a last group of fewer
@@ -243,9 +248,10 @@ pub fn from_log(path: &Path, arch: Arch, wanted: &[&'static str], explicit: bool
             });
         }
     }
-    build(arch, "unknown".into(), format!("log {}", path.display()), &[], stubs, wanted, explicit)
+    build(arch, "unknown".into(), format!("log {}", path.display()), &[], stubs, wanted, explicit, None)
 }
 
+#[allow(clippy::too_many_arguments)] // one call per source (live JVM, log): each names them all
 fn build(
     arch: Arch,
     jdk: String,
@@ -254,6 +260,7 @@ fn build(
     printed: Vec<log::PrintedStub>,
     wanted: &[&'static str],
     explicit: bool,
+    memory: Option<ReadMemory>,
 ) -> Result<Capture, CaptureError> {
     let check: check::StubCheck = match arch.spec().hotspot.check {
         Some(crate::arch::StubDecoder::IcedX86) => check::x86_stub,
@@ -296,9 +303,11 @@ fn build(
         let checked = check(&s.hotspot, s.start, &s.bytes)?;
         extensions.extend(checked.extensions);
         for c in &checked.constants {
-            let block = data_block(&s.hotspot, c, &printed)?;
-            if !data.iter().any(|d| d.start == block.start) {
-                data.push(block);
+            let block = data_block(&s.hotspot, c, &printed, memory)?;
+            match data.iter_mut().find(|d| d.start == block.start) {
+                Some(d) if d.bytes.len() < block.bytes.len() => *d = block,
+                Some(_) => {}
+                None => data.push(block),
             }
         }
         s.constants = checked.constants;
@@ -308,19 +317,35 @@ fn build(
     Ok(Capture { arch, jdk, from, flags: flags.to_vec(), stubs, data, isa, absent })
 }
 
-/// The block of the log holding `c`'s target, whole, for stub `stub`.
+/// The block of the log holding `c`'s target, whole, for stub `stub`; outside every printed
+/// block (a static table of libjvm.so, as JDK 21+'s AVX-512 Poly1305 reads), the bytes the
+/// instruction reads there, from the live JVM's `memory`.
 ///
 /// # Errors
-/// The target lies in no block the JVM printed, or in one whose bytes are short (a log).
-fn data_block(stub: &str, c: &check::ConstRef, printed: &[log::PrintedStub]) -> Result<DataBlock, CaptureError> {
+/// The target lies in no block the JVM printed and cannot be read (a log, or an address-only
+/// `lea`), or in one whose bytes are short (a log).
+fn data_block(
+    stub: &str,
+    c: &check::ConstRef,
+    printed: &[log::PrintedStub],
+    memory: Option<ReadMemory>,
+) -> Result<DataBlock, CaptureError> {
     let refuse = |why: String| CaptureError::Refused { stub: stub.to_string(), why };
-    let p = printed.iter().find(|p| p.start <= c.target && c.target < p.end).ok_or_else(|| {
-        refuse(format!(
-            "it reads RIP-relative memory at {:#x} (displacement at +{:#x}), which lies in no block the JVM printed: \
-             a constant area the lab cannot capture",
-            c.target, c.disp_at
-        ))
-    })?;
+    let Some(p) = printed.iter().find(|p| p.start <= c.target && c.target < p.end) else {
+        let (Some(read), 1..) = (memory, c.len) else {
+            return Err(refuse(format!(
+                "it {} RIP-relative memory at {:#x} (displacement at +{:#x}), which lies in no block the JVM printed: \
+                 a constant area the lab cannot capture{}",
+                if c.len == 0 { "takes the address of" } else { "reads" },
+                c.target,
+                c.disp_at,
+                if c.len == 0 { " (its extent is unknown)" } else { " from a log" }
+            )));
+        };
+        let bytes =
+            read(c.target, c.len as usize).map_err(|e| refuse(format!("cannot read the constants it reads: {e}")))?;
+        return Ok(DataBlock { hotspot: format!("constants@{:#x}", c.target), start: c.target, bytes });
+    };
     if (p.printed.len() as u64) < p.size() {
         return Err(refuse(format!(
             "it reads constants in `{}` [{:#x}, {:#x}), whose bytes the log prints short ({} of {}): capture from a \
@@ -495,6 +520,34 @@ mod tests {
         std::fs::write(&p, log_with_constants(0x4000)).unwrap();
         let e = from_log(&p, Arch::X86_64, &wanted_stubs(&[]).unwrap(), false).unwrap_err().to_string();
         assert!(e.contains("reads RIP-relative memory at 0x5008") && e.contains("no block the JVM printed"), "{e}");
+    }
+
+    #[test]
+    fn constants_outside_every_printed_block_are_read_from_the_live_jvm() {
+        use object::{Object as _, ObjectSection as _};
+        // movdqa xmm0, [rip + 0x4000] reads 16 bytes at 0x5008 (a static table, far away).
+        let printed = log::parse(&log_with_constants(0x4000));
+        let read = |at: u64, len: usize| -> Result<Vec<u8>, String> {
+            assert_eq!((at, len), (0x5008, 16));
+            Ok((0..16).map(|b| 0xa0 + b).collect())
+        };
+        let wanted = wanted_stubs(&[]).unwrap();
+        let c =
+            build(Arch::X86_64, "25".into(), "java".into(), &[], printed.clone(), &wanted, false, Some(&read)).unwrap();
+        assert_eq!(c.data.len(), 1);
+        assert_eq!((c.data[0].hotspot.as_str(), c.data[0].start), ("constants@0x5008", 0x5008));
+        let bytes = object_out::object_bytes(&c).unwrap();
+        let f = object::File::parse(&*bytes).unwrap();
+        let rodata = f.section_by_name(".rodata").unwrap();
+        assert_eq!(rodata.data().unwrap(), &c.data[0].bytes[..]);
+        let relocs: Vec<(u64, i64)> =
+            f.section_by_name(".text").unwrap().relocations().map(|(at, r)| (at, r.addend())).collect();
+        assert_eq!(relocs, vec![(4, -4)], "the read reaches the first byte of its own copy");
+        // Without a live JVM (a log) it is refused; an unreadable address names the error.
+        assert!(build(Arch::X86_64, "25".into(), "log".into(), &[], printed.clone(), &wanted, false, None).is_err());
+        let fail = |_: u64, _: usize| -> Result<Vec<u8>, String> { Err("/proc/1/mem at 0x5008: EIO".into()) };
+        let e = build(Arch::X86_64, "25".into(), "java".into(), &[], printed, &wanted, false, Some(&fail)).unwrap_err();
+        assert!(e.to_string().contains("cannot read the constants it reads: /proc/1/mem at 0x5008"), "{e}");
     }
 
     #[test]

@@ -42,14 +42,17 @@ pub fn object_bytes(c: &Capture) -> Result<Vec<u8>, CaptureError> {
             flags: SymbolFlags::None,
         });
     }
-    if !c.data.is_empty() {
-        let blocks: Vec<(u64, &[u8])> = c.data.iter().map(|d| (d.start, d.bytes.as_slice())).collect();
+    // Constant areas in clusters, one `.rodata` section each: a stub may read both a block of
+    // the code cache and a static table of libjvm.so, gigabytes apart.
+    for cluster in clusters(&c.data) {
+        let blocks: Vec<(u64, &[u8])> = cluster.iter().map(|d| (d.start, d.bytes.as_slice())).collect();
         let (data_base, bytes) = span(&blocks, 0)?;
+        let data_end = data_base + bytes.len() as u64;
         let rodata = obj.add_section(Vec::new(), b".rodata".to_vec(), SectionKind::ReadOnlyData);
         obj.append_section_data(rodata, &bytes, 64);
         let target = obj.section_symbol(rodata);
         for s in &c.stubs {
-            for r in &s.constants {
+            for r in s.constants.iter().filter(|r| (data_base..data_end).contains(&r.target)) {
                 // S + A - P = target - next: A = (target - data_base) - (next - displacement).
                 let addend = (r.target - data_base) as i64 - (r.next - r.disp_at) as i64;
                 let flags = RelocationFlags::Elf { r_type: elf::R_X86_64_PC32 };
@@ -61,6 +64,25 @@ pub fn object_bytes(c: &Capture) -> Result<Vec<u8>, CaptureError> {
     }
     obj.write().map_err(|e| CaptureError::Unsupported(format!("cannot write the ELF object: {e}")))
 }
+
+/// The data blocks in address order, split where one starts more than [`CLUSTER_GAP`] past the
+/// end of the one before.
+fn clusters(data: &[super::DataBlock]) -> Vec<Vec<&super::DataBlock>> {
+    let mut sorted: Vec<&super::DataBlock> = data.iter().collect();
+    sorted.sort_by_key(|d| d.start);
+    let mut out: Vec<Vec<&super::DataBlock>> = Vec::new();
+    for d in sorted {
+        let end = |v: &Vec<&super::DataBlock>| v.iter().map(|b| b.start + b.bytes.len() as u64).max().unwrap_or(0);
+        match out.last_mut() {
+            Some(last) if d.start <= end(last).saturating_add(CLUSTER_GAP) => last.push(d),
+            _ => out.push(vec![d]),
+        }
+    }
+    out
+}
+
+/// Largest gap between constant blocks kept in one section.
+const CLUSTER_GAP: u64 = 1 << 20;
 
 /// `blocks` (address, bytes) laid out at their offsets from the first, gaps filled with `fill`:
 /// (the first address, the bytes).
