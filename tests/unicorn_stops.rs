@@ -2,7 +2,8 @@
 //! Unicorn 2.1.5 cannot execute (VEX on x86_64, RVV on riscv64) is run, not refused; the calls
 //! that reach one are skipped, naming the instruction and symbol+offset, and the rest are
 //! judged as before. Fixtures: tests/fixtures/x86_64/vex_long.S, riscv64/rvv_long.S (scalar
-//! code for up to 3 blocks, one vector instruction from 4 blocks on, then the real MD5).
+//! code for up to 3 blocks, one vector instruction from 4 blocks on, then the real MD5). `lab
+//! fuzz` counts such cases apart as not run.
 
 use std::path::Path;
 use std::process::Command;
@@ -102,4 +103,28 @@ fn a_riscv64_kernel_reaching_rvv_code_for_long_inputs_runs_its_short_calls_on_un
                   2.1.5 (QEMU 5.0.1) has no RVV 1.0)";
     assert_stops(&json, reason, &["qemu"]);
     assert_eq!(code, Some(0));
+}
+
+/// `lab fuzz` on Unicorn: the cases that reach the vector instruction are counted apart as not
+/// run, naming it; the rest are compared as before and the target is clean.
+#[test]
+fn fuzzing_on_unicorn_counts_the_cases_stopped_at_vector_code_apart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let obj = object(dir.path(), "x86_64", "x86_64-linux-gnu", "x86-64-v3", "vex_long.S");
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .env("KERNEL_LAB_CACHE", dir.path().join("cache"))
+        .args(["fuzz", "--seed", "3", "--cases", "512", "--kernel", "md5", "--backend", "unicorn"])
+        .args(["--isa", "x86-64-v3", "--object", &obj, "--out"])
+        .arg(dir.path().join("failures"))
+        .output()
+        .expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let line = text.lines().find(|l| l.contains(" unicorn ")).expect("the target's line");
+    assert!(line.contains("clean"), "{text}");
+    let ran: u64 = line.split_whitespace().find_map(|w| w.parse().ok()).expect("cases");
+    let stopped = text.lines().find(|l| l.contains("more cases not run (skipped)")).expect("not run line");
+    let n: u64 = stopped.split_whitespace().find_map(|w| w.parse().ok()).expect("count");
+    assert!(n > 0 && ran > 0 && ran + n == 512, "{ran} ran + {n} not run: {text}");
+    assert!(stopped.contains("not run past `vpxor xmm0, xmm0, xmm0` at md5_implCompressMB+0xb"), "{stopped}");
 }
