@@ -87,6 +87,22 @@ fn a_syscall_entered_one_byte_in_cannot_fork() {
     assert_refused("hidden_syscall.S", rows[1].0, &rows[1].1, "refused by the lab's seccomp filter");
 }
 
+/// The static scan sees the same `syscall` the dynamic check refuses: the every-byte search
+/// (hidden_syscall.rs) names it inside the `mov` that hides it.
+#[test]
+fn the_scan_names_a_syscall_hidden_inside_another_instruction() {
+    let v = variant("x86_64");
+    let (_dir, cfg) = fixture_kernels("x86_64", "poly1305.S", "hidden_syscall.S");
+    let image = fixture_image(&cfg, v, "hidden_syscall.S");
+    let found = kernel_lab::isa::scan(&image, v).expect("scan");
+    let hidden: Vec<_> = found.iter().filter(|f| f.why.starts_with("a system call hidden")).collect();
+    assert_eq!(hidden.len(), 1, "{found:#?}");
+    let h = hidden[0];
+    assert!(h.place.starts_with("poly1305_processBlocks+0x"), "{h}");
+    assert!(h.why.contains("`syscall`") && h.why.contains("1 byte(s) into this instruction"), "{h}");
+    assert!(h.insn.starts_with("mov"), "{h}");
+}
+
 #[test]
 fn an_aarch64_word_holding_svc_cannot_create_a_file_under_qemu() {
     let (rows, _) = run_hostile("aarch64", "svc_word.S", &[BackendKind::Qemu]);

@@ -21,6 +21,7 @@ mod envelope;
 mod fuzz;
 mod fuzz_vlen;
 mod gating;
+mod host_verified;
 mod hotspot;
 mod hotspot_foreign;
 mod image;

@@ -48,11 +48,16 @@ pub enum Class {
     /// register, found by the lab's probe call and reported once per image and argument
     /// ([`crate::abi::UpperBits::Warn`]; a warning or a failure as the policy says).
     UpperBits,
+    /// The host saw, after a batch and from its own view of the guest, that the kernel changed
+    /// what the lab's checks rely on: a read-only input, guard-page poison, bytes beside a
+    /// buffer, the page protections in force, a signal handler or the driver's code
+    /// (backend/process/host_check.rs; docs/threat-model.md).
+    Tamper,
 }
 
 impl Class {
     /// Every class, in declaration order (the SARIF reporter lists each as a rule).
-    pub const ALL: [Class; 16] = [
+    pub const ALL: [Class; 17] = [
         Class::Value,
         Class::Bounds,
         Class::Abi,
@@ -69,6 +74,7 @@ impl Class {
         Class::PartialLoad,
         Class::KnockOn,
         Class::UpperBits,
+        Class::Tamper,
     ];
 
     /// One line saying what a finding of this class means (the SARIF rules' short description).
@@ -98,6 +104,10 @@ impl Class {
             }
             Class::KnockOn => "Follows from an earlier finding of the same case",
             Class::UpperBits => "The kernel reads the unspecified upper 32 bits of a 32-bit argument register",
+            Class::Tamper => {
+                "The host saw the kernel change what the checks rely on (read-only input, guard poison, page protections, \
+                 signal handlers, the driver's code)"
+            }
         }
     }
 
@@ -120,6 +130,7 @@ impl Class {
             Class::PartialLoad => "partial-load",
             Class::KnockOn => "knock-on",
             Class::UpperBits => "abi-upper-bits",
+            Class::Tamper => "tamper",
         }
     }
 }

@@ -20,7 +20,9 @@
 //! perlasm already write for every function, they need no guess at indirect branch targets (an
 //! OpenSSL `poly1305_init` hands out its vector paths as pointers), and a hand-written kernel
 //! without `.size` keeps the old, whole-label coverage. A stray instruction outside every symbol
-//! that does run still meets the dynamic checks (illegal instruction, system call).
+//! that does run still meets the dynamic checks (illegal instruction, system call). System-call
+//! encodings the decode does not see (inside another instruction, in data) are searched for at
+//! every position an instruction may start ([`crate::hidden_syscall`]).
 
 use iced_x86::{CpuidFeature, EncodingKind};
 
@@ -127,6 +129,8 @@ pub fn scan(image: &Image, variant: &Variant) -> Result<Vec<Violation>, DisasmEr
             out.push(violation("a system call in kernel code (guest kernels may not make system calls)".into()));
         }
     }
+    // Encodings the decode above cannot see: inside other instructions, or in data.
+    out.extend(crate::hidden_syscall::hidden(image, full, allowed.as_ref(), |i| is_syscall(variant.arch, i)));
     Ok(out)
 }
 

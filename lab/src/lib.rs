@@ -62,6 +62,7 @@ pub mod filter;
 pub mod finding;
 pub mod fnv;
 pub mod fuzz;
+pub mod hidden_syscall;
 pub mod hotspot;
 pub mod image;
 pub mod input_file;

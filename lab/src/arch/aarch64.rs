@@ -6,8 +6,8 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterARM64};
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
-    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec,
-    UnicornSupport, VectorLengthSpec,
+    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallEncoding, SyscallSpec, Trap, TrapPc, UcInterrupt,
+    UnicornSpec, UnicornSupport, VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -158,7 +158,18 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     objdump_args: &[],
     asm_prologue: "",
-    syscall: SyscallSpec { mnemonics: &["svc"], len: 4, name: syscall_name },
+    syscall: SyscallSpec {
+        mnemonics: &["svc"],
+        len: 4,
+        name: syscall_name,
+        // Arm ARM C6.2 "SVC": 0xd4000001 | imm16 << 5 (mask 0xffe0001f), in any aligned word.
+        encodings: &[SyscallEncoding {
+            name: "svc",
+            bytes: &[0x01, 0x00, 0x00, 0xd4],
+            mask: &[0x1f, 0x00, 0xe0, 0xff],
+        }],
+        step: 4,
+    },
     abi: &ABI,
     qemu: Tool { program: "qemu-aarch64", package: "qemu-user" },
     unicorn: UnicornSpec {
@@ -241,6 +252,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     hotspot: HotSpotSpec {
         os_arch: &["aarch64"],
         debian_arch: "arm64",
+        variant_prefix: "hotspot-aarch64",
         jdk: "Debian's openjdk-17-jdk-headless:arm64 through dpkg multiarch, or a user's JDK folder",
         check: Some(StubDecoder::A64),
         // a zero word is UDF #0

@@ -125,6 +125,9 @@ pub struct HotSpotSpec {
     /// Debian's name of the architecture (`amd64`, `arm64`, `riscv64`): the suffix of a
     /// multiarch JDK's folder, `/usr/lib/jvm/java-17-openjdk-arm64`.
     pub debian_arch: &'static str,
+    /// The start of a capture's variant name (`hotspot`, `hotspot-aarch64`): x86_64 captures,
+    /// the first the lab took, keep the plain prefix so saved replay lines stay valid.
+    pub variant_prefix: &'static str,
     /// The decoder that checks a captured stub (whole instructions, references outside it, the
     /// ISA it needs: `crate::hotspot::check`); `None` where the lab has none yet (its stubs are
     /// refused).
@@ -554,6 +557,24 @@ pub struct SyscallSpec {
     pub len: u64,
     /// The Linux name of a system-call number (crate `syscalls`).
     pub name: fn(usize) -> Option<&'static str>,
+    /// Every encoding of a system-call instruction, for the search at every position an
+    /// instruction may start (`crate::hidden_syscall`).
+    pub encodings: &'static [SyscallEncoding],
+    /// Bytes between the positions an instruction may start at (x86_64 1, riscv64 with C 2,
+    /// aarch64 4).
+    pub step: usize,
+}
+
+/// One system-call encoding: its name and bytes as they lie in memory (little-endian), with a
+/// mask of the bits that must match (aarch64 `svc` carries a 16-bit immediate).
+#[derive(Debug)]
+pub struct SyscallEncoding {
+    /// The instruction (`syscall`, `ecall`, `svc`).
+    pub name: &'static str,
+    /// Its bytes.
+    pub bytes: &'static [u8],
+    /// The bits of each byte that must equal `bytes`.
+    pub mask: &'static [u8],
 }
 
 /// Unicorn's engine for one architecture.

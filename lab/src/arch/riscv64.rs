@@ -7,8 +7,8 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterRISCV};
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaSpec, Legality, LengthStep, McaSpec, QemuSupport,
-    ReturnAddress, RoundingSpec, SpCheck, SpEffect, SpUse, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornSpec,
-    UnicornSupport, VectorLengthSpec,
+    ReturnAddress, RoundingSpec, SpCheck, SpEffect, SpUse, SyscallEncoding, SyscallSpec, Trap, TrapPc, UcInterrupt,
+    UnicornSpec, UnicornSupport, VectorLengthSpec,
 };
 use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, STACK_BUDGET};
 use crate::vocab::insn::{operands, parse_imm};
@@ -215,7 +215,15 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     objdump_args: &[],
     asm_prologue: "",
-    syscall: SyscallSpec { mnemonics: &["ecall"], len: 4, name: syscall_name },
+    syscall: SyscallSpec {
+        mnemonics: &["ecall"],
+        len: 4,
+        name: syscall_name,
+        // RISC-V unprivileged ISA, "Environment Call and Breakpoints": 0x00000073, 2-byte aligned
+        // with the C extension.
+        encodings: &[SyscallEncoding { name: "ecall", bytes: &[0x73, 0, 0, 0], mask: &[0xff; 4] }],
+        step: 2,
+    },
     abi: &ABI,
     qemu: Tool { program: "qemu-riscv64", package: "qemu-user" },
     unicorn: UnicornSpec {
@@ -286,6 +294,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     hotspot: HotSpotSpec {
         os_arch: &["riscv64"],
         debian_arch: "riscv64",
+        variant_prefix: "hotspot-riscv64",
         jdk: "Debian 12 has no riscv64 port (its OpenJDK is in Debian 13 and debian-ports), or a user's JDK folder",
         check: None,
         // a zero halfword is an illegal instruction (c.unimp)

@@ -12,8 +12,8 @@ use unicorn_engine::{Arch as UcArch, Mode, RegisterX86, X86Insn};
 use super::capability::{CapabilitySpec, DispatchPath};
 use super::{
     AlignSpec, Arch, ArchSpec, HotSpotSpec, IsaExtension, IsaLevel, IsaSpec, Legality, McaSpec, QemuSupport,
-    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallSpec, Trap, TrapPc, UcInterrupt, UnicornRefusal,
-    UnicornSpec, UnicornSupport,
+    ReturnAddress, SpCheck, SpEffect, SpUse, StubDecoder, SyscallEncoding, SyscallSpec, Trap, TrapPc, UcInterrupt,
+    UnicornRefusal, UnicornSpec, UnicornSupport,
 };
 use crate::vocab::abi::{Abi, ControlField, ControlState, Int32Args, ReturnFlag, STACK_BUDGET};
 use crate::vocab::insn::{Insn, InsnClass};
@@ -227,7 +227,18 @@ pub static SPEC: ArchSpec = ArchSpec {
     },
     objdump_args: &["--x86-asm-syntax=intel"],
     asm_prologue: ".intel_syntax noprefix\n",
-    syscall: SyscallSpec { mnemonics: &["syscall", "sysenter", "int"], len: 2, name: syscall_name },
+    syscall: SyscallSpec {
+        mnemonics: &["syscall", "sysenter", "int"],
+        len: 2,
+        name: syscall_name,
+        // Intel SDM vol. 2B: SYSCALL 0f 05, SYSENTER 0f 34, INT 0x80 cd 80; at any byte.
+        encodings: &[
+            SyscallEncoding { name: "syscall", bytes: &[0x0f, 0x05], mask: &[0xff, 0xff] },
+            SyscallEncoding { name: "sysenter", bytes: &[0x0f, 0x34], mask: &[0xff, 0xff] },
+            SyscallEncoding { name: "int 0x80", bytes: &[0xcd, 0x80], mask: &[0xff, 0xff] },
+        ],
+        step: 1,
+    },
     abi: &ABI,
     qemu: Tool { program: "qemu-x86_64", package: "qemu-user" },
     unicorn: UnicornSpec {
@@ -327,6 +338,7 @@ pub static SPEC: ArchSpec = ArchSpec {
     hotspot: HotSpotSpec {
         os_arch: &["amd64", "x86_64"],
         debian_arch: "amd64",
+        variant_prefix: "hotspot",
         jdk: "Debian's openjdk-17-jdk-headless (17.0.x has the MD5 intrinsic), or any JDK given with --java",
         check: Some(StubDecoder::IcedX86),
         // int3

@@ -55,6 +55,11 @@ pub enum FaultKind {
     /// The guest broke the qemu/native token protocol (wrong magic, sequence number or
     /// checksum, a short token, bytes on its stdout): the results of the entry are discarded.
     Protocol(String),
+    /// What the host saw after the batch, from its own mapping of the arena and the guest's
+    /// `/proc` files (backend/process/host_check.rs): the kernel changed a read-only input,
+    /// guard poison, bytes beside its buffer, the protections in force, a signal handler or the
+    /// driver's code. The sentence names what and where.
+    HostSaw(String),
 }
 
 /// A fault: what, where, and which call of the batch was in flight.
@@ -106,6 +111,7 @@ impl fmt::Display for FaultKind {
             FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
             FaultKind::Crash(s) => write!(f, "guest process died: {s}"),
             FaultKind::Protocol(s) => write!(f, "protocol error, results discarded: {s}"),
+            FaultKind::HostSaw(s) => write!(f, "{s} (seen by the host after the batch)"),
         }
     }
 }

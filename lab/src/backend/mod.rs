@@ -229,6 +229,15 @@ pub trait Backend {
         drop(resp);
     }
 
+    /// What the host verifies itself once every call of `batch` has run: faults naming the
+    /// calls a kernel's tampering could have served (read-only inputs, guard poison, page
+    /// protections, handlers, the driver's code; [`FaultKind::HostSaw`]). Backends whose guest
+    /// cannot change those (Unicorn checks every access itself) have none.
+    fn verify(&mut self, batch: &Batch) -> Vec<Fault> {
+        let _ = batch;
+        Vec::new()
+    }
+
     /// The whole response of the last entry, for a backend whose [`resume`](Self::resume)
     /// returned only the header with a fault (an in-process engine keeps the arena, so a kernel
     /// that faults on every call need not cost a copy of the response per call).
@@ -302,6 +311,7 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
         };
         let Some(fault) = run.fault else {
             let partial_loads = backend.take_partial_loads();
+            faults.extend(backend.verify(batch));
             return Ok(BatchRun { resp: run.resp, faults, abandoned: None, partial_loads });
         };
         let next = fault.call.map(|c| c + 1).filter(|&n| n < batch.ncalls());
@@ -328,6 +338,7 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
             (_, abandoned) => {
                 let resp = if run.resp.len() < batch.resp_len { backend.response(batch.resp_len)? } else { run.resp };
                 let partial_loads = backend.take_partial_loads();
+                faults.extend(backend.verify(batch));
                 return Ok(BatchRun { resp, faults, abandoned, partial_loads });
             }
         }

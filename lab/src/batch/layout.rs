@@ -52,8 +52,8 @@ impl BatchBuilder {
             }
             Piece::Buffer(i, off) => {
                 let b = &self.bufs[i];
-                placed[i] = Placed { offset: off, len: b.len, writable: b.writable };
                 let paged = !matches!(b.placement, Placement::Packed(_));
+                placed[i] = Placed { offset: off, len: b.len, writable: b.writable, paged };
                 if paged && b.len > 0 && self.exact {
                     exact.push((arena.addr + off, arena.addr + off + b.len as u64));
                 }
@@ -221,4 +221,6 @@ pub(super) struct Placed {
     pub(super) offset: u64,
     pub(super) len: usize,
     pub(super) writable: bool,
+    /// Pages of its own between guard pages (not [`Placement::Packed`]).
+    pub(super) paged: bool,
 }

@@ -176,6 +176,29 @@ impl Batch {
         }
     }
 
+    /// Every buffer as the host laid it: (index, name, byte offset from the arena's start,
+    /// length in bytes, writable, paged). Paged buffers have pages of their own between guard
+    /// pages; packed ones share pages and have no guard.
+    pub fn buffers(&self) -> impl Iterator<Item = (usize, &'static str, usize, usize, bool, bool)> + '_ {
+        self.placed
+            .iter()
+            .zip(&self.names)
+            .enumerate()
+            .map(|(i, (p, n))| (i, *n, p.offset as usize, p.len, p.writable, p.paged))
+    }
+
+    /// The calls whose argument registers or copy source/destination point into the guest
+    /// addresses `[lo, hi)`: the calls that could have touched those bytes, in call order.
+    pub fn calls_pointing_into(&self, lo: u64, hi: u64) -> Vec<usize> {
+        let words = [ent::ARG0, ent::ARG1, ent::ARG2, ent::ARG3, ent::COPY_SRC, ent::COPY_DST];
+        (0..self.ncalls())
+            .filter(|&call| {
+                let base = self.table_off + self.entry_words * call * 8;
+                words.iter().any(|w| (lo..hi).contains(&get(&self.payload, base + w.offset())))
+            })
+            .collect()
+    }
+
     /// The guest address of byte `offset` of buffer `id`.
     pub fn addr_of(&self, id: BufId, offset: usize) -> u64 {
         self.arena.addr + self.placed[id.0].offset + offset as u64

@@ -224,6 +224,7 @@ pub fn describe_fault(label: &str, f: &Fault, image: &Image, batch: &Batch) -> F
         FaultKind::Hang(_) | FaultKind::InstructionBudget(_) => Class::Hang,
         FaultKind::Memory { .. } => Class::Memory,
         FaultKind::SystemCall { .. } => Class::Syscall,
+        FaultKind::HostSaw(_) => Class::Tamper,
         _ => Class::Fault,
     };
     Finding::new(class, format!("{label}: {}{whereabouts}{place}{detail}", f.kind))

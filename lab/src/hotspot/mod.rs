@@ -378,11 +378,7 @@ impl Capture {
         let clean = |s: &str| -> String {
             s.chars().map(|c| if c.is_ascii_alphanumeric() || "._+-".contains(c) { c } else { '.' }).collect()
         };
-        // x86_64 captures, the first the lab took, keep their plain names (saved replay lines).
-        let base = match self.arch {
-            Arch::X86_64 => format!("hotspot-{}", clean(&self.jdk)),
-            other => format!("hotspot-{other}-{}", clean(&self.jdk)),
-        };
+        let base = format!("{}-{}", self.arch.spec().hotspot.variant_prefix, clean(&self.jdk));
         let flags: Vec<String> = self.flags.iter().map(|f| clean(f.trim_start_matches("-XX:"))).collect();
         let full = std::iter::once(base.clone()).chain(flags).collect::<Vec<_>>().join("@");
         if full.len() <= 64 {

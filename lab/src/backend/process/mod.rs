@@ -43,6 +43,7 @@ use prot_delta::InForce;
 pub mod confine;
 mod exchange;
 mod guest;
+mod host_check;
 mod prot_delta;
 mod recover;
 mod shared_arena;
@@ -124,6 +125,14 @@ pub struct ProcessBackend {
     /// give ([`align::hook_sites`]; empty where the driver sends no registers), to name a fault
     /// whose signal carries no address ([`misaligned`](Self::misaligned)).
     aligned: Vec<crate::disasm::Insn>,
+    /// What the host checks after the batch last handed to [`Backend::execute_batch`]
+    /// (host_check.rs), and scratch buffers for the checks.
+    plan: host_check::Plan,
+    scratch: Vec<u8>,
+    scratch_guards: Vec<(usize, usize)>,
+    /// The image's executable segments (guest address, file bytes): the code the guest must
+    /// still hold after every batch.
+    code: Vec<(u64, Vec<u8>)>,
 }
 
 impl ProcessBackend {
@@ -178,6 +187,10 @@ impl ProcessBackend {
             lent: (0, Vec::new()),
             in_force: (InForce::default(), Vec::new()),
             aligned: aligned_only_sites(image),
+            plan: host_check::Plan::default(),
+            scratch: Vec::new(),
+            scratch_guards: Vec::new(),
+            code: image.segments.iter().filter(|s| s.perms.exec).map(|s| (s.vaddr, s.data.clone())).collect(),
         })
     }
 
@@ -213,7 +226,12 @@ impl Backend for ProcessBackend {
         self.writes.0.extend(batch.data_ranges().filter(|r| !r.is_empty()).map(|r| (r.start, r.end)));
         self.writes.0.sort_unstable();
         self.writes.1 = key;
+        self.plan = host_check::Plan::of(batch);
         self.execute(&batch.payload, batch.resp_len)
+    }
+
+    fn verify(&mut self, batch: &Batch) -> Vec<Fault> {
+        self.host_verify(batch)
     }
 
     fn recycle(&mut self, resp: Vec<u8>) {
@@ -240,6 +258,7 @@ impl Backend for ProcessBackend {
         self.guards.1 = key;
         let data = (write_key == key).then_some(self.writes.0.as_slice());
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
+        self.plan.lay_poison(self.shared.as_mut().expect("arena created"), &self.guards.0);
         self.stamp(payload);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         let mut answer = self.exchange(resp_len, sum, true)?;
@@ -249,6 +268,7 @@ impl Backend for ProcessBackend {
             }
             // Not the kernel's doing: run the batch again, whole, on a fresh guest.
             self.shared.as_mut().expect("arena created").write(payload);
+            self.relay_poison();
             self.stamp(payload);
             answer = self.exchange(resp_len, sum, true)?;
         }

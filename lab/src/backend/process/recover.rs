@@ -18,6 +18,7 @@ impl ProcessBackend {
         let word = |w: protocol::Word| header_word(payload, w);
         let (start, ncalls) = (word(header::START), word(header::NCALLS));
         self.shared.as_mut().expect("arena created").write(payload);
+        self.relay_poison();
         for call in start..ncalls {
             // Only a response this loop returns as it came may be recycled as lent.
             self.forget_lent();
@@ -56,6 +57,7 @@ impl ProcessBackend {
     pub(super) fn replay(&mut self, batch: &crate::batch::Batch, start: usize) -> Result<Vec<u8>, BackendError> {
         let _ = self.reap();
         self.shared.as_mut().expect("arena created").write(&batch.payload);
+        self.relay_poison();
         let sum = table_range(&batch.payload, self.arena.addr, self.entry_bytes);
         for call in 0..start as u64 {
             self.one_call_head(&batch.payload, call);

@@ -125,6 +125,16 @@ impl SharedArena {
         }
     }
 
+    /// Copies `out.len()` bytes from arena offset `at` into `out` (zeros past the arena).
+    pub(super) fn copy_ranges_to(&self, out: &mut [u8], at: usize) {
+        let n = out.len().min(self.len.saturating_sub(at));
+        out[n..].fill(0);
+        if n > 0 {
+            // SAFETY: `at..at + n` lies inside the mapping, `out` holds `n` bytes; disjoint.
+            unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(at), out.as_mut_ptr(), n) };
+        }
+    }
+
     /// The u64 word at byte `offset` (0 past the end), read in place.
     pub(super) fn word(&self, offset: usize) -> u64 {
         if offset.saturating_add(8) > self.len {

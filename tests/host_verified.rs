@@ -1,0 +1,92 @@
+//! Verdicts the host verifies itself (issue 28): a kernel that changes, inside its own guest
+//! process, what the checks rely on - its input's read-only protection, a guard page, the
+//! driver's code - and then computes the right result is not green, and the lie fails only its
+//! own batch: a correct kernel on the same backend, before and after, passes.
+
+use kernel_lab::backend::BackendKind;
+use kernel_lab::finding::Class;
+use kernel_lab::report::Row;
+use kernel_lab::vectors::VectorSet;
+
+use crate::common::{fixture_image, fixture_kernels, one_vector_set, variant, FIXTURE_LIMITS, SEED};
+
+/// The md5 set, the poly1305 set of one block (the hostile kernel), then the md5 set again, on
+/// one backend (one guest process unless a finding restarted it): the three rows.
+fn md5_hostile_md5(fixture: &str, kind: BackendKind) -> [Row; 3] {
+    let v = variant("x86_64");
+    let (_dir, cfg) = fixture_kernels("x86_64", "poly1305.S", fixture);
+    let image = fixture_image(&cfg, v, fixture);
+    let md5 = one_vector_set("md5/rfc1321.json", |_| true);
+    let poly: VectorSet = one_vector_set("poly1305/rfc8439.json", |v| (16..32).contains(&v.msg_len()));
+    let mut backend = kind.open(v, &image, FIXTURE_LIMITS).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    let mut run = |set: &VectorSet| {
+        let progress = &mut kernel_lab::progress::ignore;
+        let place = kernel_lab::batch::Placement::End;
+        kernel_lab::run::run_set_with_progress(backend.as_mut(), v, &image, set, SEED, place, progress)
+    };
+    [run(&md5), run(&poly), run(&md5)]
+}
+
+/// The hostile row failed with a `tamper` finding holding `text` exactly in the cases whose
+/// names end with one of `tampered` (every case when empty: the others' buffers were left
+/// alone, packed ones have no protection to lift); the md5 rows around it passed whole.
+fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str, tampered: &[&str]) {
+    let [before, hostile, after] = rows;
+    let failed: Vec<&str> = hostile.failed.iter().map(|c| c.name.as_str()).collect();
+    if tampered.is_empty() {
+        assert_eq!(hostile.passed, 0, "{fixture} on {kind}: a case passed ({failed:?} failed)");
+    } else {
+        let want = failed.iter().filter(|n| tampered.iter().any(|t| n.ends_with(t))).count();
+        assert_eq!((want, failed.len()), (tampered.len(), tampered.len()), "{fixture} on {kind}: {failed:?}");
+    }
+    for case in &hostile.failed {
+        let f = &case.findings[0];
+        assert_eq!(f.class, Class::Tamper, "{fixture} on {kind}: {f}");
+        assert!(f.text.contains(text), "{fixture} on {kind}: {text:?} not in {f}");
+        assert!(f.text.contains("seen by the host"), "{fixture} on {kind}: {f}");
+    }
+    for (when, row) in [("before", before), ("after", after)] {
+        assert!(row.passed > 0 && row.failed.is_empty(), "{fixture} on {kind}, md5 {when}: {:?}", row.failed);
+    }
+}
+
+/// The case names of the guarded cases (kernel_lab::cases::plan's suffixes).
+const GUARDED: &str = " [guarded]";
+const MISALIGNED: &str = " [guarded, misaligned]";
+
+#[test]
+fn a_kernel_lifting_its_inputs_protection_is_not_green() {
+    for kind in [BackendKind::Native, BackendKind::Qemu] {
+        let rows = md5_hostile_md5("lift_input.S", kind);
+        let text = "is read-write in the guest, the table in force says read-only";
+        assert_tamper("lift_input.S", kind, &rows, text, &[GUARDED, MISALIGNED]);
+    }
+}
+
+#[test]
+fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
+    for kind in [BackendKind::Native, BackendKind::Qemu] {
+        let rows = md5_hostile_md5("lift_guard.S", kind);
+        assert_tamper("lift_guard.S", kind, &rows, "guard poison at input+", &[GUARDED]);
+    }
+}
+
+#[test]
+fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
+    let rows = md5_hostile_md5("patch_driver.S", BackendKind::Qemu);
+    assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code", &[]);
+    // Natively the allow-list refuses an executable mprotect: a system-call finding.
+    let [_, hostile, _] = md5_hostile_md5("patch_driver.S", BackendKind::Native);
+    assert_eq!(hostile.passed, 0, "{:?}", hostile.failed);
+    assert_eq!(hostile.failed[0].findings[0].class, Class::Syscall, "{}", hostile.failed[0].findings[0]);
+}
+
+#[test]
+fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
+    let [before, hostile, after] = md5_hostile_md5("sigsegv_handler.S", BackendKind::Native);
+    assert_eq!(hostile.passed, 0, "{:?}", hostile.failed);
+    let f = &hostile.failed[0].findings[0];
+    assert_eq!(f.class, Class::Syscall, "{f}");
+    assert!(f.text.contains("system call 13 (rt_sigaction)"), "{f}");
+    assert!(before.failed.is_empty() && after.failed.is_empty() && after.passed > 0, "{:?}", after.failed);
+}
