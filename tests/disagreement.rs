@@ -106,6 +106,7 @@ fn a_fuzz_failure_that_native_passes_is_blamed_on_the_emulator() {
         out_dir: dir.path().join("out"),
         limits: kernel_lab::backend::Limits::default(),
         jobs: 0,
+        vector_lengths: Vec::new(),
     };
     let results = fuzz::campaign(&cfg, &mut |_| {});
     assert!(matches!(results[1].outcome, Outcome::Clean), "native: {:?}", results[1].outcome);

@@ -53,6 +53,7 @@ fn x86_64_campaign(
         out_dir: out.to_path_buf(),
         limits: Limits::default(),
         jobs: 0,
+        vector_lengths: Vec::new(),
     }
 }
 
@@ -132,16 +133,27 @@ fn bundled_kernels_fuzz_clean_on_every_backend() {
         out_dir: dir.path().to_path_buf(),
         limits: Limits::default(),
         jobs: 2,
+        vector_lengths: Vec::new(),
     };
     let results = fuzz::campaign(&cfg, &mut |_| {});
-    let order: Vec<(&str, BackendKind, Kernel)> = results.iter().map(|r| (r.variant, r.backend, r.kernel)).collect();
-    let mut want: Vec<(&str, BackendKind, Kernel)> = Vec::new();
+    let order: Vec<(&str, BackendKind, Option<u32>, Kernel)> =
+        results.iter().map(|r| (r.variant, r.backend, r.vector_length.map(|vl| vl.bits), r.kernel)).collect();
+    let mut want: Vec<(&str, BackendKind, Option<u32>, Kernel)> = Vec::new();
     for v in &cfg.variants {
         for &b in &cfg.backends {
-            want.extend(cfg.kernels.iter().map(|&k| (v.name, b, k)));
+            // qemu fuzzes an RVV/SVE row at each default vector length.
+            let lengths: Vec<Option<u32>> = match v.vector_length() {
+                Some(spec) if b == BackendKind::Qemu && b.supports(v).is_ok() => {
+                    spec.defaults.iter().map(|&bits| Some(bits)).collect()
+                }
+                _ => vec![None],
+            };
+            for vl in lengths {
+                want.extend(cfg.kernels.iter().map(|&k| (v.name, b, vl, k)));
+            }
         }
     }
-    assert_eq!(order, want, "results in variant, backend, kernel order");
+    assert_eq!(order, want, "results in variant, backend, vector length, kernel order");
     for r in &results {
         let what = format!("{} {} on {}", r.kernel, r.variant, r.backend);
         match &r.outcome {
@@ -346,7 +358,7 @@ fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
     let v = variant("riscv64");
     let path = kernel_lab::toolchain::build_image(&build, v).expect("build the fixture");
     let image = kernel_lab::image::Image::load(&path, v.arch).expect("image");
-    let (_, _, scan_errors) = kernel_lab::run::scan_image(v, &image);
+    let (_, scan_errors) = kernel_lab::run::scan_image(v, &image);
     assert!(scan_errors.is_empty(), "{scan_errors:?}");
     let cfg = FuzzConfig {
         variants: vec![variant("riscv64")],
@@ -364,6 +376,7 @@ fn a_hanging_kernel_ends_a_timed_campaign_by_its_deadline() {
             ..Limits::default()
         },
         jobs: 0,
+        vector_lengths: Vec::new(),
     };
     let started = std::time::Instant::now();
     let results = fuzz::campaign(&cfg, &mut |_| {});

@@ -206,7 +206,10 @@ fn a_zbb_instruction_in_an_object_declared_rv64gc_is_reported_by_the_scan() {
 }
 
 #[test]
-fn an_extension_a_backend_cannot_provide_skips_it_with_the_reason() {
+/// A declared extension Unicorn lacks (Zbkb) does not keep it from running the object: only a
+/// call that reaches a Zbkb instruction would stop (tests/unicorn_stops.rs), and this object
+/// has none, so every case runs and passes there as on qemu.
+fn an_extension_unicorn_lacks_that_the_code_never_uses_still_runs_on_unicorn() {
     let (code, json, text) = run_json(&[
         "--object",
         &ex("riscv64/md5.o"),
@@ -220,9 +223,7 @@ fn an_extension_a_backend_cannot_provide_skips_it_with_the_reason() {
     assert_eq!(code, 0, "{text}");
     let r: Vec<&Value> = json["rows"].as_array().expect("rows").iter().collect();
     let unicorn = r.iter().find(|x| x["backend"] == "unicorn").expect("unicorn row");
-    assert_eq!((unicorn["passed"].as_u64(), unicorn["skipped"].as_u64()), (Some(0), Some(21)), "{text}");
-    let why = unicorn["skip_reason"].as_str().unwrap_or_default();
-    assert!(why.contains("unicorn cannot provide zbkb") && why.contains("`rv64gc_zbb_zbkb`"), "{why}");
+    assert_eq!((unicorn["passed"].as_u64(), unicorn["skipped"].as_u64()), (Some(21), Some(0)), "{text}");
     assert!(r.iter().any(|x| x["backend"] == "qemu" && x["passed"] == 21), "{text}");
 }
 

@@ -162,8 +162,10 @@ lab_batch:
 	 * RISC-V psABI "Vector Register Convention": vl and vtype are not preserved across calls,
 	 * vxrm and vxsat are unspecified at entry. Enter with vtype.vill set (vtype bit XLEN-1: a
 	 * vector instruction before the kernel's own vsetvli traps) and vxrm in 1..3 from the
-	 * poison (never round-to-nearest-up, 0), vxsat set.
+	 * poison (never round-to-nearest-up, 0), vxsat set. Unicorn, which has no vector unit,
+	 * jumps from lab_vector_entry to lab_vector_entry_end (lab/src/isa.rs VECTOR_ENTRY).
 	 */
+lab_vector_entry:
 	li	t2, 1
 	slli	t2, t2, 63
 	vsetvl	zero, t2, t2
@@ -173,6 +175,7 @@ lab_batch:
 	or	t2, t2, t4
 	csrw	vxrm, t2
 	csrwi	vxsat, 1
+lab_vector_entry_end:
 #endif
 
 	li	t1, LAB_FPCTL_POISON	/* fcsr poison: frm (lab/src/abi.rs) */

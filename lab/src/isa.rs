@@ -26,7 +26,7 @@
 
 use iced_x86::{CpuidFeature, EncodingKind};
 
-use crate::arch::{x86_64, Legality};
+use crate::arch::{x86_64, IsaExtension, Legality, UnicornSupport};
 use crate::disasm::{DisasmError, Insn, Listing};
 use crate::image::Image;
 use crate::variant::{Arch, Variant};
@@ -167,27 +167,96 @@ pub fn unset_rounding(image: &Image) -> Result<Option<String>, DisasmError> {
     }))
 }
 
-/// The first instruction (in code, [`Image::is_symbol_code`]) of the image that the arch row
-/// says Unicorn must not run (`UnicornSpec::refuse`: x86 VEX/EVEX/XOP code), as a reason to refuse the image there;
-/// `None` for a clean image.
+/// An instruction of a kernel's code that Unicorn 2.1.5 cannot execute correctly: a call that
+/// reaches it stops there, not run past it, instead of the whole image being refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnicornStop {
+    /// Guest address of the instruction.
+    pub addr: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The instruction as the widest disassembly prints it (`vle8.v v8, (a0)`).
+    pub insn: String,
+    /// The extension it belongs to and why Unicorn cannot run it, from the arch row
+    /// (`avx2 (AVX2; VEX-encoded: Unicorn 2.1.5 computes some VEX.128 forms wrongly ...)`).
+    pub extension: String,
+}
+
+/// Every instruction in the kernels' code (below `lab_kernel_text_end`, in symbol-covered code,
+/// [`Image::is_symbol_code`]) of a declared extension (`extensions`, the variant's) that the
+/// arch row marks `UnicornSupport::Missing`, in address order. x86_64: by each instruction's
+/// CPUID features, plus any VEX/EVEX/XOP code, declared or not (`UnicornSpec::refuse`: Unicorn
+/// computes some VEX.128 forms wrongly whatever the feature); riscv64 and aarch64: instructions
+/// that do not decode with `--mattr` of every extension Unicorn runs but decode with a declared
+/// one it lacks (one listing more per such extension). An undeclared extension's instruction is
+/// no stop: it is an image finding, and traps on Unicorn as on a CPU without it. The lab's
+/// driver is left out: its code is the lab's own, and the vector entry state it sets is jumped
+/// over on Unicorn (`lab_vector_entry`, [`VECTOR_ENTRY`]).
 ///
 /// # Errors
 /// As [`scan`].
-pub fn unicorn_refusal(image: &Image) -> Result<Option<String>, DisasmError> {
-    let Some(refuse) = &image.arch.spec().unicorn.refuse else {
-        return Ok(None);
+pub fn unicorn_stops(image: &Image, extensions: &[&str]) -> Result<Vec<UnicornStop>, DisasmError> {
+    let Some((start, end)) = image.kernel_code() else { return Ok(Vec::new()) };
+    let isa = &image.arch.spec().isa;
+    let lacks = |e: &IsaExtension| match e.unicorn {
+        UnicornSupport::Missing(why) => Some(why),
+        _ => None,
     };
+    let declared = |e: &IsaExtension| extensions.contains(&e.name) && lacks(e).is_some();
+    let vex = image.arch.spec().unicorn.refuse.as_ref();
+    if vex.is_none() && !isa.extensions.iter().any(declared) {
+        return Ok(Vec::new());
+    }
+    let name = |e: &IsaExtension, why: &str| format!("{} ({}; {why})", e.name, e.doc);
     let full = image.listing()?;
-    Ok(full.iter().filter(|i| image.is_symbol_code(i.addr)).find(|i| (refuse.insn)(i)).map(|i| {
-        format!(
-            "the image holds {} (`{}` at {}), {}: not run there",
-            refuse.what,
-            i.text,
-            image.symbolize(i.addr),
-            refuse.why
-        )
-    }))
+    let code = full.iter().filter(|i| (start..end).contains(&i.addr) && image.is_symbol_code(i.addr));
+    let code: Vec<&Insn> = code.filter(|i| !i.unknown() && !exempt(image, i.addr)).collect();
+    let stop = |i: &Insn, extension: String| UnicornStop {
+        addr: i.addr,
+        len: i.bytes.len().max(1) as u64,
+        insn: i.text.clone(),
+        extension,
+    };
+    if let Legality::Cpuid(_) = isa.legality {
+        let mut out = Vec::new();
+        for i in code {
+            let features = x86_64::decode(&i.bytes, i.addr).cpuid_features();
+            let of = |e: &&IsaExtension| lacks(e).is_some() && e.cpuid.iter().any(|f| features.contains(f));
+            let by_feature = isa.extensions.iter().find(of);
+            let found = match (by_feature, vex.filter(|r| (r.insn)(i))) {
+                (Some(e), Some(_)) => Some(name(e, lacks(e).unwrap_or_default())),
+                (Some(e), None) if declared(e) => Some(name(e, lacks(e).unwrap_or_default())),
+                (None, Some(r)) => Some(format!("{} ({})", r.what, r.why)),
+                _ => None,
+            };
+            out.extend(found.map(|x| stop(i, x)));
+        }
+        return Ok(out);
+    }
+    let runs: Vec<&IsaExtension> = isa.extensions.iter().filter(|e| lacks(e).is_none()).collect();
+    let own = Listing::of(&image.path, image.arch, &isa.mattr(&runs))?;
+    let mut left: Vec<&Insn> = code.into_iter().filter(|i| own.at(i.addr).is_some_and(Insn::unknown)).collect();
+    let missing: Vec<&IsaExtension> = isa.extensions.iter().filter(|e| declared(e)).collect();
+    let mut out = Vec::new();
+    for e in missing {
+        if left.is_empty() {
+            break;
+        }
+        let with = Listing::of(&image.path, image.arch, &isa.mattr(&[runs.as_slice(), &[e]].concat()))?;
+        let (known, rest): (Vec<&Insn>, Vec<&Insn>) =
+            left.into_iter().partition(|i| with.at(i.addr).is_some_and(|w| !w.unknown()));
+        out.extend(known.into_iter().map(|i| stop(i, name(e, lacks(e).unwrap_or_default()))));
+        left = rest;
+    }
+    out.sort_by_key(|s| s.addr);
+    Ok(out)
 }
+
+/// The driver's vector entry state (riscv64 V builds: `vsetvl` to set vtype.vill, `csrw vxrm`),
+/// between these two labels of `kernels/riscv64/driver.S`: the Unicorn backend jumps over it,
+/// since Unicorn 2.1.5 has no vector unit and the kernel's first vector instruction stops the
+/// call anyway ([`unicorn_stops`]).
+pub const VECTOR_ENTRY: (&str, &str) = ("lab_vector_entry", "lab_vector_entry_end");
 
 #[cfg(test)]
 mod tests {

@@ -595,11 +595,12 @@ pub struct UnicornSpec {
     pub syscall_hooks: &'static [unicorn_engine::X86Insn],
     /// What each interrupt number means (QEMU `EXCP_*`, RISC-V `mcause`).
     pub interrupts: &'static [UcInterrupt],
-    /// Code Unicorn is known to compute wrongly: an image holding it is not run there.
+    /// Code Unicorn is known to compute wrongly whatever its extension: a call that reaches it
+    /// stops there, not run past it (`isa::unicorn_stops`).
     pub refuse: Option<UnicornRefusal>,
 }
 
-/// Instructions the Unicorn backend refuses to run, and why.
+/// Instructions the Unicorn backend does not run (a call stops before them), and why.
 #[derive(Debug)]
 pub struct UnicornRefusal {
     /// Whether an instruction is one of them.

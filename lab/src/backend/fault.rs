@@ -42,6 +42,10 @@ pub enum FaultKind {
     SystemCall { nr: Option<u64>, name: Option<&'static str> },
     /// Another CPU exception, by the emulator's interrupt number.
     Exception(u32),
+    /// The call reached `insn`, of `extension`, which this backend cannot execute (Unicorn
+    /// 2.1.5: VEX/EVEX code, RVV, SVE2; [`crate::isa::unicorn_stops`]): stopped before it. Not
+    /// the kernel's fault and not a pass: the case is skipped, saying so.
+    NotRunPast { insn: String, extension: String },
     /// The batch ran past its time budget.
     Hang(Duration),
     /// The call ran past its instruction budget (Unicorn).
@@ -100,6 +104,9 @@ impl fmt::Display for FaultKind {
                 write!(f, "system call {n} ({}) attempted and refused", name.unwrap_or("unknown"))
             }
             FaultKind::Exception(n) => write!(f, "CPU exception {n}"),
+            FaultKind::NotRunPast { insn, extension } => {
+                write!(f, "not run past `{insn}`: Unicorn 2.1.5 cannot execute {extension}")
+            }
             FaultKind::Hang(d) => write!(f, "hang: batch still running after {:.1} s", d.as_secs_f64()),
             FaultKind::InstructionBudget(n) => write!(f, "hang: call still running after {n} instructions"),
             FaultKind::Crash(s) => write!(f, "guest process died: {s}"),

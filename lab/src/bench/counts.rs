@@ -150,6 +150,9 @@ fn measure(
     // A fresh engine per measurement, so a repeat shares no translation cache with the first.
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
     uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
+    // A call that reaches code Unicorn cannot execute stops there: no count (bench/mod.rs
+    // reports it as not counted, with the instruction).
+    uc.stop_at_unsupported(image, variant.extensions).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new(), hot: None };
     for n in BLOCKS {

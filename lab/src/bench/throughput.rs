@@ -292,6 +292,7 @@ pub fn measure(
     // Instruction counts come from a Unicorn profile of the same image.
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
     uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
+    uc.stop_at_unsupported(image, variant.extensions).map_err(|e| e.to_string())?;
     let mut loop_rates: Vec<(Kernel, f64)> = Vec::new();
     for (name, w) in workloads().into_iter().filter(|(_, w)| kernels.contains(&w.kernel)) {
         let instructions = profile_call(&mut uc, image, &w, &mut rng)?.instructions();

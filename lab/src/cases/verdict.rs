@@ -63,6 +63,9 @@ impl CasePlan {
 /// counted in one [`Class::KnockOn`] finding instead of reading like arithmetic bugs of their
 /// own. Their own faults and ABI findings stay listed: those are causes.
 pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &Image) -> Vec<Finding> {
+    if let Some(why) = not_run_past(plan, run, image) {
+        return vec![Finding::new(Class::NotRun, why)];
+    }
     let mut findings = Vec::new();
     let mut broke: Option<&str> = None;
     let mut knock_on = 0;
@@ -97,6 +100,30 @@ pub fn check(plan: &CasePlan, batch: &Batch, run: &BatchRun, abi: &Abi, image: &
         findings.extend(plan.last.iter().filter_map(|last| final_finding(last, batch, &run.resp)));
     }
     findings
+}
+
+/// Why the case was not run, when one of its calls stopped before an instruction the backend
+/// cannot execute ([`FaultKind::NotRunPast`]): `not run past `vle8.v v8, (a0)` at
+/// md5_implCompress+0x2c: Unicorn 2.1.5 cannot execute v (...)`, the same words for every case
+/// that stops there. The case is then skipped, whatever its other calls did: what they build on
+/// never ran ([`is_not_run_past`]).
+pub fn not_run_past(plan: &CasePlan, run: &BatchRun, image: &Image) -> Option<String> {
+    plan.calls.iter().find_map(|c| match run.fault_of(c.call) {
+        Some(Fault { kind: FaultKind::NotRunPast { insn, extension }, pc, .. }) => {
+            let at = pc.map(|pc| image.symbolize(pc)).unwrap_or_else(|| "an unknown address".into());
+            Some(format!("{NOT_RUN_PAST} `{insn}` at {at}: Unicorn 2.1.5 cannot execute {extension}"))
+        }
+        _ => None,
+    })
+}
+
+/// How [`not_run_past`] reasons start.
+pub const NOT_RUN_PAST: &str = "not run past";
+
+/// Whether `findings` say only that the case was not run past an instruction the backend
+/// cannot execute ([`not_run_past`]): a skip, never a failure or a pass.
+pub fn is_not_run_past(findings: &[Finding]) -> bool {
+    matches!(findings, [f] if f.class == Class::NotRun && f.text.starts_with(NOT_RUN_PAST))
 }
 
 /// The findings of one call of a case: its fault, or why it did not run, or its ABI and

@@ -41,6 +41,11 @@ pub(crate) struct FuzzArgs {
     /// times and, with --time, how many cases fit).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
+    /// Vector lengths in bits qemu fuzzes RVV and SVE variants at (repeat or comma list), as
+    /// `lab run --vlen` (default: RVV VLEN 128, 256, 512, 1024; SVE VL 128, 256, 512): one
+    /// target per length, the same cases at each; failures and replays name the length.
+    #[arg(long = "vlen", value_name = "BITS", value_delimiter = ',')]
+    vlen: Vec<u32>,
     /// Folder for shrunk failures (vector files).
     #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
     out: PathBuf,
@@ -82,9 +87,9 @@ pub(crate) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 }
 
 impl FuzzArgs {
-    /// `--check-args`: the selection names at least one variant.
+    /// `--check-args`: the selection names at least one variant, and `--vlen` fits them.
     pub(crate) fn check(&self) -> Result<(), String> {
-        self.select.variants().map(drop)
+        kernel_lab::run::check_vector_lengths(&self.select.variants()?, &self.vlen)
     }
 }
 
@@ -94,6 +99,10 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
         Ok(v) => v,
         Err(status) => return status,
     };
+    if let Err(e) = kernel_lab::run::check_vector_lengths(&variants, &args.vlen) {
+        super::out::eprintln(&format!("lab fuzz: {e}"));
+        return ExitCode::Error;
+    }
     if let Err(status) = args.report.start("fuzz") {
         return status;
     }
@@ -114,6 +123,7 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
         out_dir: args.out.clone(),
         limits: Limits::default(),
         jobs: args.jobs.map_or(0, |n| n as usize),
+        vector_lengths: args.vlen.clone(),
     };
     // With JSON or JUnit on stdout, the human lines go to stderr.
     let human = |text: &str| {
@@ -141,7 +151,8 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
     // As wide as the longest variant name (a user's variants may be long).
     let vw = results.iter().map(|r| r.variant.len()).max().unwrap_or(0).max(12);
     for r in results {
-        let head = format!("{:<vw$} {:<8} {:<9}", r.variant, r.backend.name(), r.kernel.name());
+        let on = kernel_lab::run::backend_label(r.backend, r.vector_length);
+        let head = format!("{:<vw$} {on:<8} {:<9}", r.variant, r.kernel.name());
         let contract =
             kernel_lab::contract::report_note(r.family, r.kernel).map_or(String::new(), |n| format!("  ({n})"));
         match &r.outcome {
@@ -149,6 +160,9 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
                 let clean =
                     if r.image_findings.is_empty() { "clean" } else { "no case failed; FAILED image checks below" };
                 let _ = writeln!(out, "{head} {:>8} cases {:>10.0} cases/s  {clean}{contract}", r.cases, r.rate());
+                if let Some(why) = &r.not_run.reason {
+                    let _ = writeln!(out, "  {} more cases not run (skipped), the first: {why}", r.not_run.count);
+                }
             }
             fuzz::Outcome::Skipped(why) => {
                 let _ = writeln!(out, "{head} skipped: {why}");

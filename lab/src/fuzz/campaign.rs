@@ -48,6 +48,8 @@ pub(super) struct Runnable {
     image: usize,
     kind: crate::backend::BackendKind,
     kernel: Kernel,
+    /// The vector length qemu runs it at ([`FuzzConfig::vector_lengths`]).
+    vector_length: Option<crate::arch::VectorLength>,
     /// Pieces it is cut into (case budgets; `u64::MAX` for time budgets, bounded by time).
     pieces: u64,
 }
@@ -92,9 +94,31 @@ pub(super) struct Shrunk {
 
 pub(super) struct PieceResult {
     piece: u64,
+    /// Cases that ran (not those [`NotRun`]).
     cases: u64,
     elapsed: std::time::Duration,
     outcome: PieceOutcome,
+    not_run: NotRun,
+}
+
+/// Cases a backend stopped before an instruction it cannot execute
+/// ([`crate::cases::verdict::not_run_past`]): neither failed nor passed, counted apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NotRun {
+    /// How many.
+    pub count: u64,
+    /// The first one's reason (`not run past `vpxor ...` at sym+0xb: Unicorn 2.1.5 cannot
+    /// execute avx (...)`).
+    pub reason: Option<String>,
+}
+
+impl NotRun {
+    fn add(&mut self, other: &NotRun) {
+        self.count += other.count;
+        if self.reason.is_none() {
+            self.reason.clone_from(&other.reason);
+        }
+    }
 }
 
 /// Runs a campaign: every variant × backend × kernel, until the budget is spent or a case fails.
@@ -160,6 +184,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
             None => per_target[job.target].push(PieceResult {
                 piece: job.first,
                 cases: 0,
+                not_run: NotRun::default(),
                 elapsed: Default::default(),
                 outcome: PieceOutcome::Error("the lab panicked fuzzing this piece (a bug in the lab)".into()),
             }),
@@ -167,10 +192,22 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
     }
     for (r, pieces) in runnable.iter().zip(per_target) {
         let (variant, _) = &images[r.image];
+        let not_run = pieces.iter().filter(|p| !matches!(p.outcome, PieceOutcome::Cancelled)).fold(
+            NotRun::default(),
+            |mut all, p| {
+                all.add(&p.not_run);
+                all
+            },
+        );
         let result = merge_pieces(cfg, variant, r, pieces);
         out[r.slot].cases = result.0;
         out[r.slot].elapsed = result.1;
         out[r.slot].outcome = result.2;
+        if let (0, Outcome::Clean, Some(why)) = (result.0, &out[r.slot].outcome, &not_run.reason) {
+            // Every case stopped before an instruction the backend cannot execute: not clean.
+            out[r.slot].outcome = Outcome::Skipped(format!("every case: {why}"));
+        }
+        out[r.slot].not_run = not_run;
     }
     for (variant, image) in &images {
         let mine: Vec<usize> = (0..out.len()).filter(|&i| out[i].variant == variant.name).collect();
@@ -192,6 +229,27 @@ pub(super) struct JobContext<'a> {
     share: Option<std::time::Duration>,
 }
 
+/// The backends `variant` is fuzzed on, qemu once per vector length when the variant's ISA has
+/// one ([`FuzzConfig::vector_lengths`], else the arch row's defaults), as `lab run` places its
+/// cells: a kernel right only from some VLEN up fails at the VLENs below.
+fn targets_of(
+    cfg: &FuzzConfig,
+    variant: &'static Variant,
+) -> Vec<(crate::backend::BackendKind, Option<crate::arch::VectorLength>)> {
+    let mut out = Vec::new();
+    for &kind in &cfg.backends {
+        let runs = kind == crate::backend::BackendKind::Qemu && kind.supports(variant).is_ok();
+        match crate::user_kernel::vector_length(variant).filter(|_| runs) {
+            Some(spec) if !cfg.vector_lengths.is_empty() => {
+                out.extend(cfg.vector_lengths.iter().map(|&b| (kind, Some(spec.at(b)))));
+            }
+            Some(spec) => out.extend(spec.defaults.iter().map(|&b| (kind, Some(spec.at(b))))),
+            None => out.push((kind, None)),
+        }
+    }
+    out
+}
+
 /// Builds and scans `variant`'s image and pushes one result per backend × kernel: final for the
 /// targets that cannot run (skipped or errors), a placeholder for the [`Runnable`] ones.
 pub(super) fn plan_variant(
@@ -204,12 +262,12 @@ pub(super) fn plan_variant(
     let image = crate::toolchain::build_image(&cfg.build, variant)
         .map_err(|e| e.to_string())
         .and_then(|p| Image::load(&p, variant.arch).map_err(|e| e.to_string()));
-    let (scan, unicorn_refusal, scan_errors) = match &image {
+    let (scan, scan_errors) = match &image {
         Ok(i) => crate::run::scan_image(variant, i),
         Err(_) => Default::default(),
     };
     let index = images.len();
-    for &kind in &cfg.backends {
+    for (kind, vector_length) in targets_of(cfg, variant) {
         for &kernel in &cfg.kernels {
             let mut findings: Vec<Finding> = scan.iter().map(|f| f.finding.clone()).collect();
             let not_provided = crate::run::not_provided(variant, kernel);
@@ -221,8 +279,10 @@ pub(super) fn plan_variant(
                 variant: variant.name,
                 backend: kind,
                 kernel,
+                vector_length,
                 family,
                 cases: 0,
+                not_run: NotRun::default(),
                 elapsed: Default::default(),
                 outcome,
                 image_findings: findings.clone(),
@@ -239,9 +299,7 @@ pub(super) fn plan_variant(
                     continue;
                 }
             };
-            let refused = (kind == crate::backend::BackendKind::Unicorn).then(|| unicorn_refusal.clone()).flatten();
-            let why =
-                kind.supports(variant).err().or(refused).or(not_provided).or_else(|| Stubs::of(image).missing(kernel));
+            let why = kind.supports(variant).err().or(not_provided).or_else(|| Stubs::of(image).missing(kernel));
             if let Some(why) = why.or_else(interrupted_reason) {
                 out.push(result(Outcome::Skipped(why)));
                 continue;
@@ -250,7 +308,7 @@ pub(super) fn plan_variant(
                 Budget::Cases(n) => n.div_ceil(piece_size(cfg)).max(1),
                 Budget::Time(_) => u64::MAX,
             };
-            runnable.push(Runnable { slot: out.len(), image: index, kind, kernel, pieces });
+            runnable.push(Runnable { slot: out.len(), image: index, kind, kernel, vector_length, pieces });
             out.push(result(Outcome::Clean));
         }
     }
@@ -274,12 +332,13 @@ pub(super) fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> 
     if window.is_some_and(|end| std::time::Instant::now() >= end) {
         return Vec::new();
     }
-    let mut backend = match r.kind.open(variant, image, ctx.cfg.limits) {
+    let mut backend = match r.kind.open_at(variant, image, ctx.cfg.limits, r.vector_length) {
         Ok(b) => b,
         Err(e) => {
             let outcome = PieceOutcome::Error(e.to_string());
             state.stop_above.fetch_min(job.first, std::sync::atomic::Ordering::Relaxed);
-            let piece = PieceResult { piece: job.first, cases: 0, elapsed: Default::default(), outcome };
+            let piece =
+                PieceResult { piece: job.first, cases: 0, elapsed: Default::default(), outcome, not_run: NotRun::default() };
             return vec![piece];
         }
     };
@@ -312,7 +371,7 @@ pub(super) fn run_piece(
     use std::sync::atomic::Ordering;
     let cfg = ctx.cfg;
     let started = std::time::Instant::now();
-    let label = format!("{}/{}/{}", t.variant.name, t.backend.kind(), r.kernel);
+    let label = format!("{}/{}/{}", t.variant.name, crate::run::backend_label(r.kind, r.vector_length), r.kernel);
     let label = match r.pieces {
         1 => label,
         u64::MAX => format!("{label} piece {}", piece + 1),
@@ -329,16 +388,23 @@ pub(super) fn run_piece(
     };
     let mut index = first;
     let mut cases = 0u64;
-    let result = |cases, outcome| PieceResult { piece, cases, elapsed: started.elapsed(), outcome };
+    let mut not_run = NotRun::default();
+    let result = |cases, outcome, not_run: &NotRun| PieceResult {
+        piece,
+        cases,
+        elapsed: started.elapsed(),
+        outcome,
+        not_run: not_run.clone(),
+    };
     loop {
         if state.stop_above.load(Ordering::Relaxed) < piece {
-            return result(cases, PieceOutcome::Cancelled);
+            return result(cases, PieceOutcome::Cancelled, &not_run);
         }
         if let Some(why) = interrupted_reason() {
-            return result(cases, PieceOutcome::Interrupted(why));
+            return result(cases, PieceOutcome::Interrupted(why), &not_run);
         }
         if window.is_some_and(|w| std::time::Instant::now() >= w) {
-            return result(cases, PieceOutcome::Clean);
+            return result(cases, PieceOutcome::Clean, &not_run);
         }
         let mut trees = Vec::with_capacity(cfg.batch);
         while trees.len() < cfg.batch.max(1) && index < end {
@@ -349,25 +415,32 @@ pub(super) fn run_piece(
             index += 1;
         }
         if trees.is_empty() {
-            return result(cases, PieceOutcome::Clean);
+            return result(cases, PieceOutcome::Clean, &not_run);
         }
         let batch: Vec<Case> = trees.iter().map(|(_, tree)| tree.current()).collect();
         let findings = run_cases(t, &batch);
         // A batch the interruption killed proves nothing about its cases.
         if let Some(why) = interrupted_reason() {
-            return result(cases, PieceOutcome::Interrupted(why));
+            return result(cases, PieceOutcome::Interrupted(why), &not_run);
         }
         let findings = match findings {
             Ok(f) => f,
             Err(e) => {
                 state.stop_above.fetch_min(piece, Ordering::Relaxed);
-                return result(cases, PieceOutcome::Error(e.to_string()));
+                return result(cases, PieceOutcome::Error(e.to_string()), &not_run);
             }
         };
-        cases += batch.len() as u64;
+        // A case stopped before an instruction the backend cannot execute did not run.
+        let stopped: Vec<usize> =
+            (0..findings.len()).filter(|&i| crate::cases::verdict::is_not_run_past(&findings[i])).collect();
+        if let Some(&first) = stopped.first() {
+            not_run.add(&NotRun { count: stopped.len() as u64, reason: Some(findings[first][0].text.clone()) });
+        }
+        cases += (batch.len() - stopped.len()) as u64;
         let rate = cases as f64 / started.elapsed().as_secs_f64().max(1e-9);
         lane.advance(batch.len() as u64, &format!("{label}: {cases} cases, {rate:.0} cases/s"));
-        if let Some(j) = findings.iter().position(|f| !f.is_empty()) {
+        let failed = |f: &Vec<Finding>| !f.is_empty() && !crate::cases::verdict::is_not_run_past(f);
+        if let Some(j) = findings.iter().position(failed) {
             state.stop_above.fetch_min(piece, Ordering::Relaxed);
             let (case_index, tree) = trees.swap_remove(j);
             let original_blocks = blocks_of(&tree.current());
@@ -378,7 +451,7 @@ pub(super) fn run_piece(
                 }
                 Err(e) => PieceOutcome::Error(e.to_string()),
             };
-            return result(cases, outcome);
+            return result(cases, outcome, &not_run);
         }
     }
 }
@@ -415,7 +488,7 @@ pub(super) fn merge_pieces(
 ) -> (u64, std::time::Duration, Outcome) {
     let (cases, elapsed, decided) = decide(pieces);
     let outcome = match decided {
-        Some(PieceOutcome::Failed(s)) => write_failure(cfg, variant, r.kind, r.kernel, *s),
+        Some(PieceOutcome::Failed(s)) => write_failure(cfg, variant, (r.kind, r.vector_length), r.kernel, *s),
         Some(PieceOutcome::Error(e)) => Outcome::Error(e),
         Some(PieceOutcome::Interrupted(why)) => Outcome::Skipped(why),
         // A timed target whose share went before its first batch (set-up, earlier targets)
@@ -449,6 +522,7 @@ mod tests {
             cases,
             elapsed: std::time::Duration::from_millis(cases),
             outcome,
+            not_run: Default::default(),
         };
         let pieces = || {
             vec![

@@ -40,6 +40,10 @@ pub struct FuzzConfig {
     /// Pieces run at once, each on its own thread (0: one per CPU, [`crate::pool::default_jobs`]).
     /// The results are the same for any number (but for times).
     pub jobs: usize,
+    /// Vector lengths in bits qemu fuzzes every RVV/SVE image at (`--vlen`, checked as for
+    /// `lab run`: [`crate::run::check_vector_lengths`]); empty: the arch row's defaults (RVV:
+    /// VLEN 128, 256, 512, 1024; SVE: VL 128, 256, 512). One target per length, same cases.
+    pub vector_lengths: Vec<u32>,
 }
 
 /// A shrunk failure.
@@ -84,11 +88,17 @@ pub struct TargetResult {
     pub backend: crate::backend::BackendKind,
     /// Kernel.
     pub kernel: Kernel,
+    /// The vector length qemu ran the target at (RVV's VLEN, SVE's VL); `None` for scalar
+    /// images and the other backends.
+    pub vector_length: Option<crate::arch::VectorLength>,
     /// The contract family the image runs the kernel through (reports name it when it is
     /// not HotSpot's).
     pub family: Family,
-    /// Cases run (this shard's).
+    /// Cases run (this shard's), not counting [`not_run`](Self::not_run).
     pub cases: u64,
+    /// Cases the backend stopped before an instruction it cannot execute (Unicorn and vector
+    /// code): neither passed nor failed.
+    pub not_run: super::NotRun,
     /// Time spent running them, added up over the target's pieces (time on one core).
     pub elapsed: std::time::Duration,
     /// How it ended.

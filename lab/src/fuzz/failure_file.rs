@@ -34,13 +34,13 @@ pub(super) fn replay_line(
     seed: u64,
     kernels_dir: &std::path::Path,
     variant: &Variant,
-    backend: backend::BackendKind,
+    (backend, vl): (backend::BackendKind, Option<crate::arch::VectorLength>),
     kernel: Kernel,
     file: &std::path::Path,
 ) -> String {
     let mut replay = replay_options(seed, kernels_dir, variant);
     replay.flag("--no-bundled").path("--vectors", file);
-    replay.narrowed(variant.name, backend, kernel, None, None)
+    replay.narrowed_at(variant.name, backend, vl, kernel, None, None)
 }
 
 /// Writes a piece's shrunk failure as a vector file and builds the outcome with its replay
@@ -48,20 +48,27 @@ pub(super) fn replay_line(
 pub(super) fn write_failure(
     cfg: &FuzzConfig,
     variant: &'static Variant,
-    backend: backend::BackendKind,
+    (backend, vl): (backend::BackendKind, Option<crate::arch::VectorLength>),
     kernel: Kernel,
     shrunk: Shrunk,
 ) -> Outcome {
     let Shrunk { case_index, original_blocks, mut case, findings, stopped } = shrunk;
-    case.name = format!("fuzz seed {} case {case_index} on {}/{backend} (shrunk)", cfg.seed, variant.name);
+    let on = crate::run::backend_label(backend, vl);
+    case.name = format!("fuzz seed {} case {case_index} on {}/{on} (shrunk)", cfg.seed, variant.name);
     let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir, variant).fuzz_target(variant.name, backend, kernel);
+    let campaign = match vl {
+        Some(vl) => format!("{campaign} --vlen {}", vl.bits),
+        None => campaign,
+    };
     case.source = format!(
         "{campaign}: case {case_index}, shrunk from {original_blocks} to {} blocks{}; expected values from the portable reference",
         blocks_of(&case),
         if stopped { " (shrinking stopped at the --time deadline: maybe not minimal)" } else { "" }
     );
-    let file =
-        cfg.out_dir.join(format!("fuzz-{}-{backend}-{kernel}-seed{}.json", variant.name.replace('+', "_"), cfg.seed));
+    let at = vl.map(|vl| format!("-{}{}", vl.spec.name.to_lowercase().replace(' ', "-"), vl.bits)).unwrap_or_default();
+    let file = cfg
+        .out_dir
+        .join(format!("fuzz-{}-{backend}{at}-{kernel}-seed{}.json", variant.name.replace('+', "_"), cfg.seed));
     let written = std::fs::create_dir_all(&cfg.out_dir).and_then(|()| {
         crate::vectors::write_file(
             &file,
@@ -74,7 +81,7 @@ pub(super) fn write_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, variant, backend, kernel, &file);
+    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, variant, (backend, vl), kernel, &file);
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
@@ -90,7 +97,7 @@ mod tests {
     fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
         let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
         let kernels = std::path::Path::new("/tmp/my kernels");
-        let line = replay_line(9, kernels, zbb, BackendKind::Qemu, Kernel::Md5, std::path::Path::new("/f/x.json"));
+        let line = replay_line(9, kernels, zbb, (BackendKind::Qemu, None), Kernel::Md5, std::path::Path::new("/f/x.json"));
         assert!(
             line.ends_with(
                 "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \

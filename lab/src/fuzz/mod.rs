@@ -15,7 +15,7 @@ mod shrink;
 mod strategies;
 
 use campaign::*;
-pub use campaign::{campaign, shard_cases, PIECE_BATCHES};
+pub use campaign::{campaign, shard_cases, NotRun, PIECE_BATCHES};
 pub use config::*;
 use cross_check::*;
 use failure_file::*;

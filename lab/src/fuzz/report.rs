@@ -67,7 +67,12 @@ pub fn to_report(
             let mut row =
                 Row { elapsed: r.elapsed, family: r.family, ..Row::for_set(r.variant, r.backend, r.kernel, "fuzz") };
             row.push(CaseOutcome { name, msg_len: 0, time: r.elapsed, verdict });
-            row
+            if let (n @ 1.., Some(why)) = (r.not_run.count, &r.not_run.reason) {
+                // Cases a backend could not run to the end: a skip of their own, never a pass.
+                let verdict = Verdict::Skipped(format!("{n} cases, the first: {why}"));
+                row.push(CaseOutcome { name: "cases not run".into(), msg_len: 0, time: Default::default(), verdict });
+            }
+            row.at(r.vector_length)
         })
         .collect();
     let mut image_findings: Vec<crate::report::ImageFinding> = Vec::new();

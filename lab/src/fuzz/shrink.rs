@@ -105,7 +105,9 @@ pub fn shrink(
         let candidate = tree.current();
         let f = run_cases(t, std::slice::from_ref(&candidate))?.remove(0);
         // A union can "simplify" into a bigger value (another arm); only smaller failures count.
-        let more = if f.is_empty() || blocks_of(&candidate) > blocks_of(&best.0) {
+        // A candidate the backend stopped before an instruction it cannot execute proves nothing.
+        let passes = f.is_empty() || crate::cases::verdict::is_not_run_past(&f);
+        let more = if passes || blocks_of(&candidate) > blocks_of(&best.0) {
             tree.complicate()
         } else {
             best = (candidate, f);

@@ -32,7 +32,7 @@ pub(super) fn assemble(
         for (cell, out) in cells.by_ref().take(own).zip(outs.by_ref()) {
             let (kind, vl) = (cell.cell.kind, cell.cell.vector_length);
             let out = out.unwrap_or_else(|| {
-                let on = super::matrix::label(kind, vl);
+                let on = super::matrix::backend_label(kind, vl);
                 CellOut::OpenError(format!("{variant} on {on}: lab bug: the worker running this cell panicked"))
             });
             match out {

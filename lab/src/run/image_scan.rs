@@ -17,20 +17,22 @@ pub(super) struct Scan {
     pub(super) findings: Vec<ImageFinding>,
     /// Set-up errors of the scan itself.
     pub(super) errors: Vec<String>,
-    /// Why Unicorn must not run the image, if it must not.
-    pub(super) unicorn_refusal: Option<String>,
+    /// Whether the kernels' code holds instructions Unicorn cannot execute
+    /// ([`isa::unicorn_stops`]): calls that reach one are not run past it there.
+    pub(super) unicorn_stops: bool,
     /// Warnings about the image (`abi-upper-bits` under the `warn` policy).
     pub(super) warnings: Vec<String>,
 }
 
 impl Scan {
     pub(super) fn of(cfg: &RunConfig, variant: &'static Variant, image: &Image, sets: &[VectorSet]) -> Scan {
-        let (mut findings, unicorn_refusal, errors) = scan_image(variant, image);
+        let (mut findings, errors) = scan_image(variant, image);
+        let unicorn_stops = isa::unicorn_stops(image, variant.extensions).is_ok_and(|s| !s.is_empty());
         let selected: Vec<Kernel> =
             cfg.kernels.iter().copied().filter(|k| sets.iter().any(|s| s.kernel == *k)).collect();
         let provided: Vec<Kernel> = selected.into_iter().filter(|&k| not_provided(variant, k).is_none()).collect();
         findings.extend(missing_symbols(variant, image, &provided));
-        let mut scan = Scan { findings, errors, unicorn_refusal, warnings: Vec::new() };
+        let mut scan = Scan { findings, errors, unicorn_stops, warnings: Vec::new() };
         if let Ok(Some(why)) = isa::unset_rounding(image) {
             scan.warnings.push(format!("{variant}: {why}"));
         }
@@ -39,10 +41,11 @@ impl Scan {
     }
 
     /// The `abi-upper-bits` probe ([`crate::abi_probe`]) of each kernel, on the first backend
-    /// of the run that can run the image: a warning per argument the kernel reads whole.
+    /// of the run that can run the image (not Unicorn when a probe call could stop at an
+    /// instruction it cannot execute): a warning per argument the kernel reads whole.
     fn probe_upper_bits(&mut self, cfg: &RunConfig, variant: &'static Variant, image: &Image, kernels: &[Kernel]) {
         let usable = |k: &BackendKind| {
-            k.supports(variant).is_ok() && !(*k == BackendKind::Unicorn && self.unicorn_refusal.is_some())
+            k.supports(variant).is_ok() && !(*k == BackendKind::Unicorn && self.unicorn_stops)
         };
         let Some(kind) = cfg.backends.iter().copied().find(usable) else { return };
         let entry = Stubs::of(image);
@@ -107,9 +110,9 @@ pub fn missing_symbols(variant: &'static Variant, image: &Image, kernels: &[Kern
 }
 
 /// The static ISA and system-call scan of `image` ([`isa::scan`]) and its stack-pointer
-/// alignment scan ([`crate::align::sp_scan`], class abi): one image finding per violation, why Unicorn must not run the image (VEX/EVEX code on x86_64), if it must not, and
-/// set-up errors of the scan itself. Shared by `lab run` and `lab fuzz`.
-pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding>, Option<String>, Vec<String>) {
+/// alignment scan ([`crate::align::sp_scan`], class abi): one image finding per violation,
+/// and set-up errors of the scan itself. Shared by `lab run` and `lab fuzz`.
+pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding>, Vec<String>) {
     let (findings, errors) = match isa::scan(image, variant) {
         Ok(violations) => (
             violations
@@ -128,5 +131,5 @@ pub fn scan_image(variant: &'static Variant, image: &Image) -> (Vec<ImageFinding
     let sp = crate::align::sp_scan(image).unwrap_or_default().into_iter();
     findings
         .extend(sp.map(|v| ImageFinding { variant: variant.name, finding: Finding::new(Class::Abi, v.to_string()) }));
-    (findings, isa::unicorn_refusal(image).ok().flatten(), errors)
+    (findings, errors)
 }

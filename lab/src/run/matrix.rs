@@ -2,7 +2,7 @@
 //! worker pool, each cell's vector sets in order.
 
 use super::{
-    case_names, cases_in, interrupted_reason, not_provided, run_set_digested, CellSet, RunConfig, Scan, FAIL_FAST_SKIP,
+    case_names, cases_in, interrupted_reason, not_provided, run_set_digested, CellSet, RunConfig, FAIL_FAST_SKIP,
 };
 use crate::arch::VectorLength;
 use crate::backend::BackendKind;
@@ -65,10 +65,9 @@ pub(super) fn place_cells(
     cells
 }
 
-/// What the cells of a run share: the static scans, the lowest report position of a failed
+/// What the cells of a run share: the lowest report position of a failed
 /// row (`--fail-fast`), and the reference's answers.
 pub(super) struct Shared<'a> {
-    pub(super) scans: &'a [Scan],
     pub(super) first_failed: &'a AtomicUsize,
     pub(super) answers: &'a Answers,
 }
@@ -111,7 +110,7 @@ pub(super) fn run_cell(
     shared: &Shared<'_>,
     lane: &pool::Lane,
 ) -> CellOut {
-    let Shared { scans, first_failed, answers } = *shared;
+    let Shared { first_failed, answers } = *shared;
     let Cell { image: i, kind, vector_length } = placed.cell;
     let (variant, image) = (images[i].0, &images[i].1);
     if let Err(reason) = kind.supports(variant) {
@@ -120,12 +119,9 @@ pub(super) fn run_cell(
     if let Some(reason) = interrupted_reason() {
         return CellOut::Skipped(reason);
     }
-    if let (BackendKind::Unicorn, Some(reason)) = (kind, &scans[i].unicorn_refusal) {
-        return CellOut::Skipped(reason.clone());
-    }
     let mut backend = match kind.open_at(variant, image, cfg.limits, vector_length) {
         Ok(b) => b,
-        Err(e) => return CellOut::OpenError(format!("{variant} on {}: {e}", label(kind, vector_length))),
+        Err(e) => return CellOut::OpenError(format!("{variant} on {}: {e}", backend_label(kind, vector_length))),
     };
     let entry = Stubs::of(image);
     let variant_start = placed.variant_first * sets.len();
@@ -154,8 +150,8 @@ pub(super) fn run_cell(
     CellOut::Rows(rows)
 }
 
-/// `qemu vlen=256`, or the backend's name.
-pub(super) fn label(kind: BackendKind, vector_length: Option<VectorLength>) -> String {
+/// `qemu vlen=256`, or the backend's name: how rows, fuzz targets and errors name where they ran.
+pub fn backend_label(kind: BackendKind, vector_length: Option<VectorLength>) -> String {
     match vector_length {
         Some(vl) => format!("{kind} {vl}"),
         None => kind.to_string(),

@@ -27,6 +27,7 @@ use image_scan::*;
 pub use image_scan::{missing_symbols, not_provided, scan_image};
 use matrix::*;
 use set::*;
+pub use matrix::backend_label;
 pub use set::{case_names, cases_in, run_set, run_set_with_progress, BATCH_OVERHEAD};
 
 /// What to run.
@@ -180,7 +181,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
                 cell,
                 &images,
                 &sets,
-                &Shared { scans: &scans, first_failed: &first_failed, answers: &answers },
+                &Shared { first_failed: &first_failed, answers: &answers },
                 lane,
             )
         },

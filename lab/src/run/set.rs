@@ -268,7 +268,9 @@ pub(super) fn run_pending_batch(
         // did not run (every one of its findings says so).
         let given_up =
             !f.is_empty() && f.iter().all(|x| x.class == Class::NotRun && x.text.contains(backend::RESUME_GIVEN_UP));
-        let verdict = if given_up {
+        let verdict = if crate::cases::verdict::is_not_run_past(&f) {
+            crate::report::Verdict::Skipped(f[0].text.clone())
+        } else if given_up {
             let why = f[0].text.split_once(" did not run: ").map_or(f[0].text.as_str(), |(_, w)| w).to_string();
             crate::report::Verdict::Skipped(why)
         } else {

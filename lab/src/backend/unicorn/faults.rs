@@ -6,6 +6,12 @@ impl UnicornBackend {
     /// Turns the engine's stop into a fault, if it was one.
     pub(super) fn classify(&self, result: Result<(), uc_error>, pc: u64) -> Option<(FaultKind, u64, String)> {
         let seen = self.state.borrow().seen.clone();
+        if let Some(at) = seen.unsupported {
+            if let Some(stop) = self.stops.iter().find(|s| s.addr == at) {
+                let kind = FaultKind::NotRunPast { insn: stop.insn.clone(), extension: stop.extension.clone() };
+                return Some((kind, at, String::new()));
+            }
+        }
         match seen.align {
             Some(AlignStop::Sp { pc, sp }) => return Some((FaultKind::StackMisaligned { sp }, pc, ALIGN_HOOK.into())),
             Some(AlignStop::Operand { pc, addr, need }) => {
@@ -16,6 +22,10 @@ impl UnicornBackend {
         if let Some(at) = seen.syscall {
             // The hook sees the pc of the `syscall`/`sysenter` itself (measured).
             return Some((FaultKind::SystemCall { nr: None, name: None }, at, String::new()));
+        }
+        if let Some(at) = seen.hang {
+            let detail = "Unicorn's wall-clock bound per run of the batch (--batch-seconds)".to_string();
+            return Some((FaultKind::Hang(self.limits.batch_time), at, detail));
         }
         if let Some(at) = seen.budget {
             let budget = self.state.borrow().budget;

@@ -12,6 +12,8 @@ pub(super) struct Seen {
     pub(super) pinned: Option<u64>,
     /// The instruction budget ran out in the block at this address.
     pub(super) budget: Option<u64>,
+    /// The wall-clock bound ([`HookState::deadline`]) passed in the block at this address.
+    pub(super) hang: Option<u64>,
     /// An x86 `syscall`/`sysenter` at this pc.
     pub(super) syscall: Option<u64>,
     /// The size and address of the access a confirmation run pinned.
@@ -25,6 +27,9 @@ pub(super) struct Seen {
     pub(super) unrepeated: bool,
     /// An alignment rule an alignment hook saw broken ([`crate::align`]).
     pub(super) align: Option<AlignStop>,
+    /// The call reached the instruction at this address, which Unicorn cannot execute
+    /// ([`crate::isa::unicorn_stops`]): it stops there, not run past it.
+    pub(super) unsupported: Option<u64>,
 }
 
 /// An alignment rule broken at an instruction the lab hooks ([`crate::align::hook_sites`]):
@@ -76,6 +81,9 @@ pub(super) struct HookState {
     pub(super) budget: u64,
     /// Blocks run in this `emu_start`, driver included.
     pub(super) batch_blocks: u64,
+    /// When this `emu_start` passes the wall-clock bound ([`Limits::batch_time`] from its
+    /// start; `None`: no bound): the block hook looks every [`DEADLINE_STRIDE`] blocks.
+    pub(super) deadline: Option<std::time::Instant>,
     pub(super) blocks: BlockIcounts,
     /// Zbb instructions patched out of the code Unicorn fetches.
     pub(super) zbb: zbb::ZbbPatches,

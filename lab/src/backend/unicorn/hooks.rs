@@ -150,6 +150,12 @@ impl UnicornBackend {
                 // uc.c `_timeout_fn`).
                 let batch_blocks = budget.saturating_mul(64);
                 st.batch_blocks += 1;
+                if st.batch_blocks.is_multiple_of(DEADLINE_STRIDE) && st.seen.hang.is_none() {
+                    if st.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                        st.seen.hang = Some(addr);
+                        let _ = uc.emu_stop();
+                    }
+                }
                 if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
                     st.seen.budget = Some(addr);
                     let _ = uc.emu_stop();
@@ -217,6 +223,48 @@ impl UnicornBackend {
                 }
             })
             .map_err(uc_err("alignment hook"))?;
+        }
+        Ok(())
+    }
+
+    /// Stops a call at the first kernel instruction Unicorn cannot execute
+    /// ([`crate::isa::unicorn_stops`] of `image` with the declared `extensions`) instead of
+    /// running it wrongly or trapping: one code hook per run of consecutive such instructions
+    /// (any instruction inside a run is a stop, so the hook fires where a call enters it), so a
+    /// vector loop costs one hook, not one per instruction. Calls that never reach one run as
+    /// before, at full speed. The fault is [`FaultKind::NotRunPast`]. Also jumps over the
+    /// driver's vector entry state ([`crate::isa::VECTOR_ENTRY`]), which Unicorn cannot set.
+    ///
+    /// # Errors
+    /// The disassembly fails, or Unicorn refuses a hook.
+    pub fn stop_at_unsupported(&mut self, image: &Image, extensions: &[&str]) -> Result<(), BackendError> {
+        let stops = crate::isa::unicorn_stops(image, extensions)
+            .map_err(|e| BackendError::Unicorn(format!("unsupported-instruction scan: {e}")))?;
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for s in &stops {
+            match runs.last_mut() {
+                Some((_, end)) if *end == s.addr => *end = s.addr + s.len,
+                _ => runs.push((s.addr, s.addr + s.len)),
+            }
+        }
+        for (from, to) in runs {
+            let st = Rc::clone(&self.state);
+            self.uc
+                .add_code_hook(from, to - 1, move |uc, addr, _| {
+                    st.borrow_mut().seen.unsupported.get_or_insert(addr);
+                    let _ = uc.emu_stop();
+                })
+                .map_err(uc_err("unsupported-instruction hook"))?;
+        }
+        self.stops = stops;
+        let (begin, end) = crate::isa::VECTOR_ENTRY;
+        if let (Some(b), Some(e)) = (image.symbol(begin), image.symbol(end)) {
+            let to = e.addr;
+            self.uc
+                .add_code_hook(b.addr, b.addr, move |uc, _, _| {
+                    let _ = uc.set_pc(to);
+                })
+                .map_err(uc_err("vector-entry hook"))?;
         }
         Ok(())
     }

@@ -18,7 +18,10 @@
 //! buffer's edges, which see loads whole with their pc (`run_first`); a batch that turns out
 //! to break a bound runs again, stopping at it. A block hook
 //! counts instructions per call (reset whenever `lab_batch` runs) against the instruction
-//! budget; an x86 `syscall`/`sysenter` hook and the interrupt hook catch system calls.
+//! budget and keeps a wall-clock bound per run ([`Limits::batch_time`], `--batch-seconds`, as for
+//! qemu and native: a call slow per instruction hangs under its budget); an x86
+//! `syscall`/`sysenter` hook and the interrupt hook catch system calls. Calls stop before an
+//! instruction Unicorn cannot execute ([`UnicornBackend::stop_at_unsupported`]).
 //!
 //! For `lab bench`: Zbb emulation on the illegal-instruction exception ([`zbb`]), and an
 //! execution profile of a code range from a block hook ([`super::icount`]).
@@ -88,6 +91,11 @@ const HOOK_REACH: u64 = 8;
 /// 8 bytes ([`HOOK_REACH`]) overlapping it.
 const EXPLAIN_REACH: u64 = 2 * HOOK_REACH;
 
+/// Blocks between two looks at the clock for the wall-clock bound ([`Limits::batch_time`]): a
+/// block is a few to a few hundred ns of guest code, so the bound is kept to within well under
+/// a millisecond, and the clock (a vDSO call of ~20 ns) costs under 0.1% of a run.
+pub(super) const DEADLINE_STRIDE: u64 = 1024;
+
 /// RISC-V exception cause 2, "illegal instruction" (privileged spec, `mcause` table).
 const RISCV_ILLEGAL_INSTRUCTION: u32 = 2;
 
@@ -115,6 +123,8 @@ pub struct UnicornBackend {
     zbb: Rc<Cell<bool>>,
     /// Whether a block hook runs [`zbb::ZbbPatches::enter`] (the budget's hook does).
     zbb_block_hook: bool,
+    /// Whether the instruction budget's block hook runs (it also keeps the wall-clock bound).
+    budget_hook: bool,
     /// The running profile and its block hook, between `start_profile` and `take_profile`.
     profile: Rc<RefCell<Option<BlockProfile>>>,
     profile_hook: Option<unicorn_engine::UcHookId>,
@@ -123,6 +133,8 @@ pub struct UnicornBackend {
     /// fragment), with the fault: each fails with it whatever later runs of the call do
     /// ([`apply_proven`](Self::apply_proven)).
     proven: std::collections::BTreeMap<u64, Fault>,
+    /// The kernel instructions a call stops at ([`stop_at_unsupported`](Self::stop_at_unsupported)).
+    stops: Vec<crate::isa::UnicornStop>,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -195,9 +207,11 @@ impl UnicornBackend {
             state,
             zbb,
             zbb_block_hook: limits.call_instructions != u64::MAX,
+            budget_hook: limits.call_instructions != u64::MAX,
             profile: Rc::new(RefCell::new(None)),
             profile_hook: None,
             proven: std::collections::BTreeMap::new(),
+            stops: Vec::new(),
         })
     }
 
@@ -302,8 +316,17 @@ impl UnicornBackend {
         if std::mem::take(&mut self.state.borrow_mut().tlb_stale) {
             self.uc.ctl_flush_tlb().map_err(uc_err("TLB flush"))?;
         }
-        // No wall-clock timeout: the block hook's budgets stop runaway code (see add_hooks).
-        let result = self.uc.emu_start(self.entry, self.halt, 0, 0);
+        // The wall-clock bound: the budget's block hook looks at the clock (add_hooks); without
+        // that hook (`lab bench`'s timed runs turn it off) Unicorn's own timeout does, at the
+        // cost of a timer thread per run (uc.c `_timeout_fn`), and must be asked for.
+        let bound = self.limits.batch_time;
+        self.state.borrow_mut().deadline = (!bound.is_zero()).then(|| std::time::Instant::now() + bound);
+        let timeout = if self.budget_hook || bound.is_zero() { 0 } else { bound.as_micros() as u64 };
+        let result = self.uc.emu_start(self.entry, self.halt, timeout, 0);
+        if timeout != 0 && self.uc.query(unicorn_engine::Query::TIMEOUT).unwrap_or(0) != 0 {
+            let pc = self.pc();
+            self.state.borrow_mut().seen.hang.get_or_insert(pc);
+        }
         self.state.borrow_mut().forget_written_pages();
         Ok((result, self.pc()))
     }
@@ -511,7 +534,7 @@ impl UnicornBackend {
                 // An alignment hook's stop is the call's fault: the rest of the translation
                 // block still ran after it (`emu_stop` ends the run at the next block), and
                 // what it touched must not take its place.
-                if st.seen.align.is_some() {
+                if st.seen.align.is_some() || st.seen.unsupported.is_some() {
                     break;
                 }
                 (st.refused, st.seen.suspect)
