@@ -192,7 +192,12 @@ fn vex_code_is_an_isa_violation_and_is_not_run_on_unicorn() {
     assert!(!uc.cases.is_empty());
     for c in &uc.cases {
         let Verdict::Skipped(why) = &c.verdict else { panic!("{}: {:?}", c.name, c.verdict) };
-        assert!(why.starts_with("not run past `vpxor xmm0, xmm0, xmm0` at md5_implCompress: Unicorn 2.1.5 cannot execute avx"), "{why}");
+        assert!(
+            why.starts_with(
+                "not run past `vpxor xmm0, xmm0, xmm0` at md5_implCompress: Unicorn 2.1.5 cannot execute avx"
+            ),
+            "{why}"
+        );
     }
 }
 

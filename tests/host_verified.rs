@@ -32,21 +32,21 @@ fn md5_hostile_md5(fixture: &str, kind: BackendKind) -> [Row; 3] {
 /// alone, packed ones have no protection to lift); the md5 rows around it passed whole.
 fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str, tampered: &[&str]) {
     let [before, hostile, after] = rows;
-    let failed: Vec<&str> = hostile.failed.iter().map(|c| c.name.as_str()).collect();
+    let failed: Vec<&str> = hostile.failed().iter().map(|c| c.name).collect();
     if tampered.is_empty() {
-        assert_eq!(hostile.passed, 0, "{fixture} on {kind}: a case passed ({failed:?} failed)");
+        assert_eq!(hostile.passed(), 0, "{fixture} on {kind}: a case passed ({failed:?} failed)");
     } else {
         let want = failed.iter().filter(|n| tampered.iter().any(|t| n.ends_with(t))).count();
         assert_eq!((want, failed.len()), (tampered.len(), tampered.len()), "{fixture} on {kind}: {failed:?}");
     }
-    for case in &hostile.failed {
+    for case in &hostile.failed() {
         let f = &case.findings[0];
         assert_eq!(f.class, Class::Tamper, "{fixture} on {kind}: {f}");
         assert!(f.text.contains(text), "{fixture} on {kind}: {text:?} not in {f}");
         assert!(f.text.contains("seen by the host"), "{fixture} on {kind}: {f}");
     }
     for (when, row) in [("before", before), ("after", after)] {
-        assert!(row.passed > 0 && row.failed.is_empty(), "{fixture} on {kind}, md5 {when}: {:?}", row.failed);
+        assert!(row.passed() > 0 && row.failed().is_empty(), "{fixture} on {kind}, md5 {when}: {:?}", row.failed());
     }
 }
 
@@ -77,16 +77,16 @@ fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
     assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code", &[]);
     // Natively the allow-list refuses an executable mprotect: a system-call finding.
     let [_, hostile, _] = md5_hostile_md5("patch_driver.S", BackendKind::Native);
-    assert_eq!(hostile.passed, 0, "{:?}", hostile.failed);
-    assert_eq!(hostile.failed[0].findings[0].class, Class::Syscall, "{}", hostile.failed[0].findings[0]);
+    assert_eq!(hostile.passed(), 0, "{:?}", hostile.failed());
+    assert_eq!(hostile.failed()[0].findings[0].class, Class::Syscall, "{}", hostile.failed()[0].findings[0]);
 }
 
 #[test]
 fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
     let [before, hostile, after] = md5_hostile_md5("sigsegv_handler.S", BackendKind::Native);
-    assert_eq!(hostile.passed, 0, "{:?}", hostile.failed);
-    let f = &hostile.failed[0].findings[0];
+    assert_eq!(hostile.passed(), 0, "{:?}", hostile.failed());
+    let f = &hostile.failed()[0].findings[0];
     assert_eq!(f.class, Class::Syscall, "{f}");
     assert!(f.text.contains("system call 13 (rt_sigaction)"), "{f}");
-    assert!(before.failed.is_empty() && after.failed.is_empty() && after.passed > 0, "{:?}", after.failed);
+    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0, "{:?}", after.failed());
 }

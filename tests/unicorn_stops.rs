@@ -39,7 +39,8 @@ fn run(dir: &Path, obj: &str, isa: &str, backends: &str, extra: &[&str]) -> (Opt
         .arg(&json)
         .output()
         .expect("run lab");
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let text =
+        std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code(), serde_json::from_str(&text).expect("JSON report"))
 }
 

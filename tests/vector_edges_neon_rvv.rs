@@ -58,7 +58,9 @@ fn run(dir: &Path, variant: &str) -> Vec<(String, u64, BTreeSet<String>)> {
                 if c["outcome"] != "passed" {
                     // Case names are the entry's name with " [guarded]", " [guarded, misaligned]" or " @+N".
                     let name = c["name"].as_str().expect("name");
-                    failed.insert(name.split(" [").next().and_then(|n| n.split(" @+").next()).unwrap_or(name).to_string());
+                    failed.insert(
+                        name.split(" [").next().and_then(|n| n.split(" @+").next()).unwrap_or(name).to_string(),
+                    );
                 }
             }
             let label = format!("{} on {} {}", row["variant"], row["backend"], row["vector_length"]);

@@ -104,7 +104,11 @@ fn an_avx2_kernel_declared_x86_64_v3_passes_on_qemu_and_native_with_no_image_fin
     assert_eq!(json["image_findings"], serde_json::json!([]), "AVX2, LZCNT, ANDN are declared");
     assert_passes(&json, "qemu");
     assert_passes(&json, "native");
-    assert_stopped(&json, "unicorn", &["not run past `vmovdqu ymm0,", "at md5_implCompress+0x", "cannot execute avx ("]);
+    assert_stopped(
+        &json,
+        "unicorn",
+        &["not run past `vmovdqu ymm0,", "at md5_implCompress+0x", "cannot execute avx ("],
+    );
     assert_eq!(code, Some(0), "{json}");
 }
 
@@ -118,7 +122,11 @@ fn an_avx512_kernel_declared_x86_64_v4_passes_natively_and_is_not_run_on_qemu() 
     assert_eq!(json["image_findings"], serde_json::json!([]), "AVX-512F is declared");
     assert_passes(&json, "native");
     assert_not_run(&json, "qemu", &["avx512f", "qemu 7.2's TCG has no AVX-512"]);
-    assert_stopped(&json, "unicorn", &["not run past `vmovdqu64 zmm0,", "cannot execute avx512f", "Unicorn 2.1.5 has no AVX-512"]);
+    assert_stopped(
+        &json,
+        "unicorn",
+        &["not run past `vmovdqu64 zmm0,", "cannot execute avx512f", "Unicorn 2.1.5 has no AVX-512"],
+    );
     assert_eq!(json["ran_nowhere"], serde_json::json!([]), "native ran it");
     assert_eq!(code, Some(0), "{json}");
 }

@@ -157,9 +157,13 @@ fn every_zbb_instruction_agrees_with_qemu_on_random_operands() {
     let patched = rets(&mut uc, "unicorn, patched");
     assert_eq!(uc.zbb_patched(), functions().len(), "every function's Zbb instruction is patched");
     let mut mismatches = Vec::new();
+    let mut errata = 0;
     for (i, (name, a1, a2, model)) in expected.iter().enumerate() {
         let (t, p, q) = (trapped[i], patched[i], qemu[i]);
-        if t != q || p != q || q != *model {
+        if t == *model && p == *model && q != *model && qemu_ctzw_erratum(name, *a1) {
+            errata += 1;
+            eprintln!("{name}({a1:#x}): qemu {q:#x}, the model and Unicorn {model:#x} (qemu 7.2's ctzw erratum)");
+        } else if t != q || p != q || q != *model {
             mismatches.push(format!(
                 "{name}({a1:#x}, {a2:#x}): unicorn trapping {t:#x}, patched {p:#x}, qemu {q:#x}, model {model:#x}"
             ));
@@ -172,6 +176,15 @@ fn every_zbb_instruction_agrees_with_qemu_on_random_operands() {
         expected.len(),
         mismatches.join("\n")
     );
+    assert!(errata < expected.len() / 100, "{errata} calls hit the ctzw erratum: too many to be the one operand class");
+}
+
+/// qemu 7.2's `ctzw` counts the zeros of the whole 64-bit register when its low word is zero
+/// (`ctzw(0x8000000000000000)` gives 63, not 32: Zbb's ctzw counts in rs1[31:0] and gives 32
+/// for a zero word). The model and Unicorn agree with the Zbb specification; a `lab run` on qemu
+/// meets it as an emulator fault (docs/verdicts.md) where native or the reference outvotes it.
+fn qemu_ctzw_erratum(name: &str, a1: u64) -> bool {
+    name == "zbb_ctzw" && a1 as u32 == 0 && a1 != 0
 }
 
 #[test]

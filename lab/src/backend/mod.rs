@@ -326,11 +326,13 @@ pub fn run_batch(backend: &mut dyn Backend, batch: &Batch) -> Result<BatchRun, B
             (FaultKind::Hang(_), Some(_)) => {
                 Some(format!("the batch was given up after a hang at call {}", next.unwrap_or(0) - 1))
             }
-            _ if kernel_faults(&faults) + 1 >= MAX_FAULTS_PER_BATCH && started.elapsed() >= RESUME_TIME => Some(format!(
-                "{RESUME_GIVEN_UP} {} faults in {:.1} s (each fault costs a new entry of the batch; RESUME_TIME)",
-                kernel_faults(&faults) + 1,
-                started.elapsed().as_secs_f64()
-            )),
+            _ if kernel_faults(&faults) + 1 >= MAX_FAULTS_PER_BATCH && started.elapsed() >= RESUME_TIME => {
+                Some(format!(
+                    "{RESUME_GIVEN_UP} {} faults in {:.1} s (each fault costs a new entry of the batch; RESUME_TIME)",
+                    kernel_faults(&faults) + 1,
+                    started.elapsed().as_secs_f64()
+                ))
+            }
             _ => None,
         };
         faults.push(fault);

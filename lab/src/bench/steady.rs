@@ -121,7 +121,8 @@ pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, runs: u64) -> Result<St
         let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= start && i.addr < end).collect();
         let around = back_edges(image.arch, &insns, start).into_iter().filter(|&(at, t)| t <= hot && hot <= at);
         if let Some((at, target)) = around.min_by_key(|&(at, t)| at - t) {
-            let body: Vec<Insn> = insns.iter().filter(|i| i.addr >= target && i.addr <= at).map(|&i| i.clone()).collect();
+            let body: Vec<Insn> =
+                insns.iter().filter(|i| i.addr >= target && i.addr <= at).map(|&i| i.clone()).collect();
             let (name, base) =
                 image.symbol_containing(target).map_or((String::new(), start), |(n, s)| (n.to_string(), s.addr));
             return Ok(SteadyLoop {

@@ -337,8 +337,13 @@ pub(super) fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> 
         Err(e) => {
             let outcome = PieceOutcome::Error(e.to_string());
             state.stop_above.fetch_min(job.first, std::sync::atomic::Ordering::Relaxed);
-            let piece =
-                PieceResult { piece: job.first, cases: 0, elapsed: Default::default(), outcome, not_run: NotRun::default() };
+            let piece = PieceResult {
+                piece: job.first,
+                cases: 0,
+                elapsed: Default::default(),
+                outcome,
+                not_run: NotRun::default(),
+            };
             return vec![piece];
         }
     };

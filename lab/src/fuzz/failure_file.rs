@@ -66,9 +66,11 @@ pub(super) fn write_failure(
         if stopped { " (shrinking stopped at the --time deadline: maybe not minimal)" } else { "" }
     );
     let at = vl.map(|vl| format!("-{}{}", vl.spec.name.to_lowercase().replace(' ', "-"), vl.bits)).unwrap_or_default();
-    let file = cfg
-        .out_dir
-        .join(format!("fuzz-{}-{backend}{at}-{kernel}-seed{}.json", variant.name.replace('+', "_"), cfg.seed));
+    let file = cfg.out_dir.join(format!(
+        "fuzz-{}-{backend}{at}-{kernel}-seed{}.json",
+        variant.name.replace('+', "_"),
+        cfg.seed
+    ));
     let written = std::fs::create_dir_all(&cfg.out_dir).and_then(|()| {
         crate::vectors::write_file(
             &file,
@@ -97,7 +99,8 @@ mod tests {
     fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
         let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
         let kernels = std::path::Path::new("/tmp/my kernels");
-        let line = replay_line(9, kernels, zbb, (BackendKind::Qemu, None), Kernel::Md5, std::path::Path::new("/f/x.json"));
+        let line =
+            replay_line(9, kernels, zbb, (BackendKind::Qemu, None), Kernel::Md5, std::path::Path::new("/f/x.json"));
         assert!(
             line.ends_with(
                 "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \

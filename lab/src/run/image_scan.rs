@@ -44,9 +44,8 @@ impl Scan {
     /// of the run that can run the image (not Unicorn when a probe call could stop at an
     /// instruction it cannot execute): a warning per argument the kernel reads whole.
     fn probe_upper_bits(&mut self, cfg: &RunConfig, variant: &'static Variant, image: &Image, kernels: &[Kernel]) {
-        let usable = |k: &BackendKind| {
-            k.supports(variant).is_ok() && !(*k == BackendKind::Unicorn && self.unicorn_stops)
-        };
+        let usable =
+            |k: &BackendKind| k.supports(variant).is_ok() && !(*k == BackendKind::Unicorn && self.unicorn_stops);
         let Some(kind) = cfg.backends.iter().copied().find(usable) else { return };
         let entry = Stubs::of(image);
         let wanted: Vec<Kernel> = kernels.iter().copied().filter(|&k| entry.missing(k).is_none()).collect();

@@ -25,9 +25,9 @@ pub use crate::filter::Filter;
 use assemble::*;
 use image_scan::*;
 pub use image_scan::{missing_symbols, not_provided, scan_image};
+pub use matrix::backend_label;
 use matrix::*;
 use set::*;
-pub use matrix::backend_label;
 pub use set::{case_names, cases_in, run_set, run_set_with_progress, BATCH_OVERHEAD};
 
 /// What to run.
@@ -176,14 +176,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
         pool::resolve_jobs(cfg.jobs),
         &rank,
         |cell, lane| {
-            run_cell(
-                cfg,
-                cell,
-                &images,
-                &sets,
-                &Shared { first_failed: &first_failed, answers: &answers },
-                lane,
-            )
+            run_cell(cfg, cell, &images, &sets, &Shared { first_failed: &first_failed, answers: &answers }, lane)
         },
         progress,
     );
