@@ -402,20 +402,23 @@ impl BenchReport {
         let _ = writeln!(s, "\nYour kernels, native (through the lab's driver on this CPU), against OpenSSL");
         let _ = writeln!(
             s,
-            "{:<20} {:<16} {:<30} {:>7} {:>9} {:>13} {:>11}",
-            "variant", "workload", "symbol", "bytes", "MB/s", "OpenSSL MB/s", "vs OpenSSL"
+            "{:<20} {:<16} {:<30} {:>7} {:>8} {:>9} {:>13} {:>11} {:>10}  instructions",
+            "variant", "workload", "symbol", "bytes", "ns/B", "MB/s", "OpenSSL MB/s", "vs OpenSSL", "instr/call"
         );
         for r in &self.user_native {
             let _ = writeln!(
                 s,
-                "{:<20} {:<16} {:<30} {:>7} {:>9.1} {:>13} {:>11}",
+                "{:<20} {:<16} {:<30} {:>7} {:>8.3} {:>9.1} {:>13} {:>11} {:>10}  {}",
                 r.variant,
                 r.workload,
                 r.symbol,
                 r.bytes,
+                r.ns_per_byte,
                 r.mb_per_s,
                 opt(r.openssl_mb_per_s, |x| format!("{x:.1}")),
-                opt(r.vs_openssl, |x| format!("{x:.2}x"))
+                opt(r.vs_openssl, |x| format!("{x:.2}x")),
+                r.instructions_per_call.map_or("-".into(), |x| x.to_string()),
+                r.counted
             );
         }
         let _ = writeln!(
@@ -460,11 +463,14 @@ impl BenchReport {
                 t.calls_per_batch,
                 si(t.calls_per_s),
                 format!("{}B", si(t.bytes_per_s)),
-                t.instructions_per_call,
+                t.instructions_per_call.map_or("-".into(), |x| x.to_string()),
                 opt(t.overhead_ratio, |x| format!("{x:.2}")),
-                si(t.kernel_loop_instructions_per_s),
-                format!("{:.2}", t.overhead_vs_kernel_loop),
+                opt(t.kernel_loop_instructions_per_s, si),
+                opt(t.overhead_vs_kernel_loop, |x| format!("{x:.2}")),
             );
+            if t.instructions_per_call.is_none() {
+                let _ = writeln!(s, "  {}", t.counted);
+            }
         }
         let _ = writeln!(
             s,
