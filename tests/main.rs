@@ -35,6 +35,7 @@ mod own_kernel;
 mod partial_loads;
 mod predict;
 mod protocol;
+mod qemu_counts;
 mod reports;
 mod sarif;
 mod silent_green;

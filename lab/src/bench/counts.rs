@@ -130,12 +130,29 @@ fn measure(
     Ok(raw)
 }
 
+/// Counts `kernel` on `variant` with the input `misalign` bytes off, twice on fresh Unicorn
+/// engines ([`count_with`] [`Counter::unicorn`]).
+///
+/// # Errors
+/// Set-up failures and any fault or wrong result of a profiled call (a stop before an
+/// instruction Unicorn cannot execute among them).
+pub fn count(
+    image: &Image,
+    variant: &'static Variant,
+    dis: &Disassembly,
+    kernel: Kernel,
+    misalign: usize,
+    seed: u64,
+) -> Result<CountRow, String> {
+    count_with(image, variant, dis, kernel, misalign, seed, &|| Counter::unicorn(image, variant))
+}
+
 /// Counts `kernel` on `variant` with the input `misalign` bytes off, twice on fresh engines
 /// that `counter` sets up (all of one kind: [`Counter::unicorn`] or [`Counter::qemu`]).
 ///
 /// # Errors
 /// Set-up failures and any fault or wrong result of a profiled call.
-pub fn count(
+pub fn count_with(
     image: &Image,
     variant: &'static Variant,
     dis: &Disassembly,

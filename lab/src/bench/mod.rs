@@ -1,7 +1,8 @@
 //! `lab bench`: what the kernels cost and how fast the lab runs them, as a library call.
 //!
 //! * [`counts`]: dynamic instructions per block and per call on Unicorn, or under qemu-user's
-//!   exec log where Unicorn cannot run the row ([`counter`]), exact and repeated on a fresh engine, beside the HotSpot stub figures, with the Zbb saving and an instruction mix
+//!   exec log where Unicorn cannot run the row ([`counter`]), exact and repeated on a fresh
+//!   engine, beside the HotSpot stub figures, with the Zbb saving and an instruction mix
 //!   ([`mix`]).
 //! * [`mca`]: predicted cycles per block on named CPU models (`llvm-mca-19`) for the
 //!   steady-state loop ([`steady`]) of each multi-block stub, held against the VisionFive 2
@@ -140,7 +141,7 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
         }
         for m in counts::MISALIGNS {
             let on_uc = || counter::Counter::unicorn(&image, v);
-            let stopped = match on_unicorn.is_ok().then(|| counts::count(&image, v, &dis, k, m, cfg.seed, &on_uc)) {
+            let stopped = match on_unicorn.is_ok().then(|| counts::count_with(&image, v, &dis, k, m, cfg.seed, &on_uc)) {
                 Some(Ok(row)) => {
                     out.counts.push(row);
                     continue;
@@ -178,7 +179,7 @@ fn count_under_qemu(
     }
     for vl in counter::vector_lengths(v) {
         let on_qemu = || counter::Counter::qemu(image, v, vl);
-        match counts::count(image, v, dis, k, m, cfg.seed, &on_qemu) {
+        match counts::count_with(image, v, dis, k, m, cfg.seed, &on_qemu) {
             Ok(row) => out.counts.push(row),
             Err(e) => {
                 let at = vl.map(|vl| format!(" at {} {}", vl.spec.name, vl.bits)).unwrap_or_default();

@@ -156,11 +156,11 @@ impl BenchReport {
         }
         let _ = writeln!(
             s,
-            "Instructions per call and per block (Unicorn block profile of the kernel's own code; identical on a fresh engine = repeatable)"
+            "Instructions per call and per block (the kernel's own code; counter: Unicorn's block profile, or qemu's exec log where Unicorn cannot run the row; identical on a fresh engine = repeatable)"
         );
         let _ = writeln!(
             s,
-            "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
+            "{:<17} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}  counter",
             "variant",
             "kernel",
             "input",
@@ -184,7 +184,7 @@ impl BenchReport {
                 .collect();
             let _ = write!(
                 s,
-                "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
+                "{:<17} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}  {}{}",
                 r.variant,
                 r.kernel,
                 format!("+{}", r.misalign),
@@ -202,7 +202,9 @@ impl BenchReport {
                     (false, ..) => "NO".to_string(),
                     (true, false, Some(long)) => format!("yes, {long} from 2 paths"),
                     (true, false, None) => "nonlinear".to_string(),
-                }
+                },
+                r.counter,
+                r.vector_length.as_ref().map_or(String::new(), |vl| format!(", {vl}"))
             );
             let _ = if families { writeln!(s, "  {} {}", r.family, r.stub) } else { writeln!(s) };
         }
@@ -225,7 +227,7 @@ impl BenchReport {
         }
         let _ = writeln!(
             s,
-            "\nInstruction mix per block (aligned input; llvm-objdump classes weighted by block executions)"
+            "\nInstruction mix per block (aligned input; llvm-objdump classes weighted by executions: of blocks on Unicorn, of instructions under qemu)"
         );
         let _ = writeln!(
             s,
@@ -236,7 +238,7 @@ impl BenchReport {
             let m = &r.mix_per_block;
             let _ = writeln!(
                 s,
-                "{:<17} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}",
+                "{:<17} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}{}",
                 r.variant,
                 r.kernel,
                 num(m.loads),
@@ -245,7 +247,8 @@ impl BenchReport {
                 num(m.multiplies),
                 num(m.branches),
                 num(m.extension),
-                num(m.vector)
+                num(m.vector),
+                r.vector_length.as_ref().map_or(String::new(), |vl| format!("  {vl}"))
             );
         }
     }
