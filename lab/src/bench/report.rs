@@ -454,6 +454,8 @@ impl BenchReport {
             "{:<12} {:<8} {:>11} {:<15} {:>11} {:>9} {:>10} {:>10} {:>7} {:>12} {:>7}",
             head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10]
         );
+        // A reason not to count is said once per run of rows that share it.
+        let mut said = "";
         for t in &self.throughput {
             let raw = self.raw_rates.iter().find(|r| r.variant == t.variant && r.backend == t.backend);
             let _ = writeln!(
@@ -471,8 +473,9 @@ impl BenchReport {
                 opt(t.kernel_loop_instructions_per_s, si),
                 opt(t.overhead_vs_kernel_loop, |x| format!("{x:.2}")),
             );
-            if t.instructions_per_call.is_none() {
+            if t.instructions_per_call.is_none() && t.counted != said {
                 let _ = writeln!(s, "  {}", t.counted);
+                said = &t.counted;
             }
         }
         let _ = writeln!(
