@@ -148,9 +148,12 @@ fn native_timing_of_a_users_kernel_never_waits_on_a_count() {
     let native = json["user_native"].as_array().unwrap_or_else(|| panic!("{json}"));
     let count = json["counts"].as_array().unwrap().iter().find(|r| r["misalign"] == 0).expect("a count row");
     assert_eq!(count["counter"], counter::QEMU, "{count}");
-    let per_call = |blocks: u64| count["per_call"].as_array().unwrap().iter().find(|p| p[0] == blocks).unwrap()[1].clone();
-    let sizes: Vec<(u64, Value, Value)> =
-        native.iter().map(|r| (r["bytes"].as_u64().unwrap(), r["counted"].clone(), r["instructions_per_call"].clone())).collect();
+    let per_call =
+        |blocks: u64| count["per_call"].as_array().unwrap().iter().find(|p| p[0] == blocks).unwrap()[1].clone();
+    let sizes: Vec<(u64, Value, Value)> = native
+        .iter()
+        .map(|r| (r["bytes"].as_u64().unwrap(), r["counted"].clone(), r["instructions_per_call"].clone()))
+        .collect();
     assert_eq!(
         sizes,
         [

@@ -63,6 +63,9 @@ pub struct ExecTrace {
 /// Bytes of non-trace stderr text kept for reports (as for an untraced guest).
 const OTHER_KEPT: usize = 4096;
 
+/// Longest piece of a line read at once (a trace line is about 80 bytes).
+const LINE_MAX: u64 = 1024;
+
 impl ExecTrace {
     /// A fresh, empty trace.
     pub fn new() -> Arc<ExecTrace> {
@@ -70,25 +73,29 @@ impl ExecTrace {
     }
 
     /// Reads a guest's stderr to its end: trace lines are counted, other text (qemu's own
-    /// words) is returned, its first [`OTHER_KEPT`] bytes.
+    /// words) is returned, its first 4 KiB.
     pub fn drain(&self, from: impl Read) -> String {
-        let mut other = String::new();
+        let mut other: Vec<u8> = Vec::new();
         let mut batch: Vec<u64> = Vec::with_capacity(4096);
         let mut reader = BufReader::with_capacity(1 << 16, from);
-        let mut line = String::new();
+        let mut line: Vec<u8> = Vec::with_capacity(256);
         loop {
             line.clear();
-            match reader.read_line(&mut line) {
+            // At most LINE_MAX bytes at a time: a guest writing one endless line to its
+            // stderr costs no memory (the rest of such a line is read as further pieces).
+            match (&mut reader).take(LINE_MAX).read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
-                Ok(_) => match parse_line(&line) {
+                Ok(_) => match std::str::from_utf8(&line).ok().and_then(parse_line) {
                     Some(pc) => {
                         batch.push(pc);
                         if batch.len() == batch.capacity() {
                             self.add(&mut batch);
                         }
                     }
-                    None if other.len() < OTHER_KEPT => other.push_str(&line),
-                    None => {}
+                    None => {
+                        let room = OTHER_KEPT.saturating_sub(other.len());
+                        other.extend_from_slice(&line[..line.len().min(room)]);
+                    }
                 },
             }
         }
@@ -97,7 +104,7 @@ impl ExecTrace {
             c.finished = true;
         }
         self.ended.notify_all();
-        other
+        String::from_utf8_lossy(&other).into_owned()
     }
 
     fn add(&self, batch: &mut Vec<u64>) {
@@ -154,5 +161,14 @@ mod tests {
         assert_eq!(p.instructions(), 3, "the pc outside the range is not counted");
         assert_eq!(p.blocks(), vec![(0x1000, 1, 1), (0x1004, 1, 2)]);
         assert!(t.take(0x1000, 0x2000, Duration::from_millis(10)).is_err(), "no reader finished again");
+    }
+
+    #[test]
+    fn an_endless_line_is_read_in_pieces_and_kept_bounded() {
+        let mut log = vec![b'x'; 1 << 20];
+        log.extend_from_slice(b"\nTrace 0: 0x1 [0/0000000000001000/0/0] \n");
+        let t = ExecTrace::new();
+        assert_eq!(t.drain(log.as_slice()).len(), OTHER_KEPT);
+        assert_eq!(t.take(0x1000, 0x2000, Duration::from_secs(1)).unwrap().instructions(), 1);
     }
 }

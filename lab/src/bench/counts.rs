@@ -8,9 +8,9 @@ use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
 use serde::Serialize;
 
+use super::counter::Counter;
 use super::mix::{Disassembly, Mix};
 use super::workload::Workload;
-use super::counter::Counter;
 use crate::contract::Family;
 use crate::image::Image;
 use crate::variant::{Kernel, Variant};

@@ -141,7 +141,8 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
         }
         for m in counts::MISALIGNS {
             let on_uc = || counter::Counter::unicorn(&image, v);
-            let stopped = match on_unicorn.is_ok().then(|| counts::count_with(&image, v, &dis, k, m, cfg.seed, &on_uc)) {
+            let stopped = match on_unicorn.is_ok().then(|| counts::count_with(&image, v, &dis, k, m, cfg.seed, &on_uc))
+            {
                 Some(Ok(row)) => {
                     out.counts.push(row);
                     continue;

@@ -21,7 +21,10 @@ impl ProcessBackend {
     /// This backend is not qemu-user (native code has no exec log and this host no PMU).
     pub fn start_exec_trace(&mut self, start: u64, end: u64) -> Result<(), BackendError> {
         if self.kind != BackendKind::Qemu {
-            return Err(BackendError::Unsupported(format!("instruction counts need qemu's exec log, not {}", self.kind)));
+            return Err(BackendError::Unsupported(format!(
+                "instruction counts need qemu's exec log, not {}",
+                self.kind
+            )));
         }
         let _ = self.reap();
         self.trace = Some((ExecTrace::new(), (start, end)));
