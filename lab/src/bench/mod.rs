@@ -173,9 +173,11 @@ fn count_under_qemu(
     stopped: Option<String>,
     out: &mut VariantCounts,
 ) {
-    if let Err(why) = BackendKind::Qemu.supports(v) {
-        let uc = stopped.unwrap_or_default();
-        out.skipped.push(format!("counting {k} on {v} (input +{m}): not counted: Unicorn: {uc}; qemu: {why}"));
+    // qemu cannot run the variant, is missing or refuses the -cpu string: a skip naming why
+    // (the Debian package of a missing qemu-user), as for a missing llvm-mca.
+    if let Err(why) = counter::Counter::qemu(image, v, counter::vector_lengths(v)[0]) {
+        let uc = stopped.map_or_else(|| format!("Unicorn cannot run {v}"), |e| format!("Unicorn: {e}"));
+        out.skipped.push(format!("counting {k} on {v} (input +{m}): not counted: {uc}; qemu: {why}"));
         return;
     }
     for vl in counter::vector_lengths(v) {
