@@ -138,10 +138,10 @@ fn a_store_that_masks_limb_4_fails_exactly_the_entries_that_store_2_26() {
     );
     let want = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("stored limb 4 = 0x4000000")));
     // r = 1 lane sums 2^131 - 5, 2^131 - 4 and 2^131 - 1, each with 16 and 17 blocks, and the
-    // NEON and RVV entries whose lane sums, as the AVX2 path forms them, store 2^26 there.
-    assert_eq!(want.len(), 16, "{want:#?}");
+    // NEON entries whose lane sums, as the AVX2 path forms them, store 2^26 there.
+    assert_eq!(want.len(), 12, "{want:#?}");
     for b in backends() {
-        assert_eq!(run(&masked, ISA, b), (339 - 48, want.clone()), "{b}");
+        assert_eq!(run(&masked, ISA, b), (339 - 36, want.clone()), "{b}");
     }
 }
 
