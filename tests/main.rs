@@ -38,6 +38,7 @@ mod predict;
 mod protocol;
 mod qemu_counts;
 mod reports;
+mod rvv_edges;
 mod sarif;
 mod silent_green;
 mod top_limb;
