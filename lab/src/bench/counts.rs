@@ -77,10 +77,11 @@ pub struct CountRow {
     pub mix_per_block: Mix,
     /// Whether a second measurement on a fresh engine gave identical counts.
     pub repeatable: bool,
-    /// The most executed block of the 256-block call, (address, executions): it lies in the
-    /// loop a long call spends its time in, also when the cost is not linear from 1 block.
+    /// The most executed block of the 256-block call and the blocks per iteration of the loop
+    /// around it ([`super::steady::blocks_per_iteration`], from a 128-block call), for a cost not
+    /// linear from 1 block; the error says why no loop was made out.
     #[serde(skip)]
-    pub hot_block: Option<(u64, u64)>,
+    pub hot_loop: Option<Result<(u64, u32), String>>,
     /// A kernel not linear from 1 block because long calls take another path (a vector loop):
     /// that loop's instructions per block ([`super::steady::find_hot`]), else `None`.
     pub steady_per_block: Option<f64>,
@@ -100,8 +101,8 @@ struct Raw {
     per_call: Vec<(u64, u64)>,
     single: Option<u64>,
     mixes: Vec<Mix>,
-    /// The most executed block of the 256-block call: (address, executions).
-    hot: Option<(u64, u64)>,
+    /// The blocks of the 256-block call: (address, executions).
+    long: Vec<(u64, u64)>,
 }
 
 fn measure(
@@ -117,12 +118,12 @@ fn measure(
     // (bench/mod.rs then counts under qemu).
     let mut c = counter()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new(), hot: None };
+    let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new(), long: Vec::new() };
     for n in BLOCKS {
         let p = c.profile(image, &Workload::of(kernel, n, misalign), &mut rng)?;
         raw.per_call.push((n, p.instructions()));
         raw.mixes.push(dis.mix(&p)?);
-        raw.hot = p.blocks().into_iter().max_by_key(|&(a, _, k)| (k, std::cmp::Reverse(a))).map(|(a, _, k)| (a, k));
+        raw.long = p.blocks().into_iter().map(|(a, _, k)| (a, k)).collect();
     }
     if kernel == Kernel::Md5 {
         raw.single = Some(c.profile(image, &Workload::md5_single(misalign), &mut rng)?.instructions());
@@ -176,8 +177,9 @@ pub fn count_with(
     let family = w.family_in(image);
     let hotspot = hotspot_figure(variant, kernel).filter(|_| family == Family::HotSpot);
     let linear = (fixed + BLOCKS[1] as f64 * per_block - c16 as f64).abs() < 1e-9;
-    let steady_per_block = match first.hot {
-        Some((addr, runs)) if !linear => super::steady::find_hot(image, kernel, addr, runs)
+    let hot_loop = (!linear).then(|| hot_loop(image, kernel, misalign, seed, counter, &first.long));
+    let steady_per_block = match &hot_loop {
+        Some(Ok((addr, k))) => super::steady::find_hot(image, kernel, *addr, *k)
             .ok()
             .map(|lp| lp.insns.len() as f64 / f64::from(lp.blocks_per_iteration)),
         _ => None,
@@ -200,9 +202,33 @@ pub fn count_with(
         zbb_saving_pct: None,
         mix_per_block: first.mixes[2].per(&first.mixes[0], span),
         repeatable: first == second,
-        hot_block: first.hot,
+        hot_loop,
         steady_per_block,
     })
+}
+
+/// The block a long call spends its time in and the blocks per iteration of the loop around it:
+/// of the blocks of the [`BLOCKS`]`[2]`-block call (`long`), the one whose executions grow the
+/// most from a call of half as many blocks (profiled here on a fresh engine). Code that runs a
+/// fixed number of times per call (a vector path's powers of r, its final reduction tree) does
+/// not grow, however often it runs.
+fn hot_loop(
+    image: &Image,
+    kernel: Kernel,
+    misalign: usize,
+    seed: u64,
+    counter: &dyn Fn() -> Result<Counter, String>,
+    long: &[(u64, u64)],
+) -> Result<(u64, u32), String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let half = counter()?.profile(image, &Workload::of(kernel, BLOCKS[2] / 2, misalign), &mut rng)?.blocks();
+    let runs_half = |addr: u64| half.iter().find(|&&(a, _, _)| a == addr).map_or(0, |&(_, _, k)| k);
+    let growth = |&(a, k): &(u64, u64)| k.saturating_sub(runs_half(a));
+    let &(addr, runs) = long
+        .iter()
+        .max_by_key(|&&(a, k)| (growth(&(a, k)), k, std::cmp::Reverse(a)))
+        .ok_or("the long call ran no code of the kernel")?;
+    super::steady::blocks_per_iteration(BLOCKS[2], runs, runs_half(addr)).map(|k| (addr, k))
 }
 
 /// Fills in the Zbb saving of each riscv64+zbb row from the riscv64 row of the same kernel,

@@ -266,11 +266,10 @@ fn loops_to_predict(
             };
             // A kernel with a vector path for long lengths is not linear from 1 block: its
             // steady state is the loop around the 256-block call's most executed code.
-            let found = steady::find(&image, k, row.per_block).or_else(|e| match row.hot_block {
-                Some((addr, runs)) if !row.linear => {
-                    steady::find_hot(&image, k, addr, runs).map_err(|h| format!("{e}; {h}"))
-                }
-                _ => Err(e),
+            let found = steady::find(&image, k, row.per_block).or_else(|e| match &row.hot_loop {
+                Some(Ok((addr, per))) => steady::find_hot(&image, k, *addr, *per).map_err(|h| format!("{e}; {h}")),
+                Some(Err(h)) => Err(format!("{e}; {h}")),
+                None => Err(e),
             });
             match found {
                 Ok(lp) => loops.push((v, k, lp, models.clone())),

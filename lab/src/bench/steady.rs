@@ -15,7 +15,7 @@ use crate::image::Image;
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 
 /// Most blocks one loop iteration may process (an unrolled loop).
-const MAX_BLOCKS_PER_ITERATION: u32 = 8;
+const MAX_BLOCKS_PER_ITERATION: u32 = 64;
 
 /// The multi-block stub of `kernel`, whose loop is the steady state of a long call.
 pub fn multi_block_stub(kernel: Kernel) -> &'static str {
@@ -98,25 +98,39 @@ pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop,
     ))
 }
 
-/// Finds the steady-state loop of a kernel whose cost is not linear in blocks (a vector path
-/// from some length on): the innermost back-edge loop, in the multi-block stub or a function it
-/// calls, around `hot`, the most executed block of a [`super::counts::BLOCKS`]`[2]`-block call,
-/// which ran `runs` times; the call's blocks over `runs` give the blocks per iteration.
+/// Blocks per iteration of the loop around a call's most executed code, from how often that
+/// code ran in two long calls: `runs` in a `blocks`-block call and `runs_half` in one of half as
+/// many blocks. The difference cancels the groups a vector path handles outside its loop (a
+/// first group, a final reduction tree), which a single call's `blocks / runs` counts in.
 ///
 /// # Errors
-/// As [`find`]; or no back-edge closes a loop around `hot`, or its blocks per iteration are not
-/// within 1..=8.
-pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, runs: u64) -> Result<SteadyLoop, String> {
+/// The difference is not a whole number of blocks per iteration within 1..=64.
+pub fn blocks_per_iteration(blocks: u64, runs: u64, runs_half: u64) -> Result<u32, String> {
+    let extra = blocks - blocks / 2;
+    let more = runs.saturating_sub(runs_half);
+    match u32::try_from(extra / more.max(1)) {
+        Ok(k) if more > 0 && extra % more == 0 && (1..=MAX_BLOCKS_PER_ITERATION).contains(&k) => Ok(k),
+        _ => Err(format!(
+            "the most executed code ran {runs} times in a {blocks}-block call and {runs_half} times in a {}-block \
+             call: not a loop of 1 to {MAX_BLOCKS_PER_ITERATION} blocks per iteration",
+            blocks / 2
+        )),
+    }
+}
+
+/// Finds the steady-state loop of a kernel whose cost is not linear in blocks (a vector path
+/// from some length on): the innermost back-edge loop, in the multi-block stub or a function it
+/// calls, around `hot`, the block whose executions grow most with a long call's length, whose
+/// loop handles `k` blocks per iteration ([`blocks_per_iteration`]).
+///
+/// # Errors
+/// As [`find`]; or no back-edge closes a loop around `hot`.
+pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, k: u32) -> Result<SteadyLoop, String> {
     let family = Workload::of(kernel, 1, 0).family_in(image);
     let symbol = Workload::of(kernel, 2, 0).stub_in(family);
     let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
     let listing = image.listing().map_err(|e| e.to_string())?;
     let stub = (sym.addr, sym.addr + sym.size);
-    let blocks = super::counts::BLOCKS[2];
-    let k = (blocks as f64 / runs.max(1) as f64).round();
-    if !(1.0..=f64::from(MAX_BLOCKS_PER_ITERATION)).contains(&k) {
-        return Err(format!("the most executed code ran {runs} times in a {blocks}-block call: not a block loop"));
-    }
     for (start, end) in std::iter::once(stub).chain(callees(image, listing, stub)) {
         let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= start && i.addr < end).collect();
         let around = back_edges(image.arch, &insns, start).into_iter().filter(|&(at, t)| t <= hot && hot <= at);
@@ -130,7 +144,7 @@ pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, runs: u64) -> Result<St
                 arch: image.arch,
                 head: target - base,
                 back_edge: at - base,
-                blocks_per_iteration: k as u32,
+                blocks_per_iteration: k,
                 insns: body,
             });
         }
@@ -261,6 +275,19 @@ impl SteadyLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The RVV loop at VLEN 1024 (32 blocks per iteration) runs its loop 6 times in 256 blocks
+    /// and twice in 128 (one group before it, one in the final tree): 256 / 6 would say 43.
+    #[test]
+    fn blocks_per_iteration_cancel_the_groups_outside_the_loop() {
+        assert_eq!(blocks_per_iteration(256, 6, 2), Ok(32));
+        assert_eq!(blocks_per_iteration(256, 63, 31), Ok(4));
+        assert_eq!(blocks_per_iteration(256, 256, 128), Ok(1));
+        assert!(blocks_per_iteration(256, 7, 2).is_err_and(|e| e.contains("7 times in a 256-block call")));
+        assert!(blocks_per_iteration(256, 2, 2).is_err(), "no difference: not a loop");
+        assert_eq!(blocks_per_iteration(256, 3, 1), Ok(64));
+        assert!(blocks_per_iteration(256, 1, 0).is_err(), "128 blocks per iteration: more than 64");
+    }
 
     #[test]
     fn branch_targets_are_read_from_each_syntax() {
