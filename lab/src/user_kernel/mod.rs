@@ -14,6 +14,7 @@
 
 pub mod capability;
 pub mod isa_decl;
+pub mod linux_glue;
 pub mod manifest;
 pub mod objects;
 
