@@ -27,6 +27,7 @@ mod hotspot_foreign;
 mod image;
 mod layers;
 mod library_names;
+mod linux_poly1305;
 mod matrix;
 mod mb_semantics;
 mod openssl;
