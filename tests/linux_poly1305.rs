@@ -93,3 +93,24 @@ fn a_planted_carry_bug_fails_its_own_glue_path_only() {
     }
     assert!(checked >= 3, "scalar, avx and avx2 run on every x86_64 host with qemu");
 }
+
+#[test]
+fn fuzz_probes_padbit_s_upper_bits_once_per_image_as_run_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let obj = object(dir.path(), "linux_poly1305", None);
+    let o = obj.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--seed", "26", "--format", "json", "--cases", "200", "--kernel", "poly1305"])
+        .args(["--object", &o, "--variant", "=linux_poly1305@avx2", "--backend", "qemu,native"])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .expect("run lab fuzz");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let warnings = report["warnings"].to_string();
+    let want = "linux_poly1305@avx2 (poly1305, probed on qemu): abi-upper-bits: poly1305_blocks_avx2 depends on \
+                the upper 32 bits of rcx (unsigned int padbit)";
+    assert_eq!(warnings.matches("depends on the upper 32 bits").count(), 1, "one image, one argument: {warnings}");
+    assert!(warnings.contains(want), "{warnings}");
+}
