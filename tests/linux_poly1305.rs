@@ -114,3 +114,35 @@ fn fuzz_probes_padbit_s_upper_bits_once_per_image_as_run_does() {
     assert_eq!(warnings.matches("depends on the upper 32 bits").count(), 1, "one image, one argument: {warnings}");
     assert!(warnings.contains(want), "{warnings}");
 }
+
+#[test]
+fn bench_times_every_glue_path_the_host_runs_natively_labelled_by_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let obj = object(dir.path(), "linux_poly1305", None);
+    let o = obj.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["bench", "--format", "json", "--runs", "3", "--kernel", "poly1305", "--object", &o])
+        .args(["--no-throughput", "--no-predict"])
+        .output()
+        .expect("run lab bench");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let rows = report["user_native"].as_array().cloned().unwrap_or_default();
+    for (path, _, backends) in paths() {
+        let variant = format!("linux_poly1305@{path}");
+        let mine: Vec<&serde_json::Value> = rows.iter().filter(|r| r["variant"] == variant.as_str()).collect();
+        if !backends.contains(&"native") {
+            assert!(mine.is_empty(), "{variant} timed although this host lacks its ISA: {mine:?}");
+            continue;
+        }
+        assert_eq!(mine.len(), 1, "{variant}: one poly1305 1 KiB row: {report:#}");
+        let r = mine[0];
+        assert_eq!(r["path"], path, "{r}");
+        let (mbs, nsb) = (r["mb_per_s"].as_f64().unwrap_or(0.0), r["ns_per_byte"].as_f64().unwrap_or(0.0));
+        // A scalar 130-bit multiply per 16 bytes is at least 10 MB/s on any host that runs this
+        // suite, and no kernel passes 100 GB/s.
+        assert!(mbs > 10.0 && mbs < 1e5, "{variant}: {mbs} MB/s");
+        assert!((nsb * mbs - 1e3).abs() < 1e-6 * 1e3, "{variant}: {nsb} ns/B against {mbs} MB/s");
+        assert_eq!(r["symbol"], "poly1305_blocks", "{r}");
+    }
+}
