@@ -125,8 +125,8 @@ fn bench_times_every_glue_path_the_host_runs_natively_labelled_by_path() {
         .args(["--no-throughput", "--no-predict"])
         .output()
         .expect("run lab bench");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let rows = report["user_native"].as_array().cloned().unwrap_or_default();
     for (path, _, backends) in paths() {
         let variant = format!("linux_poly1305@{path}");

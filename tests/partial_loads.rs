@@ -156,7 +156,8 @@ fn fuzz_lists_a_partial_load_once_per_instruction_and_fails_it_on_request() {
     let (dir, _) = fixture_kernels("x86_64", "md5.S", "partial_load.S");
     let failures = tempfile::tempdir().expect("temp dir");
     let d = dir.path().display().to_string();
-    let base = ["--kernels-dir", &d, "--variant", "=x86_64", "--kernel", "md5", "--backend", "unicorn", "--cases", "300"];
+    let base =
+        ["--kernels-dir", &d, "--variant", "=x86_64", "--kernel", "md5", "--backend", "unicorn", "--cases", "300"];
     let (code, json, err) = fuzz(&base, failures.path());
     assert_eq!(code, 0, "{err}");
     let partial: Vec<String> = warnings(&json).into_iter().filter(|w| w.contains("partial load: ")).collect();

@@ -103,7 +103,8 @@ fn path(
 ) -> PolyPath {
     let (blocks_name, emit_name) = (PolyPath::name(image, blocks), PolyPath::name(image, emit));
     let linux = crate::user_kernel::linux_glue::glue(image.arch).filter(|_| is_linux_init(image, init));
-    let init_call = linux.map_or_else(|| format!("{POLY1305_INIT}(ctx, key, func)"), |g| format!("{}(ctx, key)", g.init));
+    let init_call =
+        linux.map_or_else(|| format!("{POLY1305_INIT}(ctx, key, func)"), |g| format!("{}(ctx, key)", g.init));
     PolyPath { init, blocks, emit, via_func, blocks_name, emit_name, probe_error: err, scalar_form, init_call }
 }
 

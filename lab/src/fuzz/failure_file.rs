@@ -90,7 +90,14 @@ pub(super) fn write_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, variant, (backend, vl), kernel, (&file, cfg.limits.partial_loads));
+    let replay = replay_line(
+        cfg.seed,
+        &cfg.build.kernels_dir,
+        variant,
+        (backend, vl),
+        kernel,
+        (&file, cfg.limits.partial_loads),
+    );
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
@@ -106,8 +113,14 @@ mod tests {
     fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
         let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
         let kernels = std::path::Path::new("/tmp/my kernels");
-        let line =
-            replay_line(9, kernels, zbb, (BackendKind::Qemu, None), Kernel::Md5, (std::path::Path::new("/f/x.json"), Default::default()));
+        let line = replay_line(
+            9,
+            kernels,
+            zbb,
+            (BackendKind::Qemu, None),
+            Kernel::Md5,
+            (std::path::Path::new("/f/x.json"), Default::default()),
+        );
         assert!(
             line.ends_with(
                 "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \
