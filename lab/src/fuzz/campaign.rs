@@ -576,6 +576,7 @@ mod tests {
             elapsed: std::time::Duration::from_millis(cases),
             outcome,
             not_run: Default::default(),
+            partial_loads: Vec::new(),
         };
         let pieces = || {
             vec![

@@ -164,6 +164,7 @@ mod tests {
             scan_isa: None,
             not_run: None,
             partial_loads: None,
+            poly1305_acc: None,
         }
     }
 
