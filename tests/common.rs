@@ -168,3 +168,39 @@ pub fn vector_file_with_a_typo() -> (tempfile::TempDir, PathBuf) {
     .expect("write vector file");
     (dir, file)
 }
+
+/// `lab run --format json --seed 26 ARGS`: (exit code, the report).
+pub fn lab_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .env("KERNEL_LAB_CACHE", kernel_lab::paths::cache_dir())
+        .args(["run", "--format", "json", "--seed", "26"])
+        .args(args)
+        .output()
+        .expect("run lab");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code().expect("exit status"), json)
+}
+
+/// (passed, failed, skip reason) of every row of `variant` on `backend` in a JSON report,
+/// summed.
+pub fn row(report: &serde_json::Value, variant: &str, backend: &str) -> (u64, u64, String) {
+    let mut out = (0, 0, String::new());
+    for r in report["rows"].as_array().expect("rows") {
+        if r["variant"] == variant && r["backend"] == backend {
+            out.0 += r["passed"].as_u64().unwrap_or(0);
+            out.1 += r["failed"].as_u64().unwrap_or(0);
+            if let Some(s) = r["skip_reason"].as_str() {
+                out.2 = s.to_owned();
+            }
+        }
+    }
+    out
+}
+
+/// Whether this host's CPU has `flag` (/proc/cpuinfo, Linux's names).
+pub fn host_has(flag: &str) -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == flag))
+}

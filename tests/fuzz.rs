@@ -243,7 +243,8 @@ fn proptest_cases_agree_with_the_reference(
         };
         let result = TestRunner::new(config).run(&fuzz::strategy(kernel), |case| {
             let mut b = backend.borrow_mut();
-            let mut t = fuzz::Target { backend: b.as_mut(), variant: v, image: &image, seed: SEED };
+            let mut t =
+                fuzz::Target { backend: b.as_mut(), variant: v, image: &image, seed: SEED, partial_loads: Vec::new() };
             let findings =
                 fuzz::run_cases(&mut t, std::slice::from_ref(&case)).map_err(|e| TestCaseError::fail(e.to_string()))?;
             match findings[0].is_empty() {

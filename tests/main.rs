@@ -28,6 +28,7 @@ mod image;
 mod jdk_acc;
 mod layers;
 mod library_names;
+mod linux_poly1305;
 mod matrix;
 mod mb_semantics;
 mod openssl;

@@ -15,6 +15,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::{host_has, lab_json, row};
+
 /// The OpenSSL tree of the `openssl-src` crate.
 fn openssl_tree() -> PathBuf {
     openssl_src::source_dir()
@@ -48,21 +50,6 @@ fn assemble(target: &str, flags: &[&str], src: &Path, obj: &Path) {
     assert!(status.success(), "clang {}", src.display());
 }
 
-/// `lab run ARGS --format json`: (exit code, the report).
-fn lab_json(args: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .env("KERNEL_LAB_CACHE", kernel_lab::paths::cache_dir())
-        .args(["run", "--format", "json", "--seed", "26"])
-        .args(args)
-        .output()
-        .expect("run lab");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr));
-    });
-    (out.status.code().expect("exit status"), json)
-}
-
 /// Whether some case of `variant` on `backend` was skipped as not run past an instruction,
 /// and every such case's reason contains `why`.
 fn skipped_past(report: &Value, variant: &str, backend: &str, why: &str) -> bool {
@@ -76,21 +63,6 @@ fn skipped_past(report: &Value, variant: &str, backend: &str, why: &str) -> bool
         .filter(|r| r.starts_with("not run past `"))
         .collect();
     !past.is_empty() && past.iter().all(|r| r.contains(why))
-}
-
-/// (passed, failed, skip reason) of every row of `variant` on `backend`, summed.
-fn row(report: &Value, variant: &str, backend: &str) -> (u64, u64, String) {
-    let mut out = (0, 0, String::new());
-    for r in report["rows"].as_array().expect("rows") {
-        if r["variant"] == variant && r["backend"] == backend {
-            out.0 += r["passed"].as_u64().unwrap_or(0);
-            out.1 += r["failed"].as_u64().unwrap_or(0);
-            if let Some(s) = r["skip_reason"].as_str() {
-                out.2 = s.to_owned();
-            }
-        }
-    }
-    out
 }
 
 /// `text` without the first line, after the line `label`, that starts with `prefix` and
@@ -110,11 +82,6 @@ fn drop_carry(text: &str, label: &str, prefix: &str, with: &str) -> String {
         .unwrap_or_else(|| panic!("no `{prefix}...{with}` after {label}"));
     let end = at + text[at..].find('\n').expect("line end") + 1;
     format!("{}{}", &text[..at], &text[end..])
-}
-
-/// The host CPU's /proc/cpuinfo flags.
-fn host_has(flag: &str) -> bool {
-    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == flag))
 }
 
 /// One planted bug: the path, its blocks function's label, and the carry line to drop.

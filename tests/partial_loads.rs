@@ -138,3 +138,40 @@ fn the_manifest_field_and_the_option_are_checked() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("`partial_loads`: `often` is not `warn` or `fail`"), "{text}");
 }
+
+/// `lab fuzz ARGS --format json` with failures written under `out`: (exit, JSON, stderr).
+fn fuzz(args: &[&str], out: &std::path::Path) -> (i32, Value, String) {
+    let out_dir = out.display().to_string();
+    let res = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--seed", "5", "--format", "json", "--out", &out_dir])
+        .args(args)
+        .output()
+        .expect("run lab fuzz");
+    let json = serde_json::from_slice(&res.stdout).unwrap_or(Value::Null);
+    (res.status.code().expect("exit status"), json, String::from_utf8_lossy(&res.stderr).into_owned())
+}
+
+#[test]
+fn fuzz_lists_a_partial_load_once_per_instruction_and_fails_it_on_request() {
+    let (dir, _) = fixture_kernels("x86_64", "md5.S", "partial_load.S");
+    let failures = tempfile::tempdir().expect("temp dir");
+    let d = dir.path().display().to_string();
+    let base =
+        ["--kernels-dir", &d, "--variant", "=x86_64", "--kernel", "md5", "--backend", "unicorn", "--cases", "300"];
+    let (code, json, err) = fuzz(&base, failures.path());
+    assert_eq!(code, 0, "{err}");
+    let partial: Vec<String> = warnings(&json).into_iter().filter(|w| w.contains("partial load: ")).collect();
+    assert_eq!(partial.len(), 1, "one load instruction, one warning: {partial:#?}");
+    let w = &partial[0];
+    assert!(w.starts_with("x86_64 on unicorn, md5 / fuzz: partial load: "), "{w}");
+    assert!(w.contains("inside an aligned 8-byte word; cannot fault") && w.contains("at md5_implCompress+0x8"), "{w}");
+
+    let (code, json, err) = fuzz(&[&base[..], &["--partial-loads", "fail"]].concat(), failures.path());
+    assert_eq!(code, 1, "{err}");
+    let text = json.to_string();
+    assert!(text.contains("partial-load") && text.contains("cannot fault"), "{text}");
+    let replays: Vec<std::path::PathBuf> =
+        std::fs::read_dir(failures.path()).expect("failures written").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(replays.len(), 1, "{replays:?}");
+    assert!(text.contains("--partial-loads fail"), "the replay keeps the policy: {text}");
+}

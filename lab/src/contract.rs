@@ -209,6 +209,38 @@ pub fn exported_name(contract: &str, defined: impl Fn(&str) -> bool) -> Option<&
     EXPORTED_NAMES.iter().find(|e| e.contract == contract && defined(e.export)).map(|e| e.export)
 }
 
+/// A library function the lab knows is not a block function of any contract, found in a
+/// user's objects ([`not_a_contract`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NotAContract {
+    /// The algorithm a user would try it as.
+    pub kernel: Kernel,
+    /// The start of the symbols' names.
+    pub prefix: &'static str,
+    /// What they are and what the library has instead.
+    pub why: &'static str,
+}
+
+/// Library functions that look like a kernel but are not one the lab can call as a contract.
+/// BoringSSL's Poly1305 has assembly only for 32-bit ARM (crypto/poly1305/poly1305_arm_asm.S,
+/// NEON, an architecture the lab does not run); on x86_64 it is C with SSE2 intrinsics
+/// (poly1305_vec.cc) and on aarch64 plain C. Its x86_64 and armv8 assembly that computes
+/// Poly1305 is the fused AEAD (crypto/cipher/asm/chacha20_poly1305_{x86_64,armv8}.pl).
+pub const NOT_CONTRACTS: [NotAContract; 1] = [NotAContract {
+    kernel: Kernel::Poly1305,
+    prefix: "chacha20_poly1305_",
+    why: "BoringSSL's fused ChaCha20-Poly1305 AEAD (chacha20_poly1305_{seal,open}_*, \
+          crypto/cipher/asm/chacha20_poly1305_{x86_64,armv8}.pl) is not a Poly1305 block function: \
+          BoringSSL's own Poly1305 is C on x86_64 (poly1305_vec.cc) and aarch64, with assembly \
+          only for 32-bit ARM (poly1305_arm_asm.S), which the lab does not run",
+}];
+
+/// What the lab knows about a symbol `defined` names for `kernel` that is not a contract's.
+pub fn not_a_contract(kernel: Kernel, mut defined: impl Iterator<Item = impl AsRef<str>>) -> Option<&'static str> {
+    let hit = |n: &str| NOT_CONTRACTS.iter().find(|c| c.kernel == kernel && n.starts_with(c.prefix));
+    defined.find_map(|n| hit(n.as_ref())).map(|c| c.why)
+}
+
 /// Every contract, HotSpot's first. Order within a family is the order of
 /// [`crate::variant::Kernel::symbols`].
 pub const CONTRACTS: [Contract; 8] = [
@@ -456,6 +488,14 @@ fn param_cell(p: &Param) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boringssl_fused_aead_is_named_as_not_a_poly1305_block_function() {
+        let why = not_a_contract(Kernel::Poly1305, ["x", "chacha20_poly1305_seal_avx2"].iter()).expect("known");
+        assert!(why.contains("poly1305_arm_asm.S") && why.contains("poly1305_vec.cc"), "{why}");
+        assert!(not_a_contract(Kernel::Md5, ["chacha20_poly1305_seal_avx2"].iter()).is_none());
+        assert!(not_a_contract(Kernel::Poly1305, ["poly1305_blocks"].iter()).is_none());
+    }
 
     #[test]
     fn docs_contracts_md_holds_the_table() {

@@ -263,6 +263,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cet_shadow_stack_instructions_are_legal_only_where_cet_is_declared() {
+        let base: Vec<CpuidFeature> = x86_64::BASELINE.to_vec();
+        let isa = &Arch::X86_64.spec().isa;
+        let cet: Vec<CpuidFeature> = base.iter().chain(isa.extension("cet").expect("cet row").cpuid).copied().collect();
+        for (insn, bytes) in [
+            ("incsspq rax", &[0xf3, 0x48, 0x0f, 0xae, 0xe8][..]),
+            ("wrssq [rdi], rax", &[0x48, 0x0f, 0x38, 0xf6, 0x07]),
+        ] {
+            let why = x86_outside_baseline(bytes, 0, &base, "x86-64").unwrap_or_else(|| panic!("{insn} flagged"));
+            assert!(why.contains("CET_SS"), "{insn}: {why}");
+            assert_eq!(x86_outside_baseline(bytes, 0, &cet, "x86-64+cet"), None, "{insn} with cet declared");
+        }
+        assert_eq!(x86_outside_baseline(&[0xf3, 0x0f, 0x1e, 0xfa], 0, &base, "x86-64"), None, "endbr64 always");
+        let declared = crate::user_kernel::DeclaredIsa::parse("x86-64+cet", Arch::X86_64).expect("x86-64+cet parses");
+        assert!(declared.extensions.contains(&"cet"));
+    }
+
+    #[test]
     fn endbr64_is_legal_and_vex_code_is_judged_by_its_features() {
         let base = [CpuidFeature::INTEL8086, CpuidFeature::SSE2];
         assert_eq!(x86_outside_baseline(&[0xf3, 0x0f, 0x1e, 0xfa], 0, &base, "x86-64"), None, "endbr64");

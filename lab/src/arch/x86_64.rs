@@ -196,6 +196,20 @@ const EXTENSIONS: &[IsaExtension] = &[
     avx512("avx512dq", &[CpuidFeature::AVX512DQ]),
     avx512("avx512vl", &[CpuidFeature::AVX512VL]),
     avx512("avx512ifma", &[CpuidFeature::AVX512_IFMA]),
+    // CET (Intel SDM vol. 1 ch. 17): declaring it allows the shadow-stack instructions (WRSS,
+    // INCSSP, RDSSP, SETSSBSY...) and the IBT ones; `endbr64`/`endbr32` are legal without it
+    // (NOPs on every CPU without CET). A process runs shadow-stack instructions only once it
+    // has enabled a shadow stack (Linux 6.6+ `arch_prctl(ARCH_SHSTK_ENABLE)`, listed as the
+    // kernel's `user_shstk` flag); neither qemu 7.2's TCG nor Unicorn 2.1.5 implements CET.
+    IsaExtension {
+        name: "cet",
+        doc: "CET shadow stack and indirect-branch tracking",
+        mattr: "",
+        qemu: QemuSupport::Missing("qemu 7.2's TCG has no CET"),
+        unicorn: UnicornSupport::Missing("Unicorn 2.1.5 has no CET"),
+        cpuid: &[CpuidFeature::CET_SS, CpuidFeature::CET_IBT],
+        cpuinfo: "user_shstk",
+    },
 ];
 
 fn syscall_name(nr: usize) -> Option<&'static str> {
@@ -583,7 +597,7 @@ mod tests {
     /// Linux 6.1: `X86_FEATURE_LZCNT` does not exist, LZCNT is `X86_FEATURE_ABM` "abm"; SSE3 is
     /// `X86_FEATURE_XMM3` "pni"; `X86_FEATURE_XMM4_1` "sse4_1"; `X86_FEATURE_SHA_NI` "sha_ni";
     /// `X86_FEATURE_CX16` "cx16"), written out independently of the rows.
-    const LINUX_CPUINFO: [(&str, &str); 25] = [
+    const LINUX_CPUINFO: [(&str, &str); 26] = [
         ("popcnt", "popcnt"),
         ("lzcnt", "abm"),
         ("movbe", "movbe"),
@@ -609,6 +623,7 @@ mod tests {
         ("avx512dq", "avx512dq"),
         ("avx512vl", "avx512vl"),
         ("avx512ifma", "avx512ifma"),
+        ("cet", "user_shstk"),
     ];
 
     #[test]
@@ -648,6 +663,10 @@ mod tests {
             "avx512dq" => is_x86_feature_detected!("avx512dq"),
             "avx512vl" => is_x86_feature_detected!("avx512vl"),
             "avx512ifma" => is_x86_feature_detected!("avx512ifma"),
+            // `user_shstk` is the kernel's (CPU and kernel support user shadow stacks), not a
+            // CPUID bit: CPUID.7.0:ECX[7] without kernel support is not it (this VM: CPUID
+            // says CET_SS, /proc/cpuinfo lists no shstk). No independent check: the flag itself.
+            "cet" => crate::user_kernel::isa_decl::host_cpu_flags().iter().any(|f| f == "user_shstk"),
             other => panic!("no CPUID check for `{other}`"),
         }
     }

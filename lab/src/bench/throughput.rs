@@ -202,6 +202,27 @@ pub fn raw_rate(
     })
 }
 
+/// Seconds per call of workload `w` on `backend`: batches calibrated to about `TARGET`
+/// each, median of `runs`; with the calls per batch.
+///
+/// # Errors
+/// A fault or backend failure.
+pub fn time_calls(
+    backend: &mut dyn Backend,
+    image: &Image,
+    w: &Workload,
+    runs: usize,
+    rng: &mut impl RngExt,
+) -> Result<(usize, f64), String> {
+    let k0 = 16;
+    let t0 = round(backend, image, w, k0, rng)?.as_secs_f64().max(1e-6);
+    let k = ((k0 as f64 * TARGET.as_secs_f64() / t0) as usize).clamp(k0, MAX_CALLS);
+    let per_call: Vec<f64> = (0..runs.max(1))
+        .map(|_| round(backend, image, w, k, rng).map(|d| d.as_secs_f64() / k as f64))
+        .collect::<Result<_, _>>()?;
+    Ok((k, median(per_call)))
+}
+
 /// One timed batch of `k` calls of `w`: calls added, layout, run, records decoded.
 fn round(
     backend: &mut dyn Backend,
@@ -310,13 +331,7 @@ pub fn measure(
                 r
             }
         };
-        let k0 = 16;
-        let t0 = round(backend, image, w, k0, &mut rng)?.as_secs_f64().max(1e-6);
-        let k = ((k0 as f64 * TARGET.as_secs_f64() / t0) as usize).clamp(k0, MAX_CALLS);
-        let per_call: Vec<f64> = (0..runs)
-            .map(|_| round(backend, image, w, k, &mut rng).map(|d| d.as_secs_f64() / k as f64))
-            .collect::<Result<_, _>>()?;
-        let per_call = median(per_call);
+        let (k, per_call) = time_calls(backend, image, w, runs, &mut rng)?;
         let over = |rate: f64| instructions.map(|n| per_call / (n as f64 / rate));
         rows.push(ThroughputRow {
             variant: variant.name,

@@ -27,6 +27,9 @@ use crate::variant::{Kernel, Variant};
 pub struct UserNativeRow {
     /// The user's variant (its name in reports: the object's stem or the manifest entry).
     pub variant: &'static str,
+    /// The dispatch path the variant runs (`avx2`), when its objects choose one (an OpenSSL
+    /// capability word, Linux's glue: one variant per path, each timed where the host runs it).
+    pub path: Option<&'static str>,
     /// `md5` or `poly1305`.
     pub kernel: &'static str,
     /// The workload (`md5 16 KiB`).
@@ -80,6 +83,7 @@ pub fn measure(
                 .map(|o| o.mb_per_s);
             UserNativeRow {
                 variant: r.variant,
+                path: crate::user_kernel::of(variant).and_then(|k| k.dispatch_path),
                 kernel: kernel.name(),
                 workload: r.workload,
                 symbol: r.stub,

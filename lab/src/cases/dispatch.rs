@@ -21,6 +21,7 @@ use crate::contract::{POLY1305_BLOCKS, POLY1305_EMIT, POLY1305_INIT, POLY1305_OP
 use crate::image::Image;
 use crate::reference::openssl::PolyCtx;
 use crate::reference::poly1305::CLAMP;
+use crate::user_kernel::linux_glue::is_linux_init;
 
 /// The entry points a `poly1305_init` image is called through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,9 @@ pub struct PolyPath {
     /// where [`crate::reference::openssl::PolyCtx`] puts it). Not so on a path with a state of
     /// its own from the start (x86_64 AVX-512 IFMA: base 2^44): its h is judged by the tag only.
     pub scalar_form: bool,
+    /// How the init call reads in labels: `poly1305_init(ctx, key, func)`, or Linux's
+    /// `poly1305_init_x86_64(ctx, key)` (no function table).
+    pub init_call: String,
 }
 
 impl PolyPath {
@@ -98,7 +102,10 @@ fn path(
     scalar_form: bool,
 ) -> PolyPath {
     let (blocks_name, emit_name) = (PolyPath::name(image, blocks), PolyPath::name(image, emit));
-    PolyPath { init, blocks, emit, via_func, blocks_name, emit_name, probe_error: err, scalar_form }
+    let linux = crate::user_kernel::linux_glue::glue(image.arch).filter(|_| is_linux_init(image, init));
+    let init_call =
+        linux.map_or_else(|| format!("{POLY1305_INIT}(ctx, key, func)"), |g| format!("{}(ctx, key)", g.init));
+    PolyPath { init, blocks, emit, via_func, blocks_name, emit_name, probe_error: err, scalar_form, init_call }
 }
 
 /// One `poly1305_init` call on Unicorn: `Some((blocks, emit))` from `func` when it returned
@@ -123,6 +130,9 @@ fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, bool), String>
     if !completed {
         return Err(format!("{POLY1305_INIT} did not return on Unicorn"));
     }
+    // Linux's init takes no function table: its glue picks blocks and emit (the variant's
+    // own entries, [`crate::user_kernel::linux_glue`]), whatever init returns.
+    let no_func = is_linux_init(image, init);
     let layout = PolyCtx::of(image.arch);
     let r = u128::from_le_bytes(PROBE_KEY[..16].try_into().unwrap_or_default()) & CLAMP;
     let want = layout.with([0; 3], r);
@@ -133,7 +143,7 @@ fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, bool), String>
     let words = batch.buffer(&run.resp, func);
     let word = |i: usize| u64::from_le_bytes(words[8 * i..8 * i + 8].try_into().unwrap_or_default());
     // `int` return: only the low 32 bits are specified.
-    if ret as u32 == 0 {
+    if ret as u32 == 0 || no_func {
         return Ok((None, scalar));
     }
     let (fb, fe) = (word(0), word(1));

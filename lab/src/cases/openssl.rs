@@ -18,7 +18,7 @@ use crate::batch::{Arg, BufId};
 use crate::cases::plan::{
     Expect, Final, Md5Args, Planner, MD5_INSTRUCTIONS_PER_BLOCK, POLY1305_INSTRUCTIONS_PER_BLOCK,
 };
-use crate::contract::{MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS, POLY1305_INIT, POLY1305_OPAQUE_BYTES};
+use crate::contract::{MD5_BLOCK_DATA_ORDER, POLY1305_BLOCKS, POLY1305_OPAQUE_BYTES};
 use crate::reference::md5::{self, State};
 use crate::reference::openssl::{self, PolyCtx};
 use crate::reference::poly1305::{self, Limbs26};
@@ -137,7 +137,7 @@ impl<R: RngExt> Planner<'_, R> {
         let e = OsslExpect::Init { ctx, func, arch: self.arch(), r, want, names, layout: path.scalar_form };
         let args = [Arg::Ptr(ctx, 0), Arg::Ptr(key, 0), Arg::Ptr(func, 0), Arg::Imm(self.rng.random())];
         let note = path.probe_error.map_or_else(String::new, |e| format!(" (the lab's probe: {e})"));
-        self.call_plain(path.init, args, format!("{POLY1305_INIT}(ctx, key, func){note}"), vec![Expect::OpenSsl(e)]);
+        self.call_plain(path.init, args, format!("{}{note}", path.init_call), vec![Expect::OpenSsl(e)]);
         ctx
     }
 

@@ -21,6 +21,12 @@ pub(crate) struct FuzzArgs {
     /// (class out-of-domain, not failures). docs/contracts.md, "The JDK call domain".
     #[arg(long, value_enum, default_value = "jdk")]
     domain: kernel_lab::domain::Domain,
+    /// A load that reaches past (or before) a buffer inside one aligned 8-byte word the buffer
+    /// also touches cannot fault on any machine: `warn` lists it as a warning (one per load
+    /// instruction), `fail` makes it a memory finding, as `lab run --partial-loads`. A manifest
+    /// variant's `partial_loads` overrides it for that variant.
+    #[arg(long, value_name = "warn|fail", default_value = "warn", value_parser = kernel_lab::backend::PartialLoads::from_name)]
+    partial_loads: kernel_lab::backend::PartialLoads,
     /// Cases per variant × backend × kernel (across all shards). Default: 2000.
     #[arg(long, conflicts_with = "time", value_parser = clap::value_parser!(u64).range(1..))]
     cases: Option<u64>,
@@ -121,7 +127,7 @@ pub(crate) fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
         shard: args.shard.unwrap_or((0, 1)),
         batch: args.batch.max(1),
         out_dir: args.out.clone(),
-        limits: Limits::default(),
+        limits: Limits { partial_loads: args.partial_loads, ..Limits::default() },
         jobs: args.jobs.map_or(0, |n| n as usize),
         vector_lengths: args.vlen.clone(),
     };
@@ -207,6 +213,9 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
                 let _ = writeln!(out, "FAILED {} image ({}): {f}", r.variant, f.class.name());
             }
         }
+    }
+    for w in results.iter().flat_map(|r| &r.warnings) {
+        let _ = writeln!(out, "\nwarning: {}", w.text);
     }
     let count = |p: fn(&fuzz::Outcome) -> bool| results.iter().filter(|r| p(&r.outcome)).count();
     let _ = writeln!(

@@ -249,12 +249,15 @@ pub(crate) struct OwnKernel {
     pub(crate) poly1305_acc: Option<kernel_lab::domain::AccRange>,
 }
 
-/// Each kernel as one variant per OpenSSL dispatch path its objects choose from
-/// ([`user_kernel::capability::expand`]).
+/// Each kernel as one variant per dispatch path: the OpenSSL paths its objects choose from
+/// through a capability word ([`user_kernel::capability::expand`]), or the paths Linux's
+/// Poly1305 glue chooses from ([`user_kernel::linux_glue::expand`]).
 fn expand_paths(kernels: Vec<UserKernel>) -> Result<Vec<UserKernel>, String> {
     let mut out = Vec::new();
     for k in kernels {
-        out.extend(user_kernel::capability::expand(k)?);
+        for v in user_kernel::capability::expand(k)? {
+            out.extend(user_kernel::linux_glue::expand(v)?);
+        }
     }
     Ok(out)
 }

@@ -3,7 +3,7 @@
 
 use super::{
     blocks_of, cross_check, interrupted_reason, run_cases, runner, shrink, strategy_for, write_failure, Budget, Case,
-    FuzzConfig, Outcome, Target, TargetResult,
+    FuzzConfig, Outcome, Target, TargetResult, Warning,
 };
 use crate::cases::plan::Stubs;
 use crate::contract::Family;
@@ -99,6 +99,8 @@ pub(super) struct PieceResult {
     elapsed: std::time::Duration,
     outcome: PieceOutcome,
     not_run: NotRun,
+    /// Partial loads the piece's cases made, (pc, sentence) ([`Target::partial_loads`]).
+    partial_loads: Vec<(u64, String)>,
 }
 
 /// Cases a backend stopped before an instruction it cannot execute
@@ -187,6 +189,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
                 not_run: NotRun::default(),
                 elapsed: Default::default(),
                 outcome: PieceOutcome::Error("the lab panicked fuzzing this piece (a bug in the lab)".into()),
+                partial_loads: Vec::new(),
             }),
         }
     }
@@ -199,6 +202,13 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
                 all
             },
         );
+        for (pc, text) in pieces.iter().flat_map(|p| &p.partial_loads) {
+            if !out[r.slot].warnings.iter().any(|w| w.pc == Some(*pc)) {
+                let on = crate::run::backend_label(r.kind, r.vector_length);
+                let text = format!("{} on {on}, {} / fuzz: partial load: {text}", variant.name, r.kernel);
+                out[r.slot].warnings.push(Warning { pc: Some(*pc), text });
+            }
+        }
         let result = merge_pieces(cfg, variant, r, pieces);
         out[r.slot].cases = result.0;
         out[r.slot].elapsed = result.1;
@@ -209,6 +219,7 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
         }
         out[r.slot].not_run = not_run;
     }
+    probe_upper_bits(cfg, &runnable, &images, &mut out);
     for (variant, image) in &images {
         let mine: Vec<usize> = (0..out.len()).filter(|&i| out[i].variant == variant.name).collect();
         if let (Some(&first), Some(&last)) = (mine.first(), mine.last()) {
@@ -216,6 +227,39 @@ pub fn campaign(cfg: &FuzzConfig, progress: &mut dyn FnMut(crate::progress::Prog
         }
     }
     out
+}
+
+/// The `abi-upper-bits` probe ([`crate::int_args::reliance`]) once per image and kernel, as
+/// `lab run` makes it: on the first runnable backend of the image that is not Unicorn (whose
+/// calls may stop at vector code), else Unicorn; its warnings go to that target's result.
+fn probe_upper_bits(
+    cfg: &FuzzConfig,
+    runnable: &[Runnable],
+    images: &[(&'static Variant, Image)],
+    out: &mut [TargetResult],
+) {
+    let mut done: Vec<(usize, Kernel)> = Vec::new();
+    let unicorn = crate::backend::BackendKind::Unicorn;
+    let mut order: Vec<&Runnable> = runnable.iter().filter(|r| r.kind != unicorn).collect();
+    order.extend(runnable.iter().filter(|r| r.kind == unicorn));
+    for r in order {
+        if done.contains(&(r.image, r.kernel)) {
+            continue;
+        }
+        done.push((r.image, r.kernel));
+        let (variant, image) = &images[r.image];
+        let found = r
+            .kind
+            .open_at(variant, image, cfg.limits, r.vector_length)
+            .map_err(|e| e.to_string())
+            .and_then(|mut b| crate::int_args::reliance(b.as_mut(), image, r.kernel));
+        let head = format!("{} ({}, probed on {})", variant.name, r.kernel, r.kind);
+        let text = match found {
+            Ok(found) => found.into_iter().map(|f| format!("{head}: {}: {}", f.class.name(), f.text)).collect(),
+            Err(e) => vec![format!("{head}: the upper-bits probe could not run: {e}")],
+        };
+        out[r.slot].warnings.extend(text.into_iter().map(|text| Warning { pc: None, text }));
+    }
 }
 
 /// What every job reads.
@@ -287,6 +331,7 @@ pub(super) fn plan_variant(
                 outcome,
                 image_findings: findings.clone(),
                 image: image.as_ref().ok().map(|i| i.path.clone()),
+                warnings: Vec::new(),
             };
             if let Err(why) = kind.applicable(variant) {
                 out.push(result(Outcome::NotApplicable(why)));
@@ -343,15 +388,17 @@ pub(super) fn run_job(ctx: &JobContext, job: &Job, lane: &crate::pool::Lane) -> 
                 elapsed: Default::default(),
                 outcome,
                 not_run: NotRun::default(),
+                partial_loads: Vec::new(),
             };
             return vec![piece];
         }
     };
-    let mut t = Target { backend: backend.as_mut(), variant, image, seed: ctx.cfg.seed };
+    let mut t = Target { backend: backend.as_mut(), variant, image, seed: ctx.cfg.seed, partial_loads: Vec::new() };
     let mut pieces = Vec::new();
     let mut piece = job.first;
     loop {
-        let result = run_piece(ctx, &mut t, (r, state), piece, window, lane);
+        let mut result = run_piece(ctx, &mut t, (r, state), piece, window, lane);
+        result.partial_loads = std::mem::take(&mut t.partial_loads);
         let stop = !matches!(result.outcome, PieceOutcome::Clean);
         pieces.push(result);
         piece += job.stride;
@@ -400,6 +447,7 @@ pub(super) fn run_piece(
         elapsed: started.elapsed(),
         outcome,
         not_run: not_run.clone(),
+        partial_loads: Vec::new(),
     };
     loop {
         if state.stop_above.load(Ordering::Relaxed) < piece {
@@ -528,6 +576,7 @@ mod tests {
             elapsed: std::time::Duration::from_millis(cases),
             outcome,
             not_run: Default::default(),
+            partial_loads: Vec::new(),
         };
         let pieces = || {
             vec![

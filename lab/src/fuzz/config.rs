@@ -110,6 +110,18 @@ pub struct TargetResult {
     pub image_findings: Vec<Finding>,
     /// The variant's image, when it was built (the SARIF report maps addresses through it).
     pub image: Option<std::path::PathBuf>,
+    /// Warnings, as `lab run`'s: the `abi-upper-bits` probe of the image's kernel (on one
+    /// target per image and kernel) and the partial loads its cases made under `warn`.
+    pub warnings: Vec<Warning>,
+}
+
+/// A warning of a fuzz target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The load instruction's address, for a partial load (one warning per instruction).
+    pub pc: Option<u64>,
+    /// The sentence.
+    pub text: String,
 }
 
 impl TargetResult {

@@ -27,7 +27,7 @@ pub(super) fn cross_check(cfg: &FuzzConfig, variant: &'static Variant, image: &I
         let mut verdicts: Vec<(crate::backend::BackendKind, bool)> = Vec::new();
         for &kind in others.iter().filter(|&&k| k != r.backend) {
             let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { continue };
-            let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed };
+            let mut t = Target { backend: backend.as_mut(), variant, image, seed: cfg.seed, partial_loads: Vec::new() };
             if let Ok(found) = run_cases(&mut t, std::slice::from_ref(&f.case)) {
                 verdicts.push((kind, found[0].is_empty()));
             }

@@ -36,10 +36,13 @@ pub(super) fn replay_line(
     variant: &Variant,
     (backend, vl): (backend::BackendKind, Option<crate::arch::VectorLength>),
     kernel: Kernel,
-    file: &std::path::Path,
+    (file, partial): (&std::path::Path, backend::PartialLoads),
 ) -> String {
     let mut replay = replay_options(seed, kernels_dir, variant);
     replay.flag("--no-bundled").path("--vectors", file);
+    if partial == backend::PartialLoads::Fail {
+        replay.value("--partial-loads", "fail");
+    }
     replay.narrowed_at(variant.name, backend, vl, kernel, None, None)
 }
 
@@ -55,7 +58,11 @@ pub(super) fn write_failure(
     let Shrunk { case_index, original_blocks, mut case, findings, stopped } = shrunk;
     let on = crate::run::backend_label(backend, vl);
     case.name = format!("fuzz seed {} case {case_index} on {}/{on} (shrunk)", cfg.seed, variant.name);
-    let campaign = replay_options(cfg.seed, &cfg.build.kernels_dir, variant).fuzz_target(variant.name, backend, kernel);
+    let mut options = replay_options(cfg.seed, &cfg.build.kernels_dir, variant);
+    if cfg.limits.partial_loads == backend::PartialLoads::Fail {
+        options.value("--partial-loads", "fail");
+    }
+    let campaign = options.fuzz_target(variant.name, backend, kernel);
     let campaign = match vl {
         Some(vl) => format!("{campaign} --vlen {}", vl.bits),
         None => campaign,
@@ -83,7 +90,14 @@ pub(super) fn write_failure(
     if let Err(e) = written {
         return Outcome::Error(format!("{}: cannot write the failing case: {e}", file.display()));
     }
-    let replay = replay_line(cfg.seed, &cfg.build.kernels_dir, variant, (backend, vl), kernel, &file);
+    let replay = replay_line(
+        cfg.seed,
+        &cfg.build.kernels_dir,
+        variant,
+        (backend, vl),
+        kernel,
+        (&file, cfg.limits.partial_loads),
+    );
     Outcome::Failed(Box::new(Failure { case_index, original_blocks, case, findings, file, replay }))
 }
 
@@ -99,8 +113,14 @@ mod tests {
     fn the_replay_of_a_failure_names_zbb_the_kernels_and_the_file() {
         let zbb = Variant::by_name("riscv64+zbb").expect("riscv64+zbb");
         let kernels = std::path::Path::new("/tmp/my kernels");
-        let line =
-            replay_line(9, kernels, zbb, (BackendKind::Qemu, None), Kernel::Md5, std::path::Path::new("/f/x.json"));
+        let line = replay_line(
+            9,
+            kernels,
+            zbb,
+            (BackendKind::Qemu, None),
+            Kernel::Md5,
+            (std::path::Path::new("/f/x.json"), Default::default()),
+        );
         assert!(
             line.ends_with(
                 "lab run --seed 9 --kernels-dir '/tmp/my kernels' --no-bundled --vectors /f/x.json --arch riscv64 --zbb \

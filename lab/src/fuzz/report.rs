@@ -90,5 +90,6 @@ pub fn to_report(
         }
     }
     let interrupted = crate::interrupt::interrupted();
-    Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, images, ..Report::default() }
+    let warnings = results.iter().flat_map(|r| r.warnings.iter().map(|w| w.text.clone())).collect();
+    Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, images, warnings, ..Report::default() }
 }

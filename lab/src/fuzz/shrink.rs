@@ -26,6 +26,9 @@ pub struct Target<'a> {
     pub image: &'a Image,
     /// Seed for poison values and argument garbage.
     pub seed: u64,
+    /// Partial loads the backend let run ([`crate::backend::PartialLoads::Warn`]) in the
+    /// cases so far, one (pc, sentence) per load instruction.
+    pub partial_loads: Vec<(u64, String)>,
 }
 
 /// Runs `cases` in one batch and returns each case's findings (empty = agrees with the
@@ -72,6 +75,11 @@ pub fn run_cases(t: &mut Target, cases: &[Case]) -> Result<Vec<Vec<Finding>>, Ba
         all
     };
     let out = plans.iter().map(findings).collect();
+    for (pc, text) in plans.iter().flatten().flat_map(|p| verdict::partial_load_warnings(p, &batch, &run, t.image)) {
+        if !t.partial_loads.iter().any(|(seen, _)| *seen == pc) {
+            t.partial_loads.push((pc, text));
+        }
+    }
     t.backend.recycle(run.resp);
     batch.into_payload().keep_as_spare();
     Ok(out)

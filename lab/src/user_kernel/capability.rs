@@ -71,7 +71,7 @@ fn symbols(k: &UserKernel) -> (BTreeSet<String>, BTreeSet<String>) {
 }
 
 /// `isa` with `extensions` added (`x86-64+xsave+avx+avx2`).
-fn isa_with(isa: &DeclaredIsa, extensions: &[&str]) -> Result<DeclaredIsa, String> {
+pub(super) fn isa_with(isa: &DeclaredIsa, extensions: &[&str]) -> Result<DeclaredIsa, String> {
     let mut names: Vec<&str> = Vec::new();
     for e in extensions.iter().filter(|e| !isa.extensions.contains(e)) {
         if !names.contains(e) {

@@ -14,6 +14,7 @@
 
 pub mod capability;
 pub mod isa_decl;
+pub mod linux_glue;
 pub mod manifest;
 pub mod objects;
 
@@ -146,11 +147,13 @@ impl UserKernel {
         let list = symbols_of(kernel).join(", ");
         Some(if self.symbols.is_empty() {
             let objects: Vec<String> = self.objects.iter().map(|o| o.display().to_string()).collect();
+            let known = self.defines.as_ref().and_then(|d| crate::contract::not_a_contract(kernel, d.iter()));
             format!(
-                "{} define{} no {kernel} contract symbol ({list}); name yours with --symbol \
+                "{} define{} no {kernel} contract symbol ({list}){}; name yours with --symbol \
                  CONTRACT=SYMBOL (a manifest: [variant.symbols])",
                 objects.join(", "),
-                if objects.len() == 1 { "s" } else { "" }
+                if objects.len() == 1 { "s" } else { "" },
+                known.map_or_else(String::new, |w| format!(": {w}"))
             )
         } else {
             format!("{}: no {kernel} contract symbol is mapped ({list})", self.origin)
