@@ -54,39 +54,69 @@ fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str, 
 const GUARDED: &str = " [guarded]";
 const MISALIGNED: &str = " [guarded, misaligned]";
 
-#[test]
-fn a_kernel_lifting_its_inputs_protection_is_not_green() {
-    for kind in [BackendKind::Native, BackendKind::Qemu] {
-        let rows = md5_hostile_md5("lift_input.S", kind);
-        let text = "is read-write in the guest, the table in force says read-only";
-        assert_tamper("lift_input.S", kind, &rows, text, &[GUARDED, MISALIGNED]);
+/// Natively the batch child's filter (confine.rs, `batch_filter`) traps the kernel's first
+/// protection or handler change: every case of the hostile row fails with a system-call
+/// finding naming `call`, the md5 rows around it pass.
+fn assert_denied(fixture: &str, rows: &[Row; 3], call: &str) {
+    let [before, hostile, after] = rows;
+    assert_eq!(hostile.passed(), 0, "{fixture} natively: {:?}", hostile.failed());
+    for case in &hostile.failed() {
+        let f = &case.findings[0];
+        assert_eq!(f.class, Class::Syscall, "{fixture} natively: {f}");
+        assert!(f.text.contains(&format!("({call})")), "{fixture} natively: {call} not in {f}");
+    }
+    for (when, row) in [("before", before), ("after", after)] {
+        assert!(row.passed() > 0 && row.failed().is_empty(), "{fixture} natively, md5 {when}: {:?}", row.failed());
     }
 }
 
 #[test]
+fn a_kernel_lifting_its_inputs_protection_is_not_green() {
+    let rows = md5_hostile_md5("lift_input.S", BackendKind::Qemu);
+    let text = "is read-write in the guest, the table in force says read-only";
+    assert_tamper("lift_input.S", BackendKind::Qemu, &rows, text, &[GUARDED, MISALIGNED]);
+    assert_denied("lift_input.S", &md5_hostile_md5("lift_input.S", BackendKind::Native), "mprotect");
+}
+
+#[test]
 fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
-    for kind in [BackendKind::Native, BackendKind::Qemu] {
-        let rows = md5_hostile_md5("lift_guard.S", kind);
-        assert_tamper("lift_guard.S", kind, &rows, "guard poison at input+", &[GUARDED]);
-    }
+    let rows = md5_hostile_md5("lift_guard.S", BackendKind::Qemu);
+    assert_tamper("lift_guard.S", BackendKind::Qemu, &rows, "guard poison at input+", &[GUARDED]);
+    // Only the guarded case lifts (its input ends flush against a page); the others pass.
+    let [before, hostile, after] = md5_hostile_md5("lift_guard.S", BackendKind::Native);
+    let failed = hostile.failed();
+    assert!(failed.len() == 1 && failed[0].name.ends_with(GUARDED), "natively: {failed:?}");
+    assert_eq!(failed[0].findings[0].class, Class::Syscall, "{}", failed[0].findings[0]);
+    assert!(failed[0].findings[0].text.contains("(mprotect)"), "{}", failed[0].findings[0]);
+    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
+}
+
+/// A lift fully undone before the return (bytes and protection as laid) is denied natively;
+/// under qemu-user nothing of it is left for the host to see and the case passes: the gap
+/// docs/threat-model.md names ("A lift undone within the batch"). This pins it: a lab that
+/// starts seeing it must say so there.
+#[test]
+fn a_lift_undone_within_the_call_is_denied_natively_and_unseen_under_qemu() {
+    assert_denied("lift_undone.S", &md5_hostile_md5("lift_undone.S", BackendKind::Native), "mprotect");
+    // Under qemu-user the fixture's "restore" to read-only is itself a change where the input's
+    // page was read-write (a packed input): seen. Where it was read-only (the guarded case) it
+    // is truly undone: unseen, the case passes.
+    let [_, hostile, _] = md5_hostile_md5("lift_undone.S", BackendKind::Qemu);
+    let failed = hostile.failed();
+    assert!(failed.iter().all(|c| c.findings[0].class == Class::Tamper), "qemu: {failed:?}");
+    assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)), "qemu: {failed:?}");
+    assert!(hostile.passed() > 0, "qemu: {failed:?}");
 }
 
 #[test]
 fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
     let rows = md5_hostile_md5("patch_driver.S", BackendKind::Qemu);
     assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code", &[]);
-    // Natively the allow-list refuses an executable mprotect: a system-call finding.
-    let [_, hostile, _] = md5_hostile_md5("patch_driver.S", BackendKind::Native);
-    assert_eq!(hostile.passed(), 0, "{:?}", hostile.failed());
-    assert_eq!(hostile.failed()[0].findings[0].class, Class::Syscall, "{}", hostile.failed()[0].findings[0]);
+    // Natively the batch child may not mprotect at all: a system-call finding.
+    assert_denied("patch_driver.S", &md5_hostile_md5("patch_driver.S", BackendKind::Native), "mprotect");
 }
 
 #[test]
 fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
-    let [before, hostile, after] = md5_hostile_md5("sigsegv_handler.S", BackendKind::Native);
-    assert_eq!(hostile.passed(), 0, "{:?}", hostile.failed());
-    let f = &hostile.failed()[0].findings[0];
-    assert_eq!(f.class, Class::Syscall, "{f}");
-    assert!(f.text.contains("system call 13 (rt_sigaction)"), "{f}");
-    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0, "{:?}", after.failed());
+    assert_denied("sigsegv_handler.S", &md5_hostile_md5("sigsegv_handler.S", BackendKind::Native), "rt_sigaction");
 }
