@@ -13,8 +13,13 @@ use crate::common::{fixture_image, fixture_kernels, one_vector_set, variant, FIX
 /// The md5 set, the poly1305 set of one block (the hostile kernel), then the md5 set again, on
 /// one backend (one guest process unless a finding restarted it): the three rows.
 fn md5_hostile_md5(fixture: &str, kind: BackendKind) -> [Row; 3] {
-    let v = variant("x86_64");
-    let (_dir, cfg) = fixture_kernels("x86_64", "poly1305.S", fixture);
+    md5_hostile_md5_on("x86_64", fixture, kind)
+}
+
+/// [`md5_hostile_md5`] with `arch`'s fixture (tests/fixtures/<arch>/).
+fn md5_hostile_md5_on(arch: &str, fixture: &str, kind: BackendKind) -> [Row; 3] {
+    let v = variant(arch);
+    let (_dir, cfg) = fixture_kernels(arch, "poly1305.S", fixture);
     let image = fixture_image(&cfg, v, fixture);
     let md5 = one_vector_set("md5/rfc1321.json", |_| true);
     let poly: VectorSet = one_vector_set("poly1305/rfc8439.json", |v| (16..32).contains(&v.msg_len()));
@@ -119,4 +124,26 @@ fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
 #[test]
 fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
     assert_denied("sigsegv_handler.S", &md5_hostile_md5("sigsegv_handler.S", BackendKind::Native), "rt_sigaction");
+}
+
+/// The same tampering from aarch64 and riscv64 kernels (fixtures beside their `hostile.inc`),
+/// under qemu-user, the backend that runs them in a process: lifting the input's protection,
+/// writing through a lifted guard, patching the driver are each a `tamper` finding; a lift
+/// fully undone is seen only where the "restore" differs from the table, as on x86_64.
+#[test]
+fn tampering_from_aarch64_and_riscv64_kernels_is_not_green_under_qemu() {
+    let qemu = BackendKind::Qemu;
+    for arch in ["aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "lift_input.S", qemu);
+        let text = "is read-write in the guest, the table in force says read-only";
+        assert_tamper(&format!("{arch}/lift_input.S"), qemu, &rows, text, &[GUARDED, MISALIGNED]);
+        let rows = md5_hostile_md5_on(arch, "lift_guard.S", qemu);
+        assert_tamper(&format!("{arch}/lift_guard.S"), qemu, &rows, "guard poison at input+", &[GUARDED]);
+        let rows = md5_hostile_md5_on(arch, "patch_driver.S", qemu);
+        assert_tamper(&format!("{arch}/patch_driver.S"), qemu, &rows, "the kernel patched code", &[]);
+        let [_, hostile, _] = md5_hostile_md5_on(arch, "lift_undone.S", qemu);
+        let failed = hostile.failed();
+        assert!(failed.iter().all(|c| c.findings[0].class == Class::Tamper), "{arch}: {failed:?}");
+        assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)) && hostile.passed() > 0, "{arch}: {failed:?}");
+    }
 }
