@@ -25,6 +25,7 @@ mod host_verified;
 mod hotspot;
 mod hotspot_foreign;
 mod image;
+mod jdk_acc;
 mod layers;
 mod library_names;
 mod matrix;

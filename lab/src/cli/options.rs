@@ -241,6 +241,12 @@ pub(crate) struct OwnKernel {
     /// manifest's `abi_upper_bits`.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub(crate) abi_upper_bits: Option<kernel_lab::abi::UpperBits>,
+    /// The accumulators a HotSpot-family `poly1305_processBlocks` is handed and must return:
+    /// `lab` (the lab's contract: limb 4 < 2^27) or `jdk` (what the JDK's IntegerPolynomial1305
+    /// leaves: limb 4 <= 2^26 + 13; HotSpot's captured stubs). Default: the manifest's
+    /// `poly1305_acc`, else `lab`. docs/contracts.md, "The JDK call domain"
+    #[arg(long, value_enum, value_name = "RANGE")]
+    pub(crate) poly1305_acc: Option<kernel_lab::domain::AccRange>,
 }
 
 /// Each kernel as one variant per OpenSSL dispatch path its objects choose from
@@ -285,37 +291,12 @@ impl Select {
         if variants.is_empty() {
             return Err("no variant matches these --arch/--zbb/--no-zbb/--variant options (see `lab list`)".into());
         }
-        kernel_lab::abi::set_upper_bits(self.upper_bits_policy(&variants)?);
+        let upper_bits = |k: &user_kernel::UserKernel| k.abi_upper_bits;
+        let upper_bits = one_setting(&variants, self.own.abi_upper_bits, upper_bits, "abi_upper_bits", |p| p.name())?;
+        kernel_lab::abi::set_upper_bits(upper_bits);
+        let acc = one_setting(&variants, self.own.poly1305_acc, |k| k.poly1305_acc, "poly1305_acc", |r| r.name())?;
+        kernel_lab::domain::set_acc_range(acc.unwrap_or_default());
         Ok(variants)
-    }
-
-    /// `--abi-upper-bits`, else the selected manifest variants' `abi_upper_bits` (one policy
-    /// per run: variants that choose differently are refused, naming them).
-    fn upper_bits_policy(&self, variants: &[&'static Variant]) -> Result<Option<kernel_lab::abi::UpperBits>, String> {
-        if self.own.abi_upper_bits.is_some() {
-            return Ok(self.own.abi_upper_bits);
-        }
-        let chosen: Vec<(&str, kernel_lab::abi::UpperBits)> = variants
-            .iter()
-            .filter_map(|v| user_kernel::of(v).and_then(|k| k.abi_upper_bits).map(|p| (v.name, p)))
-            .collect();
-        match chosen.as_slice() {
-            [] => Ok(None),
-            [(_, p), rest @ ..] if rest.iter().all(|(_, q)| q == p) && chosen.len() == variants.len() => Ok(Some(*p)),
-            _ => Err(format!(
-                "the manifest's variants choose different abi_upper_bits ({}); it is one setting of a run: \
-                 give it to every variant alike, narrow with --variant, or pass --abi-upper-bits",
-                variants
-                    .iter()
-                    .map(|v| format!(
-                        "{}: {}",
-                        v.name,
-                        user_kernel::of(v).and_then(|k| k.abi_upper_bits).map_or("(family default)", |p| p.name())
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
     }
 
     /// Whether the kernels are HotSpot stubs the lab captured (`--hotspot`, or a manifest
@@ -377,6 +358,9 @@ impl Select {
         }
         if let Some(p) = self.own.abi_upper_bits {
             r.value("--abi-upper-bits", p.name().to_owned());
+        }
+        if let Some(a) = self.own.poly1305_acc {
+            r.value("--poly1305-acc", a.name().to_owned());
         }
     }
 
@@ -468,4 +452,35 @@ pub(crate) fn check_input(option: &str, path: &Path, expect: Expect) -> Result<(
         Ok(())
     };
     opened.map_err(|e| fail(format!("cannot read it: {e}")))
+}
+
+/// A setting that is one per run (`key` of the manifest, `--key` on the command line): the
+/// option when given, else what the selected manifest variants choose alike, else `None`
+/// (the default). Variants that choose differently are refused, naming each one's choice.
+fn one_setting<T: Copy + PartialEq>(
+    variants: &[&'static Variant],
+    option: Option<T>,
+    get: impl Fn(&user_kernel::UserKernel) -> Option<T>,
+    key: &str,
+    name: impl Fn(T) -> &'static str,
+) -> Result<Option<T>, String> {
+    if option.is_some() {
+        return Ok(option);
+    }
+    let of = |v: &Variant| user_kernel::of(v).and_then(&get);
+    let chosen: Vec<T> = variants.iter().filter_map(|v| of(v)).collect();
+    match chosen.as_slice() {
+        [] => Ok(None),
+        [p, rest @ ..] if rest.iter().all(|q| q == p) && chosen.len() == variants.len() => Ok(Some(*p)),
+        _ => Err(format!(
+            "the manifest's variants choose different {key} ({}); it is one setting of a run: \
+             give it to every variant alike, narrow with --variant, or pass --{}",
+            variants
+                .iter()
+                .map(|v| format!("{}: {}", v.name, of(v).map_or("(the default)", &name)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            key.replace('_', "-"),
+        )),
+    }
 }

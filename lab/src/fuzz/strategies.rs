@@ -199,15 +199,23 @@ pub fn edge_accumulators() -> Vec<poly1305::Limbs26> {
     values.iter().map(poly1305::Limbs26::from_value).collect()
 }
 
-/// An accumulator: random limbs with their bounds weighted (the contract's whole range), a
-/// value at a carry edge ([`edge_accumulators`]), or every limb at one of its edges.
+/// An accumulator: random limbs with their bounds weighted (the kernel's whole accumulator
+/// range, [`crate::domain::acc_range`], in the JDK's domain; the lab's contract range in
+/// `--domain wide`), a value at a carry edge ([`edge_accumulators`]), or every limb at one of
+/// its edges.
 pub(super) fn poly1305_acc() -> BoxedStrategy<poly1305::Limbs26> {
+    let range = match crate::domain::current() {
+        Domain::Jdk => crate::domain::acc_range(),
+        Domain::Wide => crate::domain::AccRange::Lab,
+    };
     let b = 1u64 << 26;
-    let random = (limb(b), limb(b), limb(b), limb(b), limb(2 * b))
+    let top = range.top_limb_max() + 1;
+    let random =
+        (limb(b), limb(b), limb(b), limb(b), limb(top)).prop_map(|(a, b, c, d, e)| poly1305::Limbs26([a, b, c, d, e]));
+    let edges = (limb_edge(b), limb_edge(b), limb_edge(b), limb_edge(b), limb_edge(top))
         .prop_map(|(a, b, c, d, e)| poly1305::Limbs26([a, b, c, d, e]));
-    let edges = (limb_edge(b), limb_edge(b), limb_edge(b), limb_edge(b), limb_edge(2 * b))
-        .prop_map(|(a, b, c, d, e)| poly1305::Limbs26([a, b, c, d, e]));
-    prop_oneof![4 => random, 3 => prop::sample::select(edge_accumulators()), 1 => edges].boxed()
+    let carry_edges: Vec<_> = edge_accumulators().into_iter().filter(|a| range.first_outside(a).is_none()).collect();
+    prop_oneof![4 => random, 3 => prop::sample::select(carry_edges), 1 => edges].boxed()
 }
 
 /// `r` before clamping: the largest clamp, 0, 1 (acc * r = acc: the block sum reaches the

@@ -426,6 +426,9 @@ impl Capture {
             scan_isa: None,
             not_run: None,
             partial_loads: None,
+            // HotSpot's stubs are handed what the JDK's Java code leaves (measured on JDK 25's
+            // x86_64 stub: it returns accumulators in that range too).
+            poly1305_acc: Some(crate::domain::AccRange::Jdk),
         })
     }
 

@@ -152,7 +152,8 @@ fn manifest_text(c: &Capture, object: &Path) -> String {
     let symbols: Vec<String> = c.stubs.iter().map(|s| format!("{} = {}", s.contract, quoted(s.contract))).collect();
     format!(
         "{MANIFEST_NOTE} from {}.\n# Stubs:\n{}\n{data}{absent}[[variant]]\nname = {}\narch = {}\nisa = {}\nobjects = [{}]\n\
-         [variant.symbols]\n{}\n",
+         # HotSpot's stubs are handed (and return) the accumulators the JDK's Java code leaves\n\
+         poly1305_acc = \"jdk\"\n[variant.symbols]\n{}\n",
         c.describe(),
         stubs.join("\n"),
         quoted(&c.variant_name()),

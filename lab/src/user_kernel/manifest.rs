@@ -10,6 +10,7 @@
 //! objects = ["build/md5.o", "build/libk.a"]   # prebuilt ELF objects / static archives
 //! abi_upper_bits = "warn"       # fail | warn: int arguments' upper 32 bits (default: per family)
 //! partial_loads = "fail"        # optional: `warn` (default) or `fail` (crate::vocab::policy::PartialLoads)
+//! poly1305_acc = "jdk"          # optional: `lab` (default) or `jdk` (crate::domain::AccRange)
 //! [variant.symbols]             # contract symbol = your symbol
 //! md5_implCompress = "my_md5"
 //! md5_implCompressMB = "my_md5_mb"
@@ -63,6 +64,8 @@ struct Entry {
     abi_upper_bits: Option<crate::abi::UpperBits>,
     /// `warn` or `fail`: partial loads of this variant ([`crate::vocab::policy::PartialLoads`]).
     partial_loads: Option<String>,
+    /// `lab` or `jdk`: the HotSpot Poly1305 accumulator range ([`crate::domain::AccRange`]).
+    poly1305_acc: Option<crate::domain::AccRange>,
 }
 
 /// Most bytes a manifest may have (a few hundred per variant; 1 MiB is thousands of them).
@@ -134,6 +137,7 @@ fn entry(e: Entry, dir: &Path, file: &Path, label: &str) -> Result<UserKernel, S
         scan_isa: None,
         not_run: None,
         partial_loads,
+        poly1305_acc: e.poly1305_acc,
     })
 }
 

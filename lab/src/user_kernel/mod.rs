@@ -60,6 +60,9 @@ pub struct UserKernel {
     /// The manifest's `partial_loads` for this variant (`warn`, `fail`), overriding
     /// `--partial-loads` ([`crate::vocab::policy::PartialLoads`]).
     pub partial_loads: Option<crate::vocab::policy::PartialLoads>,
+    /// The manifest's `poly1305_acc`: the accumulators a HotSpot-family Poly1305 kernel is
+    /// handed and returns ([`crate::domain::AccRange`]); `None`: the lab's contract range.
+    pub poly1305_acc: Option<crate::domain::AccRange>,
 }
 
 /// The global symbols `objects` (objects and archive members) define for `arch`, or `None`
@@ -304,5 +307,6 @@ pub fn from_options(
         scan_isa: None,
         not_run: None,
         partial_loads: None,
+        poly1305_acc: None,
     })
 }
