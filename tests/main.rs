@@ -37,6 +37,7 @@ mod partial_loads;
 mod predict;
 mod protocol;
 mod reports;
+mod rvv_edges;
 mod sarif;
 mod silent_green;
 mod top_limb;

@@ -438,24 +438,202 @@ def path_r1_entries(rng, scheme, blocks):
     return v
 
 
+# riscv64 RVV (kernels/riscv64/poly1305-rvv.inc): L = VLEN / 32 lanes in block order, each
+# (H + m_l) r^L; the last group's x_l folded in halves (y_j = lazy(x_j r^(n/2)) + x_(j+n/2))
+# down to one lane, times r; powers r^(2^k) by squaring with the same multiply and lazy
+# reduction.  RVV_VLENS: the VLENs `lab run` runs the RVV rows at.
+RVV_VLENS = (128, 256, 512, 1024)
+RVV_ONE_GROUP = 512  # RVV_ONE_GROUP in kernels/riscv64/poly1305-rvv.inc
+
+
+def rvv_vector_bytes(n, lanes):
+    """Whether the RVV path takes a call of n bytes at `lanes` lanes, and the bytes of its
+    whole groups (the rest goes to the scalar loop)."""
+    group = 16 * lanes
+    takes = n >= RVV_MIN and n >= group and (n >= 2 * group or n >= RVV_ONE_GROUP)
+    return takes, (n // group * group if takes else 0)
+
+
+def rvv_model(acc, r, msg, lanes):
+    """The RVV path on its whole groups (len(msg) a multiple of 16 lanes): (stats, S, result),
+    S the value of the last product's columns (before the final carry chain), result the
+    limbs it stores; asserts every column < 2^64 and every limb into a multiply < 2^32."""
+    pw = {1: limbs(r)}
+    k = 1
+    while k < lanes:
+        pw[2 * k] = lazy2(vmul(pw[k], pw[k]))
+        k *= 2
+    st = {"max_h": 0, "max_d": 0, "max_lazy": 0, "max_tree": 0}
+
+    def mul(x, p):
+        st["max_h"] = max(st["max_h"], *x)
+        d = vmul(x, pw[p])
+        st["max_d"] = max(st["max_d"], *d)
+        assert st["max_d"] < 1 << 64
+        return d
+
+    def red(d):
+        h = lazy2(d)
+        st["max_lazy"] = max(st["max_lazy"], *h)
+        return h
+    groups = len(msg) // (16 * lanes)
+    h = [list(acc)] + [[0] * 5 for _ in range(lanes - 1)]
+    for g in range(groups):
+        x = [[a + b for a, b in zip(h[l], block_limbs(msg[16 * (g * lanes + l):16 * (g * lanes + l) + 16]))]
+             for l in range(lanes)]
+        if g < groups - 1:
+            h = [red(mul(v, lanes)) for v in x]
+    n = lanes
+    while n > 1:
+        n //= 2
+        x = [[a + b for a, b in zip(red(mul(x[j], n)), x[j + n])] for j in range(n)]
+        st["max_tree"] = max(st["max_tree"], *x[0])
+    col = mul(x[0], 1)
+    out = list(col)
+    for i in range(2):
+        for k in range(4):
+            out[k + 1] += out[k] >> 26
+            out[k] &= M26
+        if i == 0:
+            out[0] += 5 * (out[4] >> 26)
+            out[4] &= M26
+    assert all(x <= M26 for x in out[:4]) and out[4] < 1 << 27
+    assert st["max_h"] < 1 << 32
+    return st, limbs_value(col), out
+
+
+def rvv_note(acc, r, msg, vlen):
+    """What the RVV path does with the call at `vlen` (the entry's comment)."""
+    lanes = vlen // 32
+    takes, nb = rvv_vector_bytes(len(msg), lanes)
+    blocks, rest = divmod(len(msg), 16)
+    if not takes:
+        return f"at VLEN {vlen} ({lanes} lanes) below the RVV path's crossover: the scalar loop only"
+    st, s, out = rvv_model(acc, r, msg[:nb], lanes)
+    assert limbs_value(out) % P == poly_exact(acc, r, msg[:nb]) % P
+    return (f"at VLEN {vlen} ({lanes} lanes): {nb // (16 * lanes)} group(s), then {blocks - nb // 16} block(s) for the scalar "
+            f"loop and a {rest}-byte tail. RVV model: largest limb into a multiply {log2(st['max_h'])}, largest product column "
+            f"{log2(st['max_d'])}, largest limb after a lazy reduction {log2(st['max_lazy'])} ({st['max_lazy'] - (1 << 26):+d} "
+            f"from 2^26), largest tree limb {log2(st['max_tree'])}, last product S = {describe(s)}, limb 4 stored: {out[4]:#x}")
+
+
+def rvv_entry(name, what, acc, r, msg, vlen, lengths=None):
+    assert r & ~CLAMP == 0 and all(x <= M26 for x in acc[:4]) and acc[4] < 1 << 27
+    e = {"name": name, "source": "riscv64 RVV edges chosen with a model of the VLEN-wide RVV path's arithmetic "
+         "(ci/tools/gen_vector_edges.py); expect_acc from Python integers (RFC 8439 §2.5.1)"}
+    e["comment"] = what + ("" if lengths else ". " + rvv_note(acc, r, msg, vlen))
+    e["acc"] = list(acc)
+    e["r_hex"] = r.to_bytes(16, "little").hex()
+    e["msg_hex"] = msg.hex()
+    if lengths:
+        e["lengths"] = lengths
+    e["expect_acc"] = format(poly_exact(acc, r, msg), "x")
+    return e
+
+
+def rvv_entries(rng):
+    """Per VLEN: lengths at the crossover, a tail of every length 1 .. L-1 blocks after three
+    groups (one pass of the loop), hill-climbed lazy-reduction limbs (loop, tree and powers),
+    and with r = 1 the last product S at the final carry chain's edges."""
+    edge = [b"\xff" * 16, b"\x00" * 16, b"\xfb" + b"\xff" * 15, b"\x01" + b"\x00" * 15]
+
+    def block():
+        return rng.choice(edge) if rng.random() < 0.5 else rbytes(rng, 16)
+
+    v = []
+    for vlen in RVV_VLENS:
+        lanes = vlen // 32
+        group = 16 * lanes
+        n_min = next(n for n in range(16, 4096, 16) if rvv_vector_bytes(n, lanes)[0])
+        for n in sorted({n_min - 16, n_min - 1, n_min, n_min + 16, n_min + group - 16, n_min + group, 3 * group + 15}):
+            acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
+            v.append(rvv_entry(f"rvv VLEN {vlen} crossover: {n} bytes ({n // 16} blocks + {n % 16})",
+                               f"the VLEN {vlen} path's crossover is {n_min} bytes", acc, r, rbytes(rng, n), vlen))
+        v.append(rvv_entry(f"rvv VLEN {vlen} crossover: calls of {n_min}, 48, {n_min + 16} bytes",
+                           f"each call's acc handed to the next between the vector and scalar paths at VLEN {vlen}",
+                           limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP, rbytes(rng, 2 * n_min + 64),
+                           vlen, [n_min, 48, n_min + 16]))
+        groups = max(3, n_min // group)  # at least one pass of the loop, past the crossover
+        for t in range(1, lanes):
+            acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
+            rest = (7 * t) % 16
+            v.append(rvv_entry(f"rvv VLEN {vlen} tail: {groups} groups of {lanes} blocks, then {t} block(s) + {rest} bytes",
+                               f"a tail of {t} of the {lanes - 1} possible blocks for the scalar loop after the loop's pass",
+                               acc, r, rbytes(rng, groups * group + 16 * t + rest), vlen))
+        for rn, r in [("largest clamped r", CLAMP), ("random r", rng.getrandbits(128) & CLAMP)]:
+            for acc in ([M26] * 4 + [(1 << 27) - 1], limbs(rng.getrandbits(130))):
+                msg = [block() for _ in range(groups * lanes)]
+                best = rvv_model(acc, r, b"".join(msg), lanes)[0]["max_lazy"]
+                for _ in range(150):
+                    i = rng.randrange(len(msg))
+                    old, msg[i] = msg[i], block()
+                    got = rvv_model(acc, r, b"".join(msg), lanes)[0]["max_lazy"]
+                    if got >= best:
+                        best = got
+                    else:
+                        msg[i] = old
+                v.append(rvv_entry(f"rvv VLEN {vlen} lazy reduction: a limb {best - (1 << 26):+d} from 2^26, {rn}, {groups * lanes} blocks",
+                                   "blocks hill-climbed towards the largest limb a lazy reduction (loop or tree) leaves for the next multiply",
+                                   acc, r, b"".join(msg), vlen))
+        targets = [("2^131 - 2^104 (limb 4 = 2^27 - 1)", (1 << 131) - (1 << 104)), ("2p - 1", 2 * P - 1), ("2p (result p)", 2 * P),
+                   ("2^131 - 6 (result 2^130 - 1)", (1 << 131) - 6), ("2^131 - 5 (result 2^130, limb 4 = 2^26)", (1 << 131) - 5),
+                   ("2^131 - 1 (result 2^130 + 4, limb 4 = 2^26)", (1 << 131) - 1)]
+        # r = 1 (products are the sums): acc and block 0 make lane 0's first lazy reduction
+        # carry through limbs 2, 3 into limb 4, fold 5 * 2 into limb 0, whose carry stops at
+        # limb 1 = 2^26 for the next group (the AVX2 entry of lazy_entries, on lane 0 here).
+        acc = [M26, M26 - 1, M26, M26, (1 << 27) - 1 - (1 << 24)]
+        m = [M26, 0, 1, 0, 0]
+        b0 = (m[0] | m[1] << 26 | m[2] << 52 | m[3] << 78 | m[4] << 104).to_bytes(16, "little")
+        for extra in (0, lanes - 1):
+            msg = b0 + b"".join(block() for _ in range(groups * lanes - 1 + extra))
+            st = rvv_model(acc, 1, msg[:groups * group], lanes)[0]
+            assert st["max_lazy"] >= 1 << 26, st
+            v.append(rvv_entry(f"rvv VLEN {vlen} lazy reduction: r = 1, lane 0 leaves group 1 as limbs [8, 2^26, 0, 0, 0], "
+                               f"{len(msg) // 16} blocks", "the first lazy reduction folds 2 * 2^130 into limb 0, whose carry "
+                               "stops at 2^26 in limb 1, the next multiply's input", acc, 1, msg, vlen))
+        nb = max(2 * group, n_min)
+        for label, target in targets:
+            for _ in range(20000):
+                acc = limbs(rng.getrandbits(rng.choice([10, 100, 130])))
+                msg = bytearray(b"".join(rng.choice([bytes(16), rbytes(rng, 16), b"\xff" * 16]) for _ in range(nb // 16)))
+                msg[-16:] = bytes(16)
+                _, s0, _ = rvv_model(acc, 1, bytes(msg), lanes)
+                last = target - s0  # the last block (lane L-1 of the last group) enters the sum unreduced
+                if 0 <= last < 1 << 128:
+                    break
+            else:
+                raise SystemExit(f"no r = 1 message for {label} at VLEN {vlen}")
+            msg[-16:] = last.to_bytes(16, "little")
+            _, s, _ = rvv_model(acc, 1, bytes(msg), lanes)
+            assert s == target
+            v.append(rvv_entry(f"rvv VLEN {vlen} r = 1, last product S = {label}, {nb // 16} blocks",
+                               "the value before the final carry chain set by the last block (lane L-1 enters the tree's sum unreduced)",
+                               acc, 1, bytes(msg), vlen))
+    return v
+
+
 def main():
     rng = random.Random(29)
     v = crossover_entries(rng) + magnitude_entries(rng) + lazy_entries(rng) + r1_sum_entries(rng)
-    rng = random.Random(2929)  # the NEON and RVV entries: the AVX2 ones above stay as they were
-    for scheme, n_min in (("neon", NEON_MIN), ("rvv", RVV_MIN)):
-        v += path_crossover_entries(rng, scheme, n_min)
-        v += path_lazy_entries(rng, scheme, n_min // 16 + 4)
-        v += path_r1_entries(rng, scheme, n_min // 16)
+    rng = random.Random(2929)  # the NEON entries: the AVX2 ones above stay as they were
+    v += path_crossover_entries(rng, "neon", NEON_MIN)
+    v += path_lazy_entries(rng, "neon", NEON_MIN // 16 + 4)
+    v += path_r1_entries(rng, "neon", NEON_MIN // 16)
     write("poly1305", "vector-edges",
           "Poly1305 processBlocks aimed at 4-lane radix-2^26 vector code (the x86_64 AVX2 path): lengths at the 192-byte "
           "scalar/vector crossover and one block either side, lengths not a multiple of 64 and tails, calls handed between the "
           "paths; the largest limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers have the largest "
           "limbs); messages whose limbs after a lazy reduction sit furthest above 2^26; with r = 1, the last group's four-lane sum at "
           "2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 (stored limb 4 = 2^26). The same kinds of entry for "
-          "the aarch64 NEON path (320-byte crossover, two lanes of (r^4 | r^2)) and the riscv64 RVV path (256-byte crossover, four "
-          "lanes in block order), each with a model of its arithmetic. Inputs chosen with a model of the "
-          "kernel's arithmetic; expect_acc from Python integers", v)
-
+          "the aarch64 NEON path (320-byte crossover, two lanes of (r^4 | r^2)) with a model of its arithmetic. Inputs chosen with a "
+          "model of the kernel's arithmetic; expect_acc from Python integers", v)
+    write("poly1305", "rvv-edges",
+          "Poly1305 processBlocks aimed at the VLEN-wide riscv64 RVV path (L = VLEN / 32 lanes, a halving tree for the last "
+          "group), for each VLEN lab run uses (128, 256, 512, 1024): lengths at that VLEN's crossover, a tail of every length "
+          "1 .. L-1 blocks after three groups, blocks hill-climbed towards the largest limb a lazy reduction leaves, and with "
+          "r = 1 the last product at 2^131 - 2^104, 2p - 1, 2p, 2^131 - 6, 2^131 - 5 and 2^131 - 1 (stored limb 4 = 2^26). "
+          "Inputs chosen with a model of the kernel's arithmetic; expect_acc from Python integers",
+          rvv_entries(random.Random(292929)))
 
 if __name__ == "__main__":
     main()

@@ -160,8 +160,8 @@
 .endm
 
 #ifdef __riscv_vector
-/* Shortest length (bytes) that takes the RVV path (poly1305-rvv.inc: its header has the
- * measured crossover); shorter ones run the scalar loop. */
+/* Shortest length (bytes) that may take the RVV path (poly1305-rvv.inc: its header has the
+ * measured crossover, which also depends on VLEN); shorter ones run the scalar loop. */
 #define POLY_RVV_MIN 256
 #endif
 
