@@ -36,6 +36,7 @@ mod own_kernel;
 mod partial_loads;
 mod predict;
 mod protocol;
+mod qemu_counts;
 mod reports;
 mod rvv_edges;
 mod sarif;

@@ -17,9 +17,10 @@ fn run(dir: &std::path::Path) -> Vec<(u32, u64, BTreeSet<String>)> {
     assert_eq!(rows.len(), 4, "VLEN 128, 256, 512, 1024: {rows:?}");
     rows.into_iter()
         .map(|(label, passed, failed)| {
-            let bits = label.split("\"bits\":").nth(1).and_then(|b| {
-                b.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
-            });
+            let bits = label
+                .split("\"bits\":")
+                .nth(1)
+                .and_then(|b| b.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok());
             (bits.unwrap_or_else(|| panic!("no VLEN in {label}")), passed, failed)
         })
         .collect()
@@ -51,7 +52,13 @@ fn a_tail_mask_of_8l_bytes_fails_exactly_the_tails_of_half_a_group_or_more() {
     let dir = tempfile::tempdir().expect("temp dir");
     // The bytes left for the scalar loop masked with 8 L - 1 instead of 16 L - 1: a tail of
     // L/2 .. L-1 blocks loses L/2 of them, a shorter tail is right.
-    let k = kernels(dir.path(), "riscv64", INC, "\tslli\tt2, t2, 4\n\taddi\tt2, t2, -1", "\tslli\tt2, t2, 3\n\taddi\tt2, t2, -1");
+    let k = kernels(
+        dir.path(),
+        "riscv64",
+        INC,
+        "\tslli\tt2, t2, 4\n\taddi\tt2, t2, -1",
+        "\tslli\tt2, t2, 3\n\taddi\tt2, t2, -1",
+    );
     for (vlen, _, failed) in run(&k) {
         let lanes = vlen as usize / 32;
         let long: BTreeSet<_> = (lanes / 2..lanes).flat_map(|t| aimed(vlen, &format!(", then {t} block(s)"))).collect();

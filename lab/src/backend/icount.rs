@@ -85,6 +85,13 @@ impl BlockProfile {
         BlockProfile { range: (start, end), ..BlockProfile::default() }
     }
 
+    /// A profile of single instructions, `(pc, executions)`, each a one-instruction block
+    /// (qemu's exec log under `-singlestep`, [`super::exec_trace`]).
+    pub fn of_instructions(start: u64, end: u64, pcs: impl IntoIterator<Item = (u64, u64)>) -> BlockProfile {
+        let blocks = pcs.into_iter().map(|(pc, k)| ((pc, 0), (1, k))).collect();
+        BlockProfile { range: (start, end), blocks, ..BlockProfile::default() }
+    }
+
     /// Records one execution of the block at `addr` (`size` bytes), if it is in the range.
     pub fn record<D>(&mut self, uc: &Unicorn<D>, addr: u64, size: u32) {
         if addr < self.range.0 || addr >= self.range.1 {

@@ -3,6 +3,7 @@
 //! which: [`run_batch`] drives any [`Backend`] and resumes after a fault, so one bad call fails
 //! alone and the rest of the batch still runs.
 
+pub mod exec_trace;
 pub mod fault;
 pub mod icount;
 mod process;

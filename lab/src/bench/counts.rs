@@ -1,21 +1,16 @@
-//! Dynamic instruction counts per variant × kernel, measured on Unicorn: one call at 1, 16 and
-//! 256 blocks, each with a block profile of the kernel's code range only (the driver's
-//! instructions are not counted). Per-block cost = (count(256) − count(1)) / 255, per-call fixed
+//! Dynamic instruction counts per variant × kernel, measured on Unicorn or, where Unicorn cannot
+//! run the call, under qemu-user ([`super::counter`]): one call at 1, 16 and 256 blocks, each
+//! profiling the kernel's code range only (the driver's instructions are not counted). Per-block cost = (count(256) − count(1)) / 255, per-call fixed
 //! cost = count(1) − per-block cost, and count(16) must lie on the same line. Every profiled
 //! call is checked against the reference first: a wrong kernel gets no count.
 
 use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use serde::Serialize;
 
+use super::counter::Counter;
 use super::mix::{Disassembly, Mix};
 use super::workload::Workload;
-use crate::abi::Abi;
-use crate::backend::icount::BlockProfile;
-use crate::backend::{run_batch, Limits, UnicornBackend};
-use crate::batch::BatchBuilder;
-use crate::cases::plan::Stubs;
-use crate::cases::verdict::{self, describe_fault};
 use crate::contract::Family;
 use crate::image::Image;
 use crate::variant::{Kernel, Variant};
@@ -53,6 +48,11 @@ pub struct CountRow {
     pub family: &'static str,
     /// Bytes past a 64-byte boundary where the input starts.
     pub misalign: usize,
+    /// Which engine counted ([`super::counter::UNICORN`], [`super::counter::QEMU`]).
+    pub counter: &'static str,
+    /// The vector length the calls ran at (`VLEN 256`, `SVE VL 128`) on a vector row counted
+    /// under qemu; `None` elsewhere.
+    pub vector_length: Option<String>,
     /// The stub (contract symbol) counted at 1, 16 and 256 blocks.
     pub stub: &'static str,
     /// `(blocks, kernel instructions for one call)` at each of [`BLOCKS`].
@@ -94,41 +94,6 @@ impl CountRow {
     }
 }
 
-/// Profiles one call of `w` on `uc`: runs it, checks its result, returns the kernel's profile.
-///
-/// # Errors
-/// A fault, a wrong result, or block sizes that changed between translation and execution.
-pub fn profile_call(
-    uc: &mut UnicornBackend,
-    image: &Image,
-    w: &Workload,
-    rng: &mut impl RngExt,
-) -> Result<BlockProfile, String> {
-    let (start, end) = Workload::profile_range(w.kernel, image)?;
-    let mut b = BatchBuilder::new(Abi::of(image.arch));
-    b.page_bounds_only();
-    let plan = w.plan(&mut b, &Stubs::of(image), rng);
-    let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-    uc.start_profile(start, end).map_err(|e| e.to_string())?;
-    let run = run_batch(uc, &batch);
-    let profile = uc.take_profile().ok_or("the profile vanished")?;
-    let run = run.map_err(|e| e.to_string())?;
-    if let Some(f) = run.faults.first() {
-        return Err(describe_fault(&w.label_on(image), f, image, &batch).text);
-    }
-    if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {
-        return Err(f.text.clone());
-    }
-    if profile.mismatches() != 0 {
-        return Err(format!(
-            "{}: {} translation blocks changed size; counts are not exact",
-            w.label_on(image),
-            profile.mismatches()
-        ));
-    }
-    Ok(profile)
-}
-
 /// The raw measurements of one row, compared across repeated runs.
 #[derive(Debug, Clone, PartialEq)]
 struct Raw {
@@ -141,36 +106,36 @@ struct Raw {
 
 fn measure(
     image: &Image,
-    variant: &Variant,
     dis: &Disassembly,
     kernel: Kernel,
     misalign: usize,
     seed: u64,
+    counter: &dyn Fn() -> Result<Counter, String>,
 ) -> Result<Raw, String> {
     // A fresh engine per measurement, so a repeat shares no translation cache with the first.
-    let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
-    uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
-    // A call that reaches code Unicorn cannot execute stops there: no count (bench/mod.rs
-    // reports it as not counted, with the instruction).
-    uc.stop_at_unsupported(image, variant.extensions).map_err(|e| e.to_string())?;
+    // On Unicorn a call that reaches code it cannot execute stops there: no count
+    // (bench/mod.rs then counts under qemu).
+    let mut c = counter()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut raw = Raw { per_call: Vec::new(), single: None, mixes: Vec::new(), hot: None };
     for n in BLOCKS {
-        let p = profile_call(&mut uc, image, &Workload::of(kernel, n, misalign), &mut rng)?;
+        let p = c.profile(image, &Workload::of(kernel, n, misalign), &mut rng)?;
         raw.per_call.push((n, p.instructions()));
         raw.mixes.push(dis.mix(&p)?);
         raw.hot = p.blocks().into_iter().max_by_key(|&(a, _, k)| (k, std::cmp::Reverse(a))).map(|(a, _, k)| (a, k));
     }
     if kernel == Kernel::Md5 {
-        raw.single = Some(profile_call(&mut uc, image, &Workload::md5_single(misalign), &mut rng)?.instructions());
+        raw.single = Some(c.profile(image, &Workload::md5_single(misalign), &mut rng)?.instructions());
     }
     Ok(raw)
 }
 
-/// Counts `kernel` on `variant` with the input `misalign` bytes off, twice on fresh engines.
+/// Counts `kernel` on `variant` with the input `misalign` bytes off, twice on fresh Unicorn
+/// engines ([`count_with`] [`Counter::unicorn`]).
 ///
 /// # Errors
-/// Set-up failures and any fault or wrong result of a profiled call.
+/// Set-up failures and any fault or wrong result of a profiled call (a stop before an
+/// instruction Unicorn cannot execute among them).
 pub fn count(
     image: &Image,
     variant: &'static Variant,
@@ -179,10 +144,30 @@ pub fn count(
     misalign: usize,
     seed: u64,
 ) -> Result<CountRow, String> {
-    let first = measure(image, variant, dis, kernel, misalign, seed)?;
+    count_with(image, variant, dis, kernel, misalign, seed, &|| Counter::unicorn(image, variant))
+}
+
+/// Counts `kernel` on `variant` with the input `misalign` bytes off, twice on fresh engines
+/// that `counter` sets up (all of one kind: [`Counter::unicorn`] or [`Counter::qemu`]).
+///
+/// # Errors
+/// Set-up failures and any fault or wrong result of a profiled call.
+pub fn count_with(
+    image: &Image,
+    variant: &'static Variant,
+    dis: &Disassembly,
+    kernel: Kernel,
+    misalign: usize,
+    seed: u64,
+    counter: &dyn Fn() -> Result<Counter, String>,
+) -> Result<CountRow, String> {
+    let probe = counter()?;
+    let (name, vector_length) = (probe.name(), probe.vector_length());
+    drop(probe);
+    let first = measure(image, dis, kernel, misalign, seed, counter)?;
     // Other operands on the repeat: the kernels have no data-dependent paths, so the counts
     // must not move.
-    let second = measure(image, variant, dis, kernel, misalign, seed.wrapping_add(1))?;
+    let second = measure(image, dis, kernel, misalign, seed.wrapping_add(1), counter)?;
     let ((_, c1), (_, c16), (_, c256)) = (first.per_call[0], first.per_call[1], first.per_call[2]);
     let span = (BLOCKS[2] - BLOCKS[0]) as f64;
     let per_block = (c256 as f64 - c1 as f64) / span;
@@ -202,6 +187,8 @@ pub fn count(
         kernel: kernel.name(),
         family: family.name(),
         misalign,
+        counter: name,
+        vector_length: vector_length.map(|vl| format!("{} {}", vl.spec.name, vl.bits)),
         stub: w.stub_in(family),
         per_call: first.per_call.clone(),
         per_block,

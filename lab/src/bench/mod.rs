@@ -1,7 +1,8 @@
 //! `lab bench`: what the kernels cost and how fast the lab runs them, as a library call.
 //!
-//! * [`counts`]: dynamic instructions per block and per call on Unicorn, exact and repeated on
-//!   a fresh engine, beside the HotSpot stub figures, with the Zbb saving and an instruction mix
+//! * [`counts`]: dynamic instructions per block and per call on Unicorn, or under qemu-user's
+//!   exec log where Unicorn cannot run the row ([`counter`]), exact and repeated on a fresh
+//!   engine, beside the HotSpot stub figures, with the Zbb saving and an instruction mix
 //!   ([`mix`]).
 //! * [`mca`]: predicted cycles per block on named CPU models (`llvm-mca-19`) for the
 //!   steady-state loop ([`steady`]) of each multi-block stub, held against the VisionFive 2
@@ -17,6 +18,7 @@
 
 pub mod baseline;
 pub mod board;
+pub mod counter;
 pub mod counts;
 pub mod gate;
 pub mod mca;
@@ -107,13 +109,15 @@ struct VariantCounts {
     setup_errors: Vec<String>,
 }
 
-/// Instruction counts of every selected kernel × input placement of `v`.
+/// Instruction counts of every selected kernel × input placement of `v`: on Unicorn where it
+/// runs the row, else under qemu at each vector length ([`counter`]); a user's call that
+/// Unicorn stops in (its vector path) is counted under qemu instead. A row neither can run is
+/// listed as not counted, with both reasons.
 fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let mut out = VariantCounts::default();
-    // Counts are measured on Unicorn (a block hook): a row it cannot run (RVV, AVX2, AVX-512,
-    // SVE2) is not counted.
-    if let Err(why) = BackendKind::Unicorn.supports(v) {
-        out.skipped.push(format!("counting on {v} (counts are measured on Unicorn): {why}"));
+    let on_unicorn = BackendKind::Unicorn.supports(v);
+    if let (Err(uc), Err(qemu)) = (&on_unicorn, BackendKind::Qemu.supports(v)) {
+        out.skipped.push(format!("counting on {v}: not counted: Unicorn: {uc}; qemu: {qemu}"));
         return out;
     }
     let image = match load(&cfg.build, v) {
@@ -136,17 +140,56 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
             continue;
         }
         for m in counts::MISALIGNS {
-            match counts::count(&image, v, &dis, k, m, cfg.seed) {
-                Ok(row) => out.counts.push(row),
-                // A user's vector path: Unicorn stopped before an instruction it cannot run.
-                Err(e) if e.contains(": not run past `") => {
-                    out.skipped.push(format!("counting {k} on {v} (input +{m}; counts are measured on Unicorn): {e}"));
+            let on_uc = || counter::Counter::unicorn(&image, v);
+            let stopped = match on_unicorn.is_ok().then(|| counts::count_with(&image, v, &dis, k, m, cfg.seed, &on_uc))
+            {
+                Some(Ok(row)) => {
+                    out.counts.push(row);
+                    continue;
                 }
-                Err(e) => out.errors.push(format!("counting {k} on {v} (input +{m}): {e}")),
-            }
+                Some(Err(e)) if !counter::unicorn_stopped(&e) => {
+                    out.errors.push(format!("counting {k} on {v} (input +{m}): {e}"));
+                    continue;
+                }
+                Some(Err(e)) => Some(e),
+                None => None,
+            };
+            count_under_qemu(cfg, v, &image, &dis, k, m, stopped, &mut out);
         }
     }
     out
+}
+
+/// Counts `k` on `v` under qemu at each vector length; `stopped` is Unicorn's stop, when it
+/// tried first (named if qemu cannot count either).
+#[allow(clippy::too_many_arguments)]
+fn count_under_qemu(
+    cfg: &BenchConfig,
+    v: &'static Variant,
+    image: &Image,
+    dis: &mix::Disassembly,
+    k: Kernel,
+    m: usize,
+    stopped: Option<String>,
+    out: &mut VariantCounts,
+) {
+    // qemu cannot run the variant, is missing or refuses the -cpu string: a skip naming why
+    // (the Debian package of a missing qemu-user), as for a missing llvm-mca.
+    if let Err(why) = counter::Counter::qemu(image, v, counter::vector_lengths(v)[0]) {
+        let uc = stopped.map_or_else(|| format!("Unicorn cannot run {v}"), |e| format!("Unicorn: {e}"));
+        out.skipped.push(format!("counting {k} on {v} (input +{m}): not counted: {uc}; qemu: {why}"));
+        return;
+    }
+    for vl in counter::vector_lengths(v) {
+        let on_qemu = || counter::Counter::qemu(image, v, vl);
+        match counts::count_with(image, v, dis, k, m, cfg.seed, &on_qemu) {
+            Ok(row) => out.counts.push(row),
+            Err(e) => {
+                let at = vl.map(|vl| format!(" at {} {}", vl.spec.name, vl.bits)).unwrap_or_default();
+                out.errors.push(format!("counting {k} on {v} (input +{m}) under qemu{at}: {e}"));
+            }
+        }
+    }
 }
 
 /// Instruction counts of every selected variant × kernel × input placement, one variant per
@@ -297,11 +340,9 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn F
 /// Raw rates and throughput of every selected variant × backend that can run.
 fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
     for &v in &cfg.variants {
-        // lab_spin's instructions are counted on Unicorn: no raw rate for a variant it cannot run.
-        if let Err(why) = BackendKind::Unicorn.supports(v) {
-            report.skipped.push(format!("throughput of {v}: lab_spin is counted on Unicorn, and {why}"));
-            continue;
-        }
+        // lab_spin is baseline code, counted on Unicorn in every variant's spin image (the
+        // driver's vector entry block is jumped over there); kernel instructions come from
+        // Unicorn or qemu (throughput::measure).
         let images = load(&cfg.build, v).and_then(|i| Ok((i, throughput::Spin::new(&cfg.build, v)?)));
         let (image, spin) = match images {
             Ok(x) => x,

@@ -156,11 +156,11 @@ impl BenchReport {
         }
         let _ = writeln!(
             s,
-            "Instructions per call and per block (Unicorn block profile of the kernel's own code; identical on a fresh engine = repeatable)"
+            "Instructions per call and per block (the kernel's own code; counter: Unicorn's block profile, or qemu's exec log where Unicorn cannot run the row; identical on a fresh engine = repeatable)"
         );
         let _ = writeln!(
             s,
-            "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
+            "{:<17} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}  counter",
             "variant",
             "kernel",
             "input",
@@ -184,7 +184,7 @@ impl BenchReport {
                 .collect();
             let _ = write!(
                 s,
-                "{:<12} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}",
+                "{:<17} {:<9} {:<5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>8} {:>7} {:>6} {:>10} {:>10}  {}{}",
                 r.variant,
                 r.kernel,
                 format!("+{}", r.misalign),
@@ -202,7 +202,9 @@ impl BenchReport {
                     (false, ..) => "NO".to_string(),
                     (true, false, Some(long)) => format!("yes, {long} from 2 paths"),
                     (true, false, None) => "nonlinear".to_string(),
-                }
+                },
+                r.counter,
+                r.vector_length.as_ref().map_or(String::new(), |vl| format!(", {vl}"))
             );
             let _ = if families { writeln!(s, "  {} {}", r.family, r.stub) } else { writeln!(s) };
         }
@@ -225,7 +227,7 @@ impl BenchReport {
         }
         let _ = writeln!(
             s,
-            "\nInstruction mix per block (aligned input; llvm-objdump classes weighted by block executions)"
+            "\nInstruction mix per block (aligned input; llvm-objdump classes weighted by executions: of blocks on Unicorn, of instructions under qemu)"
         );
         let _ = writeln!(
             s,
@@ -236,7 +238,7 @@ impl BenchReport {
             let m = &r.mix_per_block;
             let _ = writeln!(
                 s,
-                "{:<17} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}",
+                "{:<17} {:<9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}{}",
                 r.variant,
                 r.kernel,
                 num(m.loads),
@@ -245,7 +247,8 @@ impl BenchReport {
                 num(m.multiplies),
                 num(m.branches),
                 num(m.extension),
-                num(m.vector)
+                num(m.vector),
+                r.vector_length.as_ref().map_or(String::new(), |vl| format!("  {vl}"))
             );
         }
     }
@@ -402,20 +405,23 @@ impl BenchReport {
         let _ = writeln!(s, "\nYour kernels, native (through the lab's driver on this CPU), against OpenSSL");
         let _ = writeln!(
             s,
-            "{:<20} {:<16} {:<30} {:>7} {:>9} {:>13} {:>11}",
-            "variant", "workload", "symbol", "bytes", "MB/s", "OpenSSL MB/s", "vs OpenSSL"
+            "{:<20} {:<16} {:<30} {:>7} {:>8} {:>9} {:>13} {:>11} {:>10}  instructions",
+            "variant", "workload", "symbol", "bytes", "ns/B", "MB/s", "OpenSSL MB/s", "vs OpenSSL", "instr/call"
         );
         for r in &self.user_native {
             let _ = writeln!(
                 s,
-                "{:<20} {:<16} {:<30} {:>7} {:>9.1} {:>13} {:>11}",
+                "{:<20} {:<16} {:<30} {:>7} {:>8.3} {:>9.1} {:>13} {:>11} {:>10}  {}",
                 r.variant,
                 r.workload,
                 r.symbol,
                 r.bytes,
+                r.ns_per_byte,
                 r.mb_per_s,
                 opt(r.openssl_mb_per_s, |x| format!("{x:.1}")),
-                opt(r.vs_openssl, |x| format!("{x:.2}x"))
+                opt(r.vs_openssl, |x| format!("{x:.2}x")),
+                r.instructions_per_call.map_or("-".into(), |x| x.to_string()),
+                r.counted
             );
         }
         let _ = writeln!(
@@ -448,6 +454,8 @@ impl BenchReport {
             "{:<12} {:<8} {:>11} {:<15} {:>11} {:>9} {:>10} {:>10} {:>7} {:>12} {:>7}",
             head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10]
         );
+        // A reason not to count is said once per run of rows that share it.
+        let mut said = "";
         for t in &self.throughput {
             let raw = self.raw_rates.iter().find(|r| r.variant == t.variant && r.backend == t.backend);
             let _ = writeln!(
@@ -460,11 +468,15 @@ impl BenchReport {
                 t.calls_per_batch,
                 si(t.calls_per_s),
                 format!("{}B", si(t.bytes_per_s)),
-                t.instructions_per_call,
+                t.instructions_per_call.map_or("-".into(), |x| x.to_string()),
                 opt(t.overhead_ratio, |x| format!("{x:.2}")),
-                si(t.kernel_loop_instructions_per_s),
-                format!("{:.2}", t.overhead_vs_kernel_loop),
+                opt(t.kernel_loop_instructions_per_s, si),
+                opt(t.overhead_vs_kernel_loop, |x| format!("{x:.2}")),
             );
+            if t.instructions_per_call.is_none() && t.counted != said {
+                let _ = writeln!(s, "  {}", t.counted);
+                said = &t.counted;
+            }
         }
         let _ = writeln!(
             s,

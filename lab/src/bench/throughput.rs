@@ -6,7 +6,8 @@
 //! The raw rate comes from `lab_spin` (`lab/guest/<arch>/spin.S`, a loop of 256 straight-line ALU
 //! instructions) run through the same driver on the same backend in the same run; its
 //! instruction count per call is counted on Unicorn. Kernel instructions per call come from a
-//! Unicorn block profile of the same workload, so every backend is charged the same count.
+//! profile of the same workload ([`super::counter::CallCounts`]: Unicorn, or qemu's exec log where
+//! Unicorn cannot run it), so every backend is charged the same count.
 //!
 //! Register-only ALU code is the cheapest thing an emulator runs (TCG keeps the guest registers
 //! in host registers within a block), so kernel code with loads, stores and rotates runs at a
@@ -19,7 +20,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
-use super::counts::profile_call;
+use super::counter::CallCounts;
 use super::workload::Workload;
 use crate::abi::Abi;
 use crate::backend::{run_batch, Backend, BackendKind, Limits, UnicornBackend};
@@ -64,14 +65,18 @@ pub struct ThroughputRow {
     pub calls_per_s: f64,
     /// Median input bytes per second.
     pub bytes_per_s: f64,
-    /// Kernel instructions per call (Unicorn block profile).
-    pub instructions_per_call: u64,
+    /// Kernel instructions per call; `None` when neither counter could count it.
+    pub instructions_per_call: Option<u64>,
+    /// Which counter counted ([`super::counter::UNICORN`], [`super::counter::QEMU`]), or
+    /// `not counted: <reason>`.
+    pub counted: String,
     /// Wall time per call ÷ (instructions per call ÷ raw rate); 1.0 = no cost beyond the loop rate.
     pub overhead_ratio: Option<f64>,
-    /// The same kernel's rate in long calls over 64 KiB on this backend, instructions/s.
-    pub kernel_loop_instructions_per_s: f64,
+    /// The same kernel's rate in long calls over 64 KiB on this backend, instructions/s (when
+    /// that call was counted).
+    pub kernel_loop_instructions_per_s: Option<f64>,
     /// Wall time per call ÷ (instructions per call ÷ kernel-loop rate): the lab's own cost.
-    pub overhead_vs_kernel_loop: f64,
+    pub overhead_vs_kernel_loop: Option<f64>,
 }
 
 /// The three workloads of the issue: (name, call).
@@ -140,18 +145,21 @@ impl Spin {
     /// Build failures, engine set-up or a fault.
     pub fn new(build: &BuildConfig, variant: &'static Variant) -> Result<Spin, String> {
         let image = spin_image(build, variant)?;
-        let (fixed, per_iteration) = spin_instructions(&image)?;
+        let (fixed, per_iteration) = spin_instructions(&image, variant)?;
         Ok(Spin { image, fixed, per_iteration })
     }
 }
 
 /// Instructions of `lab_spin(n)` as (fixed, per iteration), counted on Unicorn at n = 1 and 2.
+/// `lab_spin` is baseline code in every variant's spin image; the driver's vector entry state
+/// of a vector variant (`image` built for `variant`) is jumped over, as in every Unicorn run.
 ///
 /// # Errors
 /// Engine set-up or a fault.
-pub fn spin_instructions(image: &Image) -> Result<(u64, u64), String> {
+pub fn spin_instructions(image: &Image, variant: &Variant) -> Result<(u64, u64), String> {
     let spin = image.require("lab_spin").map_err(|e| e.to_string())?;
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
+    uc.stop_at_unsupported(image, variant.extensions).map_err(|e| e.to_string())?;
     let mut count = |n| -> Result<u64, String> {
         uc.start_profile(spin.addr, spin.addr + spin.size).map_err(|e| e.to_string())?;
         let r = spin_once(&mut uc, image, n);
@@ -247,23 +255,19 @@ fn time_batch(
 /// Rate of `kernel` in long calls over [`KERNEL_LOOP_BYTES`] (instructions/s): a batch of
 /// [`KERNEL_LOOP_CALLS`] such calls on one input, so the input transfer and the round trip are
 /// a few percent of the time (which makes the rate slightly low and the overhead ratio slightly
-/// favourable). The count is the fixed cost plus the per-block cost, both from Unicorn profiles
-/// at 1 and 2 blocks.
+/// favourable). The count is that call's own ([`CallCounts`]); `None` when it was not counted.
 fn kernel_loop_rate(
     backend: &mut dyn Backend,
-    uc: &mut UnicornBackend,
+    counts: &mut CallCounts<'_>,
     image: &Image,
     kernel: Kernel,
     runs: usize,
     rng: &mut impl RngExt,
-) -> Result<f64, String> {
-    let c1 = profile_call(uc, image, &Workload::of(kernel, 1, 0), rng)?.instructions();
-    let c2 = profile_call(uc, image, &Workload::of(kernel, 2, 0), rng)?.instructions();
-    let blocks = KERNEL_LOOP_BYTES / Workload::block_bytes(kernel);
-    let instructions = c1 + (blocks - 1) * (c2 - c1);
-    let w = Workload::of(kernel, blocks, 0);
+) -> Result<Option<f64>, String> {
+    let w = Workload::of(kernel, KERNEL_LOOP_BYTES / Workload::block_bytes(kernel), 0);
+    let Ok((instructions, _)) = counts.instructions(&w, rng) else { return Ok(None) };
     let t = time_batch(backend, image, &w, KERNEL_LOOP_CALLS, runs, rng)?;
-    Ok((KERNEL_LOOP_CALLS as u64 * instructions) as f64 / t)
+    Ok(Some((KERNEL_LOOP_CALLS as u64 * instructions) as f64 / t))
 }
 
 /// Input of the kernel-loop call.
@@ -274,43 +278,46 @@ const KERNEL_LOOP_CALLS: usize = 16;
 /// Most calls one batch may hold (the call table must fit the 32 MiB arena).
 const MAX_CALLS: usize = 40_000;
 
-/// Throughput of every workload of `kernels` on one opened backend.
+/// Throughput of each of `workloads` (name, call) on one opened backend. Timing never waits
+/// on a count: a call no counter can count ([`CallCounts`]) is timed all the same, its
+/// instruction columns `None` and [`ThroughputRow::counted`] saying why.
 ///
 /// # Errors
-/// The first fault or backend failure.
+/// The first fault or backend failure of a timed batch.
 pub fn measure(
     backend: &mut dyn Backend,
     variant: &'static Variant,
     image: &Image,
-    kernels: &[Kernel],
+    workloads: &[(&'static str, Workload)],
     rate: Option<&RawRate>,
     runs: usize,
     seed: u64,
 ) -> Result<Vec<ThroughputRow>, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut rows = Vec::new();
-    // Instruction counts come from a Unicorn profile of the same image.
-    let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
-    uc.emulate_zbb(variant.zbb).map_err(|e| e.to_string())?;
-    uc.stop_at_unsupported(image, variant.extensions).map_err(|e| e.to_string())?;
-    let mut loop_rates: Vec<(Kernel, f64)> = Vec::new();
-    for (name, w) in workloads().into_iter().filter(|(_, w)| kernels.contains(&w.kernel)) {
-        let instructions = profile_call(&mut uc, image, &w, &mut rng)?.instructions();
+    let mut counts = CallCounts::new(image, variant);
+    let mut loop_rates: Vec<(Kernel, Option<f64>)> = Vec::new();
+    for (name, w) in workloads {
+        let (instructions, counted) = match counts.instructions(w, &mut rng) {
+            Ok((n, counter)) => (Some(n), counter.to_string()),
+            Err(why) => (None, format!("not counted: {why}")),
+        };
         let loop_rate = match loop_rates.iter().find(|(k, _)| *k == w.kernel) {
             Some(&(_, r)) => r,
             None => {
-                let r = kernel_loop_rate(backend, &mut uc, image, w.kernel, runs, &mut rng)?;
+                let r = kernel_loop_rate(backend, &mut counts, image, w.kernel, runs, &mut rng)?;
                 loop_rates.push((w.kernel, r));
                 r
             }
         };
         let k0 = 16;
-        let t0 = round(backend, image, &w, k0, &mut rng)?.as_secs_f64().max(1e-6);
+        let t0 = round(backend, image, w, k0, &mut rng)?.as_secs_f64().max(1e-6);
         let k = ((k0 as f64 * TARGET.as_secs_f64() / t0) as usize).clamp(k0, MAX_CALLS);
         let per_call: Vec<f64> = (0..runs)
-            .map(|_| round(backend, image, &w, k, &mut rng).map(|d| d.as_secs_f64() / k as f64))
+            .map(|_| round(backend, image, w, k, &mut rng).map(|d| d.as_secs_f64() / k as f64))
             .collect::<Result<_, _>>()?;
         let per_call = median(per_call);
+        let over = |rate: f64| instructions.map(|n| per_call / (n as f64 / rate));
         rows.push(ThroughputRow {
             variant: variant.name,
             backend: backend.kind().name(),
@@ -321,9 +328,10 @@ pub fn measure(
             calls_per_s: 1.0 / per_call,
             bytes_per_s: w.bytes() as f64 / per_call,
             instructions_per_call: instructions,
-            overhead_ratio: rate.map(|r| per_call / (instructions as f64 / r.instructions_per_s)),
+            counted,
+            overhead_ratio: rate.and_then(|r| over(r.instructions_per_s)),
             kernel_loop_instructions_per_s: loop_rate,
-            overhead_vs_kernel_loop: per_call / (instructions as f64 / loop_rate),
+            overhead_vs_kernel_loop: loop_rate.and_then(over),
         });
     }
     Ok(rows)
@@ -355,6 +363,7 @@ pub fn variant_on(
     let rate = raw_rate(spin_backend.as_mut(), variant, spin, runs)?;
     drop(spin_backend);
     let mut backend = kind.open(variant, image, limits).map_err(|e| e.to_string())?;
-    let rows = measure(backend.as_mut(), variant, image, kernels, Some(&rate), runs, seed)?;
+    let workloads: Vec<_> = workloads().into_iter().filter(|(_, w)| kernels.contains(&w.kernel)).collect();
+    let rows = measure(backend.as_mut(), variant, image, &workloads, Some(&rate), runs, seed)?;
     Ok((rate, rows))
 }

@@ -119,6 +119,9 @@ impl ProcessBackend {
     /// while its own descriptors (the Landlock ruleset) may still sit on fds 3-5.
     pub(super) fn command(&self, handed: [RawFd; 3]) -> Result<Command, BackendError> {
         let mut cmd = Command::new(&self.program);
+        if let Some((_, (start, end))) = &self.trace {
+            cmd.args(crate::backend::exec_trace::qemu_args(*start, *end));
+        }
         cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let arena = (self.arena.addr, self.arena.addr + self.arena.size);
         let protectable: Vec<(u64, u64)> = std::iter::once(arena).chain(self.arena.kernel_data).collect();
@@ -163,8 +166,13 @@ impl ProcessBackend {
         let mut stderr = child.stderr.take().expect("piped stderr");
         let replies = File::from(rep_r);
         let (etx, stderr_rx) = mpsc::channel();
+        let trace = self.trace.as_ref().map(|(t, _)| std::sync::Arc::clone(t));
         thread::spawn(move || {
-            let _ = etx.send(bounded_stderr(&mut stderr));
+            let text = match trace {
+                Some(t) => escape_controls(&t.drain(&mut stderr)),
+                None => bounded_stderr(&mut stderr),
+            };
+            let _ = etx.send(text);
         });
         Ok(Guest { child, requests: File::from(req_w), replies, stdout, stderr: stderr_rx, seq: 0 })
     }

@@ -48,6 +48,7 @@ mod host_check;
 mod prot_delta;
 mod recover;
 mod shared_arena;
+mod traced;
 
 use exchange::*;
 use guest::*;
@@ -130,6 +131,8 @@ pub struct ProcessBackend {
     /// The image's executable segments (guest address, file bytes): the code the guest must
     /// still hold after every batch.
     code: Vec<(u64, Vec<u8>)>,
+    /// qemu's exec log of the kernel range being counted (traced.rs), and that range.
+    trace: Option<(std::sync::Arc<crate::backend::exec_trace::ExecTrace>, (u64, u64))>,
 }
 
 impl ProcessBackend {
@@ -187,6 +190,7 @@ impl ProcessBackend {
             scratch: Vec::new(),
             scratch_guards: Vec::new(),
             code: image.segments.iter().filter(|s| s.perms.exec).map(|s| (s.vaddr, s.data.clone())).collect(),
+            trace: None,
         })
     }
 
