@@ -112,9 +112,17 @@ pub fn fixture_kernels(arch: &str, file: &str, fixture: &str) -> (tempfile::Temp
     std::fs::rename(&target, dir.path().join(arch).join(format!("real_{stem}.inc"))).expect("keep the original");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(arch).join(fixture);
     std::fs::copy(&src, &target).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    // The tamper fixtures' shared sequence, #included beside the fixture.
+    let shared = src.with_file_name(HOSTILE_INC);
+    if shared.exists() {
+        std::fs::copy(&shared, dir.path().join(arch).join(HOSTILE_INC)).expect("copy hostile.inc");
+    }
     let build = fixture_build(dir.path());
     (dir, build)
 }
+
+/// The include of each architecture's tamper fixtures (tests/fixtures/<arch>/hostile.inc).
+const HOSTILE_INC: &str = "hostile.inc";
 
 /// Like [`fixture_kernels`], with the fixture's text given (a generated fixture).
 pub fn generated_fixture_kernels(arch: &str, file: &str, source: &str) -> (tempfile::TempDir, BuildConfig) {

@@ -13,8 +13,13 @@ use crate::common::{fixture_image, fixture_kernels, one_vector_set, variant, FIX
 /// The md5 set, the poly1305 set of one block (the hostile kernel), then the md5 set again, on
 /// one backend (one guest process unless a finding restarted it): the three rows.
 fn md5_hostile_md5(fixture: &str, kind: BackendKind) -> [Row; 3] {
-    let v = variant("x86_64");
-    let (_dir, cfg) = fixture_kernels("x86_64", "poly1305.S", fixture);
+    md5_hostile_md5_on("x86_64", fixture, kind)
+}
+
+/// [`md5_hostile_md5`] with `arch`'s fixture (tests/fixtures/<arch>/).
+fn md5_hostile_md5_on(arch: &str, fixture: &str, kind: BackendKind) -> [Row; 3] {
+    let v = variant(arch);
+    let (_dir, cfg) = fixture_kernels(arch, "poly1305.S", fixture);
     let image = fixture_image(&cfg, v, fixture);
     let md5 = one_vector_set("md5/rfc1321.json", |_| true);
     let poly: VectorSet = one_vector_set("poly1305/rfc8439.json", |v| (16..32).contains(&v.msg_len()));
@@ -54,39 +59,91 @@ fn assert_tamper(fixture: &str, kind: BackendKind, rows: &[Row; 3], text: &str, 
 const GUARDED: &str = " [guarded]";
 const MISALIGNED: &str = " [guarded, misaligned]";
 
-#[test]
-fn a_kernel_lifting_its_inputs_protection_is_not_green() {
-    for kind in [BackendKind::Native, BackendKind::Qemu] {
-        let rows = md5_hostile_md5("lift_input.S", kind);
-        let text = "is read-write in the guest, the table in force says read-only";
-        assert_tamper("lift_input.S", kind, &rows, text, &[GUARDED, MISALIGNED]);
+/// Natively the batch child's filter (confine.rs, `batch_filter`) traps the kernel's first
+/// protection or handler change: every case of the hostile row fails with a system-call
+/// finding naming `call`, the md5 rows around it pass.
+fn assert_denied(fixture: &str, rows: &[Row; 3], call: &str) {
+    let [before, hostile, after] = rows;
+    assert_eq!(hostile.passed(), 0, "{fixture} natively: {:?}", hostile.failed());
+    for case in &hostile.failed() {
+        let f = &case.findings[0];
+        assert_eq!(f.class, Class::Syscall, "{fixture} natively: {f}");
+        assert!(f.text.contains(&format!("({call})")), "{fixture} natively: {call} not in {f}");
+    }
+    for (when, row) in [("before", before), ("after", after)] {
+        assert!(row.passed() > 0 && row.failed().is_empty(), "{fixture} natively, md5 {when}: {:?}", row.failed());
     }
 }
 
 #[test]
+fn a_kernel_lifting_its_inputs_protection_is_not_green() {
+    let rows = md5_hostile_md5("lift_input.S", BackendKind::Qemu);
+    let text = "is read-write in the guest, the table in force says read-only";
+    assert_tamper("lift_input.S", BackendKind::Qemu, &rows, text, &[GUARDED, MISALIGNED]);
+    assert_denied("lift_input.S", &md5_hostile_md5("lift_input.S", BackendKind::Native), "mprotect");
+}
+
+#[test]
 fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
-    for kind in [BackendKind::Native, BackendKind::Qemu] {
-        let rows = md5_hostile_md5("lift_guard.S", kind);
-        assert_tamper("lift_guard.S", kind, &rows, "guard poison at input+", &[GUARDED]);
-    }
+    let rows = md5_hostile_md5("lift_guard.S", BackendKind::Qemu);
+    assert_tamper("lift_guard.S", BackendKind::Qemu, &rows, "guard poison at input+", &[GUARDED]);
+    // Only the guarded case lifts (its input ends flush against a page); the others pass.
+    let [before, hostile, after] = md5_hostile_md5("lift_guard.S", BackendKind::Native);
+    let failed = hostile.failed();
+    assert!(failed.len() == 1 && failed[0].name.ends_with(GUARDED), "natively: {failed:?}");
+    assert_eq!(failed[0].findings[0].class, Class::Syscall, "{}", failed[0].findings[0]);
+    assert!(failed[0].findings[0].text.contains("(mprotect)"), "{}", failed[0].findings[0]);
+    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
+}
+
+/// A lift fully undone before the return (bytes and protection as laid) is denied natively;
+/// under qemu-user nothing of it is left for the host to see and the case passes: the gap
+/// docs/threat-model.md names ("A lift undone within the batch"). This pins it: a lab that
+/// starts seeing it must say so there.
+#[test]
+fn a_lift_undone_within_the_call_is_denied_natively_and_unseen_under_qemu() {
+    assert_denied("lift_undone.S", &md5_hostile_md5("lift_undone.S", BackendKind::Native), "mprotect");
+    // Under qemu-user the fixture's "restore" to read-only is itself a change where the input's
+    // page was read-write (a packed input): seen. Where it was read-only (the guarded case) it
+    // is truly undone: unseen, the case passes.
+    let [_, hostile, _] = md5_hostile_md5("lift_undone.S", BackendKind::Qemu);
+    let failed = hostile.failed();
+    assert!(failed.iter().all(|c| c.findings[0].class == Class::Tamper), "qemu: {failed:?}");
+    assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)), "qemu: {failed:?}");
+    assert!(hostile.passed() > 0, "qemu: {failed:?}");
 }
 
 #[test]
 fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
     let rows = md5_hostile_md5("patch_driver.S", BackendKind::Qemu);
     assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code", &[]);
-    // Natively the allow-list refuses an executable mprotect: a system-call finding.
-    let [_, hostile, _] = md5_hostile_md5("patch_driver.S", BackendKind::Native);
-    assert_eq!(hostile.passed(), 0, "{:?}", hostile.failed());
-    assert_eq!(hostile.failed()[0].findings[0].class, Class::Syscall, "{}", hostile.failed()[0].findings[0]);
+    // Natively the batch child may not mprotect at all: a system-call finding.
+    assert_denied("patch_driver.S", &md5_hostile_md5("patch_driver.S", BackendKind::Native), "mprotect");
 }
 
 #[test]
 fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
-    let [before, hostile, after] = md5_hostile_md5("sigsegv_handler.S", BackendKind::Native);
-    assert_eq!(hostile.passed(), 0, "{:?}", hostile.failed());
-    let f = &hostile.failed()[0].findings[0];
-    assert_eq!(f.class, Class::Syscall, "{f}");
-    assert!(f.text.contains("system call 13 (rt_sigaction)"), "{f}");
-    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0, "{:?}", after.failed());
+    assert_denied("sigsegv_handler.S", &md5_hostile_md5("sigsegv_handler.S", BackendKind::Native), "rt_sigaction");
+}
+
+/// The same tampering from aarch64 and riscv64 kernels (fixtures beside their `hostile.inc`),
+/// under qemu-user, the backend that runs them in a process: lifting the input's protection,
+/// writing through a lifted guard, patching the driver are each a `tamper` finding; a lift
+/// fully undone is seen only where the "restore" differs from the table, as on x86_64.
+#[test]
+fn tampering_from_aarch64_and_riscv64_kernels_is_not_green_under_qemu() {
+    let qemu = BackendKind::Qemu;
+    for arch in ["aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "lift_input.S", qemu);
+        let text = "is read-write in the guest, the table in force says read-only";
+        assert_tamper(&format!("{arch}/lift_input.S"), qemu, &rows, text, &[GUARDED, MISALIGNED]);
+        let rows = md5_hostile_md5_on(arch, "lift_guard.S", qemu);
+        assert_tamper(&format!("{arch}/lift_guard.S"), qemu, &rows, "guard poison at input+", &[GUARDED]);
+        let rows = md5_hostile_md5_on(arch, "patch_driver.S", qemu);
+        assert_tamper(&format!("{arch}/patch_driver.S"), qemu, &rows, "the kernel patched code", &[]);
+        let [_, hostile, _] = md5_hostile_md5_on(arch, "lift_undone.S", qemu);
+        let failed = hostile.failed();
+        assert!(failed.iter().all(|c| c.findings[0].class == Class::Tamper), "{arch}: {failed:?}");
+        assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)) && hostile.passed() > 0, "{arch}: {failed:?}");
+    }
 }

@@ -49,8 +49,8 @@ fn the_readme_tables_are_the_generated_ones() {
 /// `#define` names a driver may have: Linux facts (system calls, flags, ucontext offsets) and
 /// its own frame layout. Anything else (a header offset, NSAVED, an exit code) belongs in
 /// lab_protocol.h.
-const LINUX_OR_FRAME: [&str; 13] =
-    ["SYS_", "PROT_", "MAP_", "SA_", "PR_", "UC_", "SI_", "EINTR", "EBADF", "SECCOMP_", "BPF_", "F_", "FRAME"];
+const LINUX_OR_FRAME: [&str; 14] =
+    ["SYS_", "PROT_", "MAP_", "SA_", "SIG", "PR_", "UC_", "SI_", "EINTR", "EBADF", "SECCOMP_", "BPF_", "F_", "FRAME"];
 
 /// Protocol values that must only appear through their LAB_ names (any spelling, any case).
 fn forbidden_literals() -> Vec<String> {

@@ -80,6 +80,8 @@
 #define LAB_EXIT_MPROTECT   6  /* `mprotect` failed */
 #define LAB_EXIT_MMAP       7  /* mapping the shared arena (fd 3) over `lab_arena` failed */
 #define LAB_EXIT_SECCOMP    8  /* the seccomp allow-list (fd 9) could not be read or installed */
+#define LAB_EXIT_REPLIED    9  /* a batch child sent its reply (the child's status, not the guest's) */
+#define LAB_EXIT_CHILD      10  /* the batch's child process was killed by a signal before it replied */
 
 /* signals handled by _start (one fault reply each); use with .irp */
 #define LAB_SIGNALS        4, 5, 7, 8, 10, 11, 31  /* SIGILL SIGTRAP SIGBUS SIGFPE SIGUSR1 SIGSEGV SIGSYS */

@@ -26,15 +26,25 @@
 #define SYS_mprotect    10
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigreturn 15
+#define SYS_rt_sigprocmask 14
+#define SYS_clone       56
+#define SYS_wait4       61
 #define SYS_sigaltstack 131
 #define SYS_prctl       157
 #define SYS_exit_group  231
 #define SYS_close       3
 #define SYS_seccomp     317
 #define PR_SET_NO_NEW_PRIVS 38
+#define PR_SET_PDEATHSIG 1
+#define SIGKILL         9
+#define SIGCHLD         17
+#define SIG_BLOCK       0
+#define SIG_UNBLOCK     1
+#define SIGUSR1_BIT     (1 << (10 - 1))  /* SIGUSR1 in a kernel sigset_t */
 #define SECCOMP_SET_MODE_FILTER 1
 #define EBADF           9
 #define BPF_MAXINSNS    4096            /* the kernel's limit on a filter's length */
+#define BPF_BUF         (8 + 2 * BPF_MAXINSNS * 8)  /* a length word and two filters */
 #define PROT_READ       1
 #define PROT_RW         3
 #define MAP_SHARED      0x01
@@ -246,16 +256,7 @@ _start:
         cmp     rax, rdi
         jne     .Lexit_mmap
 
-        /* prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a system call
-         * from anywhere but this I/O code.  EINVAL under qemu-user: ignored. */
-        mov     edi, PR_SET_SYSCALL_USER_DISPATCH
-        mov     esi, PR_SYS_DISPATCH_ON
-        lea     rdx, [rip + lab_syscalls_begin]
-        lea     r10, [rip + lab_syscalls_end]
-        sub     r10, rdx
-        xor     r8d, r8d
-        mov     eax, SYS_prctl
-        syscall
+        call    .Ldispatch_on
 
         call    lab_seccomp_install             /* last set-up step: the allow-list */
 
@@ -291,6 +292,12 @@ _start:
         mov     [rip + lab_io_sum_len], rcx
 
         call    .Lprotect
+        cmp     qword ptr [rip + lab_fprog2], 0
+        je      .Lbatch_here
+        call    .Lbatch_child                   /* returns in the parent once the child replied */
+        add     qword ptr [rip + lab_io_seq], 1
+        jmp     .Lio_loop
+.Lbatch_here:
         call    lab_batch                       /* rsp 16-aligned at the call */
 
         call    .Lchecksum
@@ -321,10 +328,104 @@ _start:
         jmp     .Lexit
 .Lexit_mmap:
         mov     edi, LAB_EXIT_MMAP
+        jmp     .Lexit
+.Lexit_child:
+        mov     edi, LAB_EXIT_CHILD
 .Lexit:
         mov     eax, SYS_exit_group
         syscall
         ud2
+
+/* .Lbatch_child: runs the batch in a child process (native guests with a batch filter): the
+ * protections are laid by this process (.Lprotect) and inherited through fork; the child
+ * installs the batch filter (no mprotect, mmap, sigaction...: confine.rs, batch_filter), runs
+ * lab_batch and sends the reply, so kernel code never runs where a protection can change.  The
+ * parent waits: a child that exits LAB_EXIT_REPLIED replied (done or fault); a child that
+ * exits with another code (the kernel's exit_group) ends the parent with that code, one
+ * killed by a signal with LAB_EXIT_CHILD, closing the reply stream.  Entered with rsp = 8 mod 16.
+ * Clobbers every caller-saved register. */
+.Lbatch_child:
+        mov     edi, SIGCHLD                    /* clone(SIGCHLD, 0, 0, 0, 0): a plain fork */
+        xor     esi, esi
+        xor     edx, edx
+        xor     r10d, r10d
+        xor     r8d, r8d
+        mov     eax, SYS_clone
+        syscall
+        test    rax, rax
+        js      .Lexit_child
+        jz      .Lin_child
+        mov     [rip + lab_child_pid], rax
+.Lwait_child:
+        mov     rdi, [rip + lab_child_pid]
+        lea     rsi, [rip + lab_wstatus]
+        xor     edx, edx
+        xor     r10d, r10d
+        mov     eax, SYS_wait4
+        syscall
+        cmp     rax, -EINTR
+        je      .Lwait_child
+        test    rax, rax
+        js      .Lexit_child
+        mov     edi, [rip + lab_wstatus]
+        cmp     edi, LAB_EXIT_REPLIED << 8      /* WIFEXITED with that code */
+        je      .Lchild_ok
+        test    edi, 0x7f
+        jnz     .Lexit_child                    /* killed by a signal */
+        shr     edi, 8                          /* exited itself: the guest ends with its code */
+        jmp     .Lexit
+.Lchild_ok:
+        ret
+.Lin_child:
+        mov     byte ptr [rip + lab_in_child], 1
+        mov     edi, SIG_UNBLOCK                /* the host's poke reaches the child only */
+        lea     rsi, [rip + lab_usr1_set]
+        xor     edx, edx
+        mov     r10d, 8
+        mov     eax, SYS_rt_sigprocmask
+        syscall
+        mov     edi, PR_SET_PDEATHSIG           /* never outlive the guest (cleared by fork) */
+        mov     esi, SIGKILL
+        xor     edx, edx
+        xor     r10d, r10d
+        xor     r8d, r8d
+        mov     eax, SYS_prctl
+        syscall
+        call    .Ldispatch_on                   /* not inherited through fork */
+        mov     edi, SECCOMP_SET_MODE_FILTER
+        xor     esi, esi
+        lea     rdx, [rip + lab_fprog2]
+        mov     eax, SYS_seccomp
+        syscall
+        test    rax, rax
+        jnz     .Lexit_seccomp
+        sub     rsp, 8                          /* 16-aligned at lab_batch's call */
+        call    lab_batch
+        add     rsp, 8
+        call    .Lchecksum
+        lea     rsi, [rip + lab_io_rep]
+        mov     [rsi + LAB_RP_SUM], rax
+        mov     qword ptr [rsi + LAB_RP_KIND], LAB_KIND_DONE
+        call    .Lsend_reply
+.Lchild_replied:
+        mov     edi, LAB_EXIT_REPLIED
+        mov     eax, SYS_exit_group
+        syscall
+        ud2
+
+/* .Ldispatch_on: prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a
+ * system call from anywhere but this I/O code.  EINVAL under qemu-user: ignored.
+ * Clobbers rax, rcx, rdx, rsi, rdi, r8, r10, r11. */
+.Ldispatch_on:
+        mov     edi, PR_SET_SYSCALL_USER_DISPATCH
+        mov     esi, PR_SYS_DISPATCH_ON
+        lea     rdx, [rip + lab_syscalls_begin]
+        lea     r10, [rip + lab_syscalls_end]
+        sub     r10, rdx
+        xor     r8d, r8d
+        mov     eax, SYS_prctl
+        syscall
+        ret
 
 /* .Lread_full(rsi = buf, rdx = count) -> rax = bytes read from LAB_FD_REQUEST (< count only
  * at EOF).  Retries on EINTR; any other error exits.  Clobbers rcx, rdi, r8, r9, r11. */
@@ -542,17 +643,20 @@ _start:
         jnz     .Lexit_mprotect
         ret
 
-/* lab_seccomp_install: reads a BPF program (struct sock_filter[], lab/src/backend/process/confine.rs)
- * from LAB_FD_SECCOMP to EOF and installs it with prctl(PR_SET_NO_NEW_PRIVS) +
- * seccomp(SECCOMP_SET_MODE_FILTER).  No such fd (qemu-user) or an empty program: no filter.
- * A filter that was given but cannot be installed exits LAB_EXIT_SECCOMP: the guest never
- * runs unconfined by mistake.  Clobbers rax, rcx, rdx, rsi, rdi, r8, r10, r11. */
+/* lab_seccomp_install: reads the host's filters (lab/src/backend/process/confine.rs,
+ * filter_pipe) from LAB_FD_SECCOMP to EOF: a u64 byte length n, the allow-list (n bytes of
+ * struct sock_filter), then the batch filter (the rest; may be empty).  Installs the allow-list
+ * with prctl(PR_SET_NO_NEW_PRIVS) + seccomp(SECCOMP_SET_MODE_FILTER) and keeps the batch filter
+ * in lab_fprog2 for .Lbatch_child, blocking SIGUSR1 here (the host's poke is for the child).
+ * No such fd (qemu-user) or nothing in it: no filter.  A filter that was given but cannot be
+ * installed exits LAB_EXIT_SECCOMP: the guest never runs unconfined by mistake.
+ * Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11. */
 lab_seccomp_install:
         xor     r8d, r8d                        /* bytes read so far */
 .Lbpf_more:
-        mov     edx, BPF_MAXINSNS * 8
+        mov     edx, BPF_BUF
         sub     rdx, r8
-        jz      .Lexit_seccomp                  /* longer than BPF_MAXINSNS */
+        jz      .Lexit_seccomp                  /* longer than the buffer */
         mov     edi, LAB_FD_SECCOMP
         lea     rsi, [rip + lab_bpf]
         add     rsi, r8
@@ -575,11 +679,37 @@ lab_seccomp_install:
         jz      .Lbpf_ret
         test    r8, 7
         jnz     .Lexit_seccomp                  /* not whole instructions */
-        lea     rdx, [rip + lab_fprog]          /* struct sock_fprog { u16 len; filter * } */
+        sub     r8, 8
+        jb      .Lexit_seccomp
+        mov     r9, [rip + lab_bpf]             /* the allow-list's bytes */
+        test    r9, 7
+        jnz     .Lexit_seccomp
+        cmp     r9, r8
+        ja      .Lexit_seccomp
+        sub     r8, r9                          /* the batch filter's bytes */
+        lea     rdx, [rip + lab_fprog2]
+        lea     rax, [rip + lab_bpf + 8]
+        add     rax, r9
+        mov     [rdx + 8], rax
         shr     r8, 3
         mov     word ptr [rdx], r8w
-        lea     rax, [rip + lab_bpf]
+        lea     rdx, [rip + lab_fprog]          /* struct sock_fprog { u16 len; filter * } */
+        lea     rax, [rip + lab_bpf + 8]
         mov     [rdx + 8], rax
+        shr     r9, 3
+        mov     word ptr [rdx], r9w
+        test    r8, r8
+        jz      .Lbpf_install
+        mov     qword ptr [rip + lab_usr1_set], SIGUSR1_BIT
+        mov     edi, SIG_BLOCK
+        lea     rsi, [rip + lab_usr1_set]
+        xor     edx, edx
+        mov     r10d, 8
+        mov     eax, SYS_rt_sigprocmask
+        syscall
+        test    rax, rax
+        jnz     .Lexit_seccomp
+.Lbpf_install:
         mov     edi, PR_SET_NO_NEW_PRIVS
         mov     esi, 1
         xor     edx, edx
@@ -640,6 +770,8 @@ lab_fault_handler:
         cmp     ecx, LAB_RP_NREGS
         jb      2b
         call    .Lsend_reply
+        cmp     byte ptr [rip + lab_in_child], 0
+        jne     .Lchild_replied                 /* the parent resumes the request loop */
         add     qword ptr [rip + lab_io_seq], 1
         lea     rax, [rip + .Lio_loop]
         mov     [r15 + UC_RIP], rax
@@ -680,7 +812,12 @@ lab_io_rep:             .zero LAB_REPLY_SIZE
 lab_ss:                 .zero 24        /* stack_t */
 lab_sigact:             .zero 32        /* struct kernel_sigaction */
 lab_fprog:              .zero 16        /* struct sock_fprog for lab_seccomp_install */
-lab_bpf:                .zero BPF_MAXINSNS * 8
+lab_fprog2:             .zero 16        /* the batch filter's; len 0 = no batch child */
+lab_usr1_set:           .zero 8         /* sigset_t {SIGUSR1} */
+lab_child_pid:          .zero 8         /* the batch child being waited for */
+lab_wstatus:            .zero 8         /* its wait status */
+lab_in_child:           .zero 8         /* 1 in a batch child: a fault reply ends it */
+lab_bpf:                .zero BPF_BUF
 
         .p2align 4
 lab_altstack:           .zero LAB_ALTSTACK_SIZE

@@ -200,8 +200,9 @@ pub mod fd {
     pub const REQUEST: u64 = 4;
     /// Reply tokens, guest to host.
     pub const REPLY: u64 = 5;
-    /// Native guests only: the seccomp allow-list (`struct sock_filter[]`, read to EOF) the
-    /// x86_64 driver installs after its set-up (lab/src/backend/process/confine.rs).
+    /// Native guests only: the seccomp filters (a u64 byte length, the allow-list the x86_64
+    /// driver installs after its set-up, then the batch filter its batch child installs; raw
+    /// `struct sock_filter`s read to EOF; lab/src/backend/process/confine.rs).
     pub const SECCOMP: u64 = 9;
 }
 
@@ -298,8 +299,16 @@ pub mod exit {
     /// The host's seccomp allow-list (fd 9) could not be read or installed.
     pub const SECCOMP: Exit =
         Exit { name: "SECCOMP", code: 8, doc: "the seccomp allow-list (fd 9) could not be read or installed" };
+    /// A native batch child (x86_64 driver, `.Lbatch_child`) sent its reply, done or fault;
+    /// the status of the child, which the parent waits for, never of the guest.
+    pub const REPLIED: Exit =
+        Exit { name: "REPLIED", code: 9, doc: "a batch child sent its reply (the child's status, not the guest's)" };
+    /// A native batch child was killed by a signal before it replied: the guest ends too,
+    /// closing the reply stream. (A child that exits itself ends the guest with its code.)
+    pub const CHILD: Exit =
+        Exit { name: "CHILD", code: 10, doc: "the batch's child process was killed by a signal before it replied" };
     /// Every status, in order.
-    pub const ALL: [Exit; 8] = [OK, TRUNCATED, FAULT, PROTOCOL, IO, MPROTECT, MMAP, SECCOMP];
+    pub const ALL: [Exit; 10] = [OK, TRUNCATED, FAULT, PROTOCOL, IO, MPROTECT, MMAP, SECCOMP, REPLIED, CHILD];
 
     /// The meaning of status `code`, if it is one of `_start`'s.
     pub fn describe(code: i32) -> Option<&'static str> {

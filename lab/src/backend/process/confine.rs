@@ -14,11 +14,15 @@
 //!   A trapped call raises SIGSYS; the guest's fault handler reports it like any fault, so it
 //!   becomes a finding naming the call (see `FaultKind::SystemCall`).
 //!
-//! Native guests get one more layer: the x86_64 driver's `_start` installs the allow-list of
+//! Native guests get two more layers: the x86_64 driver's `_start` installs the allow-list of
 //! [`native_allow_list`] (read the request fd, write the reply fd, `mprotect` inside
-//! `lab_arena` and the kernels' data, `rt_sigreturn`, `exit_group`) after its own set-up, from a BPF program the lab
-//! hands it on fd [`SECCOMP_FD`]. qemu-user cannot take such a filter: it makes system calls of
-//! its own on the guest's behalf, so there the refusal filter above is the limit.
+//! `lab_arena` and the kernels' data, `rt_sigreturn`, `exit_group`, what forking a batch child
+//! takes) after its own set-up; then for every batch it lays the protections and forks a batch
+//! child that installs [`batch_filter`] (write the reply fd, `exit_group`) before the first
+//! kernel call, so kernel code can change no protection, handler or mapping. Both programs come
+//! from the lab on fd [`SECCOMP_FD`]. qemu-user cannot take such filters: it makes system calls
+//! of its own on the guest's behalf (`mprotect` for its code cache among them), so there the
+//! refusal filter above is the limit and the host's checks after the batch see the rest.
 //!
 //! Unicorn runs the image in-process and never executes a guest system call (it is a hook).
 //!
@@ -72,11 +76,13 @@ pub fn confine(cmd: &mut Command, guest: &Guest<'_>, support: Support) -> Result
     let mut allow_fd = None;
     if support.seccomp {
         let exec_path = cmd.get_program().as_encoded_bytes().as_ptr() as u64;
-        refusal = Some(refusal_filter(exec_path).map_err(|e| format!("seccomp: {e}"))?);
+        let native = matches!(guest, Guest::Native { .. });
+        refusal = Some(refusal_filter(exec_path, native).map_err(|e| format!("seccomp: {e}"))?);
         clone3 = Some(clone3_filter().map_err(|e| format!("seccomp: {e}"))?);
         if let Guest::Native { protectable, .. } = guest {
-            let prog = native_allow_list(protectable).map_err(|e| format!("seccomp: {e}"))?;
-            allow_fd = Some(program_pipe(&prog).map_err(|e| format!("seccomp allow-list pipe: {e}"))?);
+            let allow = native_allow_list(protectable).map_err(|e| format!("seccomp: {e}"))?;
+            let batch = batch_filter().map_err(|e| format!("seccomp: {e}"))?;
+            allow_fd = Some(filter_pipe(&allow, &batch).map_err(|e| format!("seccomp filter pipe: {e}"))?);
         }
     }
     let parent = std::process::id();
@@ -245,10 +251,12 @@ fn rule(conds: Vec<Cond>) -> Result<SeccompRule, seccompiler::BackendError> {
 /// Host system calls a guest process may not make (trapped: SIGSYS). `exec_path` is the address
 /// of the program path the child passes to its one `execve` (the `Command`'s own string), so
 /// only that `execve` passes; the guest's pid is `PID_SENTINEL` until the child patches it.
+/// `native`: the x86_64 driver forks one batch child per batch (`clone(SIGCHLD)`, nothing
+/// shared), which then asks for SIGKILL when its parent dies; qemu-user may do neither.
 ///
 /// # Errors
 /// Only a seccompiler error (an unsupported host architecture).
-pub fn refusal_filter(exec_path: u64) -> Result<BpfProgram, seccompiler::Error> {
+pub fn refusal_filter(exec_path: u64, native: bool) -> Result<BpfProgram, seccompiler::Error> {
     use libc::*;
     let pid = u64::from(PID_SENTINEL);
     let always = || Ok::<_, seccompiler::BackendError>(vec![]);
@@ -286,12 +294,20 @@ pub fn refusal_filter(exec_path: u64) -> Result<BpfProgram, seccompiler::Error> 
     for nr in PRIVILEGED {
         rules.insert(nr, always()?);
     }
-    rules.insert(SYS_clone, vec![rule(vec![cond(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?]);
+    let mut not_thread = vec![cond(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?];
+    if native {
+        not_thread.push(cond(0, Op::Ne, SIGCHLD as u64)?);
+    }
+    rules.insert(SYS_clone, vec![rule(not_thread)?]);
     rules.insert(SYS_execve, vec![rule(vec![cond(0, Op::Ne, exec_path)?])?]);
     for nr in [SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo] {
         rules.insert(nr, vec![rule(vec![Cond::new(0, Len::Dword, Op::Ne, pid)?])?]);
     }
-    rules.insert(SYS_prctl, vec![rule(vec![cond(0, Op::Eq, PR_SET_PDEATHSIG as u64)?])?]);
+    // Changing the death signal to anything but SIGKILL (clearing it included).
+    rules.insert(
+        SYS_prctl,
+        vec![rule(vec![cond(0, Op::Eq, PR_SET_PDEATHSIG as u64)?, cond(1, Op::Ne, SIGKILL as u64)?])?],
+    );
     rules.insert(SYS_open, flags_write(1)?);
     rules.insert(SYS_openat, flags_write(2)?);
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trap, host_arch()?)?;
@@ -360,13 +376,19 @@ fn clone3_filter() -> Result<BpfProgram, seccompiler::Error> {
 /// The native guest's allow-list, installed by the x86_64 driver after its set-up: `read` from
 /// the request fd, `write` to the reply fd (protocol::fd), `mprotect` of ranges starting in one
 /// of `protectable` (`[start, end)`: `lab_arena`, the kernels' data), at most that range's
-/// length, no `PROT_EXEC`; `rt_sigreturn` (the handler's restorer) and `exit_group`. Anything
-/// else traps (SIGSYS), and the driver's handler reports it with the call's number.
+/// length, no `PROT_EXEC`; `rt_sigreturn` (the handler's restorer) and `exit_group`; and what
+/// the batch child needs before its [`batch_filter`]: `clone(SIGCHLD)`, `wait4`,
+/// `rt_sigprocmask`, `prctl` of the death signal (SIGKILL) or of syscall user dispatch,
+/// `seccomp(SECCOMP_SET_MODE_FILTER)`. Kernel code never runs under this list alone: it runs
+/// in the batch child. Anything else traps (SIGSYS), and the driver's handler reports it with
+/// the call's number.
 ///
 /// # Errors
 /// Only a seccompiler error.
 pub fn native_allow_list(protectable: &[(u64, u64)]) -> Result<BpfProgram, seccompiler::Error> {
     use libc::*;
+    const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
+    const SECCOMP_SET_MODE_FILTER: u64 = 1;
     let no_exec = || cond(2, Op::MaskedEq(!((PROT_READ | PROT_WRITE) as u64)), 0);
     let mprotect = protectable
         .iter()
@@ -380,16 +402,50 @@ pub fn native_allow_list(protectable: &[(u64, u64)]) -> Result<BpfProgram, secco
         (SYS_mprotect, mprotect),
         (SYS_rt_sigreturn, vec![]),
         (SYS_exit_group, vec![]),
+        (SYS_clone, vec![rule(vec![cond(0, Op::Eq, SIGCHLD as u64)?])?]),
+        (SYS_wait4, vec![]),
+        (SYS_rt_sigprocmask, vec![]),
+        (
+            SYS_prctl,
+            vec![
+                rule(vec![cond(0, Op::Eq, PR_SET_PDEATHSIG as u64)?, cond(1, Op::Eq, SIGKILL as u64)?])?,
+                rule(vec![cond(0, Op::Eq, PR_SET_SYSCALL_USER_DISPATCH)?])?,
+            ],
+        ),
+        (SYS_seccomp, vec![rule(vec![cond(0, Op::Eq, SECCOMP_SET_MODE_FILTER)?])?]),
     ]);
     let filter = SeccompFilter::new(rules, SeccompAction::Trap, SeccompAction::Allow, TargetArch::x86_64)?;
     filter.try_into().map_err(seccompiler::Error::Backend)
 }
 
-/// A pipe whose read end holds `prog` as raw `struct sock_filter`s followed by EOF.
-fn program_pipe(prog: &BpfProgram) -> std::io::Result<OwnedFd> {
+/// The filter a native batch child installs after the protections are laid and before the
+/// first kernel call (x86_64 driver, `.Lbatch_child`): only `write` to the reply fd and
+/// `exit_group`. Everything the driver does not need while calls run traps (SIGSYS) and is a
+/// finding naming the call: `mprotect`, `pkey_mprotect`, `mmap`, `munmap`, `mremap`,
+/// `madvise`, `rt_sigaction`, `sigaltstack`, `prctl`, `seccomp`, `rt_sigreturn` (the child's
+/// fault handler replies and exits, it never returns), `read` of the next request (the
+/// parent's).
+///
+/// # Errors
+/// Only a seccompiler error.
+pub fn batch_filter() -> Result<BpfProgram, seccompiler::Error> {
+    use libc::*;
+    let rules = BTreeMap::from([
+        (SYS_write, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REPLY)?])?]),
+        (SYS_exit_group, vec![]),
+    ]);
+    let filter = SeccompFilter::new(rules, SeccompAction::Trap, SeccompAction::Allow, TargetArch::x86_64)?;
+    filter.try_into().map_err(seccompiler::Error::Backend)
+}
+
+/// A pipe whose read end holds, followed by EOF, the byte length of `allow` (u64), then
+/// `allow` and `batch` as raw `struct sock_filter`s (the x86_64 driver's
+/// `lab_seccomp_install`).
+fn filter_pipe(allow: &BpfProgram, batch: &BpfProgram) -> std::io::Result<OwnedFd> {
     let (reader, mut writer) = std::io::pipe()?;
-    let mut bytes = Vec::with_capacity(prog.len() * 8);
-    for i in prog {
+    let mut bytes = Vec::with_capacity(8 + (allow.len() + batch.len()) * 8);
+    bytes.extend_from_slice(&(allow.len() as u64 * 8).to_ne_bytes());
+    for i in allow.iter().chain(batch) {
         bytes.extend_from_slice(&i.code.to_ne_bytes());
         bytes.extend_from_slice(&[i.jt, i.jf]);
         bytes.extend_from_slice(&i.k.to_ne_bytes());
@@ -424,7 +480,7 @@ mod tests {
     /// may carry the sentinel's value, or the patch would change it too.
     #[test]
     fn the_refusal_filter_carries_the_pid_sentinel_once_per_signal_call() {
-        let prog = refusal_filter(0x1234_5678).unwrap();
+        let prog = refusal_filter(0x1234_5678, true).unwrap();
         assert_eq!(prog.iter().filter(|i| i.k == PID_SENTINEL).count(), 4);
     }
 
@@ -440,8 +496,15 @@ mod tests {
     }
 
     #[test]
-    fn the_native_allow_list_fits_the_driver_buffer() {
+    fn the_native_filters_fit_the_driver_buffer() {
         let prog = native_allow_list(&[(0x40_0000, 0x40_0000 + (32 << 20)), (0x20_0000, 0x20_1000)]).unwrap();
         assert!(!prog.is_empty() && prog.len() <= 4096, "{} instructions", prog.len());
+        let batch = batch_filter().unwrap();
+        assert!(!batch.is_empty() && batch.len() <= 4096, "{} instructions", batch.len());
+        let mut pipe = std::fs::File::from(filter_pipe(&prog, &batch).unwrap());
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut pipe, &mut bytes).unwrap();
+        assert_eq!(u64::from_ne_bytes(bytes[..8].try_into().unwrap()), prog.len() as u64 * 8);
+        assert_eq!(bytes.len(), 8 + 8 * (prog.len() + batch.len()));
     }
 }

@@ -56,9 +56,11 @@ pub(super) fn recv_reply(from: &mut File, timeout: Duration) -> Result<Option<[u
 }
 
 /// Sends SIGUSR1 to a guest past its budget and waits briefly for the reply its handler sends.
+/// The whole process group (the guest's pid is its group, confine.rs): a native guest's batch
+/// runs in a child, which answers the poke, while the parent blocks SIGUSR1.
 pub(super) fn poke(g: &mut Guest) -> Option<Reply> {
     let pid = Pid::from_raw(i32::try_from(g.child.id()).ok()?)?;
-    rustix::process::kill_process(pid, Signal::USR1).ok()?;
+    rustix::process::kill_process_group(pid, Signal::USR1).ok()?;
     recv_reply(&mut g.replies, POKE_GRACE).transpose()
 }
 

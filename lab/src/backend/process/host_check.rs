@@ -259,6 +259,12 @@ impl ProcessBackend {
         let guest_end = table.iter().map(|p| p.addr + p.len).chain([self.arena.addr + self.arena.size]).max();
         let Some(vmas) = read_maps(pid, self.arena.addr, guest_end.unwrap_or(u64::MAX)) else { return Vec::new() };
         let Some(base) = guest_base(&vmas, self.arena.addr) else {
+            if !alive(pid) {
+                // Killed after its reply (from outside: an operator, the OOM killer): its
+                // mappings, handlers and code are gone and act on nothing; the bytes it left
+                // are checked from the host's mapping, its death is seen at the next request.
+                return Vec::new();
+            }
             let (lo, hi) = (self.arena.addr, self.arena.addr + self.arena.size);
             return vec![Seen { what: "the arena is no longer mapped from the lab's memfd".into(), lo, hi }];
         };
@@ -383,6 +389,15 @@ fn read_maps(pid: u32, arena_addr: u64, guest_end: u64) -> Option<Vec<Vma>> {
     Some(out)
 }
 
+/// Whether `pid` still runs: its `/proc/<pid>/stat` is readable and its state (proc(5), the
+/// field after the parenthesised name) is neither zombie (`Z`) nor dead (`X`). A process
+/// killed after its reply has an empty `maps`, which must not read as an unmapped arena.
+fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, None | Some('Z' | 'X'))
+}
+
 /// Host address minus guest address of the arena: where the memfd's offset 0 is mapped, less
 /// `lab_arena` (0 natively; qemu-user's `guest_base`). `None` when no mapping of the memfd is
 /// left.
@@ -495,6 +510,15 @@ mod tests {
 
     fn vma(lo: u64, hi: u64, perms: &str, offset: u64) -> String {
         format!("{lo:x}-{hi:x} {perms} {offset:08x} 00:01 42 /memfd:lab_arena (deleted)")
+    }
+
+    #[test]
+    fn a_running_process_is_alive_and_a_reaped_one_is_not() {
+        assert!(alive(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!alive(pid));
     }
 
     #[test]
