@@ -100,7 +100,8 @@ impl Listing {
         }
         cmd.args(arch.spec().objdump_args).arg(image_path);
         let command = format!("{cmd:?}").replace('"', "");
-        let out = cmd.output().map_err(|e| DisasmError::Failed { command: command.clone(), stderr: e.to_string() })?;
+        let out = crate::tool_run::output(&mut cmd, crate::tool_run::BUILD)
+            .map_err(|e| DisasmError::Failed { command: command.clone(), stderr: e.to_string() })?;
         if !out.status.success() {
             return Err(DisasmError::Failed { command, stderr: String::from_utf8_lossy(&out.stderr).into_owned() });
         }

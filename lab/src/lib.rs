@@ -79,6 +79,7 @@ pub mod reporters;
 pub mod run;
 pub mod sandbox;
 pub mod source_lines;
+pub mod tool_run;
 pub mod toolchain;
 pub mod user_kernel;
 pub mod variant;

@@ -121,7 +121,9 @@ fn qemu_version(arch: crate::variant::Arch) -> Option<String> {
     let mut seen = SEEN.get_or_init(Default::default).lock().ok()?;
     seen.entry(bin.clone())
         .or_insert_with(|| {
-            let out = std::process::Command::new(&bin).arg("--version").output().ok()?;
+            let out =
+                crate::tool_run::output(std::process::Command::new(&bin).arg("--version"), crate::tool_run::QUICK)
+                    .ok()?;
             let text = String::from_utf8_lossy(&out.stdout);
             let words: Vec<&str> = text.lines().next()?.split_whitespace().collect();
             let at = words.iter().position(|w| *w == "version")?;

@@ -151,7 +151,8 @@ fn capture_state(java: &Path) -> State {
 /// Starts another architecture's `java -version` under qemu-user and says what answered.
 fn foreign_jvm_state(java: &Path) -> State {
     let answer = crate::hotspot::jvm::launcher(java).map_err(|e| e.to_string()).and_then(|(mut cmd, qemu)| {
-        let out = cmd.arg("-version").output().map_err(|e| format!("cannot start it: {e}"))?;
+        let out = crate::tool_run::output(cmd.arg("-version"), crate::tool_run::FOREIGN_JVM)
+            .map_err(|e| format!("`java -version`: {e}"))?;
         let text = String::from_utf8_lossy(&out.stderr);
         let first = text.lines().next().unwrap_or("").trim().to_string();
         match (out.status.success(), qemu) {
@@ -172,7 +173,7 @@ fn tool_state(tool: Tool) -> State {
         Ok(p) => p,
         Err(_) => return State::Missing { program: tool.program, package: tool.package },
     };
-    match Command::new(&path).arg("--version").output() {
+    match crate::tool_run::output(Command::new(&path).arg("--version"), crate::tool_run::QUICK) {
         Ok(out) if out.status.success() => {
             let text = String::from_utf8_lossy(&out.stdout);
             State::Ok(format!("{}: {}", path.display(), text.lines().next().unwrap_or("").trim()))
@@ -220,7 +221,10 @@ fn qemu_cpu_check(variant: &'static Variant) -> Check {
         return Check { what, state: State::Missing { program: tool.program, package: tool.package } };
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| "/bin/sh".into());
-    let state = match Command::new(&qemu).arg("-cpu").arg(variant.qemu_cpu).arg(&exe).output() {
+    let state = match crate::tool_run::output(
+        Command::new(&qemu).arg("-cpu").arg(variant.qemu_cpu).arg(&exe),
+        crate::tool_run::QUICK,
+    ) {
         Err(e) => State::Failed(format!("{}: {e}", qemu.display())),
         Ok(out) => {
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -296,7 +300,7 @@ fn qemu_cpu_help_check(arch: crate::arch::Arch) -> Check {
     let Ok(qemu) = toolchain::find(tool) else {
         return Check { what, state: State::Missing { program: tool.program, package: tool.package } };
     };
-    let state = match Command::new(&qemu).args(["-cpu", "help"]).output() {
+    let state = match crate::tool_run::output(Command::new(&qemu).args(["-cpu", "help"]), crate::tool_run::QUICK) {
         Err(e) => State::Failed(format!("{}: {e}", qemu.display())),
         Ok(out) => {
             let help = String::from_utf8_lossy(&out.stdout);

@@ -55,11 +55,7 @@ fn probe_lengths(arch: Arch, vl: &VectorLengthSpec, isa: &DeclaredIsa) -> Result
     let mut seen = Vec::new();
     for &bits in vl.defaults {
         let cpu = format!("{},{}", isa.qemu_cpu, vl.qemu_properties(bits));
-        let out = Command::new(&qemu)
-            .arg("-cpu")
-            .arg(&cpu)
-            .arg(&elf)
-            .output()
+        let out = crate::tool_run::output(Command::new(&qemu).arg("-cpu").arg(&cpu).arg(&elf), crate::tool_run::BUILD)
             .map_err(|e| State::Failed(format!("{}: {e}", qemu.display())))?;
         let want = (bits / vl.probe_unit_bits) as i32;
         match out.status.code() {
@@ -86,18 +82,14 @@ fn build(arch: Arch, isa: &DeclaredIsa, source: &str, dir: &Path) -> Result<std:
     let lld = toolchain::find(LLD).map_err(|_| missing(LLD))?;
     let (src, obj, elf) = (dir.join("probe.s"), dir.join("probe.o"), dir.join("probe"));
     std::fs::write(&src, source).map_err(|e| State::Failed(format!("{}: {e}", src.display())))?;
-    let steps = [
-        Command::new(&clang)
-            .arg(format!("--target={}", arch.spec().clang_triple))
-            .arg(format!("-march={}", isa.march))
-            .args(["-c", "-o"])
-            .arg(&obj)
-            .arg(&src)
-            .output(),
-        Command::new(&lld).args(["-static", "-o"]).arg(&elf).arg(&obj).output(),
-    ];
-    for out in steps {
-        let out = out.map_err(|e| State::Failed(format!("building the vector probe: {e}")))?;
+    let mut compile = Command::new(&clang);
+    compile.arg(format!("--target={}", arch.spec().clang_triple)).arg(format!("-march={}", isa.march));
+    compile.args(["-c", "-o"]).arg(&obj).arg(&src);
+    let mut link = Command::new(&lld);
+    link.args(["-static", "-o"]).arg(&elf).arg(&obj);
+    for step in [&mut compile, &mut link] {
+        let out = crate::tool_run::output(step, crate::tool_run::BUILD)
+            .map_err(|e| State::Failed(format!("building the vector probe: {e}")))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             return Err(State::Failed(format!("building the vector probe (-march={}): {}", isa.march, stderr.trim())));

@@ -42,10 +42,12 @@ pub(super) fn probe_qemu(program: &Path, cpu: &str, image: &Path) -> Result<(), 
     if let Some(known) = probed.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return known;
     }
-    let start = || Command::new(program).args(["-cpu", cpu]).arg(image).stdin(Stdio::null()).output();
+    let start =
+        || crate::tool_run::output(Command::new(program).args(["-cpu", cpu]).arg(image), crate::tool_run::BUILD);
     // Killed from outside (no qemu refusal ends by a signal): ask once more.
     let out = start().and_then(|out| if out.status.code().is_none() { start() } else { Ok(out) });
     let answer = match out {
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(e.to_string()),
         Err(e) => Err(format!("cannot start: {e}")),
         // The guest ran: qemu accepted the CPU model (1 is qemu's own failure, no `_start` status).
         Ok(out) if out.status.code().is_some_and(|c| c != 1 && protocol::exit::describe(c).is_some()) => Ok(()),
