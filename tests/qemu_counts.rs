@@ -62,7 +62,7 @@ fn rows_unicorn_cannot_run_are_counted_under_qemu() {
     assert!(long < base.per_block, "AVX2 {long} instructions per block, scalar {}", base.per_block);
     assert!(r.mix_per_block.vector > 0.5 * r.per_block, "{:?}", r.mix_per_block);
 
-    // RVV at two VLENs: the lab's kernel runs VLEN/32 lanes (vl = VLMAX at e32/m1), so its
+    // RVV at two VLENs: the lab's kernel runs VLEN/16 lanes (vl = VLMAX at e32/m2), so its
     // long calls cost fewer instructions per block at VLEN 512 than at 128; each row names its
     // VLEN and counts vector instructions.
     let rvv = row("riscv64+v");
