@@ -269,7 +269,7 @@ impl BenchReport {
         for p in &self.predictions {
             let _ = writeln!(
                 s,
-                "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7.2} {:>5.2} {:>8}  {}",
+                "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7.2} {:>5.2} {:>8}  {}{}",
                 p.variant,
                 p.kernel,
                 p.model,
@@ -278,13 +278,15 @@ impl BenchReport {
                 p.cycles_per_byte,
                 p.ipc,
                 num(p.rthroughput_per_block),
-                p.bottleneck
+                p.bottleneck,
+                p.vector_length.as_ref().map_or(String::new(), |vl| format!("  [{vl}]"))
             );
         }
         let _ = writeln!(
             s,
             "(instr: loop instructions per iteration; cyc/blk: (cycles at 200 - at 100 iterations) / 100 per block; \
-             RThr/blk: mca's resource-only bound; bottleneck: a resource busy >= 95% of the cycles, else dispatch, else the dependency chain)"
+             RThr/blk: mca's resource-only bound; bottleneck: a resource busy >= 95% of the cycles, else dispatch, else the dependency chain; \
+             [VLEN ...]: the vector length the blocks per iteration are read at: a vector model charges each instruction for its own registers)"
         );
     }
 
