@@ -459,7 +459,10 @@ mod tests {
         );
         assert_eq!(vector_readings(Arch::Riscv64, "generic", &counted), [(128, "VLEN 128".to_string())]);
         let sve: Vec<(u32, String)> = [128, 256].map(|b| (b, format!("SVE VL {b}"))).to_vec();
-        assert_eq!(vector_readings(Arch::Aarch64, "neoverse-v2", &sve), [(128, "SVE VL 128, the model's own".to_string())]);
+        assert_eq!(
+            vector_readings(Arch::Aarch64, "neoverse-v2", &sve),
+            [(128, "SVE VL 128, the model's own".to_string())]
+        );
     }
 
     const TEXT: &str = "Iterations:        100\nInstructions:      57700\nTotal Cycles:      42804\n\n\

@@ -256,8 +256,7 @@ fn rows_to_predict<'a>(
     let rows: Vec<&counts::CountRow> =
         report.counts.iter().filter(|r| r.variant == v.name && r.kernel == k.name() && r.misalign == 0).collect();
     let bits = |r: &counts::CountRow| r.vector_length.as_deref()?.rsplit(' ').next()?.parse::<u32>().ok();
-    let counted: Vec<(u32, String)> =
-        rows.iter().filter_map(|r| Some((bits(r)?, r.vector_length.clone()?))).collect();
+    let counted: Vec<(u32, String)> = rows.iter().filter_map(|r| Some((bits(r)?, r.vector_length.clone()?))).collect();
     if counted.is_empty() {
         return rows.first().map(|r| (*r, models.iter().map(|m| (m.clone(), None)).collect())).into_iter().collect();
     }
@@ -360,7 +359,9 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn F
     for (j, out) in jobs.iter().zip(outs) {
         let (v, k, model) = (j.variant, j.kernel, j.model);
         match out.unwrap_or_else(|| Err("the lab panicked (a bug in the lab)".into())) {
-            Ok(p) => report.predictions.push(mca::Prediction { vector_length: j.vector_length.map(str::to_string), ..p }),
+            Ok(p) => {
+                report.predictions.push(mca::Prediction { vector_length: j.vector_length.map(str::to_string), ..p })
+            }
             Err(e) if e.starts_with(mca::NO_MODEL) => {
                 let why = format!("cycle predictions on {model}: {} {}", mca::NO_MODEL, mca::LLVM_MCA.program);
                 if !report.skipped.contains(&why) {
