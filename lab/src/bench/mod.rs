@@ -27,6 +27,7 @@ pub mod native;
 pub mod plot;
 
 pub mod report;
+pub mod static_loop;
 pub mod steady;
 pub mod throughput;
 pub mod user_native;
@@ -104,6 +105,7 @@ fn load(build: &BuildConfig, v: &'static Variant) -> Result<Image, String> {
 #[derive(Default)]
 struct VariantCounts {
     counts: Vec<counts::CountRow>,
+    statics: Vec<static_loop::StaticCount>,
     skipped: Vec<String>,
     errors: Vec<String>,
     setup_errors: Vec<String>,
@@ -118,6 +120,7 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let on_unicorn = BackendKind::Unicorn.supports(v);
     if let (Err(uc), Err(qemu)) = (&on_unicorn, BackendKind::Qemu.supports(v)) {
         out.skipped.push(format!("counting on {v}: not counted: Unicorn: {uc}; qemu: {qemu}"));
+        count_statically(cfg, v, &mut out);
         return out;
     }
     let image = match load(&cfg.build, v) {
@@ -158,6 +161,23 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
         }
     }
     out
+}
+
+/// The steady loops of a row no counter runs, counted from their text ([`static_loop`]).
+fn count_statically(cfg: &BenchConfig, v: &'static Variant, out: &mut VariantCounts) {
+    let image = match load(&cfg.build, v) {
+        Ok(i) => i,
+        Err(e) => {
+            out.setup_errors.push(format!("{v}: {e}"));
+            return;
+        }
+    };
+    for &k in cfg.kernels.iter().filter(|&&k| run::not_provided(v, k).is_none()) {
+        match static_loop::find(&image, v, k) {
+            Ok((row, _)) => out.statics.push(row),
+            Err(e) => out.skipped.push(format!("counting {k} on {v} {}: {e}", static_loop::COUNTER)),
+        }
+    }
 }
 
 /// Counts `k` on `v` under qemu at each vector length; `stopped` is Unicorn's stop, when it
@@ -215,6 +235,7 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn
             continue;
         };
         report.counts.extend(out.counts);
+        report.static_counts.extend(out.statics);
         report.skipped.extend(out.skipped);
         report.errors.extend(out.errors);
         report.setup_errors.extend(out.setup_errors);
@@ -295,6 +316,14 @@ fn loops_to_predict(
         used.extend(models.iter().cloned());
         let Ok(image) = load(&cfg.build, v) else { continue }; // count_all has said why
         for &k in &cfg.kernels {
+            // a row no counter runs: its loop as counted from the text
+            if report.static_counts.iter().any(|r| r.variant == v.name && r.kernel == k.name()) {
+                match static_loop::find(&image, v, k) {
+                    Ok((_, lp)) => loops.push((v, k, lp, models.iter().map(|m| (m.clone(), None)).collect())),
+                    Err(e) => report.errors.push(format!("steady-state loop of {k} on {v}: {e}")),
+                }
+                continue;
+            }
             // no count, no loop to find: count_all has said why
             let mut errors = Vec::new();
             for (row, at) in rows_to_predict(report, v, k, &models) {

@@ -34,6 +34,8 @@ pub struct BenchReport {
     pub runs: usize,
     /// Instruction counts per variant × kernel × input placement (Unicorn).
     pub counts: Vec<CountRow>,
+    /// Instructions per block counted from the steady loop's text, for rows no counter runs.
+    pub static_counts: Vec<super::static_loop::StaticCount>,
     /// Predicted cycles per block per variant × kernel × CPU model (llvm-mca-19, aligned input).
     pub predictions: Vec<Prediction>,
     /// The analyzer's version line, when predictions ran.
@@ -122,6 +124,7 @@ impl BenchReport {
     pub fn to_human(&self) -> String {
         let mut s = String::new();
         self.write_counts(&mut s);
+        self.write_static_counts(&mut s);
         self.write_mix(&mut s);
         self.write_predictions(&mut s);
         self.write_board(&mut s);
@@ -219,6 +222,35 @@ impl BenchReport {
                 ""
             }
         );
+    }
+
+    fn write_static_counts(&self, s: &mut String) {
+        if self.static_counts.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nInstructions per block {} (rows no counter runs; the steady loop head to back-branch, over the blocks its input advance covers)",
+            super::static_loop::COUNTER
+        );
+        let _ = writeln!(
+            s,
+            "{:<17} {:<9} {:<40} {:>6} {:>7} {:>9}  chosen by",
+            "variant", "kernel", "loop", "instr", "blocks", "per block"
+        );
+        for r in &self.static_counts {
+            let _ = writeln!(
+                s,
+                "{:<17} {:<9} {:<40} {:>6} {:>7} {:>9}  its {} instructions",
+                r.variant,
+                r.kernel,
+                r.loop_span,
+                r.loop_instructions,
+                r.blocks_per_iteration,
+                num(r.per_block),
+                r.extension
+            );
+        }
     }
 
     fn write_mix(&self, s: &mut String) {
