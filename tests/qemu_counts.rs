@@ -16,6 +16,7 @@ use serde_json::Value;
 use kernel_lab::bench::counter::{self, Counter};
 use kernel_lab::bench::counts;
 use kernel_lab::bench::mix::Disassembly;
+use kernel_lab::bench::static_loop;
 use kernel_lab::bench::workload::Workload;
 use kernel_lab::variant::Kernel;
 
@@ -62,7 +63,7 @@ fn rows_unicorn_cannot_run_are_counted_under_qemu() {
     assert!(long < base.per_block, "AVX2 {long} instructions per block, scalar {}", base.per_block);
     assert!(r.mix_per_block.vector > 0.5 * r.per_block, "{:?}", r.mix_per_block);
 
-    // RVV at two VLENs: the lab's kernel runs VLEN/32 lanes (vl = VLMAX at e32/m1), so its
+    // RVV at two VLENs: the lab's kernel runs VLEN/16 lanes (vl = VLMAX at e32/m2), so its
     // long calls cost fewer instructions per block at VLEN 512 than at 128; each row names its
     // VLEN and counts vector instructions.
     let rvv = row("riscv64+v");
@@ -81,6 +82,28 @@ fn rows_unicorn_cannot_run_are_counted_under_qemu() {
     assert!(long(&r512) < long(&r128), "256 blocks: VLEN 512 {r512:?}, VLEN 128 {r128:?}");
     assert!(r128.mix_per_block.vector > 1.0 && r512.mix_per_block.vector > 1.0, "{r128:?} {r512:?}");
     assert!((long(&r128) as f64) < 43.0 * 256.0, "{r128:?}: below the scalar 43 per block");
+}
+
+/// AVX-512 rows, which no counter here runs, are counted from the steady loop's text; on the
+/// AVX2 row, which qemu counts, the same static method gives qemu's steady count.
+#[test]
+fn the_ifma_loop_is_counted_from_its_text_and_the_method_agrees_with_qemu_on_avx2() {
+    let ifma = row("x86_64+avx512ifma");
+    let (c, lp) = static_loop::find(&build(ifma), ifma, Kernel::Poly1305).unwrap();
+    // kernels/x86_64/poly1305-ifma.inc: 59 instructions per eight blocks, 18 of them IFMA.
+    assert_eq!((c.loop_instructions, c.blocks_per_iteration, c.extension.as_str()), (59, 8, "avx512ifma"), "{c:?}");
+    assert_eq!(c.per_block, 59.0 / 8.0);
+    assert_eq!(lp.insns.iter().filter(|i| i.mnemonic().starts_with("vpmadd52")).count(), 18);
+    assert_eq!(c.counter, "counted statically from the loop text");
+
+    let avx2 = row("x86_64+avx2");
+    let image = build(avx2);
+    let (s, _) = static_loop::find(&image, avx2, Kernel::Poly1305).unwrap();
+    let dis = Disassembly::of(&image).unwrap();
+    let on_qemu = || Counter::qemu(&image, avx2, None);
+    let r = counts::count_with(&image, avx2, &dis, Kernel::Poly1305, 0, SEED, &on_qemu).unwrap();
+    assert_eq!(r.steady_per_block, Some(s.per_block), "qemu {r:?}, static {s:?}");
+    assert!(static_loop::find(&build(row("x86_64")), row("x86_64"), Kernel::Poly1305).is_err(), "no extension loop");
 }
 
 /// `fixture` (relative to the repository) assembled for `march` with that arch's `md5.S` beside

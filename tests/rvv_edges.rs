@@ -42,8 +42,8 @@ fn scalar_at(vlen: u32) -> BTreeSet<String> {
 fn the_rvv_path_passes_every_rvv_edge_at_every_vlen() {
     let dir = tempfile::tempdir().expect("temp dir");
     for (vlen, passed, failed) in run(&kernels(dir.path(), "riscv64", "", "", "")) {
-        // 136 entries, each a guarded case, its misaligned twin and an offset case.
-        assert_eq!((passed, failed), (408, BTreeSet::new()), "VLEN {vlen}");
+        // 126 entries, each a guarded case, its misaligned twin and an offset case.
+        assert_eq!((passed, failed), (378, BTreeSet::new()), "VLEN {vlen}");
     }
 }
 
@@ -60,10 +60,12 @@ fn a_tail_mask_of_8l_bytes_fails_exactly_the_tails_of_half_a_group_or_more() {
         "\tslli\tt2, t2, 3\n\taddi\tt2, t2, -1",
     );
     for (vlen, _, failed) in run(&k) {
-        let lanes = vlen as usize / 32;
+        // L = VLEN / 16 lanes (e32/m2); every tail length up to 15 blocks, twelve of 1 .. L-1 above.
+        let lanes = vlen as usize / 16;
         let long: BTreeSet<_> = (lanes / 2..lanes).flat_map(|t| aimed(vlen, &format!(", then {t} block(s)"))).collect();
         let short: BTreeSet<_> = (1..lanes / 2).flat_map(|t| aimed(vlen, &format!(", then {t} block(s)"))).collect();
-        assert_eq!((long.len(), short.len()), (lanes - lanes / 2, lanes / 2 - 1), "VLEN {vlen}");
+        let want = if lanes <= 16 { (lanes - lanes / 2, lanes / 2 - 1) } else { (6, 6) };
+        assert_eq!((long.len(), short.len()), want, "VLEN {vlen}");
         assert!(long.is_subset(&failed), "VLEN {vlen}: {:?}", long.difference(&failed).collect::<Vec<_>>());
         assert!(short.is_disjoint(&failed), "VLEN {vlen}: {:?}", short.intersection(&failed).collect::<Vec<_>>());
         assert!(scalar_at(vlen).is_disjoint(&failed), "VLEN {vlen}: {failed:#?}");
@@ -84,11 +86,11 @@ fn a_final_carry_chain_without_its_last_carry_fails_the_r1_products_that_store_2
 }
 
 #[test]
-fn a_lazy_reduction_without_its_second_carry_from_limb_0_fails_the_lazy_entries_at_every_vlen() {
+fn a_loop_reduction_without_its_carry_from_x0_to_x1_fails_the_lazy_entries_at_every_vlen() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let k = kernels(dir.path(), "riscv64", INC, "\tRVV_VCARRY v8, v10, v20\t\t/* 0 -> 1 */\n", "");
+    let k = kernels(dir.path(), "riscv64", INC, "\tvadd.vv\tX1, X1, v30\t\t/* x1 = d1 mod 2^26 + (x0 >> 26) */\n", "");
     for (vlen, _, failed) in run(&k) {
-        // h0 keeps up to 2^36 and vnsrl truncates it to 32 bits for the next multiply.
+        // x0 = d0 mod 2^26 + 5 c4 (up to 2^31.8) loses its bits from 2^26 up.
         let want = aimed(vlen, "lazy reduction: a limb");
         assert_eq!(want.len(), 4, "VLEN {vlen}: {want:#?}");
         assert!(want.is_subset(&failed), "VLEN {vlen}: {:?}", want.difference(&failed).collect::<Vec<_>>());

@@ -438,12 +438,40 @@ def path_r1_entries(rng, scheme, blocks):
     return v
 
 
-# riscv64 RVV (kernels/riscv64/poly1305-rvv.inc): L = VLEN / 32 lanes in block order, each
-# (H + m_l) r^L; the last group's x_l folded in halves (y_j = lazy(x_j r^(n/2)) + x_(j+n/2))
-# down to one lane, times r; powers r^(2^k) by squaring with the same multiply and lazy
-# reduction.  RVV_VLENS: the VLENs `lab run` runs the RVV rows at.
+# riscv64 RVV (kernels/riscv64/poly1305-rvv.inc): L = VLEN / 16 lanes (e32/m2) in block order,
+# each (H + m_l) r^L; the loop adds a group's words into the product columns and reduces with
+# a narrowing carry chain (lazy_rvv_loop), the first group and the last one add limbs (x = H +
+# m, H from lazy2 before the last); the last group's x_l folded in halves (y_j = lazy2(x_j
+# r^(n/2)) + x_(j+n/2)) down to one lane, times r; powers r^(2^k) by squaring with the same
+# multiply and lazy2.  RVV_VLENS: the VLENs `lab run` runs the RVV rows at.
 RVV_VLENS = (128, 256, 512, 1024)
 RVV_ONE_GROUP = 512  # RVV_ONE_GROUP in kernels/riscv64/poly1305-rvv.inc
+
+
+def rvv_lanes(vlen):
+    """Lanes of the RVV path at `vlen`: VLMAX at e32/m2."""
+    return vlen // 16
+
+
+def lazy_rvv_loop(d, b):
+    """The RVV loop's reduction of the columns d with block b's words added at their bits'
+    places (word k at 2^(32 k) = 2^(26 k) 2^(6 k) in column k, the pad bit 2^24 in column 4):
+    the chain 0->1->2->3->4 with each carry narrowed to 32 bits, x_i = d_i mod 2^26, x0 += 5
+    c4, x1 += x0 >> 26.  Asserts the narrowed carries and x0 fit 32 bits."""
+    w = [int.from_bytes(b[4 * k:4 * k + 4], "little") for k in range(4)]
+    d = [d[0] + w[0], d[1] + (w[1] << 6), d[2] + (w[2] << 12), d[3] + (w[3] << 18), d[4] + (1 << 24)]
+    assert all(x < 1 << 64 for x in d)
+    for k in range(4):
+        c = d[k] >> 26
+        assert c < 1 << 32, "a narrowed carry"
+        d[k + 1] += c
+    c4 = d[4] >> 26
+    x = [v & M26 for v in d]
+    x[0] += 5 * c4
+    assert x[0] < 1 << 32, "x0 + 5 c4"
+    x[1] += x[0] >> 26
+    x[0] &= M26
+    return x
 
 
 def rvv_vector_bytes(n, lanes):
@@ -477,12 +505,18 @@ def rvv_model(acc, r, msg, lanes):
         st["max_lazy"] = max(st["max_lazy"], *h)
         return h
     groups = len(msg) // (16 * lanes)
+
+    def blk(g, l):
+        return msg[16 * (g * lanes + l):16 * (g * lanes + l) + 16]
     h = [list(acc)] + [[0] * 5 for _ in range(lanes - 1)]
-    for g in range(groups):
-        x = [[a + b for a, b in zip(h[l], block_limbs(msg[16 * (g * lanes + l):16 * (g * lanes + l) + 16]))]
-             for l in range(lanes)]
-        if g < groups - 1:
-            h = [red(mul(v, lanes)) for v in x]
+    x = [[a + b for a, b in zip(h[l], block_limbs(blk(0, l)))] for l in range(lanes)]
+    if groups > 1:
+        d = [mul(v, lanes) for v in x]
+        for g in range(1, groups - 1):
+            x = [lazy_rvv_loop(d[l], blk(g, l)) for l in range(lanes)]
+            st["max_lazy"] = max(st["max_lazy"], *(v for lane in x for v in lane))
+            d = [mul(v, lanes) for v in x]
+        x = [[a + b for a, b in zip(red(d[l]), block_limbs(blk(groups - 1, l)))] for l in range(lanes)]
     n = lanes
     while n > 1:
         n //= 2
@@ -504,7 +538,7 @@ def rvv_model(acc, r, msg, lanes):
 
 def rvv_note(acc, r, msg, vlen):
     """What the RVV path does with the call at `vlen` (the entry's comment)."""
-    lanes = vlen // 32
+    lanes = rvv_lanes(vlen)
     takes, nb = rvv_vector_bytes(len(msg), lanes)
     blocks, rest = divmod(len(msg), 16)
     if not takes:
@@ -542,7 +576,7 @@ def rvv_entries(rng):
 
     v = []
     for vlen in RVV_VLENS:
-        lanes = vlen // 32
+        lanes = rvv_lanes(vlen)
         group = 16 * lanes
         n_min = next(n for n in range(16, 4096, 16) if rvv_vector_bytes(n, lanes)[0])
         for n in sorted({n_min - 16, n_min - 1, n_min, n_min + 16, n_min + group - 16, n_min + group, 3 * group + 15}):
@@ -554,7 +588,10 @@ def rvv_entries(rng):
                            limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP, rbytes(rng, 2 * n_min + 64),
                            vlen, [n_min, 48, n_min + 16]))
         groups = max(3, n_min // group)  # at least one pass of the loop, past the crossover
-        for t in range(1, lanes):
+        # every tail up to 15 blocks; at more lanes the tails either side of L/4, L/2, 3L/4, L
+        tails = range(1, lanes) if lanes <= 16 else sorted({1, 2, 3, lanes // 4, lanes // 2 - 2, lanes // 2 - 1, lanes // 2,
+                                                             lanes // 2 + 1, 3 * lanes // 4, lanes - 3, lanes - 2, lanes - 1})
+        for t in tails:
             acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
             rest = (7 * t) % 16
             v.append(rvv_entry(f"rvv VLEN {vlen} tail: {groups} groups of {lanes} blocks, then {t} block(s) + {rest} bytes",
@@ -585,7 +622,9 @@ def rvv_entries(rng):
         m = [M26, 0, 1, 0, 0]
         b0 = (m[0] | m[1] << 26 | m[2] << 52 | m[3] << 78 | m[4] << 104).to_bytes(16, "little")
         for extra in (0, lanes - 1):
-            msg = b0 + b"".join(block() for _ in range(groups * lanes - 1 + extra))
+            # lane 0's block of group 1 is zero: the loop's reduction adds it before carrying
+            msg = b0 + b"".join(block() for _ in range(lanes - 1)) + bytes(16) + \
+                b"".join(block() for _ in range((groups - 1) * lanes - 1 + extra))
             st = rvv_model(acc, 1, msg[:groups * group], lanes)[0]
             assert st["max_lazy"] >= 1 << 26, st
             v.append(rvv_entry(f"rvv VLEN {vlen} lazy reduction: r = 1, lane 0 leaves group 1 as limbs [8, 2^26, 0, 0, 0], "
@@ -628,9 +667,9 @@ def main():
           "the aarch64 NEON path (320-byte crossover, two lanes of (r^4 | r^2)) with a model of its arithmetic. Inputs chosen with a "
           "model of the kernel's arithmetic; expect_acc from Python integers", v)
     write("poly1305", "rvv-edges",
-          "Poly1305 processBlocks aimed at the VLEN-wide riscv64 RVV path (L = VLEN / 32 lanes, a halving tree for the last "
-          "group), for each VLEN lab run uses (128, 256, 512, 1024): lengths at that VLEN's crossover, a tail of every length "
-          "1 .. L-1 blocks after three groups, blocks hill-climbed towards the largest limb a lazy reduction leaves, and with "
+          "Poly1305 processBlocks aimed at the VLEN-wide riscv64 RVV path (L = VLEN / 16 lanes, a halving tree for the last "
+          "group), for each VLEN lab run uses (128, 256, 512, 1024): lengths at that VLEN's crossover, tails of 1 .. L-1 blocks "
+          "after three groups (every length up to 15, twelve of them at 32 and 64 lanes), blocks hill-climbed towards the largest limb a lazy reduction leaves, and with "
           "r = 1 the last product at 2^131 - 2^104, 2p - 1, 2p, 2^131 - 6, 2^131 - 5 and 2^131 - 1 (stored limb 4 = 2^26). "
           "Inputs chosen with a model of the kernel's arithmetic; expect_acc from Python integers",
           rvv_entries(random.Random(292929)))

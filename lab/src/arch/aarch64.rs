@@ -200,6 +200,9 @@ pub static SPEC: ArchSpec = ArchSpec {
         models: &["cortex-a55", "cortex-a72", "neoverse-n1"],
         // Cores with SVE2 (Arm Neoverse N2 and V2 TRMs), both modelled by llvm-mca-19.
         by_extension: &[("sve2", &["neoverse-n2", "neoverse-v2"])],
+        // Both implement SVE2 with 128-bit vectors (Arm's product pages).
+        model_vlen: &[("neoverse-n2", 128), ("neoverse-v2", 128)],
+        vector_reading: None,
     },
     spin_source: include_str!("../../guest/aarch64/spin.S"),
     openssl_poly1305: PolyCtx {

@@ -670,6 +670,14 @@ pub struct McaSpec {
     /// declaring the first listed extension is predicted on these instead (x86 AVX-512:
     /// `icelake-server`, `znver4`).
     pub by_extension: &'static [(&'static str, &'static [&'static str])],
+    /// The vector register width in bits each vector model charges for (`-mcpu` name, bits):
+    /// llvm-mca charges a vector instruction by LMUL for these registers whatever the vector
+    /// length (`-mattr=+zvl256b` changes nothing), so a loop of L = VLEN / 16 lanes is read at
+    /// the model's own width, and at [`McaSpec::vector_reading`] with the same charges.
+    pub model_vlen: &'static [(&'static str, u32)],
+    /// A vector length (bits) every vector model is also read at (riscv64: 256, the issue's
+    /// RVV target), whatever its own width.
+    pub vector_reading: Option<u32>,
 }
 
 #[cfg(test)]

@@ -257,6 +257,11 @@ pub static SPEC: ArchSpec = ArchSpec {
         models: &["sifive-u74", "spacemit-x60", "sifive-p670"],
         // RVV 1.0 cores llvm-mca-19 models (`llvm-mca-19 -mtriple=riscv64 -mcpu=help` lists both).
         by_extension: &[("v", &["sifive-x280", "sifive-p670"])],
+        // LLVM 19's RISCVProcessors.td: sifive-x280 has Zvl512b (and a 256-bit datapath: an
+        // LMUL 1 instruction is charged 2 beats), sifive-p670 Zvl128b.  spacemit-x60 (VLEN
+        // 256) has no scheduling model before LLVM 20.
+        model_vlen: &[("sifive-x280", 512), ("sifive-p670", 128)],
+        vector_reading: Some(256),
     },
     spin_source: include_str!("../../guest/riscv64/spin.S"),
     openssl_poly1305: PolyCtx {

@@ -282,6 +282,8 @@ pub static SPEC: ArchSpec = ArchSpec {
         models: &["skylake", "znver3"],
         // Skylake (client) and Zen 3 have no AVX-512; Ice Lake server and Zen 4 do.
         by_extension: &[("avx512f", &["icelake-server", "znver4"])],
+        model_vlen: &[],
+        vector_reading: None,
     },
     spin_source: include_str!("../../guest/x86_64/spin.S"),
     openssl_poly1305: PolyCtx {

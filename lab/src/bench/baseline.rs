@@ -86,7 +86,7 @@ impl Baseline {
                         .iter()
                         .find(|r| r.variant == p.variant && r.kernel == p.kernel && r.misalign == 0)
                         .map_or_else(|| p.kernel.clone(), |r| kernel_key(r.kernel, r.family)),
-                    model: p.model.clone(),
+                    model: p.vector_length.as_ref().map_or_else(|| p.model.clone(), |vl| format!("{} [{vl}]", p.model)),
                     cycles_per_block: p.cycles_per_block,
                 })
                 .collect(),

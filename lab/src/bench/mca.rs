@@ -97,6 +97,36 @@ pub struct Prediction {
     pub in_order: bool,
     /// mca's bottleneck analysis (out-of-order models).
     pub analysis: Option<BottleneckAnalysis>,
+    /// For a row with a vector length: the length the blocks per iteration are read at and
+    /// how it relates to the model's own registers (see [`vector_readings`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_length: Option<String>,
+}
+
+/// The vector lengths to read `model` at, among the lengths the rows were counted at
+/// (`counted`: each row's bits and label, `VLEN 256`), with each reading's label. A model of
+/// known register width ([`crate::arch::McaSpec::model_vlen`]) is read at that width ("the
+/// model's own") and at the arch's [`crate::arch::McaSpec::vector_reading`] ("charged for the
+/// model's own N-bit registers": mca's charge per instruction stays the one for its own width
+/// while the lanes per group follow the length); any other model at the smallest length.
+pub fn vector_readings(arch: Arch, model: &str, counted: &[(u32, String)]) -> Vec<(u32, String)> {
+    let spec = &arch.spec().mca;
+    let own = spec.model_vlen.iter().find(|(m, _)| *m == model).map(|&(_, bits)| bits);
+    let Some(own) = own else {
+        return counted.iter().min_by_key(|(b, _)| *b).map(|(b, l)| (*b, l.clone())).into_iter().collect();
+    };
+    counted
+        .iter()
+        .filter_map(|(bits, label)| {
+            if *bits == own {
+                Some((*bits, format!("{label}, the model's own")))
+            } else if spec.vector_reading == Some(*bits) {
+                Some((*bits, format!("{label}, charged for the model's own {own}-bit registers")))
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 /// A found `llvm-mca-19`.
@@ -385,6 +415,7 @@ impl Mca {
             busiest_resource_cycles: res_cycles / k,
             in_order: text.in_order,
             analysis: text.analysis,
+            vector_length: None,
         })
     }
 }
@@ -407,6 +438,31 @@ mod tests {
                 assert!(a.spec().isa.extension(ext).is_some() || *ext == "v", "{a}: unknown extension {ext}");
             }
         }
+    }
+
+    #[test]
+    fn rvv_models_are_read_at_their_own_vlen_and_at_256() {
+        let counted: Vec<(u32, String)> = [128, 256, 512, 1024].map(|b| (b, format!("VLEN {b}"))).to_vec();
+        assert_eq!(
+            vector_readings(Arch::Riscv64, "sifive-x280", &counted),
+            [
+                (256, "VLEN 256, charged for the model's own 512-bit registers".to_string()),
+                (512, "VLEN 512, the model's own".to_string())
+            ]
+        );
+        assert_eq!(
+            vector_readings(Arch::Riscv64, "sifive-p670", &counted),
+            [
+                (128, "VLEN 128, the model's own".to_string()),
+                (256, "VLEN 256, charged for the model's own 128-bit registers".to_string())
+            ]
+        );
+        assert_eq!(vector_readings(Arch::Riscv64, "generic", &counted), [(128, "VLEN 128".to_string())]);
+        let sve: Vec<(u32, String)> = [128, 256].map(|b| (b, format!("SVE VL {b}"))).to_vec();
+        assert_eq!(
+            vector_readings(Arch::Aarch64, "neoverse-v2", &sve),
+            [(128, "SVE VL 128, the model's own".to_string())]
+        );
     }
 
     const TEXT: &str = "Iterations:        100\nInstructions:      57700\nTotal Cycles:      42804\n\n\

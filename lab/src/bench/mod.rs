@@ -27,6 +27,7 @@ pub mod native;
 pub mod plot;
 
 pub mod report;
+pub mod static_loop;
 pub mod steady;
 pub mod throughput;
 pub mod user_native;
@@ -104,6 +105,7 @@ fn load(build: &BuildConfig, v: &'static Variant) -> Result<Image, String> {
 #[derive(Default)]
 struct VariantCounts {
     counts: Vec<counts::CountRow>,
+    statics: Vec<static_loop::StaticCount>,
     skipped: Vec<String>,
     errors: Vec<String>,
     setup_errors: Vec<String>,
@@ -118,6 +120,7 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
     let on_unicorn = BackendKind::Unicorn.supports(v);
     if let (Err(uc), Err(qemu)) = (&on_unicorn, BackendKind::Qemu.supports(v)) {
         out.skipped.push(format!("counting on {v}: not counted: Unicorn: {uc}; qemu: {qemu}"));
+        count_statically(cfg, v, &mut out);
         return out;
     }
     let image = match load(&cfg.build, v) {
@@ -158,6 +161,23 @@ fn count_variant(cfg: &BenchConfig, v: &'static Variant) -> VariantCounts {
         }
     }
     out
+}
+
+/// The steady loops of a row no counter runs, counted from their text ([`static_loop`]).
+fn count_statically(cfg: &BenchConfig, v: &'static Variant, out: &mut VariantCounts) {
+    let image = match load(&cfg.build, v) {
+        Ok(i) => i,
+        Err(e) => {
+            out.setup_errors.push(format!("{v}: {e}"));
+            return;
+        }
+    };
+    for &k in cfg.kernels.iter().filter(|&&k| run::not_provided(v, k).is_none()) {
+        match static_loop::find(&image, v, k) {
+            Ok((row, _)) => out.statics.push(row),
+            Err(e) => out.skipped.push(format!("counting {k} on {v} {}: {e}", static_loop::COUNTER)),
+        }
+    }
 }
 
 /// Counts `k` on `v` under qemu at each vector length; `stopped` is Unicorn's stop, when it
@@ -215,6 +235,7 @@ pub fn count_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn
             continue;
         };
         report.counts.extend(out.counts);
+        report.static_counts.extend(out.statics);
         report.skipped.extend(out.skipped);
         report.errors.extend(out.errors);
         report.setup_errors.extend(out.setup_errors);
@@ -231,12 +252,48 @@ fn models_for(cfg: &BenchConfig, m: &mca::Mca, variant: &Variant) -> Result<Vec<
     Ok(cfg.cpus.iter().filter(|c| known.contains(c)).cloned().collect())
 }
 
-/// One llvm-mca simulation to run: a loop of `kernel` on `variant` and a model.
+/// One llvm-mca simulation to run: a loop of `kernel` on `variant` and a model, and for a row
+/// with a vector length the reading's label ([`mca::vector_readings`]).
 struct McaJob<'a> {
     variant: &'static Variant,
     kernel: Kernel,
     lp: &'a steady::SteadyLoop,
     model: &'a str,
+    vector_length: Option<&'a str>,
+}
+
+/// A steady-state loop and the models (each with its reading's label) to predict it on.
+type LoopToPredict = (&'static Variant, Kernel, steady::SteadyLoop, Vec<(String, Option<String>)>);
+
+/// The aligned count rows of `v` and `k` to predict, each with its models: the first row on
+/// every model, or, for rows counted at several vector lengths, each row on the models read at
+/// its length ([`mca::vector_readings`]).
+fn rows_to_predict<'a>(
+    report: &'a BenchReport,
+    v: &Variant,
+    k: Kernel,
+    models: &[String],
+) -> Vec<(&'a counts::CountRow, Vec<(String, Option<String>)>)> {
+    let rows: Vec<&counts::CountRow> =
+        report.counts.iter().filter(|r| r.variant == v.name && r.kernel == k.name() && r.misalign == 0).collect();
+    let bits = |r: &counts::CountRow| r.vector_length.as_deref()?.rsplit(' ').next()?.parse::<u32>().ok();
+    let counted: Vec<(u32, String)> = rows.iter().filter_map(|r| Some((bits(r)?, r.vector_length.clone()?))).collect();
+    if counted.is_empty() {
+        return rows.first().map(|r| (*r, models.iter().map(|m| (m.clone(), None)).collect())).into_iter().collect();
+    }
+    rows.into_iter()
+        .filter_map(|r| {
+            let b = bits(r)?;
+            let at: Vec<(String, Option<String>)> = models
+                .iter()
+                .filter_map(|m| {
+                    let reading = mca::vector_readings(v.arch, m, &counted).into_iter().find(|(x, _)| *x == b)?;
+                    Some((m.clone(), Some(reading.1)))
+                })
+                .collect();
+            (!at.is_empty()).then_some((r, at))
+        })
+        .collect()
 }
 
 /// The steady-state loops to predict (variant, kernel, loop, models), in report order; errors
@@ -246,7 +303,7 @@ fn loops_to_predict(
     m: &mca::Mca,
     report: &mut BenchReport,
     used: &mut Vec<String>,
-) -> Vec<(&'static Variant, Kernel, steady::SteadyLoop, Vec<String>)> {
+) -> Vec<LoopToPredict> {
     let mut loops = Vec::new();
     for &v in &cfg.variants {
         let models = match models_for(cfg, m, v) {
@@ -259,22 +316,31 @@ fn loops_to_predict(
         used.extend(models.iter().cloned());
         let Ok(image) = load(&cfg.build, v) else { continue }; // count_all has said why
         for &k in &cfg.kernels {
-            let Some(row) =
-                report.counts.iter().find(|r| r.variant == v.name && r.kernel == k.name() && r.misalign == 0)
-            else {
-                continue; // no count, no loop to find: count_all has said why
-            };
-            // A kernel with a vector path for long lengths is not linear from 1 block: its
-            // steady state is the loop around the 256-block call's most executed code.
-            let found = steady::find(&image, k, row.per_block).or_else(|e| match &row.hot_loop {
-                Some(Ok((addr, per))) => steady::find_hot(&image, k, *addr, *per).map_err(|h| format!("{e}; {h}")),
-                Some(Err(h)) => Err(format!("{e}; {h}")),
-                None => Err(e),
-            });
-            match found {
-                Ok(lp) => loops.push((v, k, lp, models.clone())),
-                Err(e) => report.errors.push(format!("steady-state loop of {k} on {v}: {e}")),
+            // a row no counter runs: its loop as counted from the text
+            if report.static_counts.iter().any(|r| r.variant == v.name && r.kernel == k.name()) {
+                match static_loop::find(&image, v, k) {
+                    Ok((_, lp)) => loops.push((v, k, lp, models.iter().map(|m| (m.clone(), None)).collect())),
+                    Err(e) => report.errors.push(format!("steady-state loop of {k} on {v}: {e}")),
+                }
+                continue;
             }
+            // no count, no loop to find: count_all has said why
+            let mut errors = Vec::new();
+            for (row, at) in rows_to_predict(report, v, k, &models) {
+                // A kernel with a vector path for long lengths is not linear from 1 block: its
+                // steady state is the loop around the 256-block call's most executed code.
+                let found = steady::find(&image, k, row.per_block).or_else(|e| match &row.hot_loop {
+                    Some(Ok((addr, per))) => steady::find_hot(&image, k, *addr, *per).map_err(|h| format!("{e}; {h}")),
+                    Some(Err(h)) => Err(format!("{e}; {h}")),
+                    None => Err(e),
+                });
+                match found {
+                    Ok(lp) => loops.push((v, k, lp, at)),
+                    Err(e) => errors.push(format!("steady-state loop of {k} on {v}: {e}")),
+                }
+            }
+            errors.dedup();
+            report.errors.extend(errors);
         }
     }
     loops
@@ -296,7 +362,13 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn F
     let jobs: Vec<McaJob> = loops
         .iter()
         .flat_map(|(variant, kernel, lp, models)| {
-            models.iter().map(move |model| McaJob { variant, kernel: *kernel, lp, model })
+            models.iter().map(move |(model, vl)| McaJob {
+                variant,
+                kernel: *kernel,
+                lp,
+                model,
+                vector_length: vl.as_deref(),
+            })
         })
         .collect();
     progress(Progress::Start { task: "predicting", total: jobs.len() as u64, unit: "llvm-mca runs" });
@@ -316,7 +388,9 @@ fn predict_all(cfg: &BenchConfig, report: &mut BenchReport, progress: &mut dyn F
     for (j, out) in jobs.iter().zip(outs) {
         let (v, k, model) = (j.variant, j.kernel, j.model);
         match out.unwrap_or_else(|| Err("the lab panicked (a bug in the lab)".into())) {
-            Ok(p) => report.predictions.push(p),
+            Ok(p) => {
+                report.predictions.push(mca::Prediction { vector_length: j.vector_length.map(str::to_string), ..p })
+            }
             Err(e) if e.starts_with(mca::NO_MODEL) => {
                 let why = format!("cycle predictions on {model}: {} {}", mca::NO_MODEL, mca::LLVM_MCA.program);
                 if !report.skipped.contains(&why) {

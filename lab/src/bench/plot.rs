@@ -12,6 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::board::{self, VISION_FIVE_2};
 use super::counts::CountRow;
+use super::mca::Prediction;
 use super::report::BenchReport;
 
 /// Width and height of one kernel's panel, pixels.
@@ -42,7 +43,12 @@ fn groups(report: &BenchReport, kernel: &str) -> Vec<Group> {
         .map(|r| {
             let mut bars = vec![Bar { label: "instructions".into(), value: r.per_block, colour: INSN }];
             let mut markers: Vec<(usize, f64, bool)> = r.hotspot.map(|h| (0, h, false)).into_iter().collect();
-            let preds = report.predictions.iter().filter(|p| p.variant == r.variant && p.kernel == kernel);
+            // a vector row's predictions are those read at its own length
+            let at_row = |p: &&Prediction| {
+                p.vector_length.as_deref().is_none_or(|vl| vl.split(',').next() == r.vector_length.as_deref())
+            };
+            let preds =
+                report.predictions.iter().filter(|p| p.variant == r.variant && p.kernel == kernel).filter(at_row);
             for (i, p) in preds.enumerate() {
                 bars.push(Bar {
                     label: p.model.clone(),

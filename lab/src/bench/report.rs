@@ -34,6 +34,8 @@ pub struct BenchReport {
     pub runs: usize,
     /// Instruction counts per variant × kernel × input placement (Unicorn).
     pub counts: Vec<CountRow>,
+    /// Instructions per block counted from the steady loop's text, for rows no counter runs.
+    pub static_counts: Vec<super::static_loop::StaticCount>,
     /// Predicted cycles per block per variant × kernel × CPU model (llvm-mca-19, aligned input).
     pub predictions: Vec<Prediction>,
     /// The analyzer's version line, when predictions ran.
@@ -122,6 +124,7 @@ impl BenchReport {
     pub fn to_human(&self) -> String {
         let mut s = String::new();
         self.write_counts(&mut s);
+        self.write_static_counts(&mut s);
         self.write_mix(&mut s);
         self.write_predictions(&mut s);
         self.write_board(&mut s);
@@ -221,6 +224,35 @@ impl BenchReport {
         );
     }
 
+    fn write_static_counts(&self, s: &mut String) {
+        if self.static_counts.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nInstructions per block {} (rows no counter runs; the steady loop head to back-branch, over the blocks its input advance covers)",
+            super::static_loop::COUNTER
+        );
+        let _ = writeln!(
+            s,
+            "{:<17} {:<9} {:<40} {:>6} {:>7} {:>9}  chosen by",
+            "variant", "kernel", "loop", "instr", "blocks", "per block"
+        );
+        for r in &self.static_counts {
+            let _ = writeln!(
+                s,
+                "{:<17} {:<9} {:<40} {:>6} {:>7} {:>9}  its {} instructions",
+                r.variant,
+                r.kernel,
+                r.loop_span,
+                r.loop_instructions,
+                r.blocks_per_iteration,
+                num(r.per_block),
+                r.extension
+            );
+        }
+    }
+
     fn write_mix(&self, s: &mut String) {
         if self.counts.is_empty() {
             return;
@@ -269,7 +301,7 @@ impl BenchReport {
         for p in &self.predictions {
             let _ = writeln!(
                 s,
-                "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7.2} {:>5.2} {:>8}  {}",
+                "{:<12} {:<9} {:<13} {:>6} {:>8} {:>7.2} {:>5.2} {:>8}  {}{}",
                 p.variant,
                 p.kernel,
                 p.model,
@@ -278,13 +310,15 @@ impl BenchReport {
                 p.cycles_per_byte,
                 p.ipc,
                 num(p.rthroughput_per_block),
-                p.bottleneck
+                p.bottleneck,
+                p.vector_length.as_ref().map_or(String::new(), |vl| format!("  [{vl}]"))
             );
         }
         let _ = writeln!(
             s,
             "(instr: loop instructions per iteration; cyc/blk: (cycles at 200 - at 100 iterations) / 100 per block; \
-             RThr/blk: mca's resource-only bound; bottleneck: a resource busy >= 95% of the cycles, else dispatch, else the dependency chain)"
+             RThr/blk: mca's resource-only bound; bottleneck: a resource busy >= 95% of the cycles, else dispatch, else the dependency chain; \
+             [VLEN ...]: the vector length the blocks per iteration are read at: a vector model charges each instruction for its own registers)"
         );
     }
 

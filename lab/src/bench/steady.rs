@@ -54,7 +54,7 @@ fn is_branch(arch: Arch, insn: &Insn) -> bool {
 }
 
 /// Every back-edge of the stub: (branch address, target), in address order.
-fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
+pub(super) fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u64)> {
     insns
         .iter()
         .filter(|i| is_branch(arch, i))
