@@ -107,7 +107,8 @@ pub fn spin_image(build: &BuildConfig, variant: &'static Variant) -> Result<Imag
     std::fs::create_dir_all(&arch_dir).map_err(|e| e.to_string())?;
     std::fs::write(arch_dir.join("spin.S"), spin_source(variant.arch)).map_err(|e| e.to_string())?;
     let cfg = BuildConfig { kernels_dir: src.path().to_path_buf(), cache_dir: build.cache_dir.join("bench") };
-    let path = toolchain::build_image(&cfg, variant).map_err(|e| e.to_string())?;
+    // The lab's spin code, also for a user's variant (whose own image holds only its objects).
+    let path = toolchain::build_lab_image(&cfg, variant).map_err(|e| e.to_string())?;
     Image::load(&path, variant.arch).map_err(|e| e.to_string())
 }
 
