@@ -152,6 +152,12 @@ fn bench_times_every_glue_path_the_host_runs_natively_labelled_by_path() {
         assert!((nsb * mbs - 1e3).abs() < 1e-6 * 1e3, "{variant}: {nsb} ns/B against {mbs} MB/s");
         assert_eq!(r["symbol"], "poly1305_blocks", "{r}");
     }
+    // The bench probes the upper bits as `lab run` does: one warning for the object.
+    let warnings = report["warnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let w = warnings[0].as_str().unwrap_or_default();
+    assert!(w.starts_with("linux_poly1305 (poly1305; paths scalar, avx, avx2"), "{w}");
+    assert!(w.contains("depend on the upper 32 bits of rcx (unsigned int padbit)"), "{w}");
 }
 
 /// The arm64 fixture assembled into `dir/name.o` with `-DGEN=gen` (the kernel's generation of
@@ -214,4 +220,26 @@ fn an_arm64_planted_carry_bug_fails_its_own_glue_path_only() {
             }
         }
     }
+}
+
+#[test]
+fn fuzz_of_every_arm64_path_lists_len_and_hibit_once_each_for_the_object() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let o = arm64_object(dir.path(), "arm64-fuzz", 3, None).display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--seed", "26", "--format", "json", "--cases", "100", "--kernel", "poly1305"])
+        .args(["--object", &o, "--backend", "unicorn"])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .expect("run lab fuzz");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let warnings = report["warnings"].as_array().cloned().unwrap_or_default();
+    let upper: Vec<&str> =
+        warnings.iter().filter_map(|w| w.as_str()).filter(|w| w.contains("abi-upper-bits")).collect();
+    assert_eq!(upper.len(), 2, "{upper:#?}");
+    assert!(upper[0].starts_with("arm64-fuzz (poly1305; paths scalar, neon)"), "{}", upper[0]);
+    assert!(upper[0].contains("poly1305_blocks_arm64 (scalar, probed on unicorn)"), "{}", upper[0]);
+    assert!(upper[0].contains("x2 (u32 len)") && upper[1].contains("x3 (unsigned int padbit)"), "{upper:#?}");
 }
