@@ -243,3 +243,33 @@ fn fuzz_of_every_arm64_path_lists_len_and_hibit_once_each_for_the_object() {
     assert!(upper[0].contains("poly1305_blocks_arm64 (scalar, probed on unicorn)"), "{}", upper[0]);
     assert!(upper[0].contains("x2 (u32 len)") && upper[1].contains("x3 (unsigned int padbit)"), "{upper:#?}");
 }
+
+/// `lab bench --object` with every section on a user's object: the spin image is the lab's
+/// (no "lab_spin is missing"), a vector path's Unicorn throughput is a skip naming the
+/// instruction, and nothing is an error.
+#[test]
+fn bench_with_throughput_and_predictions_on_a_users_object_has_no_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let o = object(dir.path(), "linux_poly1305", None).display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["bench", "--format", "json", "--runs", "1", "--kernel", "poly1305", "--object", &o])
+        .args(["--variant", "=linux_poly1305@scalar,=linux_poly1305@avx"])
+        .output()
+        .expect("run lab bench");
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["setup_errors"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["errors"], serde_json::json!([]), "{report:#}");
+    let rows = report["throughput"].as_array().cloned().unwrap_or_default();
+    for (variant, backend) in [("linux_poly1305@scalar", "unicorn"), ("linux_poly1305@avx", "qemu")] {
+        let r = rows.iter().find(|r| r["variant"] == variant && r["backend"] == backend);
+        let calls = r.and_then(|r| r["calls_per_s"].as_f64()).unwrap_or(0.0);
+        assert!(calls > 0.0, "{variant} on {backend}: {rows:#?}");
+    }
+    let skipped = report["skipped"].to_string();
+    assert!(
+        skipped.contains("throughput of linux_poly1305@avx on unicorn: ") && skipped.contains("vzeroupper"),
+        "{skipped}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+}
