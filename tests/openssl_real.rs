@@ -171,7 +171,7 @@ fn openssl_aarch64_poly1305_scalar_neon_and_sve2_green_and_planted_carry_bugs_ca
     let src = dir.path().join("poly1305-armv8.S");
     let text = perlasm("poly1305/asm/poly1305-armv8.pl", "linux64", &src);
     let sve2_src = dir.path().join("poly1305-armv9-sve2.S");
-    perlasm("poly1305/asm/poly1305-armv9-sve2.pl", "linux64", &sve2_src);
+    let sve2_text = perlasm("poly1305/asm/poly1305-armv9-sve2.pl", "linux64", &sve2_src);
     let (obj, sve2) = (dir.path().join("poly1305-armv8.o"), dir.path().join("poly1305-armv9-sve2.o"));
     assemble("aarch64-linux-gnu", &[], &src, &obj);
     assemble("aarch64-linux-gnu", &[], &sve2_src, &sve2);
@@ -215,6 +215,19 @@ fn openssl_aarch64_poly1305_scalar_neon_and_sve2_green_and_planted_carry_bugs_ca
         let (_, failed, _) = row(&report, &variant[1..], "qemu");
         assert!(code == 1 && failed > 0, "planted bug in {path} not caught: {report:#}");
     }
+
+    // The SVE2 path: its lazy reduction's `h0 -> h1` carry (perlasm emits SVE2 as `.inst`
+    // words with the instruction as a comment) dropped; qemu's `-cpu max` runs it.
+    let bad = dir.path().join("bad-sve2.S");
+    std::fs::write(&bad, drop_carry(&sve2_text, "poly1305_lazy_reduce_sve2:", ".inst\t", "add z20.d,z20.d,z30.d"))
+        .expect("write");
+    let bad_obj = dir.path().join("poly1305-armv9-sve2-bad.o");
+    assemble("aarch64-linux-gnu", &[], &bad, &bad_obj);
+    let b = bad_obj.display().to_string();
+    let args = ["--object", &o, "--object", &b, "--kernel", "poly1305", "--backend", "qemu"];
+    let (code, report) = lab_json(&[&args[..], &["--variant", "poly1305-armv8@sve2"]].concat());
+    let (_, failed, _) = row(&report, "poly1305-armv8@sve2", "qemu");
+    assert!(code == 1 && failed > 0, "planted bug in sve2 not caught: {report:#}");
 }
 
 /// OpenSSL's MD5 (no dispatch path: one row per backend), found by the name it exports
