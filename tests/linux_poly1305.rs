@@ -242,6 +242,20 @@ fn fuzz_of_every_arm64_path_lists_len_and_hibit_once_each_for_the_object() {
     assert!(upper[0].starts_with("arm64-fuzz (poly1305; paths scalar, neon)"), "{}", upper[0]);
     assert!(upper[0].contains("poly1305_blocks_arm64 (scalar, probed on unicorn)"), "{}", upper[0]);
     assert!(upper[0].contains("x2 (u32 len)") && upper[1].contains("x3 (unsigned int padbit)"), "{upper:#?}");
+
+    // The human report lists the same two, not one per path (it printed each path's own).
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["fuzz", "--seed", "26", "--cases", "100", "--kernel", "poly1305"])
+        .args(["--object", &o, "--backend", "unicorn"])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .expect("run lab fuzz");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("warning: ") && l.contains("abi-upper-bits")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines.iter().all(|l| l.starts_with("warning: arm64-fuzz (poly1305; paths scalar, neon)")), "{text}");
 }
 
 /// `lab bench --object` with every section on a user's object: the spin image is the lab's
