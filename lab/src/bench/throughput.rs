@@ -246,12 +246,12 @@ fn round(
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
     if let Some(f) = run.faults.first() {
-        return Err(describe_fault(&w.label(), f, image, &batch).text);
+        return Err(describe_fault(&w.label_on(image), f, image, &batch).text);
     }
     let completed = (0..k).filter(|&i| batch.record(&run.resp, i).completed).count();
     let elapsed = t.elapsed();
     if completed != k {
-        return Err(format!("{}: {completed} of {k} calls completed", w.label()));
+        return Err(format!("{}: {completed} of {k} calls completed", w.label_on(image)));
     }
     // Every repeat starts from the same snapshot, so the last leaves the planned call's answer.
     if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {
