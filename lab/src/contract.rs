@@ -174,6 +174,11 @@ pub struct ExportedName {
     pub contract: &'static str,
     /// Where the name comes from.
     pub source: &'static str,
+    /// What the name says about the code's ISA, appended to the arch's base ISA string when
+    /// no ISA is declared (`"_zbb"`: OpenSSL names its Zbb build so, and its build assembles it
+    /// with the toolchain's default `-march`, the Zbb instructions hand-encoded as `.word`, so
+    /// the object's own attributes do not say Zbb); empty when it says nothing.
+    pub implies: &'static str,
 }
 
 /// Names libraries export for contract functions, in the order they are tried. OpenSSL 3.0 and
@@ -186,16 +191,19 @@ pub const EXPORTED_NAMES: [ExportedName; 3] = [
         export: "ossl_md5_block_asm_data_order",
         contract: MD5_BLOCK_DATA_ORDER,
         source: "OpenSSL 3.x/4.x crypto/md5/asm/md5-{x86_64,aarch64}.pl",
+        implies: "",
     },
     ExportedName {
         export: "ossl_md5_block_asm_data_order_zbb",
         contract: MD5_BLOCK_DATA_ORDER,
         source: "OpenSSL 3.x/4.x crypto/md5/asm/md5-riscv64-zbb.pl (zbb build)",
+        implies: "_zbb",
     },
     ExportedName {
         export: "ossl_md5_block_asm_data_order_riscv64",
         contract: MD5_BLOCK_DATA_ORDER,
         source: "OpenSSL 3.x/4.x crypto/md5/asm/md5-riscv64-zbb.pl (RV64GC build)",
+        implies: "",
     },
 ];
 
@@ -207,6 +215,20 @@ pub fn exported_name(contract: &str, defined: impl Fn(&str) -> bool) -> Option<&
         return None;
     }
     EXPORTED_NAMES.iter().find(|e| e.contract == contract && defined(e.export)).map(|e| e.export)
+}
+
+/// The ISA string objects defining `defined` declare when no ISA is given: `base` plus what
+/// the exported names they are run under imply ([`ExportedName::implies`]; contracts in
+/// `mapped` are named by the user and imply nothing).
+pub fn implied_isa(base: &str, defined: impl Fn(&str) -> bool, mapped: impl Fn(&str) -> bool) -> String {
+    let mut isa = base.to_owned();
+    for c in CONTRACTS.iter().filter(|c| !mapped(c.symbol)) {
+        let found = exported_name(c.symbol, &defined).and_then(|n| EXPORTED_NAMES.iter().find(|e| e.export == n));
+        if let Some(e) = found.filter(|e| !isa.contains(e.implies)) {
+            isa.push_str(e.implies);
+        }
+    }
+    isa
 }
 
 /// A library function the lab knows is not a block function of any contract, found in a
@@ -568,5 +590,16 @@ mod tests {
         for e in &EXPORTED_NAMES {
             assert!(by_symbol(e.contract).is_some(), "{}", e.export);
         }
+    }
+
+    #[test]
+    fn openssl_s_zbb_name_implies_zbb_unless_the_user_names_the_symbol() {
+        let zbb = |s: &str| s == "ossl_md5_block_asm_data_order_zbb";
+        let rv64 = |s: &str| s == "ossl_md5_block_asm_data_order_riscv64";
+        assert_eq!(implied_isa("rv64gc", zbb, |_| false), "rv64gc_zbb");
+        assert_eq!(implied_isa("rv64gc", rv64, |_| false), "rv64gc");
+        assert_eq!(implied_isa("rv64gc", zbb, |c| c == MD5_BLOCK_DATA_ORDER), "rv64gc", "--symbol maps it");
+        let both = |s: &str| zbb(s) || rv64(s);
+        assert_eq!(implied_isa("rv64gc", both, |_| false), "rv64gc_zbb", "the _zbb name is tried first");
     }
 }

@@ -62,31 +62,49 @@ pub fn reliance(backend: &mut dyn Backend, image: &Image, kernel: Kernel) -> Res
     crate::int_args::diagnose(backend, &batch, &plans, &mut findings, abi, image);
     let mut out: Vec<Finding> = Vec::new();
     for f in findings.iter().flatten().filter(|f| f.class == Class::Abi) {
-        let Some(text) = reliance_text(&f.text, family, kernel) else { continue };
-        if !out.iter().any(|o| o.text == text) {
-            out.push(Finding::new(Class::UpperBits, text));
+        for text in reliance_text(&f.text, family, kernel, linux_len_type(image)) {
+            if !out.iter().any(|o| o.text == text) {
+                out.push(Finding::new(Class::UpperBits, text));
+            }
         }
     }
     Ok(out)
 }
 
-/// "poly1305_blocks depends on the upper 32 bits of rcx (unsigned int padbit)" from the
-/// diagnosis "tag: poly1305_blocks(...): depends on the upper 32 bits of rcx (int padbit,
-/// passed as 0x...)...", with the C type from the contract table.
-fn reliance_text(diagnosis: &str, family: Family, kernel: Kernel) -> Option<String> {
-    let (label, rest) = diagnosis.split_once(DEPENDS)?;
-    let function = label.split('(').next()?.rsplit(": ").next()?.trim();
-    let (reg, args) = rest.split_once(" (int ")?;
-    let name = args.split(',').next()?.trim();
-    let c_type = contract::contracts(family, kernel)
-        .flat_map(|c| c.params.iter())
-        .find(|p| p.name == name)
-        .map_or("int", |p| p.c_type);
-    Some(format!(
-        "{function} depends on the upper 32 bits of {reg} ({c_type} {name}): a probe case with garbage there fails \
-         and passes with them clean; the psABI leaves them unspecified (every other case passes them clean, as \
-         {family}'s callers do)"
-    ))
+/// The C type Linux's glue declares `blocks`' `len` with, when the image's `poly1305_init`
+/// entry is a Linux glue's init ([`crate::user_kernel::linux_glue::glue_at`]).
+fn linux_len_type(image: &Image) -> Option<&'static str> {
+    let init = image.entry(contract::POLY1305_INIT)?;
+    crate::user_kernel::linux_glue::glue_at(image, init.addr).map(|g| g.len_c_type)
+}
+
+/// One text per argument of the diagnosis "tag: poly1305_blocks(...): depends on the upper
+/// 32 bits of x2 (int len, passed as 0x...) and x3 (int padbit, passed as 0x...); ...":
+/// "poly1305_blocks depends on the upper 32 bits of x2 (u32 len)", with the C type from the
+/// contract table (`len`'s from Linux's glue, `linux_len`, when the image is one). Empty when
+/// `diagnosis` is not one.
+fn reliance_text(diagnosis: &str, family: Family, kernel: Kernel, linux_len: Option<&str>) -> Vec<String> {
+    let Some((label, rest)) = diagnosis.split_once(DEPENDS) else { return Vec::new() };
+    let Some(function) = label.split('(').next().and_then(|l| l.rsplit(": ").next()).map(str::trim) else {
+        return Vec::new();
+    };
+    let regs = rest.split_once("; ").map_or(rest, |(r, _)| r);
+    let mut out = Vec::new();
+    for part in regs.split(") and ") {
+        let Some((reg, args)) = part.split_once(" (int ") else { continue };
+        let Some(name) = args.split(',').next().map(str::trim) else { continue };
+        let c_type = contract::contracts(family, kernel)
+            .flat_map(|c| c.params.iter())
+            .find(|p| p.name == name)
+            .map_or("int", |p| p.c_type);
+        let c_type = linux_len.filter(|_| name == "len").unwrap_or(c_type);
+        out.push(format!(
+            "{function} {DEPENDS}{reg} ({c_type} {name}): a probe case with garbage there fails and passes with \
+             them clean; the psABI leaves them unspecified (every other case passes them clean, as {family}'s \
+             callers do)"
+        ));
+    }
+    out
 }
 
 /// For each failing case among `plans` (`findings[i]` not empty) that passes C `int`
@@ -198,8 +216,15 @@ mod tests {
     fn reliance_text_names_function_register_and_c_type() {
         let d = "tag 3: poly1305_blocks_avx2(inp+0, len=96, padbit=1): depends on the upper 32 bits of rcx (int \
                  padbit, passed as 0x4d4ed00e00000001); the ABI leaves them unspecified";
-        let t = reliance_text(d, Family::OpenSsl, Kernel::Poly1305).unwrap();
+        let t = reliance_text(d, Family::OpenSsl, Kernel::Poly1305, None).join("\n");
         assert!(t.starts_with("poly1305_blocks_avx2 depends on the upper 32 bits of rcx (unsigned int padbit)"), "{t}");
-        assert_eq!(reliance_text("no diagnosis here", Family::OpenSsl, Kernel::Poly1305), None);
+        assert!(reliance_text("no diagnosis here", Family::OpenSsl, Kernel::Poly1305, None).is_empty());
+        let d = "tag 3: poly1305_blocks_neon(inp+0, len=96, padbit=1): depends on the upper 32 bits of x2 (int \
+                 len, passed as 0x4d4ed00e00000060) and x3 (int padbit, passed as 0x0000000700000001); the ABI \
+                 leaves them unspecified (AAPCS64)";
+        let t = reliance_text(d, Family::OpenSsl, Kernel::Poly1305, Some("u32"));
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert!(t[0].starts_with("poly1305_blocks_neon depends on the upper 32 bits of x2 (u32 len): "), "{t:?}");
+        assert!(t[1].starts_with("poly1305_blocks_neon depends on the upper 32 bits of x3 (unsigned int padbit)"));
     }
 }

@@ -81,6 +81,8 @@ pub mod sandbox;
 pub mod source_lines;
 pub mod tool_run;
 pub mod toolchain;
+/// `abi-upper-bits` warnings once per object and argument across its dispatch paths.
+pub mod upper_bits_report;
 pub mod user_kernel;
 pub mod variant;
 pub mod vectors;

@@ -317,12 +317,36 @@ pub fn build_image_with(
 ) -> Result<PathBuf, ToolchainError> {
     let inputs = match user_kernel::of(variant) {
         Some(k) => user_inputs(k),
-        None => {
-            let isa = &variant.arch.spec().isa;
-            let clang_flags = isa.clang_flags(variant.march, &isa.rows(variant.extensions));
-            Inputs { clang_flags, ..folder_inputs(&cfg.kernels_dir.join(variant.arch.name()), variant.arch)? }
-        }
+        None => lab_inputs(cfg, variant)?,
     };
+    build_inputs(cfg, variant, spec, inputs)
+}
+
+/// The inputs of a lab-made image: the sources of `<kernels_dir>/<arch>/`, assembled for the
+/// variant's ISA.
+fn lab_inputs(cfg: &BuildConfig, variant: &Variant) -> Result<Inputs, ToolchainError> {
+    let isa = &variant.arch.spec().isa;
+    let clang_flags = isa.clang_flags(variant.march, &isa.rows(variant.extensions));
+    Ok(Inputs { clang_flags, ..folder_inputs(&cfg.kernels_dir.join(variant.arch.name()), variant.arch)? })
+}
+
+/// [`build_image`] from the sources of `<kernels_dir>/<arch>/` for any variant, a user's
+/// included (whose own image is built from its objects): the bench's spin image, the lab's
+/// driver and `spin.S` assembled for the variant's ISA ([`crate::bench::throughput`]).
+///
+/// # Errors
+/// As [`build_image`].
+pub fn build_lab_image(cfg: &BuildConfig, variant: &Variant) -> Result<PathBuf, ToolchainError> {
+    build_inputs(cfg, variant, &protocol::Spec::current(), lab_inputs(cfg, variant)?)
+}
+
+/// The image of `variant` from `inputs`, cached by everything that goes into it.
+fn build_inputs(
+    cfg: &BuildConfig,
+    variant: &Variant,
+    spec: &protocol::Spec,
+    inputs: Inputs,
+) -> Result<PathBuf, ToolchainError> {
     let driver = driver_source(variant.arch);
     let header = protocol::c_header(spec);
     let out_dir = cfg.cache_dir.join(variant.name).join(build_key(variant, &header, &driver, &inputs)?);

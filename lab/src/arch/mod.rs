@@ -531,7 +531,16 @@ impl IsaSpec {
             return Vec::new();
         }
         let implied = self.levels.iter().find(|l| l.name == march).map_or(&[][..], |l| l.implies);
-        on.iter().filter(|e| !implied.contains(&e.name)).map(|e| format!("-m{}", e.name)).collect()
+        on.iter().filter(|e| !implied.contains(&e.name)).map(|e| clang_flag(e.name)).collect()
+    }
+}
+
+/// clang's option turning on the x86_64 extension `name`: `-m<name>`, but `-mbmi` for BMI1
+/// (clang's spelling).
+pub fn clang_flag(name: &str) -> String {
+    match name {
+        "bmi1" => "-mbmi".to_owned(),
+        n => format!("-m{n}"),
     }
 }
 

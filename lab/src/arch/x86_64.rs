@@ -346,8 +346,11 @@ pub static SPEC: ArchSpec = ArchSpec {
                 name: "avx512ifma",
                 bits: &[(1, 1 << 28 | 1 << 27), (2, 1 << 5 | 1 << 16 | 1 << 21 | 1 << 30 | 1 << 31)],
                 marker: Some("poly1305_blocks_vpmadd52"),
-                extensions: &["xsave", "avx", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512ifma"],
-                source: "poly1305_init: word 2 & (1<<31|1<<21|1<<16) all set (AVX512VL, IFMA, F): base 2^44",
+                // cryptogams' base 2^44 scalar helper (poly1305_blocks_base2_44) uses mulx and
+                // andn on this path without testing their bits.
+                extensions: &["xsave", "avx", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512ifma", "bmi1", "bmi2"],
+                source: "poly1305_init: word 2 & (1<<31|1<<21|1<<16) all set (AVX512VL, IFMA, F): base 2^44 \
+                         (cryptogams: its scalar base 2^44 code also needs BMI1 and BMI2)",
             },
         ],
     },

@@ -440,10 +440,40 @@ fn throughput_all(cfg: &BenchConfig, report: &mut BenchReport) {
                     report.raw_rates.push(rate);
                     report.throughput.extend(rows);
                 }
+                // A user's vector path stops on Unicorn at its first vector instruction: qemu
+                // and native time it.
+                Err(e) if kind == BackendKind::Unicorn && counter::unicorn_stopped(&e) => {
+                    report.skipped.push(format!("throughput of {v} on {kind}: {e}"))
+                }
                 Err(e) => report.errors.push(format!("throughput of {v} on {kind}: {e}")),
             }
         }
     }
+}
+
+/// The `abi-upper-bits` probe ([`crate::int_args::reliance`]) of each user's image and kernel
+/// as `lab run` makes it (on the first of the bench's backends that runs the image, Unicorn
+/// last), merged across one object's paths ([`crate::upper_bits_report`]): the bench times with
+/// clean upper bits and says what a caller leaving garbage there would meet.
+fn probe_upper_bits(cfg: &BenchConfig, report: &mut BenchReport) {
+    let mut order: Vec<BackendKind> = cfg.backends.iter().copied().filter(|&k| k != BackendKind::Unicorn).collect();
+    order.extend(cfg.backends.iter().copied().filter(|&k| k == BackendKind::Unicorn));
+    let mut out = Vec::new();
+    for &v in cfg.variants.iter().filter(|v| crate::user_kernel::of(v).is_some()) {
+        let Ok(image) = load(&cfg.build, v) else { continue }; // count_all has said why
+        let Some(kind) = order.iter().copied().find(|k| k.supports(v).is_ok()) else { continue };
+        for &k in cfg.kernels.iter().filter(|&&k| run::not_provided(v, k).is_none()) {
+            let found = kind
+                .open(v, &image, crate::backend::Limits::default())
+                .map_err(|e| e.to_string())
+                .and_then(|mut b| crate::int_args::reliance(b.as_mut(), &image, k));
+            match found {
+                Ok(f) => out.extend(f.iter().map(|f| crate::upper_bits_report::warning(v.name, k, kind, f))),
+                Err(e) => report.skipped.push(format!("upper-bits probe of {k} on {v} ({kind}): {e}")),
+            }
+        }
+    }
+    report.warnings = crate::upper_bits_report::merge_paths(out);
 }
 
 /// Wall time of the default `lab run` (every variant, backend, kernel and bundled vector set).
@@ -526,6 +556,7 @@ pub fn bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress<
     let mut report = BenchReport { runs: cfg.runs, ..BenchReport::default() };
     let load_at_start = report::load_average();
     count_all(cfg, &mut report, progress);
+    probe_upper_bits(cfg, &mut report);
     if cfg.predict {
         predict_all(cfg, &mut report, progress);
     }

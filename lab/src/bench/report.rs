@@ -54,6 +54,9 @@ pub struct BenchReport {
     pub throughput: Vec<ThroughputRow>,
     /// The default `lab run`, timed.
     pub lab_run: Option<LabRunTime>,
+    /// Warnings about the user's images: the `abi-upper-bits` probe, once per object and
+    /// argument ([`crate::upper_bits_report`]).
+    pub warnings: Vec<String>,
     /// Sections or cells not run, with the reason.
     pub skipped: Vec<String>,
     /// Measurements that failed (a fault, a wrong result, disagreeing implementations).
@@ -131,6 +134,9 @@ impl BenchReport {
         self.write_native(&mut s);
         self.write_user_native(&mut s);
         self.write_throughput(&mut s);
+        for w in &self.warnings {
+            let _ = writeln!(s, "\nwarning: {w}");
+        }
         for (title, lines) in
             [("SKIPPED", &self.skipped), ("ERROR", &self.errors), ("SET-UP ERROR", &self.setup_errors)]
         {

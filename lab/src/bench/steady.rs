@@ -119,9 +119,11 @@ pub fn blocks_per_iteration(blocks: u64, runs: u64, runs_half: u64) -> Result<u3
 }
 
 /// Finds the steady-state loop of a kernel whose cost is not linear in blocks (a vector path
-/// from some length on): the innermost back-edge loop, in the multi-block stub or a function it
-/// calls, around `hot`, the block whose executions grow most with a long call's length, whose
-/// loop handles `k` blocks per iteration ([`blocks_per_iteration`]).
+/// from some length on): the innermost back-edge loop, in the multi-block stub, a function it
+/// calls, or the function holding `hot` (a dispatch path's `blocks`, reached through the
+/// function pointer its `poly1305_init` returns), around `hot`, the block whose executions grow
+/// most with a long call's length, whose loop handles `k` blocks per iteration
+/// ([`blocks_per_iteration`]).
 ///
 /// # Errors
 /// As [`find`]; or no back-edge closes a loop around `hot`.
@@ -131,7 +133,8 @@ pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, k: u32) -> Result<Stead
     let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
     let listing = image.listing().map_err(|e| e.to_string())?;
     let stub = (sym.addr, sym.addr + sym.size);
-    for (start, end) in std::iter::once(stub).chain(callees(image, listing, stub)) {
+    let holder = image.symbol_containing(hot).filter(|(_, s)| s.size > 0).map(|(_, s)| (s.addr, s.addr + s.size));
+    for (start, end) in std::iter::once(stub).chain(callees(image, listing, stub)).chain(holder) {
         let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= start && i.addr < end).collect();
         let around = back_edges(image.arch, &insns, start).into_iter().filter(|&(at, t)| t <= hot && hot <= at);
         if let Some((at, target)) = around.min_by_key(|&(at, t)| at - t) {
@@ -149,7 +152,10 @@ pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, k: u32) -> Result<Stead
             });
         }
     }
-    Err(format!("no back-edge in {symbol} or the functions it calls closes a loop around {}", image.symbolize(hot)))
+    Err(format!(
+        "no back-edge in {symbol}, the functions it calls or the function holding it closes a loop around {}",
+        image.symbolize(hot)
+    ))
 }
 
 /// The sized symbols of the kernels' code ([`Image::kernel_code`]) that direct branches in

@@ -107,7 +107,8 @@ pub fn spin_image(build: &BuildConfig, variant: &'static Variant) -> Result<Imag
     std::fs::create_dir_all(&arch_dir).map_err(|e| e.to_string())?;
     std::fs::write(arch_dir.join("spin.S"), spin_source(variant.arch)).map_err(|e| e.to_string())?;
     let cfg = BuildConfig { kernels_dir: src.path().to_path_buf(), cache_dir: build.cache_dir.join("bench") };
-    let path = toolchain::build_image(&cfg, variant).map_err(|e| e.to_string())?;
+    // The lab's spin code, also for a user's variant (whose own image holds only its objects).
+    let path = toolchain::build_lab_image(&cfg, variant).map_err(|e| e.to_string())?;
     Image::load(&path, variant.arch).map_err(|e| e.to_string())
 }
 
@@ -245,12 +246,12 @@ fn round(
     let batch = b.layout(image.arena().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let run = run_batch(backend, &batch).map_err(|e| e.to_string())?;
     if let Some(f) = run.faults.first() {
-        return Err(describe_fault(&w.label(), f, image, &batch).text);
+        return Err(describe_fault(&w.label_on(image), f, image, &batch).text);
     }
     let completed = (0..k).filter(|&i| batch.record(&run.resp, i).completed).count();
     let elapsed = t.elapsed();
     if completed != k {
-        return Err(format!("{}: {completed} of {k} calls completed", w.label()));
+        return Err(format!("{}: {completed} of {k} calls completed", w.label_on(image)));
     }
     // Every repeat starts from the same snapshot, so the last leaves the planned call's answer.
     if let Some(f) = verdict::check(&plan, &batch, &run, Abi::of(image.arch), image).first() {

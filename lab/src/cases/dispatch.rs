@@ -21,7 +21,7 @@ use crate::contract::{POLY1305_BLOCKS, POLY1305_EMIT, POLY1305_INIT, POLY1305_OP
 use crate::image::Image;
 use crate::reference::openssl::PolyCtx;
 use crate::reference::poly1305::CLAMP;
-use crate::user_kernel::linux_glue::is_linux_init;
+use crate::user_kernel::linux_glue::{glue_at, is_linux_init, Glue};
 
 /// The entry points a `poly1305_init` image is called through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,15 @@ pub struct PolyPath {
     /// How the init call reads in labels: `poly1305_init(ctx, key, func)`, or Linux's
     /// `poly1305_init_x86_64(ctx, key)` (no function table).
     pub init_call: String,
+    /// What init writes after the scalar layout's bytes, when that does not depend on the key
+    /// (cryptogams' and Linux's armv8 init marks its power table as not computed with -1 at
+    /// byte 48): a context the lab lays with a given h carries it, as a context from init
+    /// does. `None`: init writes nothing there, or something that depends on the key (a
+    /// chain then starts from init).
+    pub init_tail: Option<Vec<u8>>,
+    /// Linux's glue, when init is its init ([`crate::user_kernel::linux_glue::glue_at`]): its
+    /// `blocks` declare `len` as the glue does (`u32` on arm64).
+    pub linux: Option<&'static Glue>,
 }
 
 impl PolyPath {
@@ -84,8 +93,8 @@ pub fn poly1305_path(image: &Image) -> Option<PolyPath> {
         return Some(known);
     }
     let found = probe(image, init).map_or_else(
-        |e| path(image, init, (blocks, emit), false, Some(e), true),
-        |(f, scalar)| path(image, init, f.unwrap_or((blocks, emit)), f.is_some(), None, scalar),
+        |e| path(image, init, (blocks, emit), false, Some(e), (true, None)),
+        |(f, form)| path(image, init, f.unwrap_or((blocks, emit)), f.is_some(), None, form),
     );
     if let Ok(mut m) = probes.lock() {
         m.insert(image.path.clone(), found.clone());
@@ -99,35 +108,58 @@ fn path(
     (blocks, emit): (u64, u64),
     via_func: bool,
     err: Option<String>,
-    scalar_form: bool,
+    (scalar_form, init_tail): (bool, Option<Vec<u8>>),
 ) -> PolyPath {
     let (blocks_name, emit_name) = (PolyPath::name(image, blocks), PolyPath::name(image, emit));
-    let linux = crate::user_kernel::linux_glue::glue(image.arch).filter(|_| is_linux_init(image, init));
+    let linux = glue_at(image, init);
     let init_call =
         linux.map_or_else(|| format!("{POLY1305_INIT}(ctx, key, func)"), |g| format!("{}(ctx, key)", g.init));
-    PolyPath { init, blocks, emit, via_func, blocks_name, emit_name, probe_error: err, scalar_form, init_call }
+    PolyPath {
+        init,
+        blocks,
+        emit,
+        via_func,
+        blocks_name,
+        emit_name,
+        probe_error: err,
+        scalar_form,
+        init_call,
+        init_tail,
+        linux,
+    }
 }
 
-/// One `poly1305_init` call on Unicorn: `Some((blocks, emit))` from `func` when it returned
-/// non-zero, `None` when it returned zero; and whether the context is then the scalar layout.
-fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, bool), String> {
+/// The key of the probe's second init call: init's tail ([`PolyPath::init_tail`]) is taken
+/// only when both calls leave the same.
+const PROBE_KEY_2: [u8; 32] = [0xa3; 32];
+
+/// How init leaves the context: whether in the scalar layout, and its key-independent tail.
+type Form = (bool, Option<Vec<u8>>);
+
+/// Two `poly1305_init` calls on Unicorn: `Some((blocks, emit))` from the first's `func` when
+/// it returned non-zero, `None` when it returned zero; and how the context is then ([`Form`]).
+fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, Form), String> {
     let mut b = BatchBuilder::new(Abi::of(image.arch));
     let ctx = b.buffer("ctx", &[0u8; POLY1305_OPAQUE_BYTES], true, Placement::End);
     let key = b.buffer("key", &PROBE_KEY, false, Placement::End);
     let func = b.buffer("func", &[0u8; 16], true, Placement::End);
     let call = b.call(init, [Arg::Ptr(ctx, 0), Arg::Ptr(key, 0), Arg::Ptr(func, 0), Arg::Imm(0)], 1);
+    let ctx2 = b.buffer("ctx", &[0u8; POLY1305_OPAQUE_BYTES], true, Placement::End);
+    let key2 = b.buffer("key", &PROBE_KEY_2, false, Placement::End);
+    let func2 = b.buffer("func", &[0u8; 16], true, Placement::End);
+    let call2 = b.call(init, [Arg::Ptr(ctx2, 0), Arg::Ptr(key2, 0), Arg::Ptr(func2, 0), Arg::Imm(0)], 2);
     let arena = image.arena().map_err(|e| e.to_string())?;
     let batch = b.layout(arena).map_err(|e| e.to_string())?;
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
     // init is scalar code; Zbb is emulated in case a riscv64 build uses it.
     uc.emulate_zbb(true).map_err(|e| e.to_string())?;
     let run = run_batch(&mut uc, &batch).map_err(|e| e.to_string())?;
-    if let Some(f) = run.fault_of(call) {
+    if let Some(f) = run.fault_of(call).or_else(|| run.fault_of(call2)) {
         let pc = f.pc.map_or_else(String::new, |pc| format!(" at {}", image.symbolize(pc)));
         return Err(format!("{POLY1305_INIT} faulted on Unicorn: {}{pc}", f.kind));
     }
     let (completed, ret) = batch.outcome(&run.resp, call);
-    if !completed {
+    if !completed || !batch.outcome(&run.resp, call2).0 {
         return Err(format!("{POLY1305_INIT} did not return on Unicorn"));
     }
     // Linux's init takes no function table: its glue picks blocks and emit (the variant's
@@ -140,11 +172,15 @@ fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, bool), String>
     let scalar = layout.is_scalar(got)
         && got.get(..24) == want.get(..24)
         && got.get(layout.r_at..layout.r_at + 16) == want.get(layout.r_at..layout.r_at + 16);
+    let tail = got.get(layout.bytes..).unwrap_or_default();
+    let same = batch.buffer(&run.resp, ctx2).get(layout.bytes..) == Some(tail);
+    let init_tail = (same && tail.iter().any(|&b| b != 0)).then(|| tail.to_vec());
+    let form = (scalar && (same || tail.iter().all(|&b| b == 0)), init_tail);
     let words = batch.buffer(&run.resp, func);
     let word = |i: usize| u64::from_le_bytes(words[8 * i..8 * i + 8].try_into().unwrap_or_default());
     // `int` return: only the low 32 bits are specified.
     if ret as u32 == 0 || no_func {
-        return Ok((None, scalar));
+        return Ok((None, form));
     }
     let (fb, fe) = (word(0), word(1));
     for (what, a) in [("blocks", fb), ("emit", fe)] {
@@ -152,5 +188,5 @@ fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, bool), String>
             return Err(format!("{POLY1305_INIT} returned non-zero with func.{what} = {a:#x}, not code of the image"));
         }
     }
-    Ok((Some((fb, fe)), scalar))
+    Ok((Some((fb, fe)), form))
 }

@@ -72,6 +72,11 @@ impl<R: RngExt> Planner<'_, R> {
                 return Vec::new();
             }
             ctx.resize(POLY1305_OPAQUE_BYTES, 0);
+            // What init leaves after the scalar words (armv8's "power table not computed").
+            if let Some(tail) = &p.init_tail {
+                let at = ctx.len() - tail.len();
+                ctx[at..].copy_from_slice(tail);
+            }
         }
         ctx
     }
@@ -91,6 +96,16 @@ impl<R: RngExt> Planner<'_, R> {
         match &self.e.poly1305_path {
             Some(p) => (p.blocks, p.blocks_name.clone()),
             None => (self.e.poly1305_blocks.unwrap_or_default(), POLY1305_BLOCKS.to_owned()),
+        }
+    }
+
+    /// The `len` argument of a `blocks` call and the `int` arguments (position, name) the
+    /// call passes: `padbit` always, and `len` where Linux's glue declares it `u32` (arm64).
+    fn poly_len(&mut self, len: u64) -> (Arg, Vec<(usize, &'static str)>) {
+        let u32_len = self.e.poly1305_path.as_ref().and_then(|p| p.linux).is_some_and(|g| g.len_is_32_bit());
+        match u32_len {
+            true => (self.int(Kernel::Poly1305, len as i32), vec![(2, "len"), (3, "padbit")]),
+            false => (Arg::Imm(len), vec![(3, "padbit")]),
         }
     }
 
@@ -160,7 +175,7 @@ impl<R: RngExt> Planner<'_, R> {
         let used: usize = lengths.iter().map(|&l| vectors::whole_blocks(l) * 16).sum();
         let bytes = msg.read(at, used);
         let input = self.input("input", &bytes, 0);
-        let key = layout.with([0; 3], r128(&r)).split_off(24);
+        let key = key_part(layout, &r);
         let own_layout = self.e.poly1305_path.as_ref().is_some_and(|p| !p.scalar_form);
         let mut expect = expect;
         if init.is_empty() && own_layout {
@@ -193,15 +208,16 @@ impl<R: RngExt> Planner<'_, R> {
             // OpenSSL's callers pass whole blocks only (`Poly1305_Update` keeps the tail): a
             // HotSpot `length` becomes its whole blocks.
             let len_arg = take as u64;
-            let args =
-                [Arg::Ptr(out, 0), Arg::Ptr(input, off), Arg::Imm(len_arg), self.int(Kernel::Poly1305, padbit as i32)];
+            let (len, ints) = self.poly_len(len_arg);
+            let args = [Arg::Ptr(out, 0), Arg::Ptr(input, off), len, self.int(Kernel::Poly1305, padbit as i32)];
             let label = format!("{name}(inp+{}, len={len_arg}, padbit={padbit})", at + off);
             self.call(func, args, prev, out, label.clone(), expects);
+            // On the blocks call, before the emit that judges an own layout's h follows it.
+            if let Some(last) = self.calls.last_mut() {
+                last.ints = ints;
+            }
             if own_layout {
                 self.openssl_poly_emit_of_h(out, acc, &label);
-            }
-            if let Some(last) = self.calls.last_mut() {
-                last.ints = vec![(3, "padbit")];
             }
             prev = out;
             off += take;
@@ -250,18 +266,29 @@ impl<R: RngExt> Planner<'_, R> {
         let out = self.output("ctx", &vec![0u8; self.poly_ctx_bytes()]);
         let h = openssl::poly1305_blocks(h_of(acc), r128(&r), &bytes, 0).unwrap_or_default();
         *acc = limbs_of(h);
-        let key = layout.with([0; 3], r128(&r)).split_off(24);
+        let key = key_part(layout, &r);
         let what = "the key part of the context (r and what follows h)";
         let expects = vec![
             self.poly_expect(out, OsslExpect::PolyH { ctx: out, arch, want: h, file: false }),
             self.poly_expect(out, OsslExpect::Kept { buf: out, at: 24, bytes: key, what }),
         ];
-        let args = [Arg::Ptr(out, 0), Arg::Ptr(input, 0), Arg::Imm(16), self.int(Kernel::Poly1305, 0)];
+        let (len, ints) = self.poly_len(16);
+        let args = [Arg::Ptr(out, 0), Arg::Ptr(input, 0), len, self.int(Kernel::Poly1305, 0)];
         let (func, name) = self.poly_blocks();
         self.call(func, args, prev, out, format!("{name}(padded tail, len=16, padbit=0)"), expects);
         if let Some(last) = self.calls.last_mut() {
-            last.ints = vec![(3, "padbit")];
+            last.ints = ints;
         }
         out
     }
+}
+
+/// The bytes after h that every `blocks` call keeps (from byte 24): r, and s1 where the layout
+/// has it, with what lies between. Not a later word (riscv64's `top_power` at 48, which an
+/// init built without RVV, cryptogams' default, leaves unwritten): the tag judges those.
+fn key_part(layout: &PolyCtx, r: &Limbs26) -> Vec<u8> {
+    let end = (layout.r_at + 16).max(layout.s1_at.map_or(0, |a| a + 8));
+    let mut key = layout.with([0; 3], r128(r)).split_off(24);
+    key.truncate(end.saturating_sub(24));
+    key
 }

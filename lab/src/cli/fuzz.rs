@@ -214,8 +214,10 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
             }
         }
     }
-    for w in results.iter().flat_map(|r| &r.warnings) {
-        let _ = writeln!(out, "\nwarning: {}", w.text);
+    // One upper-bits warning per object and argument across its path variants, as in JSON.
+    let warnings = results.iter().flat_map(|r| r.warnings.iter().map(|w| w.text.clone())).collect();
+    for w in kernel_lab::upper_bits_report::merge_paths(warnings) {
+        let _ = writeln!(out, "\nwarning: {w}");
     }
     let count = |p: fn(&fuzz::Outcome) -> bool| results.iter().filter(|r| p(&r.outcome)).count();
     let _ = writeln!(

@@ -255,7 +255,9 @@ fn probe_upper_bits(
             .and_then(|mut b| crate::int_args::reliance(b.as_mut(), image, r.kernel));
         let head = format!("{} ({}, probed on {})", variant.name, r.kernel, r.kind);
         let text = match found {
-            Ok(found) => found.into_iter().map(|f| format!("{head}: {}: {}", f.class.name(), f.text)).collect(),
+            Ok(found) => {
+                found.iter().map(|f| crate::upper_bits_report::warning(variant.name, r.kernel, r.kind, f)).collect()
+            }
             Err(e) => vec![format!("{head}: the upper-bits probe could not run: {e}")],
         };
         out[r.slot].warnings.extend(text.into_iter().map(|text| Warning { pc: None, text }));

@@ -91,5 +91,6 @@ pub fn to_report(
     }
     let interrupted = crate::interrupt::interrupted();
     let warnings = results.iter().flat_map(|r| r.warnings.iter().map(|w| w.text.clone())).collect();
+    let warnings = crate::upper_bits_report::merge_paths(warnings);
     Report { rows, seed, elapsed, image_findings, interrupted, not_applicable, images, warnings, ..Report::default() }
 }

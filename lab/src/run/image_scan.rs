@@ -55,11 +55,9 @@ impl Scan {
         let Ok(mut backend) = kind.open(variant, image, cfg.limits) else { return };
         for k in wanted {
             match crate::int_args::reliance(backend.as_mut(), image, k) {
-                Ok(found) => self.warnings.extend(
-                    found
-                        .into_iter()
-                        .map(|f| format!("{variant} ({k}, probed on {kind}): {}: {}", f.class.name(), f.text)),
-                ),
+                Ok(found) => self
+                    .warnings
+                    .extend(found.iter().map(|f| crate::upper_bits_report::warning(variant.name, k, kind, f))),
                 Err(e) => self.errors.push(format!("{variant}: the {k} upper-bits probe on {kind} could not run: {e}")),
             }
         }

@@ -182,6 +182,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     );
     progress(Progress::Finish);
     assemble(cfg, &images, scans, &cells, outs, &sets, &mut report);
+    report.warnings = crate::upper_bits_report::merge_paths(std::mem::take(&mut report.warnings));
     report.elapsed = started.elapsed();
     report.interrupted = crate::interrupt::interrupted();
     report.set_apart_not_applicable(&cfg.variants, &cfg.backends);

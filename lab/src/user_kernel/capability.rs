@@ -55,7 +55,7 @@ pub fn expand(k: UserKernel) -> Result<Vec<UserKernel>, String> {
 }
 
 /// The symbols the kernel's objects define (global or local: perlasm keeps most path
-/// functions local), and those they reference without defining.
+/// functions local), and those they reference without defining (common symbols included).
 fn symbols(k: &UserKernel) -> (BTreeSet<String>, BTreeSet<String>) {
     let (mut defined, mut undefined) = (BTreeSet::new(), BTreeSet::new());
     for o in &k.objects {
@@ -64,6 +64,9 @@ fn symbols(k: &UserKernel) -> (BTreeSet<String>, BTreeSet<String>) {
             defined.extend(u.defined.into_iter().map(|(s, _)| s));
             defined.extend(u.local);
             undefined.extend(u.undefined);
+            // A common capability word is the objects' tentative zero: the lab's definition
+            // overrides it, as OpenSSL's own one does.
+            undefined.extend(u.common);
         }
     }
     let undefined = undefined.into_iter().filter(|s| !defined.contains(s)).collect();

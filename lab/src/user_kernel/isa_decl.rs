@@ -96,7 +96,7 @@ impl DeclaredIsa {
                     named.iter().filter(|e| e.name.len() > 1).map(|e| format!("{sep}{}", e.name)).collect();
                 (format!("{first}{letters}{exts}"), Vec::new())
             }
-            None => (first.to_string(), named.iter().map(|e| format!("-m{}", e.name)).collect()),
+            None => (first.to_string(), named.iter().map(|e| crate::arch::clang_flag(e.name)).collect()),
         };
         Ok(DeclaredIsa {
             text: text.trim().to_string(),

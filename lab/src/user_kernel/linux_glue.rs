@@ -1,22 +1,36 @@
 //! Linux's Poly1305 (the cryptogams perlasm as the kernel carries it): no capability word and
-//! no function table. The kernel's C glue (arch/x86/crypto/poly1305_glue.c, since 6.16
-//! lib/crypto/x86/poly1305.h) calls `poly1305_init_x86_64(ctx, key)` and then picks the
-//! `blocks` and `emit` functions itself from the CPU's features (`poly1305_use_avx`,
-//! `_avx2`, `_avx512` static keys): `poly1305_blocks_x86_64` / `_avx` / `_avx2` / `_avx512`
-//! `(ctx, inp, len, padbit)` and `poly1305_emit_x86_64` / `poly1305_emit_avx(ctx, mac,
-//! nonce)`. The lab runs such objects once per path the glue can choose, each its own variant
-//! (`poly1305-x86_64@avx2`) whose `poly1305_init`, `poly1305_blocks` and `poly1305_emit`
-//! entries are the path's functions (the OpenSSL family's call shapes; init's return value and
-//! third argument are not used: Linux's init has two arguments). A path whose `blocks`
-//! function the objects lack (a kernel built without `CONFIG_AS_AVX512`) is listed as not run.
+//! no function table. The kernel's C glue calls an init function `(ctx, key)` and then picks
+//! the `blocks` and `emit` functions itself from the CPU's features. The lab runs such objects
+//! once per path the glue can choose, each its own variant (`poly1305-x86_64@avx2`) whose
+//! `poly1305_init`, `poly1305_blocks` and `poly1305_emit` entries are the path's functions
+//! (the OpenSSL family's call shapes; init's return value and third argument are not used:
+//! Linux's init has two arguments). A path whose `blocks` function the objects lack (a kernel
+//! built without `CONFIG_AS_AVX512`) is listed as not run, naming the symbol.
 //!
-//! Every `blocks` call of a vector path goes to that path's function, whatever its length:
-//! the assembly's own entry handles every length (below 128 bytes in base 2^64 it runs its
-//! scalar loop). Linux's glue also calls `poly1305_blocks_x86_64` for calls under 288 bytes
-//! while the state is in base 2^64, and cuts calls at 4 KiB; both only choose among the same
-//! functions, so the lab covers the glue's choices and more.
-
-use std::collections::BTreeSet;
+//! x86_64 (arch/x86/crypto/poly1305_glue.c, since 6.16 lib/crypto/x86/poly1305.h):
+//! `poly1305_init_x86_64(ctx, key)`, `poly1305_blocks_x86_64` / `_avx` / `_avx2` / `_avx512`
+//! `(ctx, inp, size_t len, u32 padbit)` chosen by the `poly1305_use_avx`, `_avx2`, `_avx512`
+//! static keys, `poly1305_emit_x86_64` / `poly1305_emit_avx(ctx, mac, nonce)`. The glue sends
+//! calls under 288 bytes to `poly1305_blocks_x86_64` while the state is in base 2^64 and cuts
+//! calls at 4 KiB.
+//!
+//! arm64: the same perlasm (poly1305-armv8.pl) under three sets of names, one per glue
+//! generation (the assembler's `-Dpoly1305_init=...` flags of the kernel's Makefile, later
+//! `#define`s in the .pl itself): `poly1305_init_arm64` / `poly1305_blocks` /
+//! `poly1305_blocks_neon` / `poly1305_emit` (arch/arm64/crypto/poly1305-glue.c),
+//! `poly1305_block_init_arch` / `poly1305_blocks` / `poly1305_blocks_neon` /
+//! `poly1305_emit_arch` (lib/crypto/arm64/poly1305-glue.c), `poly1305_block_init` /
+//! `poly1305_blocks_arm64` / `poly1305_blocks_neon` / `poly1305_emit`
+//! (lib/crypto/arm64/poly1305.h). Every generation declares `blocks(ctx, src, u32 len, u32
+//! hibit)`: `len` is a 32-bit argument whose upper half AAPCS64 leaves unspecified, and the
+//! lab passes it as one ([`Glue::len_c_type`]). The glue calls NEON when the CPU has ASIMD and
+//! SIMD is usable in the calling context, in chunks of at most 4 KiB (the older shash glue
+//! only for updates over 128 bytes), scalar otherwise; the assembly's NEON entry itself hands
+//! calls under 128 bytes to the scalar loop.
+//!
+//! Every `blocks` call of a path goes to that path's function, whatever its length: the
+//! assembly's own entry handles every length; the glues' length rules only choose among the
+//! same functions, so the lab covers the glues' choices and more.
 
 use super::capability::isa_with;
 use super::UserKernel;
@@ -25,7 +39,7 @@ use crate::image::Image;
 use crate::variant::Arch;
 
 /// One code path Linux's glue can choose.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GluePath {
     /// Report name (`avx2`), appended to the variant's name.
     pub name: &'static str,
@@ -39,8 +53,8 @@ pub struct GluePath {
     pub when: &'static str,
 }
 
-/// Linux's Poly1305 glue of one architecture.
-#[derive(Debug, Clone, Copy)]
+/// Linux's Poly1305 glue of one architecture (and generation of names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Glue {
     /// The architecture.
     pub arch: Arch,
@@ -48,69 +62,128 @@ pub struct Glue {
     pub init: &'static str,
     /// The paths, scalar first.
     pub paths: &'static [GluePath],
+    /// The C type the glue declares `blocks`' `len` with: `size_t` (x86_64), or `u32` (arm64),
+    /// which the lab passes as a 32-bit argument (upper half garbage under the `fail`
+    /// upper-bits policy, clean under `warn` with the reliance probed).
+    pub len_c_type: &'static str,
     /// Where the glue is.
     pub source: &'static str,
 }
 
-/// Linux's glues, one per architecture the lab runs it on.
-pub const LINUX_POLY1305: [Glue; 1] = [Glue {
-    arch: Arch::X86_64,
-    init: "poly1305_init_x86_64",
-    paths: &[
+impl Glue {
+    /// Whether `len` is a 32-bit argument ([`Glue::len_c_type`] `u32`).
+    pub fn len_is_32_bit(&self) -> bool {
+        self.len_c_type == "u32"
+    }
+}
+
+/// The arm64 glues' paths with their `blocks` and `emit` names: scalar, then NEON.
+const fn arm64_paths(blocks: &'static str, emit: &'static str) -> [GluePath; 2] {
+    [
+        GluePath { name: "scalar", blocks, emit, extensions: &[], when: "no ASIMD, or SIMD not usable in the context" },
         GluePath {
-            name: "scalar",
-            blocks: "poly1305_blocks_x86_64",
-            emit: "poly1305_emit_x86_64",
+            name: "neon",
+            blocks: "poly1305_blocks_neon",
+            emit,
             extensions: &[],
-            when: "no AVX (or XSAVE without YMM state)",
+            when: "ASIMD (cpu_have_named_feature) and SIMD usable in the context",
         },
-        GluePath {
-            name: "avx",
-            blocks: "poly1305_blocks_avx",
-            emit: "poly1305_emit_avx",
-            extensions: &["xsave", "avx"],
-            when: "X86_FEATURE_AVX and YMM state",
-        },
-        GluePath {
-            name: "avx2",
-            blocks: "poly1305_blocks_avx2",
-            emit: "poly1305_emit_avx",
-            extensions: &["xsave", "avx", "avx2"],
-            when: "+ X86_FEATURE_AVX2",
-        },
-        GluePath {
-            name: "avx512",
-            blocks: "poly1305_blocks_avx512",
-            emit: "poly1305_emit_avx",
-            extensions: &["xsave", "avx", "avx2", "avx512f"],
-            when: "+ X86_FEATURE_AVX512F and AVX-512 state, not Skylake-X",
-        },
-    ],
-    source: "Linux arch/x86/crypto/poly1305_glue.c (5.6-6.15), lib/crypto/x86/poly1305.h (6.16-)",
-}];
-
-/// The glue of `arch`, if Linux's Poly1305 has one the lab knows.
-pub fn glue(arch: Arch) -> Option<&'static Glue> {
-    LINUX_POLY1305.iter().find(|g| g.arch == arch)
+    ]
 }
 
-/// Whether `init` (the address the lab calls as `poly1305_init`) is Linux's init of the
-/// image's architecture, which takes no function table.
+const ARM64_V1: [GluePath; 2] = arm64_paths("poly1305_blocks", "poly1305_emit");
+const ARM64_V2: [GluePath; 2] = arm64_paths("poly1305_blocks", "poly1305_emit_arch");
+const ARM64_V3: [GluePath; 2] = arm64_paths("poly1305_blocks_arm64", "poly1305_emit");
+
+/// Linux's glues: x86_64, and arm64's three generations of names (the first whose init the
+/// objects define is theirs).
+pub const LINUX_POLY1305: [Glue; 4] = [
+    Glue {
+        arch: Arch::X86_64,
+        init: "poly1305_init_x86_64",
+        paths: &[
+            GluePath {
+                name: "scalar",
+                blocks: "poly1305_blocks_x86_64",
+                emit: "poly1305_emit_x86_64",
+                extensions: &[],
+                when: "no AVX (or XSAVE without YMM state)",
+            },
+            GluePath {
+                name: "avx",
+                blocks: "poly1305_blocks_avx",
+                emit: "poly1305_emit_avx",
+                extensions: &["xsave", "avx"],
+                when: "X86_FEATURE_AVX and YMM state",
+            },
+            GluePath {
+                name: "avx2",
+                blocks: "poly1305_blocks_avx2",
+                emit: "poly1305_emit_avx",
+                extensions: &["xsave", "avx", "avx2"],
+                when: "+ X86_FEATURE_AVX2",
+            },
+            GluePath {
+                name: "avx512",
+                blocks: "poly1305_blocks_avx512",
+                emit: "poly1305_emit_avx",
+                extensions: &["xsave", "avx", "avx2", "avx512f"],
+                when: "+ X86_FEATURE_AVX512F and AVX-512 state, not Skylake-X",
+            },
+        ],
+        len_c_type: "size_t",
+        source: "Linux arch/x86/crypto/poly1305_glue.c (5.6-6.15), lib/crypto/x86/poly1305.h (6.16-)",
+    },
+    Glue {
+        arch: Arch::Aarch64,
+        init: "poly1305_init_arm64",
+        paths: &ARM64_V1,
+        len_c_type: "u32",
+        source: "Linux arch/arm64/crypto/poly1305-glue.c (from 5.6; Makefile: -Dpoly1305_init=poly1305_init_arm64)",
+    },
+    Glue {
+        arch: Arch::Aarch64,
+        init: "poly1305_block_init_arch",
+        paths: &ARM64_V2,
+        len_c_type: "u32",
+        source: "Linux lib/crypto/arm64/poly1305-glue.c (Makefile: -Dpoly1305_init=poly1305_block_init_arch \
+                 -Dpoly1305_emit=poly1305_emit_arch)",
+    },
+    Glue {
+        arch: Arch::Aarch64,
+        init: "poly1305_block_init",
+        paths: &ARM64_V3,
+        len_c_type: "u32",
+        source: "Linux lib/crypto/arm64/poly1305.h (poly1305-armv8.pl under __KERNEL__: poly1305_init is \
+                 poly1305_block_init, poly1305_blocks is poly1305_blocks_arm64)",
+    },
+];
+
+/// Linux's glues of `arch`.
+pub fn glues(arch: Arch) -> impl Iterator<Item = &'static Glue> {
+    LINUX_POLY1305.iter().filter(move |g| g.arch == arch)
+}
+
+/// The glue whose init is at `init` (the address the lab calls as `poly1305_init`) in
+/// `image`: Linux's init takes no function table.
+pub fn glue_at(image: &Image, init: u64) -> Option<&'static Glue> {
+    glues(image.arch).find(|g| image.symbol(g.init).is_some_and(|s| s.addr == init))
+}
+
+/// Whether `init` is Linux's init of the image's architecture ([`glue_at`]).
 pub fn is_linux_init(image: &Image, init: u64) -> bool {
-    glue(image.arch).and_then(|g| image.symbol(g.init)).is_some_and(|s| s.addr == init)
+    glue_at(image, init).is_some()
 }
 
-/// The kernel as one variant per path of Linux's glue when its objects define the glue's
-/// init (`poly1305_init_x86_64`) and no `--symbol` maps a Poly1305 contract; itself otherwise.
+/// The kernel as one variant per path of Linux's glue when its objects define a glue's init
+/// (`poly1305_init_x86_64`, `poly1305_init_arm64`, ...) and no `--symbol` maps a Poly1305
+/// contract; itself otherwise.
 ///
 /// # Errors
 /// A path's ISA cannot be declared (an arch row without the extension).
 pub fn expand(k: UserKernel) -> Result<Vec<UserKernel>, String> {
-    let Some(g) = glue(k.arch()) else { return Ok(vec![k]) };
-    let defined: BTreeSet<String> = match &k.defines {
-        Some(d) if d.contains(g.init) => d.clone(),
-        _ => return Ok(vec![k]),
-    };
+    let Some(defined) = k.defines.clone() else { return Ok(vec![k]) };
+    let Some(g) = glues(k.arch()).find(|g| defined.contains(g.init)) else { return Ok(vec![k]) };
     let mapped = [POLY1305_INIT, POLY1305_BLOCKS, POLY1305_EMIT].iter().any(|c| k.symbols.contains_key(*c));
     if mapped {
         return Ok(vec![k]);
@@ -195,6 +268,38 @@ mod tests {
         assert!(v[0].not_run.is_none());
         let why = v[3].not_run.as_deref().expect("avx512 not run");
         assert!(why.contains("poly1305_blocks_avx512"), "{why}");
+    }
+
+    fn arm64_kernel(defines: &[&str]) -> UserKernel {
+        UserKernel { isa: DeclaredIsa::parse("armv8-a", Arch::Aarch64).expect("isa"), ..kernel(defines) }
+    }
+
+    #[test]
+    fn every_arm64_generation_of_names_is_two_paths_with_its_own_functions() {
+        let generations = [
+            ("poly1305_init_arm64", "poly1305_blocks", "poly1305_emit"),
+            ("poly1305_block_init_arch", "poly1305_blocks", "poly1305_emit_arch"),
+            ("poly1305_block_init", "poly1305_blocks_arm64", "poly1305_emit"),
+        ];
+        for (init, blocks, emit) in generations {
+            let v = expand(arm64_kernel(&[init, blocks, "poly1305_blocks_neon", emit])).expect("expand");
+            let names: Vec<&str> = v.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(names, ["poly@scalar", "poly@neon"], "{init}");
+            assert_eq!(v[0].symbols[POLY1305_INIT], init);
+            assert_eq!(v[0].symbols[POLY1305_BLOCKS], blocks);
+            assert_eq!(v[1].symbols[POLY1305_BLOCKS], "poly1305_blocks_neon");
+            assert!(v.iter().all(|k| k.symbols[POLY1305_EMIT] == emit && k.not_run.is_none()), "{init}");
+        }
+        let g = glues(Arch::Aarch64).find(|g| g.init == "poly1305_block_init").expect("glue");
+        assert!(g.len_is_32_bit() && !LINUX_POLY1305[0].len_is_32_bit());
+    }
+
+    #[test]
+    fn an_arm64_object_without_the_neon_function_lists_that_path_as_not_run() {
+        let v = expand(arm64_kernel(&["poly1305_init_arm64", "poly1305_blocks", "poly1305_emit"])).expect("expand");
+        assert!(v[0].not_run.is_none());
+        let why = v[1].not_run.as_deref().expect("neon not run");
+        assert!(why.contains("poly1305_blocks_neon") && why.contains("path neon"), "{why}");
     }
 
     #[test]

@@ -274,8 +274,6 @@ pub fn from_options(
         Some(a) => a,
         None => objects::arch_of(first).map_err(|e| format!("--object: {e} (name the architecture with --arch)"))?,
     };
-    let isa_text = isa.unwrap_or(DeclaredIsa::default_text(arch));
-    let isa = DeclaredIsa::parse(isa_text, arch).map_err(|e| format!("--isa: {e}"))?;
     let mut map = BTreeMap::new();
     for s in symbols {
         let (c, u) = s
@@ -286,6 +284,17 @@ pub fn from_options(
         }
     }
     let symbols = manifest::symbol_map(map).map_err(|e| format!("--symbol: {e}"))?;
+    let defines = defined_by(&abs, &[], arch);
+    let isa_text = match (isa, &defines) {
+        (Some(text), _) => text.to_owned(),
+        (None, Some(d)) => crate::contract::implied_isa(
+            DeclaredIsa::default_text(arch),
+            |s| d.contains(s),
+            |c| symbols.contains_key(c),
+        ),
+        (None, None) => DeclaredIsa::default_text(arch).to_owned(),
+    };
+    let isa = DeclaredIsa::parse(&isa_text, arch).map_err(|e| format!("--isa: {e}"))?;
     let stem = first.file_stem().unwrap_or_default().to_string_lossy();
     let mut name: String =
         stem.chars().map(|c| if c.is_ascii_alphanumeric() || "._+@-".contains(c) { c } else { '_' }).take(64).collect();
@@ -301,7 +310,7 @@ pub fn from_options(
         origin: "the --symbol options".into(),
         isa,
         sources: Vec::new(),
-        defines: defined_by(&abs, &[], arch),
+        defines,
         objects: abs,
         symbols,
         replay,

@@ -54,6 +54,9 @@ pub struct Unit {
     pub local: Vec<String>,
     /// Undefined symbols it references (weak references left out: they resolve to 0).
     pub undefined: Vec<String>,
+    /// Common symbols (`.comm`): tentative definitions a real one overrides at link time
+    /// (cryptogams' `.comm OPENSSL_armcap_P` outside the kernel flavour).
+    pub common: Vec<String>,
     /// Why the image cannot hold it, if it cannot (raised only when it is linked).
     pub refused: Option<String>,
 }
@@ -141,6 +144,8 @@ fn unit(name: &str, data: &[u8], arch: Arch) -> Result<Unit, ObjectError> {
             if !s.is_weak() {
                 u.undefined.push(sym.to_string());
             }
+        } else if s.is_common() {
+            u.common.push(sym.to_string());
         } else if s.is_global() || s.is_weak() {
             let exec = s.section_index().and_then(|i| file.section_by_index(i).ok()).is_some_and(|sec| {
                 matches!(sec.flags(), SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(elf::SHF_EXECINSTR))
