@@ -429,3 +429,50 @@ fn openssl_objects_under_their_own_names_through_the_cli_shortcut() {
     assert!(text.contains(&format!("{plain} defines no poly1305 contract symbol")), "{text}");
     assert!(text.contains("(openssl contract: md5_block_data_order)"), "{text}");
 }
+
+/// OpenSSL leaves `poly1305_blocks` lengths that are not a multiple of 16 unspecified
+/// (`Poly1305_Update` passes whole blocks): by default the lab cuts a vector's length to its
+/// whole blocks, so a kernel that rounds the length up (reads and hashes the tail as a block)
+/// passes; `--domain wide` passes the length as given and reports those cases apart as
+/// outside OpenSSL's contract, not as failures (exit 0), while whole-block cases still pass.
+#[test]
+fn lengths_outside_openssl_s_contract_run_only_on_request_and_are_reported_apart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = std::fs::read_to_string(examples_dir().join("x86_64/poly1305_blocks.S")).expect("example");
+    assert!(source.contains("\npoly1305_blocks:\n"), "entry label");
+    let rounded = source.replace("\npoly1305_blocks:\n", "\npoly1305_blocks:\n\tadd\t$15, %rdx\n");
+    std::fs::write(dir.path().join("up.S"), rounded).expect("write");
+    let o = dir.path().join("up.o");
+    let status = std::process::Command::new("clang")
+        .args(["--target=x86_64-linux-gnu", "-c"])
+        .arg(dir.path().join("up.S"))
+        .arg("-o")
+        .arg(&o)
+        .status()
+        .expect("clang");
+    assert!(status.success(), "clang up.S");
+    let run = |domain: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+            .args(["run", "--object", o.to_str().unwrap(), "--kernel", "poly1305", "--backend", "unicorn"])
+            .args(["--set", "=limb-edges", "--domain", domain])
+            .output()
+            .expect("run lab");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let (code, text) = run("jdk");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains(" passed, 0 failed, 0 skipped") && !text.contains("OUTSIDE"), "{text}");
+    let (code, text) = run("wide");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("OUTSIDE OPENSSL'S CONTRACT up on unicorn, poly1305 / limb-edges"), "{text}");
+    assert!(text.contains("poly1305_blocks with len = "), "{text}");
+    assert!(text.contains("byte past the end of input"), "the rounded-up read is the finding: {text}");
+    let outside: u64 = text
+        .split(" outside OpenSSL's contract (not failures)")
+        .next()
+        .and_then(|head| head.rsplit(", ").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(outside > 0 && text.contains(" 0 failed, "), "{text}");
+}

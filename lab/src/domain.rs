@@ -25,6 +25,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::contract::Family;
 use crate::reference::poly1305::{Limbs26, LIMB_BOUND, TOP_LIMB_BOUND};
 use crate::vectors::{Body, Md5Stub, Vector};
 
@@ -222,6 +223,61 @@ pub fn vector_outside(v: &Vector, domain: Domain) -> Option<String> {
             .map(|why| format!("poly1305_processBlocks with {why}")),
         _ => None,
     }
+}
+
+/// Why an OpenSSL-family vector makes a call outside OpenSSL's contract when run in `domain`,
+/// if it does. `poly1305_blocks`' callers pass whole blocks only (`Poly1305_Update` keeps the
+/// tail; OpenSSL leaves other lengths unspecified), so by default ([`Domain::Jdk`]) a call
+/// length is cut to its whole blocks, inside the contract. [`Domain::Wide`] passes a positive
+/// length that is not a multiple of 16 as the vector gives it, which lies outside.
+pub fn openssl_outside(v: &Vector, domain: Domain) -> Option<String> {
+    let Body::Poly1305Call(c) = &v.body else { return None };
+    if domain != Domain::Wide {
+        return None;
+    }
+    c.lengths
+        .iter()
+        .find(|&&l| l > 0 && l % 16 != 0)
+        .map(|l| format!("poly1305_blocks with len = {l}, not a multiple of 16"))
+}
+
+/// Why a vector of contract family `family` makes a call outside that family's domain when run
+/// in `domain`, if it does: [`vector_outside`] for HotSpot, [`openssl_outside`] for OpenSSL;
+/// BoringSSL's MD5 row has no such calls.
+pub fn outside_for(v: &Vector, domain: Domain, family: Family) -> Option<String> {
+    match family {
+        Family::HotSpot => vector_outside(v, domain),
+        Family::OpenSsl => openssl_outside(v, domain),
+        Family::BoringSsl => None,
+    }
+}
+
+/// The name of `family`'s call domain in reports: "the JDK call domain" (HotSpot), "OpenSSL's
+/// contract" (OpenSSL, BoringSSL).
+pub fn domain_name(family: Family) -> &'static str {
+    match family {
+        Family::HotSpot => "the JDK call domain",
+        Family::OpenSsl | Family::BoringSsl => "OpenSSL's contract",
+    }
+}
+
+/// Why a call outside `family`'s domain is not the kernel's failure, for reports: "HotSpot's
+/// code is never called so", "OpenSSL's callers never call it so".
+pub fn never_called(family: Family) -> &'static str {
+    match family {
+        Family::HotSpot => "HotSpot's code is never called so",
+        Family::OpenSsl | Family::BoringSsl => "OpenSSL's callers never call it so",
+    }
+}
+
+/// The out-of-domain finding's text for a call of a `family` kernel outside its domain (`why`
+/// from [`outside_for`]).
+pub fn outside_message(family: Family, why: &str) -> String {
+    let place = match family {
+        Family::HotSpot => "the JDK's call domain",
+        Family::OpenSsl | Family::BoringSsl => "OpenSSL's contract",
+    };
+    format!("outside {place} ({why}): {}", never_called(family))
 }
 
 #[cfg(test)]

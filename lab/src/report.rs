@@ -275,16 +275,13 @@ impl Row {
         self.cases.iter().filter_map(|c| pick(&c.verdict).map(|f| failure(c, f))).collect()
     }
 
-    /// Marks case `i`, which called a stub outside the JDK's call domain (`why`), as
+    /// Marks case `i`, which made a call outside its contract family's domain (`why`), as
     /// [`Verdict::OutOfDomain`] when it failed: an [`Class::OutOfDomain`] finding saying so
     /// first, then its own findings. Other cases stay as they are.
     pub fn mark_out_of_domain(&mut self, i: usize, why: &str) {
         let Some(case) = self.cases.get_mut(i) else { return };
         let Verdict::Failed(own) = &mut case.verdict else { return };
-        let mut findings = vec![Finding::new(
-            Class::OutOfDomain,
-            format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"),
-        )];
+        let mut findings = vec![Finding::new(Class::OutOfDomain, crate::domain::outside_message(self.family, why))];
         findings.append(own);
         case.verdict = Verdict::OutOfDomain(findings);
     }

@@ -22,7 +22,9 @@ pub(crate) struct RunArgs {
     /// Which calls to make: `jdk` (default) only those the JDK makes, the HotSpot family's
     /// contract (0 <= ofs <= limit <= 2^31 - 65; Poly1305 lengths in whole blocks); `wide`
     /// every call the lab's contract allows, findings outside the JDK's domain reported apart
-    /// (class out-of-domain, not failures). docs/contracts.md, "The JDK call domain".
+    /// (class out-of-domain, not failures); for the OpenSSL family, `wide` passes Poly1305
+    /// lengths that are not a multiple of 16 as given (outside OpenSSL's contract, reported
+    /// apart likewise). docs/contracts.md, "The JDK call domain".
     #[arg(long, value_enum, default_value = "jdk")]
     domain: kernel_lab::domain::Domain,
     /// Extra vector files to run (JSON, see vectors/README.md), or folders: every *.json file

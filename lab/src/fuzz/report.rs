@@ -3,13 +3,16 @@
 use super::{Outcome, TargetResult};
 use crate::finding::{Class, Finding};
 
-/// Why a HotSpot-family failure lies outside the JDK's call domain (`--domain wide`), if it
-/// does: its shrunk case makes a call the JDK never makes.
+/// Why a failure lies outside its contract family's call domain (`--domain wide`), if it does:
+/// its shrunk case makes a call the family's callers never make (HotSpot: the JDK's call
+/// domain; OpenSSL: a `poly1305_blocks` length that is not a multiple of 16).
 pub fn out_of_domain(r: &TargetResult, f: &super::Failure) -> Option<String> {
     use crate::domain::Domain;
-    let wide = crate::domain::current() == Domain::Wide && r.family == crate::contract::Family::HotSpot;
-    let why = crate::domain::vector_outside(&f.case, Domain::Wide).filter(|_| wide)?;
-    Some(format!("outside the JDK's call domain ({why}): HotSpot's code is never called so"))
+    if crate::domain::current() != Domain::Wide {
+        return None;
+    }
+    let why = crate::domain::outside_for(&f.case, Domain::Wide, r.family)?;
+    Some(crate::domain::outside_message(r.family, &why))
 }
 
 /// The campaign as a [`Report`](crate::report::Report) for the JSON and JUnit reporters: one row

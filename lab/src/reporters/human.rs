@@ -166,7 +166,7 @@ impl Report {
             let _ = write!(verdict, ", {} image findings", self.image_findings.len());
         }
         if self.out_of_domain() > 0 {
-            let _ = write!(verdict, ", {} outside the JDK call domain (not failures)", self.out_of_domain());
+            let _ = write!(verdict, ", {} outside {} (not failures)", self.out_of_domain(), self.domain_names());
         }
         let style = if self.status() == ExitCode::Passed { PASS } else { FAIL };
         let _ =
@@ -199,16 +199,28 @@ impl Report {
         }
     }
 
-    /// The cases with findings outside the JDK's call domain, per row (`--domain wide`).
+    /// The domains of the rows with out-of-domain cases, for the verdict line: one family's
+    /// name ("the JDK call domain"), or "their contracts' call domains" when rows differ.
+    fn domain_names(&self) -> &'static str {
+        let mut names = self.rows.iter().filter(|r| !r.out_of_domain().is_empty()).map(|r| r.family);
+        match names.next() {
+            Some(f) if names.all(|g| g == f) => crate::domain::domain_name(f),
+            _ => "their contracts' call domains",
+        }
+    }
+
+    /// The cases with findings outside their contract's call domain, per row (`--domain wide`).
     fn write_out_of_domain(&self, s: &mut String) {
         for (r, outside) in self.rows.iter().map(|r| (r, r.out_of_domain())).filter(|(_, o)| !o.is_empty()) {
             let _ = writeln!(
                 s,
-                "\nOUTSIDE THE JDK CALL DOMAIN {} on {}, {} / {} (not failures: HotSpot's code is never called so):",
+                "\nOUTSIDE {} {} on {}, {} / {} (not failures: {}):",
+                crate::domain::domain_name(r.family).to_uppercase(),
                 r.variant,
                 r.backend_label(),
                 r.kernel,
-                r.set
+                r.set,
+                crate::domain::never_called(r.family)
             );
             for c in outside.iter().take(FAILURES_SHOWN) {
                 let _ = writeln!(s, "  {} ({} bytes):", c.name, c.msg_len);

@@ -103,13 +103,12 @@ pub(super) fn run_set_digested(
         progress(Progress::Advance { by: n as u64, note: &note });
         carried
     };
-    let hotspot = row.family == crate::contract::Family::HotSpot;
     let domain = crate::domain::current();
     // Vectors outside the JDK's call domain: skipped (recorded after the rest) or run and marked.
     let mut skip: Vec<(&crate::vectors::Vector, String)> = Vec::new();
     let mut outside: Vec<(String, String)> = Vec::new();
     for v in &set.vectors {
-        if let Some(why) = crate::domain::vector_outside(v, domain).filter(|_| hotspot) {
+        if let Some(why) = crate::domain::outside_for(v, domain, row.family) {
             if domain == crate::domain::Domain::Jdk {
                 skip.push((v, why));
                 continue;
