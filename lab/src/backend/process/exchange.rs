@@ -212,6 +212,16 @@ impl ProcessBackend {
             self.forget_lent();
             return Ok(self.surprise(why));
         }
+        let shared = self.shared.as_ref().expect("arena created");
+        if let Err(why) = super::claims::check(&reply, self.sent, self.entry_bytes, |at| shared.word(at)) {
+            // A forgery: the batch's results are not trusted (Backend::verify fails every call
+            // of it) and the guest, which lied, does not serve another entry.
+            self.forget_lent();
+            self.forged.get_or_insert(why);
+            let _ = self.reap();
+            let resp = if resp.len() < resp_len { self.read_response(resp_len) } else { resp };
+            return Ok(Answer::Run(RawRun { resp, fault: None }));
+        }
         self.last_sum = (sum, want);
         let fault = match reply[token::KIND] {
             token::KIND_DONE => None,
@@ -285,6 +295,8 @@ impl ProcessBackend {
         rewrite_head(shared, payload, self.arena.addr, call as usize);
         shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
         self.stamp(payload);
+        let table = super::claims::Sent::of(payload, self.arena.addr).table;
+        self.sent = super::claims::Sent { start: call, ncalls: call + 1, table };
     }
 
     /// Writes the protection words of the header for sending `payload` to the guest: its

@@ -148,6 +148,9 @@ impl ProcessBackend {
     pub(super) fn host_verify(&mut self, batch: &Batch) -> Vec<Fault> {
         let plan = std::mem::take(&mut self.plan);
         let mut seen = Vec::new();
+        if let Some(why) = self.forged.take() {
+            seen.push(Seen { what: format!("forged reply: {why}"), lo: 0, hi: 0 });
+        }
         if plan.key == (batch.payload.as_ptr() as usize, batch.payload.len()) && plan.key != (0, 0) {
             seen.extend(self.check_memory(batch, &plan));
         }
