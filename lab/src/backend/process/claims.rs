@@ -148,7 +148,10 @@ mod tests {
     #[test]
     fn a_done_reply_with_calls_that_did_not_return_is_forged() {
         let err = run(&arena(4, 2), reply(token::KIND_DONE, 0, 0), 0, 4).unwrap_err();
-        assert!(err.contains("calls 0..4 all ran (done), but call 2's record says it did not return (status 0)"), "{err}");
+        assert!(
+            err.contains("calls 0..4 all ran (done), but call 2's record says it did not return (status 0)"),
+            "{err}"
+        );
         let mut words = arena(4, 4);
         words[header::DONE.index] = 2;
         let err = run(&words, reply(token::KIND_DONE, 0, 0), 0, 4).unwrap_err();

@@ -50,6 +50,7 @@ mod prot_delta;
 mod recover;
 mod shared_arena;
 mod traced;
+mod vma_query;
 
 use exchange::*;
 use guest::*;
