@@ -147,6 +147,7 @@ lab_batch:
         add     r10, r9
         mov     \reg, r10
         .endr
+        xor     r8d, r8d                        /* else what _start or Unicorn left: a tell */
         call    rax                             /* rsp is 16-aligned here, DF clear */
 
         /* Only rsp, rax, the callee-saved registers and RFLAGS matter now; nothing below
