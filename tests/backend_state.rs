@@ -9,14 +9,14 @@ use kernel_lab::batch::{Arg, BatchBuilder};
 
 use crate::common::{fixture_image, fixture_kernels, variant, SEED};
 
-/// The probe's ten words per backend.
-fn probe() -> Vec<(BackendKind, Vec<u64>)> {
-    let v = variant("x86_64");
-    let (_dir, cfg) = fixture_kernels("x86_64", "poly1305.S", "probe_state.S");
-    let image = fixture_image(&cfg, v, "probe_state.S");
+/// The words `arch`'s probe `fixture` writes (`words` of them), per backend that runs `arch`.
+fn probe(arch: &str, fixture: &str, words: usize) -> Vec<(BackendKind, Vec<u64>)> {
+    let v = variant(arch);
+    let (_dir, cfg) = fixture_kernels(arch, "poly1305.S", fixture);
+    let image = fixture_image(&cfg, v, fixture);
     let probe = image.require("poly1305_processBlocks").expect("probe").addr;
     let mut b = BatchBuilder::new(kernel_lab::abi::Abi::of(v.arch));
-    let out = b.output(&[0; 80]);
+    let out = b.output(&vec![0; 8 * words]);
     b.call(probe, [Arg::Ptr(out, 0), Arg::Imm(0), Arg::Imm(0), Arg::Imm(0)], SEED);
     let batch = b.layout(image.arena().expect("arena")).expect("layout");
     let mut rows = Vec::new();
@@ -39,7 +39,7 @@ fn probe() -> Vec<(BackendKind, Vec<u64>)> {
 /// the driver's own on every backend.
 #[test]
 fn what_a_kernel_reads_of_the_driver_differs_between_unicorn_and_a_process() {
-    let rows = probe();
+    let rows = probe("x86_64", "probe_state.S", 10);
     let get = |k: BackendKind| rows.iter().find(|r| r.0 == k).map(|r| r.1.clone()).expect("row");
     let (uc, qemu) = (get(BackendKind::Unicorn), get(BackendKind::Qemu));
     assert_eq!(uc[5], kernel_lab::backend::UNICORN_EXIT_ADDRESS, "Unicorn: lab_batch returns to the exit page");
@@ -49,5 +49,17 @@ fn what_a_kernel_reads_of_the_driver_differs_between_unicorn_and_a_process() {
     assert_ne!(uc[7], qemu[7], "the driver's private words: _start ran under qemu only");
     for (kind, w) in &rows {
         assert_eq!(w[..5], uc[..5], "{kind}: r8-r11 and rax at entry are the driver's own everywhere");
+    }
+}
+
+/// The scratch registers a kernel finds at entry (aarch64 x4-x18, riscv64 a1-a7 and t0-t6) are
+/// the driver's own on Unicorn and under qemu-user: the drivers clear those that would hold
+/// what `_start` or Unicorn left.
+#[test]
+fn the_scratch_registers_at_entry_are_the_same_on_every_backend() {
+    for (arch, words) in [("aarch64", 15), ("riscv64", 14)] {
+        let rows = probe(arch, "probe_regs.S", words);
+        assert_eq!(rows.len(), 2, "{arch}: Unicorn and qemu-user");
+        assert_eq!(rows[0].1, rows[1].1, "{arch}: {:x?}", rows);
     }
 }

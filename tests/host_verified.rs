@@ -151,7 +151,8 @@ fn tampering_from_aarch64_and_riscv64_kernels_is_not_green_under_qemu() {
 /// A kernel that claims the later calls of its batch returned and jumps into the driver's own
 /// reply path (a well-formed "done" token with the right checksum, the guest still in step) is
 /// a `tamper` finding naming the forged reply on every call of its batch, under qemu-user and
-/// natively (lab/src/backend/process/claims.rs); the md5 rows around it pass.
+/// natively (lab/src/backend/process/claims.rs), and the same from aarch64 and riscv64 kernels
+/// under qemu-user; the md5 rows around it pass.
 #[test]
 fn a_forged_done_reply_is_not_green() {
     for kind in [BackendKind::Qemu, BackendKind::Native] {
@@ -160,5 +161,10 @@ fn a_forged_done_reply_is_not_green() {
         assert_tamper("forge_done.S", kind, &rows, text, &[]);
         let f = &rows[1].failed()[0].findings[0];
         assert!(f.text.contains("record was not written by the driver: its sp_before is 0x0"), "{kind}: {f}");
+    }
+    for arch in ["aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "forge_done.S", BackendKind::Qemu);
+        let text = "forged reply: the reply said calls 0..";
+        assert_tamper(&format!("{arch}/forge_done.S"), BackendKind::Qemu, &rows, text, &[]);
     }
 }

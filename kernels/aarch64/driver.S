@@ -152,6 +152,12 @@ lab_batch:
     ldr     x9, [x12, #LAB_E_STACK]             // the kernel runs on the guarded stack
     mov     sp, x9                              // (16-byte aligned)
     str     x9, [x12, #LAB_E_SP_BEFORE]
+    mov     x4, xzr                             // else what _start (x8: its last system call)
+    mov     x5, xzr                             // or Unicorn left: a kernel could tell them
+    mov     x6, xzr                             // apart
+    mov     x7, xzr
+    mov     x8, xzr
+    mov     x18, xzr
     blr     x16
 
     // Back from the kernel: record before touching any callee-saved register.

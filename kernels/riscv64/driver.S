@@ -182,6 +182,12 @@ lab_vector_entry_end:
 	fscsr	t1
 	ld	sp, LAB_E_STACK(t3)	/* the kernel runs on the guarded stack (16-aligned) */
 	sd	sp, LAB_E_SP_BEFORE(t3)
+	li	a4, 0			/* else what _start (a7: its last system call) or */
+	li	a5, 0			/* Unicorn left: a kernel could tell them apart */
+	li	a6, 0
+	li	a7, 0
+	li	t5, 0
+	li	t6, 0
 	jalr	ra, 0(t0)
 
 	/* after the call: only a0, sp and the saved registers are of interest; find the entry */

@@ -7,8 +7,9 @@
 //! - the bytes beside every paged buffer, inside its own pages, are still the zeros the host
 //!   laid, and a window of [`GUARD_WINDOW`] bytes of the guard page on each side still holds
 //!   the host's poison ([`poison`]) (a kernel that lifted a guard and wrote past its buffer);
-//! - the guest's mappings of the arena (its `/proc/<pid>/maps`) are the protection table in
-//!   force, page for page, and the kernels' data is read-only (a lift left in place);
+//! - the guest's mappings of the arena (`PROCMAP_QUERY` on its `/proc/<pid>/maps`, vma_query.rs)
+//!   are the protection table in force, page for page, and the kernels' data is read-only (a
+//!   lift left in place);
 //! - natively, the guest catches no signal the driver did not ask for (`SigCgt` of
 //!   `/proc/<pid>/status`), and on both backends the image's executable bytes in the guest
 //!   (read through `/proc/<pid>/mem`) are the image's own (a patched driver).
