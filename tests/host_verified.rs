@@ -168,3 +168,17 @@ fn a_forged_done_reply_is_not_green() {
         assert_tamper(&format!("{arch}/forge_done.S"), BackendKind::Qemu, &rows, text, &[]);
     }
 }
+
+/// A kernel that installs its own SIGSEGV handler to swallow an over-read under qemu-user (which
+/// emulates the guest's handlers, out of the host's sight), on x86_64, aarch64 and riscv64: the
+/// driver asks for its handlers after the batch (`check_handlers`, reply kind `KIND_HANDLER`)
+/// and every case of the batch fails with a `tamper` finding naming the signal and the foreign
+/// handler; the md5 rows around it pass.
+#[test]
+fn a_kernel_installing_a_sigsegv_handler_under_qemu_is_not_green() {
+    for arch in ["x86_64", "aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "sigsegv_handler.S", BackendKind::Qemu);
+        let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
+        assert_tamper(&format!("{arch}/sigsegv_handler.S"), BackendKind::Qemu, &rows, text, &[]);
+    }
+}

@@ -79,7 +79,7 @@ pub(super) fn check(
         Ok(())
     };
     match reply[token::KIND] {
-        token::KIND_DONE => {
+        token::KIND_DONE | token::KIND_HANDLER => {
             let claim = format!("the reply said calls {start}..{ncalls} all ran (done)");
             returned(ncalls, &claim)?;
             let done = word(header::DONE.offset());

@@ -225,6 +225,15 @@ impl ProcessBackend {
         self.last_sum = (sum, want);
         let fault = match reply[token::KIND] {
             token::KIND_DONE => None,
+            token::KIND_HANDLER => {
+                let (sig, handler) = (reply[token::SIGNO], reply[token::SI_ADDR]);
+                let name = protocol::SIGNALS.iter().find(|s| s.1 == sig).map_or("a signal", |s| s.0);
+                self.foreign_handler.get_or_insert(format!(
+                    "the driver found a handler it did not install for {name} ({sig}) at {handler:#x} after the \
+                     batch: a handler installed by kernel code"
+                ));
+                None
+            }
             token::KIND_FAULT => Some(self.fault_of(&reply)),
             other => return Ok(self.surprise(format!("reply token of kind {other}"))),
         };

@@ -152,6 +152,9 @@ impl ProcessBackend {
         if let Some(why) = self.forged.take() {
             seen.push(Seen { what: format!("forged reply: {why}"), lo: 0, hi: 0 });
         }
+        if let Some(what) = self.foreign_handler.take() {
+            seen.push(Seen { what, lo: 0, hi: 0 });
+        }
         if plan.key == (batch.payload.as_ptr() as usize, batch.payload.len()) && plan.key != (0, 0) {
             seen.extend(self.check_memory(batch, &plan));
         }

@@ -140,6 +140,9 @@ pub struct ProcessBackend {
     /// Why a reply of the batch in flight was forged (claims.rs), once one was: every call of
     /// the batch fails with it ([`Backend::verify`]).
     forged: Option<String>,
+    /// What the driver reported of a signal handler it did not install ([`token::KIND_HANDLER`]),
+    /// for the batch in flight: every call of it fails with it ([`Backend::verify`]).
+    foreign_handler: Option<String>,
 }
 
 impl ProcessBackend {
@@ -200,6 +203,7 @@ impl ProcessBackend {
             trace: None,
             sent: claims::Sent::default(),
             forged: None,
+            foreign_handler: None,
         })
     }
 
@@ -237,6 +241,7 @@ impl Backend for ProcessBackend {
         self.writes.1 = key;
         self.plan = host_check::Plan::of(batch);
         self.forged = None;
+        self.foreign_handler = None;
         self.execute(&batch.payload, batch.resp_len)
     }
 
