@@ -87,20 +87,28 @@ fn a_syscall_entered_one_byte_in_cannot_fork() {
     assert_refused("hidden_syscall.S", rows[1].0, &rows[1].1, "refused by the lab's seccomp filter");
 }
 
-/// The static scan sees the same `syscall` the dynamic check refuses: the every-byte search
-/// (hidden_syscall.rs) names it inside the `mov` that hides it.
+/// The static scan sees the system calls the dynamic checks refuse, on every architecture, at
+/// every position an instruction may start (hidden_syscall.rs): x86_64's `syscall` one byte into
+/// a `mov`, riscv64's `ecall` two bytes into a `lui`, aarch64's `svc` in a data word of `.text`.
 #[test]
 fn the_scan_names_a_syscall_hidden_inside_another_instruction() {
-    let v = variant("x86_64");
-    let (_dir, cfg) = fixture_kernels("x86_64", "poly1305.S", "hidden_syscall.S");
-    let image = fixture_image(&cfg, v, "hidden_syscall.S");
-    let found = kernel_lab::isa::scan(&image, v).expect("scan");
-    let hidden: Vec<_> = found.iter().filter(|f| f.why.starts_with("a system call hidden")).collect();
-    assert_eq!(hidden.len(), 1, "{found:#?}");
-    let h = hidden[0];
-    assert!(h.place.starts_with("poly1305_processBlocks+0x"), "{h}");
-    assert!(h.why.contains("`syscall`") && h.why.contains("1 byte(s) into this instruction"), "{h}");
-    assert!(h.insn.starts_with("mov"), "{h}");
+    let rows = [
+        ("x86_64", "hidden_syscall.S", "`syscall`", "1 byte(s) into this instruction", "mov"),
+        ("riscv64", "hidden_ecall.S", "`ecall`", "2 byte(s) into this instruction", "lui"),
+        ("aarch64", "svc_word.S", "`svc`", "in data of an executable section", "svc (data)"),
+    ];
+    for (arch, fixture, name, inside, insn) in rows {
+        let v = variant(arch);
+        let (_dir, cfg) = fixture_kernels(arch, "poly1305.S", fixture);
+        let image = fixture_image(&cfg, v, fixture);
+        let found = kernel_lab::isa::scan(&image, v).expect("scan");
+        let hidden: Vec<_> = found.iter().filter(|f| f.why.starts_with("a system call hidden")).collect();
+        assert_eq!(hidden.len(), 1, "{arch}: {found:#?}");
+        let h = hidden[0];
+        assert!(h.place.starts_with("poly1305_processBlocks+0x"), "{arch}: {h}");
+        assert!(h.why.contains(name) && h.why.contains(inside), "{arch}: {h}");
+        assert!(h.insn.starts_with(insn), "{arch}: {h}");
+    }
 }
 
 #[test]

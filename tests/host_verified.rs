@@ -147,3 +147,38 @@ fn tampering_from_aarch64_and_riscv64_kernels_is_not_green_under_qemu() {
         assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)) && hostile.passed() > 0, "{arch}: {failed:?}");
     }
 }
+
+/// A kernel that claims the later calls of its batch returned and jumps into the driver's own
+/// reply path (a well-formed "done" token with the right checksum, the guest still in step) is
+/// a `tamper` finding naming the forged reply on every call of its batch, under qemu-user and
+/// natively (lab/src/backend/process/claims.rs), and the same from aarch64 and riscv64 kernels
+/// under qemu-user; the md5 rows around it pass.
+#[test]
+fn a_forged_done_reply_is_not_green() {
+    for kind in [BackendKind::Qemu, BackendKind::Native] {
+        let rows = md5_hostile_md5("forge_done.S", kind);
+        let text = "forged reply: the reply said calls 0..";
+        assert_tamper("forge_done.S", kind, &rows, text, &[]);
+        let f = &rows[1].failed()[0].findings[0];
+        assert!(f.text.contains("record was not written by the driver: its sp_before is 0x0"), "{kind}: {f}");
+    }
+    for arch in ["aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "forge_done.S", BackendKind::Qemu);
+        let text = "forged reply: the reply said calls 0..";
+        assert_tamper(&format!("{arch}/forge_done.S"), BackendKind::Qemu, &rows, text, &[]);
+    }
+}
+
+/// A kernel that installs its own SIGSEGV handler to swallow an over-read under qemu-user (which
+/// emulates the guest's handlers, out of the host's sight), on x86_64, aarch64 and riscv64: the
+/// driver asks for its handlers after the batch (`check_handlers`, reply kind `KIND_HANDLER`)
+/// and every case of the batch fails with a `tamper` finding naming the signal and the foreign
+/// handler; the md5 rows around it pass.
+#[test]
+fn a_kernel_installing_a_sigsegv_handler_under_qemu_is_not_green() {
+    for arch in ["x86_64", "aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "sigsegv_handler.S", BackendKind::Qemu);
+        let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
+        assert_tamper(&format!("{arch}/sigsegv_handler.S"), BackendKind::Qemu, &rows, text, &[]);
+    }
+}

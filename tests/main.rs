@@ -5,6 +5,7 @@
 mod agreement;
 mod alignment;
 mod arch_rows;
+mod backend_state;
 mod bench;
 mod bounds;
 mod build_confine;

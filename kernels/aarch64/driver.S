@@ -152,6 +152,12 @@ lab_batch:
     ldr     x9, [x12, #LAB_E_STACK]             // the kernel runs on the guarded stack
     mov     sp, x9                              // (16-byte aligned)
     str     x9, [x12, #LAB_E_SP_BEFORE]
+    mov     x4, xzr                             // else what _start (x8: its last system call)
+    mov     x5, xzr                             // or Unicorn left: a kernel could tell them
+    mov     x6, xzr                             // apart
+    mov     x7, xzr
+    mov     x8, xzr
+    mov     x18, xzr
     blr     x16
 
     // Back from the kernel: record before touching any callee-saved register.
@@ -395,6 +401,31 @@ protect:
     ret
     .size   protect, . - protect
 
+// check_handlers -> x0 = the first of LAB_SIGNALS whose handler (rt_sigaction(sig, NULL, &old))
+// is not lab_fault_handler, x1 = that handler; x0 = 0 when all are ours.  Under qemu-user the
+// host cannot see the guest's handlers (qemu emulates sigaction): the driver asks for them.
+// Uses x0-x3, x8-x10.
+    .type   check_handlers, %function
+check_handlers:
+    .irp    sig, LAB_SIGNALS
+    mov     x0, #\sig
+    mov     x1, #0
+    LOADADDR x2, lab_oldact
+    mov     x3, #8                              // sizeof(kernel sigset_t)
+    mov     x8, #SYS_rt_sigaction
+    svc     #0
+    LOADADDR x9, lab_oldact
+    ldr     x1, [x9]                            // the handler in force
+    LOADADDR x10, lab_fault_handler
+    mov     x0, #\sig
+    cmp     x1, x10
+    b.ne    1f
+    .endr
+    mov     x0, #0
+    mov     x1, #0
+1:  ret
+    .size   check_handlers, . - check_handlers
+
 // The qemu/native entry (README "_start I/O loop"). Never returns.
     .globl  _start
     .type   _start, %function
@@ -493,10 +524,17 @@ _start:
     bl      protect
     bl      lab_batch
 
+    bl      check_handlers                      // x0 = a signal whose handler is not ours, x1 = it
+    LOADADDR x9, lab_io_rep
+    stp     x0, x1, [x9, #LAB_RP_SIGNO]         // signo, si_addr
+    mov     x2, #LAB_KIND_DONE
+    mov     x3, #LAB_KIND_HANDLER
+    cmp     x0, #0
+    csel    x2, x2, x3, eq
+    str     x2, [x9, #LAB_RP_KIND]
     bl      checksum
     LOADADDR x1, lab_io_rep
-    mov     x2, #LAB_KIND_DONE
-    stp     x2, x0, [x1, #LAB_RP_KIND]          // kind, sum
+    str     x0, [x1, #LAB_RP_SUM]
     bl      send_reply
     LOADADDR x1, lab_io_seq
     ldr     x0, [x1]
@@ -581,6 +619,8 @@ lab_loop_sp:                                    // sp at the top of the request 
     .balign 16
 lab_io_sum:                                     // checksum range of the current request
     .zero   16
+lab_oldact:                                     // check_handlers: struct kernel_sigaction
+    .zero   32
 lab_io_req:
     .zero   LAB_REQUEST_SIZE
 lab_io_rep:

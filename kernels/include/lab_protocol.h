@@ -68,6 +68,7 @@
 #define LAB_RP_NREGS       16
 #define LAB_KIND_DONE      0
 #define LAB_KIND_FAULT     1
+#define LAB_KIND_HANDLER   2
 #define LAB_FNV_OFFSET     0xcbf29ce484222325  /* checksum: FNV-1a over u64 words */
 #define LAB_FNV_PRIME      0x00000100000001b3
 

@@ -182,6 +182,12 @@ lab_vector_entry_end:
 	fscsr	t1
 	ld	sp, LAB_E_STACK(t3)	/* the kernel runs on the guarded stack (16-aligned) */
 	sd	sp, LAB_E_SP_BEFORE(t3)
+	li	a4, 0			/* else what _start (a7: its last system call) or */
+	li	a5, 0			/* Unicorn left: a kernel could tell them apart */
+	li	a6, 0
+	li	a7, 0
+	li	t5, 0
+	li	t6, 0
 	jalr	ra, 0(t0)
 
 	/* after the call: only a0, sp and the saved registers are of interest; find the entry */
@@ -447,6 +453,29 @@ protect:
 	ret
 	.size	protect, . - protect
 
+	.type	check_handlers, @function
+	.p2align 2
+/* check_handlers -> a0 = the first of LAB_SIGNALS whose handler (rt_sigaction(sig, NULL, &old))
+ * is not lab_fault, a1 = that handler; a0 = 0 when all are ours.  Under qemu-user the host
+ * cannot see the guest's handlers (qemu emulates sigaction): the driver asks for them. */
+check_handlers:
+	.irp	sig, LAB_SIGNALS
+	li	a0, \sig
+	li	a1, 0
+	lla	a2, lab_oldact
+	li	a3, 8
+	li	a7, SYS_rt_sigaction
+	ecall
+	ld	a1, lab_oldact
+	lla	t0, lab_fault
+	li	a0, \sig
+	bne	a1, t0, 1f
+	.endr
+	li	a0, 0
+	li	a1, 0
+1:	ret
+	.size	check_handlers, . - check_handlers
+
 /*
  * _start (kernels/README.md, "_start I/O loop"): install the fault handler on an alternate
  * stack, map the shared arena (fd LAB_FD_ARENA) over lab_arena, then for each request token
@@ -543,11 +572,17 @@ _start:
 	call	protect
 	call	lab_batch
 
+	call	check_handlers		/* a0 = a signal whose handler is not lab_fault, a1 = it */
+	lla	t0, lab_io_rep
+	sd	a0, LAB_RP_SIGNO(t0)
+	sd	a1, LAB_RP_SI_ADDR(t0)
+	li	t1, LAB_KIND_DONE
+	beqz	a0, 1f
+	li	t1, LAB_KIND_HANDLER
+1:	sd	t1, LAB_RP_KIND(t0)
 	call	checksum
 	lla	t0, lab_io_rep
 	sd	a0, LAB_RP_SUM(t0)
-	li	t1, LAB_KIND_DONE
-	sd	t1, LAB_RP_KIND(t0)
 	call	send_reply
 	lla	t0, lab_io_seq
 	ld	t1, 0(t0)
@@ -647,6 +682,8 @@ lab_vector_entry_vill:			/* says: each call is entered with vtype.vill set (VILL
 	.zero	8
 #endif
 	.p2align 3
+lab_oldact:				/* check_handlers: struct kernel_sigaction */
+	.zero	32
 lab_io_req:
 	.zero	LAB_REQUEST_SIZE
 lab_io_rep:

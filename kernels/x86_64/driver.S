@@ -147,6 +147,7 @@ lab_batch:
         add     r10, r9
         mov     \reg, r10
         .endr
+        xor     r8d, r8d                        /* else what _start or Unicorn left: a tell */
         call    rax                             /* rsp is 16-aligned here, DF clear */
 
         /* Only rsp, rax, the callee-saved registers and RFLAGS matter now; nothing below
@@ -300,10 +301,18 @@ _start:
 .Lbatch_here:
         call    lab_batch                       /* rsp 16-aligned at the call */
 
+        call    .Lcheck_handlers                /* edi = a signal whose handler is not ours, rsi = it */
+        lea     rax, [rip + lab_io_rep]
+        mov     [rax + LAB_RP_SIGNO], rdi
+        mov     [rax + LAB_RP_SI_ADDR], rsi
+        mov     ecx, LAB_KIND_DONE
+        mov     edx, LAB_KIND_HANDLER
+        test    edi, edi
+        cmovnz  ecx, edx
+        mov     [rax + LAB_RP_KIND], rcx
         call    .Lchecksum
         lea     rsi, [rip + lab_io_rep]
         mov     [rsi + LAB_RP_SUM], rax
-        mov     qword ptr [rsi + LAB_RP_KIND], LAB_KIND_DONE
         call    .Lsend_reply
         add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
@@ -643,6 +652,35 @@ _start:
         jnz     .Lexit_mprotect
         ret
 
+/* .Lcheck_handlers -> edi = the first of LAB_SIGNALS whose handler (rt_sigaction(sig, NULL,
+ * &old)) is not lab_fault_handler, rsi = that handler; edi = 0 when all are ours.  Under
+ * qemu-user the host cannot see the guest's handlers (qemu emulates sigaction): the driver asks
+ * for them.  Only where no allow-list is installed (qemu-user; natively the allow-list refuses
+ * rt_sigaction, kernel code runs in a batch child that cannot change a handler, and the host
+ * reads SigCgt).  Clobbers rax, rcx, rdx, rsi, rdi, r10, r11. */
+.Lcheck_handlers:
+        xor     edi, edi
+        xor     esi, esi
+        cmp     word ptr [rip + lab_fprog], 0
+        jne     .Lcheck_handlers_ret
+        .irp    sig, LAB_SIGNALS
+        mov     edi, \sig
+        xor     esi, esi
+        lea     rdx, [rip + lab_oldact]
+        mov     r10d, 8                         /* sizeof(kernel sigset_t) */
+        mov     eax, SYS_rt_sigaction
+        syscall
+        lea     rax, [rip + lab_fault_handler]
+        mov     rsi, [rip + lab_oldact]         /* the handler in force */
+        mov     edi, \sig
+        cmp     rsi, rax
+        jne     .Lcheck_handlers_ret
+        .endr
+        xor     edi, edi
+        xor     esi, esi
+.Lcheck_handlers_ret:
+        ret
+
 /* lab_seccomp_install: reads the host's filters (lab/src/backend/process/confine.rs,
  * filter_pipe) from LAB_FD_SECCOMP to EOF: a u64 byte length n, the allow-list (n bytes of
  * struct sock_filter), then the batch filter (the rest; may be empty).  Installs the allow-list
@@ -811,6 +849,7 @@ lab_io_req:             .zero LAB_REQUEST_SIZE
 lab_io_rep:             .zero LAB_REPLY_SIZE
 lab_ss:                 .zero 24        /* stack_t */
 lab_sigact:             .zero 32        /* struct kernel_sigaction */
+lab_oldact:             .zero 32        /* .Lcheck_handlers: struct kernel_sigaction */
 lab_fprog:              .zero 16        /* struct sock_fprog for lab_seccomp_install */
 lab_fprog2:             .zero 16        /* the batch filter's; len 0 = no batch child */
 lab_usr1_set:           .zero 8         /* sigset_t {SIGUSR1} */

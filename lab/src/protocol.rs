@@ -228,7 +228,7 @@ pub mod token {
     pub const SUM_OFF: usize = 2;
     /// Request: their length in bytes, a multiple of 8.
     pub const SUM_LEN: usize = 3;
-    /// Reply: [`KIND_DONE`] or [`KIND_FAULT`].
+    /// Reply: [`KIND_DONE`], [`KIND_FAULT`] or [`KIND_HANDLER`].
     pub const KIND: usize = 2;
     /// Reply: [`checksum`](super::checksum) of the result words named by the request.
     pub const SUM: usize = 3;
@@ -252,6 +252,11 @@ pub mod token {
     pub const KIND_DONE: u64 = 0;
     /// Reply kind: the fault handler ran; the process exits next.
     pub const KIND_FAULT: u64 = 1;
+    /// Reply kind: `lab_batch` returned, but the driver found a handler of one of
+    /// [`SIGNALS`](super::SIGNALS) that is not its own (`rt_sigaction(sig, NULL, &old)` after the
+    /// batch, qemu-user, where the host cannot see the guest's handlers): [`SIGNO`] is the
+    /// signal, [`SI_ADDR`] the handler. Kernel code installed it.
+    pub const KIND_HANDLER: u64 = 2;
 }
 
 /// FNV-1a offset basis and prime (64-bit) for [`checksum`] ([`crate::fnv`]).
@@ -417,6 +422,7 @@ pub fn c_header(spec: &Spec) -> String {
     line(format!("#define LAB_RP_NREGS       {}", token::NREGS));
     line(format!("#define LAB_KIND_DONE      {}", token::KIND_DONE));
     line(format!("#define LAB_KIND_FAULT     {}", token::KIND_FAULT));
+    line(format!("#define LAB_KIND_HANDLER   {}", token::KIND_HANDLER));
     line(format!("#define LAB_FNV_OFFSET     {FNV_OFFSET:#018x}  /* checksum: FNV-1a over u64 words */"));
     line(format!("#define LAB_FNV_PRIME      {FNV_PRIME:#018x}"));
     line(String::new());

@@ -212,9 +212,28 @@ impl ProcessBackend {
             self.forget_lent();
             return Ok(self.surprise(why));
         }
+        let shared = self.shared.as_ref().expect("arena created");
+        if let Err(why) = super::claims::check(&reply, self.sent, self.entry_bytes, |at| shared.word(at)) {
+            // A forgery: the batch's results are not trusted (Backend::verify fails every call
+            // of it) and the guest, which lied, does not serve another entry.
+            self.forget_lent();
+            self.forged.get_or_insert(why);
+            let _ = self.reap();
+            let resp = if resp.len() < resp_len { self.read_response(resp_len) } else { resp };
+            return Ok(Answer::Run(RawRun { resp, fault: None }));
+        }
         self.last_sum = (sum, want);
         let fault = match reply[token::KIND] {
             token::KIND_DONE => None,
+            token::KIND_HANDLER => {
+                let (sig, handler) = (reply[token::SIGNO], reply[token::SI_ADDR]);
+                let name = protocol::SIGNALS.iter().find(|s| s.1 == sig).map_or("a signal", |s| s.0);
+                self.foreign_handler.get_or_insert(format!(
+                    "the driver found a handler it did not install for {name} ({sig}) at {handler:#x} after the \
+                     batch: a handler installed by kernel code"
+                ));
+                None
+            }
             token::KIND_FAULT => Some(self.fault_of(&reply)),
             other => return Ok(self.surprise(format!("reply token of kind {other}"))),
         };
@@ -285,6 +304,8 @@ impl ProcessBackend {
         rewrite_head(shared, payload, self.arena.addr, call as usize);
         shared.write_at(header::NCALLS.offset(), &(call + 1).to_le_bytes());
         self.stamp(payload);
+        let table = super::claims::Sent::of(payload, self.arena.addr).table;
+        self.sent = super::claims::Sent { start: call, ncalls: call + 1, table };
     }
 
     /// Writes the protection words of the header for sending `payload` to the guest: its

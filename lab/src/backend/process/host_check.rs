@@ -7,8 +7,9 @@
 //! - the bytes beside every paged buffer, inside its own pages, are still the zeros the host
 //!   laid, and a window of [`GUARD_WINDOW`] bytes of the guard page on each side still holds
 //!   the host's poison ([`poison`]) (a kernel that lifted a guard and wrote past its buffer);
-//! - the guest's mappings of the arena (its `/proc/<pid>/maps`) are the protection table in
-//!   force, page for page, and the kernels' data is read-only (a lift left in place);
+//! - the guest's mappings of the arena (`PROCMAP_QUERY` on its `/proc/<pid>/maps`, vma_query.rs)
+//!   are the protection table in force, page for page, and the kernels' data is read-only (a
+//!   lift left in place);
 //! - natively, the guest catches no signal the driver did not ask for (`SigCgt` of
 //!   `/proc/<pid>/status`), and on both backends the image's executable bytes in the guest
 //!   (read through `/proc/<pid>/mem`) are the image's own (a patched driver).
@@ -148,6 +149,12 @@ impl ProcessBackend {
     pub(super) fn host_verify(&mut self, batch: &Batch) -> Vec<Fault> {
         let plan = std::mem::take(&mut self.plan);
         let mut seen = Vec::new();
+        if let Some(why) = self.forged.take() {
+            seen.push(Seen { what: format!("forged reply: {why}"), lo: 0, hi: 0 });
+        }
+        if let Some(what) = self.foreign_handler.take() {
+            seen.push(Seen { what, lo: 0, hi: 0 });
+        }
         if plan.key == (batch.payload.as_ptr() as usize, batch.payload.len()) && plan.key != (0, 0) {
             seen.extend(self.check_memory(batch, &plan));
         }
@@ -256,8 +263,9 @@ impl ProcessBackend {
     /// The guest's mappings, caught signals and code against what the host set up.
     fn check_process(&self, batch: &Batch, pid: u32) -> Vec<Seen> {
         let table = batch.protections();
+        let guest_lo = table.iter().map(|p| p.addr).chain([self.arena.addr]).min().unwrap_or(self.arena.addr);
         let guest_end = table.iter().map(|p| p.addr + p.len).chain([self.arena.addr + self.arena.size]).max();
-        let Some(vmas) = read_maps(pid, self.arena.addr, guest_end.unwrap_or(u64::MAX)) else { return Vec::new() };
+        let Some(vmas) = self.guest_maps(pid, guest_lo, guest_end.unwrap_or(u64::MAX)) else { return Vec::new() };
         let Some(base) = guest_base(&vmas, self.arena.addr) else {
             if !alive(pid) {
                 // Killed after its reply (from outside: an operator, the OOM killer): its
@@ -274,6 +282,30 @@ impl ProcessBackend {
         }
         seen.extend(self.check_code(pid, base));
         seen
+    }
+
+    /// The guest's mappings of guest addresses `[lo, end)` (host addresses in the result), by
+    /// `PROCMAP_QUERY` (vma_query.rs: only those mappings, no text), or from the text of its
+    /// `/proc/<pid>/maps` on a kernel without it; empty when the arena memfd is not mapped at
+    /// all, `None` when they cannot be read (the guest is gone).
+    fn guest_maps(&self, pid: u32, lo: u64, end: u64) -> Option<Vec<Vma>> {
+        use super::vma_query::{FileId, Maps, QueryError};
+        let file = self.shared.as_ref().and_then(|s| FileId::of(&s.fd));
+        if let (Some(file), Some(maps)) = (file, Maps::open(pid)) {
+            let vmas = maps.file_origin(file).and_then(|origin| match origin {
+                None => Ok(Vec::new()),
+                Some(origin) => {
+                    let base = origin.wrapping_sub(self.arena.addr) as i64;
+                    maps.overlapping(lo.wrapping_add_signed(base), end.wrapping_add_signed(base), file)
+                }
+            });
+            match vmas {
+                Ok(v) => return Some(v),
+                Err(QueryError::Failed) => return None,
+                Err(QueryError::Unsupported) => {}
+            }
+        }
+        read_maps(pid, self.arena.addr, end)
     }
 
     /// Natively: signals the guest catches beyond the driver's ([`protocol::SIGNALS`]).
@@ -330,13 +362,13 @@ fn table_seen(what: String, sent: u64, got: u64) -> Seen {
 /// One line of `/proc/<pid>/maps`: `[lo, hi)`, readable, writable, the file offset and whether
 /// the file is the lab's arena memfd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Vma {
-    lo: u64,
-    hi: u64,
-    read: bool,
-    write: bool,
-    offset: u64,
-    arena: bool,
+pub(super) struct Vma {
+    pub lo: u64,
+    pub hi: u64,
+    pub read: bool,
+    pub write: bool,
+    pub offset: u64,
+    pub arena: bool,
 }
 
 /// The lines of a `/proc/<pid>/maps` text (proc(5)), sorted by address; malformed lines skipped.

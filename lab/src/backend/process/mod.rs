@@ -41,6 +41,7 @@ use crate::toolchain;
 use confine::Guest as Confined;
 use prot_delta::InForce;
 
+mod claims;
 pub mod confine;
 mod exchange;
 mod guest;
@@ -49,6 +50,7 @@ mod prot_delta;
 mod recover;
 mod shared_arena;
 mod traced;
+mod vma_query;
 
 use exchange::*;
 use guest::*;
@@ -133,6 +135,14 @@ pub struct ProcessBackend {
     code: Vec<(u64, Vec<u8>)>,
     /// qemu's exec log of the kernel range being counted (traced.rs), and that range.
     trace: Option<(std::sync::Arc<crate::backend::exec_trace::ExecTrace>, (u64, u64))>,
+    /// The calls the entry in flight was sent (claims.rs checks its reply against them).
+    sent: claims::Sent,
+    /// Why a reply of the batch in flight was forged (claims.rs), once one was: every call of
+    /// the batch fails with it ([`Backend::verify`]).
+    forged: Option<String>,
+    /// What the driver reported of a signal handler it did not install ([`token::KIND_HANDLER`]),
+    /// for the batch in flight: every call of it fails with it ([`Backend::verify`]).
+    foreign_handler: Option<String>,
 }
 
 impl ProcessBackend {
@@ -191,6 +201,9 @@ impl ProcessBackend {
             scratch_guards: Vec::new(),
             code: image.segments.iter().filter(|s| s.perms.exec).map(|s| (s.vaddr, s.data.clone())).collect(),
             trace: None,
+            sent: claims::Sent::default(),
+            forged: None,
+            foreign_handler: None,
         })
     }
 
@@ -227,6 +240,8 @@ impl Backend for ProcessBackend {
         self.writes.0.sort_unstable();
         self.writes.1 = key;
         self.plan = host_check::Plan::of(batch);
+        self.forged = None;
+        self.foreign_handler = None;
         self.execute(&batch.payload, batch.resp_len)
     }
 
@@ -259,6 +274,7 @@ impl Backend for ProcessBackend {
         self.shared.as_mut().expect("arena created").write_sparse(payload, &self.guards.0, data);
         self.plan.lay_poison(self.shared.as_mut().expect("arena created"), &self.guards.0);
         self.stamp(payload);
+        self.sent = claims::Sent::of(payload, self.arena.addr);
         let sum = table_range(payload, self.arena.addr, self.entry_bytes);
         let mut answer = self.exchange(resp_len, sum, true)?;
         for _ in 0..KILL_RETRIES {
@@ -290,6 +306,7 @@ impl Backend for ProcessBackend {
         };
         rewrite_head(shared, &batch.payload, self.arena.addr, start);
         self.stamp(&batch.payload);
+        self.sent = claims::Sent { start: start as u64, ..claims::Sent::of(&batch.payload, self.arena.addr) };
         self.note_batch(batch);
         let sum = from_entry(table_range(&batch.payload, self.arena.addr, self.entry_bytes), start, self.entry_bytes);
         match self.exchange(batch.resp_len, sum, false)? {
