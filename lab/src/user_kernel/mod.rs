@@ -12,6 +12,7 @@
 //! (`ossl_md5_block_asm_data_order`, [`crate::contract::EXPORTED_NAMES`]) are mapped without
 //! `--symbol`.
 
+pub mod attributes;
 pub mod capability;
 pub mod isa_decl;
 pub mod linux_glue;
@@ -285,14 +286,14 @@ pub fn from_options(
     }
     let symbols = manifest::symbol_map(map).map_err(|e| format!("--symbol: {e}"))?;
     let defines = defined_by(&abs, &[], arch);
+    // Without --isa: the base, the extensions the objects declare in their own attributes
+    // (`-march=rv64gcv`), and what a known exported name implies.
+    let declared = attributes::declared_extensions(&abs, arch);
+    let base = std::iter::once(DeclaredIsa::default_text(arch)).chain(declared).collect::<Vec<_>>().join("_");
     let isa_text = match (isa, &defines) {
         (Some(text), _) => text.to_owned(),
-        (None, Some(d)) => crate::contract::implied_isa(
-            DeclaredIsa::default_text(arch),
-            |s| d.contains(s),
-            |c| symbols.contains_key(c),
-        ),
-        (None, None) => DeclaredIsa::default_text(arch).to_owned(),
+        (None, Some(d)) => crate::contract::implied_isa(&base, |s| d.contains(s), |c| symbols.contains_key(c)),
+        (None, None) => base,
     };
     let isa = DeclaredIsa::parse(&isa_text, arch).map_err(|e| format!("--isa: {e}"))?;
     let stem = first.file_stem().unwrap_or_default().to_string_lossy();
