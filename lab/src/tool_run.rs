@@ -9,9 +9,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How much of a tool's stdout and stderr is kept (each): a disassembly of a large user object
-/// (a few MiB) fits; a runaway writer is an error, not buffered without end.
-const KEPT_BYTES: u64 = 256 << 20;
+/// How much of a tool's stdout and of its stderr is kept, in bytes (each): a disassembly of a
+/// large user object (a few MiB) fits; a runaway writer is an error, not buffered without end.
+pub const KEPT_BYTES: u64 = 256 << 20;
 
 /// A tool answering `--version` or `-cpu help`.
 pub const QUICK: Duration = Duration::from_secs(20);
