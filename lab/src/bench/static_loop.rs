@@ -90,12 +90,7 @@ pub fn find(image: &Image, variant: &Variant, kernel: Kernel) -> Result<(StaticC
     if !matches!(variant.arch.spec().isa.legality, Legality::Cpuid(_)) {
         return Err(format!("{variant}: static loop counts are for x86_64 rows (the others are counted)"));
     }
-    let family = Workload::of(kernel, 1, 0).family_in(image);
-    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
-    let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
-    if sym.size == 0 {
-        return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
-    }
+    let (symbol, sym) = super::steady::sized_stub(image, kernel)?;
     let listing = image.listing().map_err(|e| e.to_string())?;
     let insns: Vec<&Insn> = listing.iter().filter(|i| i.addr >= sym.addr && i.addr < sym.addr + sym.size).collect();
     let body = |(at, t): (u64, u64)| -> Vec<Insn> {

@@ -11,7 +11,7 @@
 use super::workload::Workload;
 use crate::disasm::InsnClass;
 use crate::disasm::{Insn, Listing};
-use crate::image::Image;
+use crate::image::{Image, Symbol};
 use crate::variant::{Arch, Kernel, MD5_IMPL_COMPRESS_MB, POLY1305_PROCESS_BLOCKS};
 
 /// Most blocks one loop iteration may process (an unrolled loop).
@@ -63,6 +63,30 @@ pub(super) fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u
         .collect()
 }
 
+/// The multi-block stub `kernel` runs through in `image`'s contract family: its name and
+/// symbol.
+///
+/// # Errors
+/// The image defines no such stub.
+pub fn stub(image: &Image, kernel: Kernel) -> Result<(&'static str, Symbol), String> {
+    let family = Workload::of(kernel, 1, 0).family_in(image);
+    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
+    let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
+    Ok((symbol, sym))
+}
+
+/// [`stub`], whose code must have a size (a loop is searched inside it).
+///
+/// # Errors
+/// As [`stub`]; or the symbol has no size.
+pub fn sized_stub(image: &Image, kernel: Kernel) -> Result<(&'static str, Symbol), String> {
+    let (symbol, sym) = stub(image, kernel)?;
+    if sym.size == 0 {
+        return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
+    }
+    Ok((symbol, sym))
+}
+
 /// Finds the steady-state loop of `kernel` in `image`, given the measured instructions per
 /// block on aligned input: first inside the multi-block contract symbol of the image's family
 /// (`md5_implCompressMB`, `md5_block_data_order`, ...), then, when that symbol only wraps a
@@ -74,12 +98,7 @@ pub(super) fn back_edges(arch: Arch, insns: &[&Insn], start: u64) -> Vec<(u64, u
 /// a loop of a whole multiple of `per_block` instructions (the steady state is then not one
 /// straight run of code, and a prediction from it would be wrong).
 pub fn find(image: &Image, kernel: Kernel, per_block: f64) -> Result<SteadyLoop, String> {
-    let family = Workload::of(kernel, 1, 0).family_in(image);
-    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
-    let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
-    if sym.size == 0 {
-        return Err(format!("{symbol} has no size: add `.size {symbol}, . - {symbol}` to the source"));
-    }
+    let (symbol, sym) = sized_stub(image, kernel)?;
     let listing = image.listing().map_err(|e| e.to_string())?;
     let stub = (sym.addr, sym.addr + sym.size);
     let edges = match find_in(image, listing, stub, per_block) {
@@ -128,9 +147,7 @@ pub fn blocks_per_iteration(blocks: u64, runs: u64, runs_half: u64) -> Result<u3
 /// # Errors
 /// As [`find`]; or no back-edge closes a loop around `hot`.
 pub fn find_hot(image: &Image, kernel: Kernel, hot: u64, k: u32) -> Result<SteadyLoop, String> {
-    let family = Workload::of(kernel, 1, 0).family_in(image);
-    let symbol = Workload::of(kernel, 2, 0).stub_in(family);
-    let sym = image.entry(symbol).ok_or_else(|| format!("the image defines no {symbol}"))?;
+    let (symbol, sym) = stub(image, kernel)?;
     let listing = image.listing().map_err(|e| e.to_string())?;
     let stub = (sym.addr, sym.addr + sym.size);
     let holder = image.symbol_containing(hot).filter(|(_, s)| s.size > 0).map(|(_, s)| (s.addr, s.addr + s.size));
