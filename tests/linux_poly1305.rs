@@ -1,4 +1,4 @@
-//! Linux's Poly1305 glue (`lab/src/user_kernel/linux_glue.rs`): objects defining
+//! Linux's Poly1305 glue (`lab/src/user_kernel/glue_paths.rs`): objects defining
 //! `poly1305_init_x86_64` or arm64's `poly1305_init_arm64` (and its later names; no function
 //! table) and the kernel's per-path `blocks`/`emit` functions run once per path the glue
 //! chooses, each row naming its path, with no `--symbol`. CI cannot download the kernel's

@@ -14,6 +14,7 @@ mod cli;
 mod clobber;
 mod common;
 mod confine;
+mod cryptogams_rvv;
 mod diagnoses;
 mod disagreement;
 mod doctor;

@@ -175,3 +175,28 @@ fn fuzz_lists_a_partial_load_once_per_instruction_and_fails_it_on_request() {
     assert_eq!(replays.len(), 1, "{replays:?}");
     assert!(text.contains("--partial-loads fail"), "the replay keeps the policy: {text}");
 }
+
+#[test]
+fn a_partial_load_is_one_warning_per_instruction_across_the_sets_of_an_image() {
+    let (dir, _) = fixture_kernels("x86_64", "md5.S", "partial_load.S");
+    let d = dir.path().display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["run", "--seed", "11", "--kernels-dir", &d, "--variant", "=x86_64", "--backend", "unicorn"])
+        .args(["--kernel", "md5", "--set", "=rfc1321,=openssl", "--format", "json"])
+        .output()
+        .expect("run lab");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    let w = warnings(&json);
+    let partial: Vec<&String> = w.iter().filter(|w| w.contains("partial load: ")).collect();
+    assert!(!partial.is_empty(), "{w:#?}");
+    let mut pcs: Vec<&str> = partial.iter().filter_map(|w| w.split("(pc ").nth(1)).collect();
+    let n = pcs.len();
+    pcs.sort_unstable();
+    pcs.dedup();
+    assert_eq!(pcs.len(), n, "one warning per instruction: {partial:#?}");
+    assert!(
+        partial.iter().any(|w| w.contains(" on unicorn, md5 / ") && w.contains("rfc1321") && w.contains("openssl")),
+        "{partial:#?}"
+    );
+}

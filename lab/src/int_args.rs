@@ -72,10 +72,10 @@ pub fn reliance(backend: &mut dyn Backend, image: &Image, kernel: Kernel) -> Res
 }
 
 /// The C type Linux's glue declares `blocks`' `len` with, when the image's `poly1305_init`
-/// entry is a Linux glue's init ([`crate::user_kernel::linux_glue::glue_at`]).
+/// entry is a Linux glue's init ([`crate::user_kernel::glue_paths::glue_at`]).
 fn linux_len_type(image: &Image) -> Option<&'static str> {
     let init = image.entry(contract::POLY1305_INIT)?;
-    crate::user_kernel::linux_glue::glue_at(image, init.addr).map(|g| g.len_c_type)
+    crate::user_kernel::glue_paths::glue_at(image, init.addr).map(|g| g.len_c_type)
 }
 
 /// One text per argument of the diagnosis "tag: poly1305_blocks(...): depends on the upper

@@ -115,6 +115,56 @@ pub struct Row {
     pub partial_loads: Vec<(u64, String, usize)>,
 }
 
+/// The run's warnings for the partial loads of one image's rows (its backends, vector lengths
+/// and sets): one per kernel and load instruction, with the first call's sentence, every
+/// backend and set that saw it and the number of calls: `x86_64 on unicorn, md5 / rfc1321:
+/// partial load: <sentence> (12 calls at this instruction)`. One image's loads are the same
+/// code whatever the set, so one warning says it (a set each made a report of dozens).
+pub fn partial_load_warnings(rows: &[Row]) -> Vec<String> {
+    struct Seen<'a> {
+        row: &'a Row,
+        pc: u64,
+        text: &'a str,
+        calls: usize,
+        backends: Vec<String>,
+        sets: Vec<&'a str>,
+    }
+    let mut seen: Vec<Seen> = Vec::new();
+    for row in rows {
+        for (pc, text, n) in &row.partial_loads {
+            let i = match seen.iter().position(|x| x.pc == *pc && x.row.kernel == row.kernel) {
+                Some(i) => i,
+                None => {
+                    seen.push(Seen { row, pc: *pc, text, calls: 0, backends: Vec::new(), sets: Vec::new() });
+                    seen.len() - 1
+                }
+            };
+            let x = &mut seen[i];
+            x.calls += n;
+            let on = row.backend_label();
+            if !x.backends.contains(&on) {
+                x.backends.push(on);
+            }
+            if !x.sets.contains(&row.set.as_str()) {
+                x.sets.push(&row.set);
+            }
+        }
+    }
+    seen.iter()
+        .map(|x| {
+            let more = if x.calls > 1 { format!(" ({} calls at this instruction)", x.calls) } else { String::new() };
+            format!(
+                "{} on {}, {} / {}: partial load: {}{more}",
+                x.row.variant,
+                x.backends.join(", "),
+                x.row.kernel,
+                x.sets.join(", "),
+                x.text
+            )
+        })
+        .collect()
+}
+
 impl Row {
     /// Notes a partial load at `pc` (`text`: its sentence): the first at each instruction is
     /// kept, later ones counted.
@@ -123,24 +173,6 @@ impl Row {
             Some((_, _, n)) => *n += 1,
             None => self.partial_loads.push((pc, text, 1)),
         }
-    }
-
-    /// The run's warnings for this row's partial loads: `x86_64 on unicorn, md5 / rfc1321:
-    /// <sentence> (12 calls at this instruction)`.
-    pub fn partial_load_warnings(&self) -> Vec<String> {
-        self.partial_loads
-            .iter()
-            .map(|(_, text, n)| {
-                let more = if *n > 1 { format!(" ({n} calls at this instruction)") } else { String::new() };
-                format!(
-                    "{} on {}, {} / {}: partial load: {text}{more}",
-                    self.variant,
-                    self.backend_label(),
-                    self.kernel,
-                    self.set
-                )
-            })
-            .collect()
     }
 
     /// The backend and the vector length it ran at: `qemu vlen=256`, or `qemu`.

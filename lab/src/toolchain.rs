@@ -194,6 +194,8 @@ fn build_key(variant: &Variant, header: &str, driver: &Path, inputs: &Inputs) ->
     };
     field(variant.arch.spec().clang_triple.as_bytes());
     field(variant.march.as_bytes());
+    // Dispatch paths of one object share its `-march` but not the driver's (RVV state or not).
+    field(driver_march(variant).as_bytes());
     field(header.as_bytes());
     field(KERNEL_DATA_MARK.as_bytes());
     field(b"-g"); // images cached before the sources were assembled with -g are rebuilt
@@ -408,7 +410,7 @@ fn build_inputs(
     // The driver and the mark are the lab's: a user's kernel gets them assembled for the arch's
     // base ISA (the driver saves the FP registers whatever the kernel declares), plus a vector
     // extension whose state the driver sets at entry (RVV: vtype.vill, vxrm).
-    let driver_march = if variant.custom.is_some() { driver_variant(variant).march } else { variant.march };
+    let driver_march = driver_march(variant);
     let lab_object = LabObject { cache_dir: &cfg.cache_dir, staging: &tmp_dir, variant, march: driver_march };
     let mark_o = lab_object.get("lab_kernel_data_end", KERNEL_DATA_MARK.as_bytes(), &header, |obj| {
         let mark = tmp_dir.join("lab_kernel_data_end.s");
@@ -562,6 +564,16 @@ fn source_folders(cfg: &BuildConfig, variant: &Variant, inputs: &Inputs) -> Vec<
 /// The lab's own variant of `arch` without extensions (its `-march` assembles the driver).
 fn base_variant(arch: Arch) -> &'static Variant {
     crate::variant::VARIANTS.iter().find(|v| v.arch == arch && !v.zbb).unwrap_or(&crate::variant::VARIANTS[0])
+}
+
+/// The `-march` the driver and the mark of `variant`'s image are assembled with: a user's
+/// kernel's [`driver_variant`], the lab's own variant's own.
+fn driver_march(variant: &Variant) -> &'static str {
+    if variant.custom.is_some() {
+        driver_variant(variant).march
+    } else {
+        variant.march
+    }
 }
 
 /// The lab's own variant whose `-march` assembles the driver of a user's `variant`: the arch's

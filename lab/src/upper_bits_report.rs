@@ -1,6 +1,6 @@
 //! The `abi-upper-bits` warnings of a report once per image and argument: the dispatch-path
 //! variants of one user's object (`poly1305-x86_64@avx2`, [`crate::user_kernel::capability`],
-//! [`crate::user_kernel::linux_glue`]) are linked and probed one by one
+//! [`crate::user_kernel::glue_paths`]) are linked and probed one by one
 //! ([`crate::int_args::reliance`]), so the same reliance shows once per path; `lab run`,
 //! `lab fuzz` and `lab bench` merge those into one warning that names the paths it was seen on.
 

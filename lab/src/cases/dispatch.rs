@@ -21,7 +21,7 @@ use crate::contract::{POLY1305_BLOCKS, POLY1305_EMIT, POLY1305_INIT, POLY1305_OP
 use crate::image::Image;
 use crate::reference::openssl::PolyCtx;
 use crate::reference::poly1305::CLAMP;
-use crate::user_kernel::linux_glue::{glue_at, is_linux_init, Glue};
+use crate::user_kernel::glue_paths::{glue_at, is_glue_init, Glue};
 
 /// The entry points a `poly1305_init` image is called through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,9 +54,9 @@ pub struct PolyPath {
     /// does. `None`: init writes nothing there, or something that depends on the key (a
     /// chain then starts from init).
     pub init_tail: Option<Vec<u8>>,
-    /// Linux's glue, when init is its init ([`crate::user_kernel::linux_glue::glue_at`]): its
-    /// `blocks` declare `len` as the glue does (`u32` on arm64).
-    pub linux: Option<&'static Glue>,
+    /// The caller's glue, when init is a glue's init ([`crate::user_kernel::glue_paths::glue_at`]):
+    /// its `blocks` declare `len` as the glue does (`u32` on Linux's arm64).
+    pub glue: Option<&'static Glue>,
 }
 
 impl PolyPath {
@@ -111,9 +111,9 @@ fn path(
     (scalar_form, init_tail): (bool, Option<Vec<u8>>),
 ) -> PolyPath {
     let (blocks_name, emit_name) = (PolyPath::name(image, blocks), PolyPath::name(image, emit));
-    let linux = glue_at(image, init);
+    let glue = glue_at(image, init);
     let init_call =
-        linux.map_or_else(|| format!("{POLY1305_INIT}(ctx, key, func)"), |g| format!("{}(ctx, key)", g.init));
+        glue.map_or_else(|| format!("{POLY1305_INIT}(ctx, key, func)"), |g| format!("{}(ctx, key)", g.init));
     PolyPath {
         init,
         blocks,
@@ -125,7 +125,7 @@ fn path(
         scalar_form,
         init_call,
         init_tail,
-        linux,
+        glue,
     }
 }
 
@@ -153,6 +153,8 @@ fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, Form), String>
     let mut uc = UnicornBackend::new(image, Limits::default()).map_err(|e| e.to_string())?;
     // init is scalar code; Zbb is emulated in case a riscv64 build uses it.
     uc.emulate_zbb(true).map_err(|e| e.to_string())?;
+    // An image linked for RVV: its driver's vector entry state is skipped, as in the runs.
+    uc.skip_vector_entry(image).map_err(|e| e.to_string())?;
     let run = run_batch(&mut uc, &batch).map_err(|e| e.to_string())?;
     if let Some(f) = run.fault_of(call).or_else(|| run.fault_of(call2)) {
         let pc = f.pc.map_or_else(String::new, |pc| format!(" at {}", image.symbolize(pc)));
@@ -162,9 +164,9 @@ fn probe(image: &Image, init: u64) -> Result<(Option<(u64, u64)>, Form), String>
     if !completed || !batch.outcome(&run.resp, call2).0 {
         return Err(format!("{POLY1305_INIT} did not return on Unicorn"));
     }
-    // Linux's init takes no function table: its glue picks blocks and emit (the variant's
-    // own entries, [`crate::user_kernel::linux_glue`]), whatever init returns.
-    let no_func = is_linux_init(image, init);
+    // A glue's init takes no function table: the glue picks blocks and emit (the variant's
+    // own entries, [`crate::user_kernel::glue_paths`]), whatever init returns.
+    let no_func = is_glue_init(image, init);
     let layout = PolyCtx::of(image.arch);
     let r = u128::from_le_bytes(PROBE_KEY[..16].try_into().unwrap_or_default()) & CLAMP;
     let want = layout.with([0; 3], r);

@@ -102,7 +102,7 @@ impl<R: RngExt> Planner<'_, R> {
     /// The `len` argument of a `blocks` call and the `int` arguments (position, name) the
     /// call passes: `padbit` always, and `len` where Linux's glue declares it `u32` (arm64).
     fn poly_len(&mut self, len: u64) -> (Arg, Vec<(usize, &'static str)>) {
-        let u32_len = self.e.poly1305_path.as_ref().and_then(|p| p.linux).is_some_and(|g| g.len_is_32_bit());
+        let u32_len = self.e.poly1305_path.as_ref().and_then(|p| p.glue).is_some_and(|g| g.len_is_32_bit());
         match u32_len {
             true => (self.int(Kernel::Poly1305, len as i32), vec![(2, "len"), (3, "padbit")]),
             false => (Arg::Imm(len), vec![(3, "padbit")]),

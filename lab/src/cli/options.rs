@@ -251,12 +251,12 @@ pub(crate) struct OwnKernel {
 
 /// Each kernel as one variant per dispatch path: the OpenSSL paths its objects choose from
 /// through a capability word ([`user_kernel::capability::expand`]), or the paths Linux's
-/// Poly1305 glue chooses from ([`user_kernel::linux_glue::expand`]).
+/// Poly1305 glue chooses from ([`user_kernel::glue_paths::expand`]).
 fn expand_paths(kernels: Vec<UserKernel>) -> Result<Vec<UserKernel>, String> {
     let mut out = Vec::new();
     for k in kernels {
         for v in user_kernel::capability::expand(k)? {
-            out.extend(user_kernel::linux_glue::expand(v)?);
+            out.extend(user_kernel::glue_paths::expand(v)?);
         }
     }
     Ok(out)

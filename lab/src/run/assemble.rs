@@ -28,6 +28,7 @@ pub(super) fn assemble(
         report.setup_errors.extend(scan.errors);
         report.warnings.extend(scan.warnings);
         let mut ran: Vec<(usize, Vec<u64>)> = Vec::new();
+        let first_row = report.rows.len();
         let own = cells.clone().take_while(|c| c.cell.image == index).count();
         for (cell, out) in cells.by_ref().take(own).zip(outs.by_ref()) {
             let (kind, vl) = (cell.cell.kind, cell.cell.vector_length);
@@ -53,12 +54,13 @@ pub(super) fn assemble(
                         if let Some(d) = digests {
                             ran.push((report.rows.len(), d));
                         }
-                        report.warnings.extend(row.partial_load_warnings());
                         report.rows.push(row);
                     }
                 }
             }
         }
+        let partial = crate::report::partial_load_warnings(&report.rows[first_row..]);
+        report.warnings.extend(partial);
         compare::compare_backends(report, &ran, variant.arch);
     }
 }

@@ -87,6 +87,25 @@ pub(super) fn isa_with(isa: &DeclaredIsa, extensions: &[&str]) -> Result<Declare
     DeclaredIsa::parse(&format!("{}+{}", isa.text, names.join("+")), isa.arch).map_err(|e| e.to_string())
 }
 
+/// `isa` without `extensions` (a scalar path's ISA when the object's own attributes declare
+/// the vector extension its other path needs): the base or level and the remaining
+/// extensions, spelled out. An extension a named level implies (`x86-64-v3`: AVX2) stays.
+///
+/// # Errors
+/// The rebuilt string does not parse (cannot happen for a parsed `isa`; said, not panicked).
+pub(super) fn isa_without(isa: &DeclaredIsa, extensions: &[&str]) -> Result<DeclaredIsa, String> {
+    if !extensions.iter().any(|e| isa.extensions.contains(e)) {
+        return Ok(isa.clone());
+    }
+    let spec = &isa.arch.spec().isa;
+    let first = isa.text.split(['_', '+']).next().unwrap_or(spec.base).to_ascii_lowercase();
+    // `rv64gcv`: single letters glued to the base are extensions, listed below.
+    let head = if first.starts_with(spec.base) { spec.base.to_string() } else { first };
+    let keep = isa.extensions.iter().filter(|e| !extensions.contains(e)).copied();
+    let text: Vec<&str> = std::iter::once(head.as_str()).chain(keep).collect();
+    DeclaredIsa::parse(&text.join("+"), isa.arch).map_err(|e| e.to_string())
+}
+
 /// The assembly source defining the capability word for `path` (read-only data) and the
 /// trapping `stubs`, written under the cache (content-named, so images stay content-keyed).
 fn write_source(cap: &CapabilitySpec, path: &DispatchPath, stubs: &[&str], trap: &str) -> Result<PathBuf, String> {

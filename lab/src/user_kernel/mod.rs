@@ -14,8 +14,8 @@
 
 pub mod attributes;
 pub mod capability;
+pub mod glue_paths;
 pub mod isa_decl;
-pub mod linux_glue;
 pub mod manifest;
 pub mod objects;
 

@@ -257,6 +257,16 @@ impl UnicornBackend {
                 .map_err(uc_err("unsupported-instruction hook"))?;
         }
         self.stops = stops;
+        self.skip_vector_entry(image)
+    }
+
+    /// Jumps over the driver's vector entry state ([`crate::isa::VECTOR_ENTRY`]) of an image
+    /// linked for a vector extension, which Unicorn cannot set (it has no vector unit): the
+    /// driver then runs scalar kernel code as in a process.
+    ///
+    /// # Errors
+    /// Unicorn refuses the hook.
+    pub fn skip_vector_entry(&mut self, image: &Image) -> Result<(), BackendError> {
         let (begin, end) = crate::isa::VECTOR_ENTRY;
         if let (Some(b), Some(e)) = (image.symbol(begin), image.symbol(end)) {
             let to = e.addr;

@@ -1,11 +1,13 @@
-//! Linux's Poly1305 (the cryptogams perlasm as the kernel carries it): no capability word and
-//! no function table. The kernel's C glue calls an init function `(ctx, key)` and then picks
-//! the `blocks` and `emit` functions itself from the CPU's features. The lab runs such objects
-//! once per path the glue can choose, each its own variant (`poly1305-x86_64@avx2`) whose
-//! `poly1305_init`, `poly1305_blocks` and `poly1305_emit` entries are the path's functions
-//! (the OpenSSL family's call shapes; init's return value and third argument are not used:
-//! Linux's init has two arguments). A path whose `blocks` function the objects lack (a kernel
-//! built without `CONFIG_AS_AVX512`) is listed as not run, naming the symbol.
+//! Poly1305 objects whose callers choose the code path (Linux's glue, cryptogams' riscv64):
+//! no capability word and no function table. The caller's C glue calls an init function
+//! `(ctx, key)` and then picks the `blocks` and `emit` functions itself from the CPU's
+//! features. The lab runs such objects once per path the glue can choose, each its own variant
+//! (`poly1305-x86_64@avx2`) whose `poly1305_init`, `poly1305_blocks` and `poly1305_emit`
+//! entries are the path's functions (the OpenSSL family's call shapes; init's return value and
+//! third argument are not used: these inits have two arguments). A path whose `blocks`
+//! function the objects lack (a kernel built without `CONFIG_AS_AVX512`) is listed as not run,
+//! naming the symbol. A glue is recognised by its marker symbol ([`Glue::marker`]): Linux's
+//! init names, or cryptogams' `poly1305_blocks_vx`.
 //!
 //! x86_64 (arch/x86/crypto/poly1305_glue.c, since 6.16 lib/crypto/x86/poly1305.h):
 //! `poly1305_init_x86_64(ctx, key)`, `poly1305_blocks_x86_64` / `_avx` / `_avx2` / `_avx512`
@@ -28,11 +30,18 @@
 //! only for updates over 128 bytes), scalar otherwise; the assembly's NEON entry itself hands
 //! calls under 128 bytes to the scalar loop.
 //!
+//! riscv64 (cryptogams riscv/poly1305-riscv.pl, July 2025): `poly1305_init(ctx, key)` (returns
+//! 0), `poly1305_blocks` and, when assembled with `__riscv_v >= 1000000`, the RVV entry
+//! `poly1305_blocks_vx(ctx, inp, size_t len, u32 padbit)` that a caller with V calls instead
+//! (it hands inputs under 192 bytes to `poly1305_blocks` itself), one `poly1305_emit`. The
+//! marker is `poly1305_blocks_vx`, so objects that define only the OpenSSL-family names (the
+//! lab's own examples, a build without V) stay one kernel.
+//!
 //! Every `blocks` call of a path goes to that path's function, whatever its length: the
 //! assembly's own entry handles every length; the glues' length rules only choose among the
 //! same functions, so the lab covers the glues' choices and more.
 
-use super::capability::isa_with;
+use super::capability::{isa_with, isa_without};
 use super::UserKernel;
 use crate::contract::{POLY1305_BLOCKS, POLY1305_EMIT, POLY1305_INIT};
 use crate::image::Image;
@@ -53,16 +62,20 @@ pub struct GluePath {
     pub when: &'static str,
 }
 
-/// Linux's Poly1305 glue of one architecture (and generation of names).
+/// A caller's Poly1305 glue of one architecture (and generation of names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Glue {
     /// The architecture.
     pub arch: Arch,
+    /// The symbol whose definition says the objects are this glue's: its init for Linux's
+    /// glues (their names are their own), the RVV entry for cryptogams' riscv64 (its init is
+    /// the OpenSSL family's `poly1305_init`, which other objects define too).
+    pub marker: &'static str,
     /// The init function: `(ctx, key)`, no function table.
     pub init: &'static str,
     /// The paths, scalar first.
     pub paths: &'static [GluePath],
-    /// The C type the glue declares `blocks`' `len` with: `size_t` (x86_64), or `u32` (arm64),
+    /// The C type the glue declares `blocks`' `len` with: `size_t` (x86_64, riscv64), or `u32` (arm64),
     /// which the lab passes as a 32-bit argument (upper half garbage under the `fail`
     /// upper-bits policy, clean under `warn` with the reliance probed).
     pub len_c_type: &'static str,
@@ -95,11 +108,12 @@ const ARM64_V1: [GluePath; 2] = arm64_paths("poly1305_blocks", "poly1305_emit");
 const ARM64_V2: [GluePath; 2] = arm64_paths("poly1305_blocks", "poly1305_emit_arch");
 const ARM64_V3: [GluePath; 2] = arm64_paths("poly1305_blocks_arm64", "poly1305_emit");
 
-/// Linux's glues: x86_64, and arm64's three generations of names (the first whose init the
-/// objects define is theirs).
-pub const LINUX_POLY1305: [Glue; 4] = [
+/// The glues: Linux's x86_64 and arm64's three generations of names, cryptogams' riscv64
+/// (the first whose marker the objects define is theirs).
+pub const GLUES: [Glue; 5] = [
     Glue {
         arch: Arch::X86_64,
+        marker: "poly1305_init_x86_64",
         init: "poly1305_init_x86_64",
         paths: &[
             GluePath {
@@ -136,6 +150,7 @@ pub const LINUX_POLY1305: [Glue; 4] = [
     },
     Glue {
         arch: Arch::Aarch64,
+        marker: "poly1305_init_arm64",
         init: "poly1305_init_arm64",
         paths: &ARM64_V1,
         len_c_type: "u32",
@@ -143,6 +158,7 @@ pub const LINUX_POLY1305: [Glue; 4] = [
     },
     Glue {
         arch: Arch::Aarch64,
+        marker: "poly1305_block_init_arch",
         init: "poly1305_block_init_arch",
         paths: &ARM64_V2,
         len_c_type: "u32",
@@ -151,39 +167,64 @@ pub const LINUX_POLY1305: [Glue; 4] = [
     },
     Glue {
         arch: Arch::Aarch64,
+        marker: "poly1305_block_init",
         init: "poly1305_block_init",
         paths: &ARM64_V3,
         len_c_type: "u32",
         source: "Linux lib/crypto/arm64/poly1305.h (poly1305-armv8.pl under __KERNEL__: poly1305_init is \
                  poly1305_block_init, poly1305_blocks is poly1305_blocks_arm64)",
     },
+    Glue {
+        arch: Arch::Riscv64,
+        marker: "poly1305_blocks_vx",
+        init: "poly1305_init",
+        paths: &[
+            GluePath {
+                name: "scalar",
+                blocks: "poly1305_blocks",
+                emit: "poly1305_emit",
+                extensions: &[],
+                when: "no V extension",
+            },
+            GluePath {
+                name: "vx",
+                blocks: "poly1305_blocks_vx",
+                emit: "poly1305_emit",
+                extensions: &["v"],
+                when: "the V extension (RVV 1.0)",
+            },
+        ],
+        len_c_type: "size_t",
+        source: "cryptogams riscv/poly1305-riscv.pl (poly1305_blocks_vx since July 2025; no capability word: \
+                 the caller picks the entry)",
+    },
 ];
 
-/// Linux's glues of `arch`.
+/// The glues of `arch`.
 pub fn glues(arch: Arch) -> impl Iterator<Item = &'static Glue> {
-    LINUX_POLY1305.iter().filter(move |g| g.arch == arch)
+    GLUES.iter().filter(move |g| g.arch == arch)
 }
 
 /// The glue whose init is at `init` (the address the lab calls as `poly1305_init`) in
-/// `image`: Linux's init takes no function table.
+/// `image` and whose marker the image defines: a glue's init takes no function table.
 pub fn glue_at(image: &Image, init: u64) -> Option<&'static Glue> {
-    glues(image.arch).find(|g| image.symbol(g.init).is_some_and(|s| s.addr == init))
+    glues(image.arch).find(|g| image.symbol(g.marker).is_some() && image.symbol(g.init).is_some_and(|s| s.addr == init))
 }
 
-/// Whether `init` is Linux's init of the image's architecture ([`glue_at`]).
-pub fn is_linux_init(image: &Image, init: u64) -> bool {
+/// Whether `init` is a glue's init of the image's architecture ([`glue_at`]).
+pub fn is_glue_init(image: &Image, init: u64) -> bool {
     glue_at(image, init).is_some()
 }
 
-/// The kernel as one variant per path of Linux's glue when its objects define a glue's init
-/// (`poly1305_init_x86_64`, `poly1305_init_arm64`, ...) and no `--symbol` maps a Poly1305
-/// contract; itself otherwise.
+/// The kernel as one variant per path of a glue when its objects define the glue's marker
+/// (`poly1305_init_x86_64`, `poly1305_init_arm64`, ..., `poly1305_blocks_vx`) and no
+/// `--symbol` maps a Poly1305 contract; itself otherwise.
 ///
 /// # Errors
 /// A path's ISA cannot be declared (an arch row without the extension).
 pub fn expand(k: UserKernel) -> Result<Vec<UserKernel>, String> {
     let Some(defined) = k.defines.clone() else { return Ok(vec![k]) };
-    let Some(g) = glues(k.arch()).find(|g| defined.contains(g.init)) else { return Ok(vec![k]) };
+    let Some(g) = glues(k.arch()).find(|g| defined.contains(g.marker)) else { return Ok(vec![k]) };
     let mapped = [POLY1305_INIT, POLY1305_BLOCKS, POLY1305_EMIT].iter().any(|c| k.symbols.contains_key(*c));
     if mapped {
         return Ok(vec![k]);
@@ -200,14 +241,18 @@ pub fn expand(k: UserKernel) -> Result<Vec<UserKernel>, String> {
         v.replay.push(("--variant".into(), format!("={}", v.name)));
         v.scan_isa = scan_isa.clone();
         v.dispatch_path = Some(p.name);
-        match isa_with(&k.isa, p.extensions) {
+        // A path declares only its own extensions: the scalar path of an object whose
+        // attributes name V runs as a CPU without V would run it.
+        let others: Vec<&str> =
+            g.paths.iter().flat_map(|q| q.extensions.iter().copied()).filter(|e| !p.extensions.contains(e)).collect();
+        match isa_without(&k.isa, &others).and_then(|base| isa_with(&base, p.extensions)) {
             Ok(isa) => v.isa = isa,
             Err(e) => v.not_run = Some(format!("the {} path's ISA cannot be declared: {e}", p.name)),
         }
         if !present(p) {
             let missing = if defined.contains(p.blocks) { p.emit } else { p.blocks };
             v.not_run = Some(format!(
-                "path {} not run: the objects do not define {missing} (Linux's glue calls it when {}; \
+                "path {} not run: the objects do not define {missing} (the glue calls it when {}; \
                  this build left it out)",
                 p.name, p.when
             ));
@@ -245,7 +290,7 @@ mod tests {
     fn one_variant_per_glue_path_with_its_functions() {
         let all: Vec<&str> = ["poly1305_init_x86_64", "poly1305_emit_x86_64", "poly1305_emit_avx"]
             .into_iter()
-            .chain(LINUX_POLY1305[0].paths.iter().map(|p| p.blocks))
+            .chain(GLUES[0].paths.iter().map(|p| p.blocks))
             .collect();
         let v = expand(kernel(&all)).expect("expand");
         let names: Vec<&str> = v.iter().map(|k| k.name.as_str()).collect();
@@ -291,7 +336,7 @@ mod tests {
             assert!(v.iter().all(|k| k.symbols[POLY1305_EMIT] == emit && k.not_run.is_none()), "{init}");
         }
         let g = glues(Arch::Aarch64).find(|g| g.init == "poly1305_block_init").expect("glue");
-        assert!(g.len_is_32_bit() && !LINUX_POLY1305[0].len_is_32_bit());
+        assert!(g.len_is_32_bit() && !GLUES[0].len_is_32_bit());
     }
 
     #[test]
@@ -300,6 +345,37 @@ mod tests {
         assert!(v[0].not_run.is_none());
         let why = v[1].not_run.as_deref().expect("neon not run");
         assert!(why.contains("poly1305_blocks_neon") && why.contains("path neon"), "{why}");
+    }
+
+    fn riscv_kernel(defines: &[&str]) -> UserKernel {
+        UserKernel { isa: DeclaredIsa::parse("rv64gc", Arch::Riscv64).expect("isa"), ..kernel(defines) }
+    }
+
+    #[test]
+    fn cryptogams_riscv64_with_its_rvv_entry_is_a_scalar_and_a_vx_path() {
+        let names = ["poly1305_init", "poly1305_blocks", "poly1305_blocks_vx", "poly1305_emit"];
+        let v = expand(riscv_kernel(&names)).expect("expand");
+        let got: Vec<&str> = v.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(got, ["poly@scalar", "poly@vx"]);
+        assert_eq!(v[0].symbols[POLY1305_BLOCKS], "poly1305_blocks");
+        assert_eq!(v[1].symbols[POLY1305_BLOCKS], "poly1305_blocks_vx");
+        assert!(v.iter().all(|k| k.symbols[POLY1305_INIT] == "poly1305_init" && k.not_run.is_none()));
+        assert_eq!(v[0].isa.text, "rv64gc");
+        assert_eq!(v[1].isa.text, "rv64gc+v");
+        // The object's own attributes declaring V: the scalar path still declares none.
+        let attributed =
+            UserKernel { isa: DeclaredIsa::parse("rv64gcv_zbb", Arch::Riscv64).expect("isa"), ..riscv_kernel(&names) };
+        let v = expand(attributed).expect("expand");
+        assert_eq!(v[0].isa.extensions, ["zbb"]);
+        assert!(v[1].isa.extensions.contains(&"v") && v[1].isa.extensions.contains(&"zbb"));
+        assert!(v[0].scan_isa.as_ref().is_some_and(|i| i.extensions.contains(&"v")));
+    }
+
+    #[test]
+    fn riscv64_objects_without_the_rvv_entry_stay_one_kernel() {
+        let v = expand(riscv_kernel(&["poly1305_init", "poly1305_blocks", "poly1305_emit"])).expect("expand");
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].name, "poly");
     }
 
     #[test]
