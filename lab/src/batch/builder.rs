@@ -149,6 +149,11 @@ impl BatchBuilder {
         self.calls.len()
     }
 
+    /// The guest address call `call` calls, when there is such a call.
+    pub fn call_target(&self, call: usize) -> Option<u64> {
+        self.calls.get(call).map(|c| c.func)
+    }
+
     /// Adds the call `call` again (the same function, arguments and copy) with poison `seed`:
     /// for timing many calls of one planned case. A call that starts from a copy starts from
     /// the same snapshot each time, so it leaves the same result.
