@@ -182,3 +182,17 @@ fn a_kernel_installing_a_sigsegv_handler_under_qemu_is_not_green() {
         assert_tamper(&format!("{arch}/sigsegv_handler.S"), BackendKind::Qemu, &rows, text, &[]);
     }
 }
+
+/// The same handler, and the batch's last call ends in an illegal instruction
+/// (`handler_last_fault.S`): the batch's last entry ends in a fault reply, not in the driver's
+/// check after `lab_batch`. The fault handler asks for the handlers too, so the handler fails
+/// the batch that installed it (every case, a `tamper` finding) and the md5 batch after it in
+/// the same guest passes; before, the finding landed on that next batch.
+#[test]
+fn a_handler_installed_by_a_batch_that_ends_in_a_fault_fails_that_batch() {
+    for arch in ["x86_64", "aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "handler_last_fault.S", BackendKind::Qemu);
+        let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
+        assert_tamper(&format!("{arch}/handler_last_fault.S"), BackendKind::Qemu, &rows, text, &[]);
+    }
+}

@@ -578,6 +578,11 @@ lab_fault_handler:
     LOADADDR x21, lab_arena
     ldr     x0, [x21, #LAB_H_CURRENT]
     str     x0, [x19, #LAB_RP_CURRENT]
+    // A handler of kernel code is reported by the entry that installed it, this one, even when
+    // it ends in a fault (else the next batch of this guest would carry the finding).
+    bl      check_handlers
+    cbnz    x0, .Lfault_foreign_handler
+    ldr     x0, [x19, #LAB_RP_CURRENT]
     bl      sum_upto
     bl      checksum                            // the call table is never protected
     mov     x9, #LAB_KIND_FAULT
@@ -590,6 +595,7 @@ lab_fault_handler:
 1:  stp     x9, x10, [x19, #LAB_RP_SIGNO]       // signo, si_addr
     ldr     x9, [x24, #UC_PC]
     str     x9, [x19, #LAB_RP_PC]               // pc (current is stored above)
+.Lfault_send:
     bl      send_reply
     LOADADDR x9, lab_io_seq
     ldr     x10, [x9]
@@ -602,6 +608,14 @@ lab_fault_handler:
     str     x9, [x24, #UC_SP]
     mov     x30, x25
     ret
+// x0 = the signal whose handler is not ours, x1 = that handler: a KIND_HANDLER reply (as after
+// lab_batch; the checksum covers the whole call table) in place of the fault's.
+.Lfault_foreign_handler:
+    stp     x0, x1, [x19, #LAB_RP_SIGNO]        // signo, si_addr
+    bl      checksum
+    mov     x9, #LAB_KIND_HANDLER
+    stp     x9, x0, [x19, #LAB_RP_KIND]         // kind, sum
+    b       .Lfault_send
     .size   lab_fault_handler, . - lab_fault_handler
     .globl  lab_syscalls_end
 lab_syscalls_end:

@@ -632,6 +632,11 @@ lab_fault:
 	lla	t0, lab_arena
 	ld	a0, LAB_H_CURRENT(t0)
 	sd	a0, LAB_RP_CURRENT(s4)
+	/* A handler of kernel code is reported by the entry that installed it, this one, even
+	 * when it ends in a fault (else the next batch of this guest would carry the finding). */
+	call	check_handlers
+	bnez	a0, .Lfault_foreign_handler
+	ld	a0, LAB_RP_CURRENT(s4)
 	call	sum_upto
 	call	checksum		/* the call table is never protected */
 	sd	a0, LAB_RP_SUM(s4)
@@ -646,6 +651,7 @@ lab_fault:
 2:	sd	t1, LAB_RP_SI_ADDR(s4)
 	ld	t1, UC_PC(s3)
 	sd	t1, LAB_RP_PC(s4)
+.Lfault_send:
 	call	send_reply
 	lla	t0, lab_io_seq
 	ld	t1, 0(t0)
@@ -659,6 +665,16 @@ lab_fault:
 	mv	sp, s5
 	mv	ra, s6
 	ret
+/* a0 = the signal whose handler is not ours, a1 = that handler: a KIND_HANDLER reply (as after
+ * lab_batch; the checksum covers the whole call table) in place of the fault's. */
+.Lfault_foreign_handler:
+	sd	a0, LAB_RP_SIGNO(s4)
+	sd	a1, LAB_RP_SI_ADDR(s4)
+	li	t1, LAB_KIND_HANDLER
+	sd	t1, LAB_RP_KIND(s4)
+	call	checksum
+	sd	a0, LAB_RP_SUM(s4)
+	j	.Lfault_send
 	.size	lab_fault, . - lab_fault
 	.globl	lab_syscalls_end
 lab_syscalls_end:

@@ -788,6 +788,12 @@ lab_fault_handler:
         lea     r12, [rip + lab_io_rep]
         mov     rax, [rip + lab_arena + LAB_H_CURRENT]
         mov     [r12 + LAB_RP_CURRENT], rax
+        /* A handler of kernel code is reported by the entry that installed it, this one, even
+         * when it ends in a fault (else the next batch of this guest would carry the finding). */
+        call    .Lcheck_handlers
+        test    edi, edi
+        jnz     .Lfault_foreign_handler
+        mov     rax, [r12 + LAB_RP_CURRENT]
         call    .Lsum_upto
         call    .Lchecksum                      /* the call table is never protected */
         mov     [r12 + LAB_RP_SUM], rax
@@ -807,6 +813,7 @@ lab_fault_handler:
         add     ecx, 1
         cmp     ecx, LAB_RP_NREGS
         jb      2b
+.Lfault_send:
         call    .Lsend_reply
         cmp     byte ptr [rip + lab_in_child], 0
         jne     .Lchild_replied                 /* the parent resumes the request loop */
@@ -818,6 +825,15 @@ lab_fault_handler:
         and     qword ptr [r15 + UC_EFL], ~0x400    /* DF clear, as the loop expects */
         mov     rsp, rbx
         ret
+/* edi = the signal whose handler is not ours, rsi = that handler: a KIND_HANDLER reply (as
+ * after lab_batch; the checksum covers the whole call table) in place of the fault's. */
+.Lfault_foreign_handler:
+        mov     [r12 + LAB_RP_SIGNO], rdi
+        mov     [r12 + LAB_RP_SI_ADDR], rsi
+        mov     qword ptr [r12 + LAB_RP_KIND], LAB_KIND_HANDLER
+        call    .Lchecksum
+        mov     [r12 + LAB_RP_SUM], rax
+        jmp     .Lfault_send
         .size   lab_fault_handler, . - lab_fault_handler
 
 /* SA_RESTORER: rt_sigreturn, where the fault handler returns to. */

@@ -252,10 +252,12 @@ pub mod token {
     pub const KIND_DONE: u64 = 0;
     /// Reply kind: the fault handler ran; the process exits next.
     pub const KIND_FAULT: u64 = 1;
-    /// Reply kind: `lab_batch` returned, but the driver found a handler of one of
-    /// [`SIGNALS`](super::SIGNALS) that is not its own (`rt_sigaction(sig, NULL, &old)` after the
-    /// batch, qemu-user, where the host cannot see the guest's handlers): [`SIGNO`] is the
-    /// signal, [`SI_ADDR`] the handler. Kernel code installed it.
+    /// Reply kind: `lab_batch` returned or the fault handler ran, and the driver found a
+    /// handler of one of [`SIGNALS`](super::SIGNALS) that is not its own
+    /// (`rt_sigaction(sig, NULL, &old)`, qemu-user, where the host cannot see the guest's
+    /// handlers): [`SIGNO`] is the signal, [`SI_ADDR`] the handler, [`CURRENT`] the call in
+    /// flight when a fault sent it. Kernel code installed it; the checksum covers the whole
+    /// requested range.
     pub const KIND_HANDLER: u64 = 2;
 }
 

@@ -229,8 +229,8 @@ impl ProcessBackend {
                 let (sig, handler) = (reply[token::SIGNO], reply[token::SI_ADDR]);
                 let name = protocol::SIGNALS.iter().find(|s| s.1 == sig).map_or("a signal", |s| s.0);
                 self.foreign_handler.get_or_insert(format!(
-                    "the driver found a handler it did not install for {name} ({sig}) at {handler:#x} after the \
-                     batch: a handler installed by kernel code"
+                    "the driver found a handler it did not install for {name} ({sig}) at {handler:#x} when the \
+                     entry ended: a handler installed by kernel code"
                 ));
                 None
             }
