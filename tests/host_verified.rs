@@ -96,6 +96,24 @@ fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
     assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
 }
 
+/// A write deep into the guard page (2000 bytes past the input, beyond the first 256 bytes)
+/// through a lifted guard that is put back before the return (`lift_guard_deep.S`): under
+/// qemu-user the host poisons and checks the whole guard page next to each paged buffer, so the
+/// guarded case fails with a `tamper` finding naming the byte; natively the lift is refused.
+#[test]
+fn a_kernel_writing_deep_into_a_lifted_guard_page_is_not_green() {
+    for arch in ["x86_64", "aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "lift_guard_deep.S", BackendKind::Qemu);
+        let what = format!("{arch}/lift_guard_deep.S");
+        // input+2016..2031: 2000 bytes past the end of a 16..32-byte input.
+        assert_tamper(&what, BackendKind::Qemu, &rows, "guard poison at input+20", &[GUARDED]);
+    }
+    let [_, hostile, _] = md5_hostile_md5("lift_guard_deep.S", BackendKind::Native);
+    let failed = hostile.failed();
+    assert!(failed.len() == 1 && failed[0].name.ends_with(GUARDED), "natively: {failed:?}");
+    assert!(failed[0].findings[0].text.contains("(mprotect)"), "{}", failed[0].findings[0]);
+}
+
 /// A lift fully undone before the return (bytes and protection as laid) is denied natively;
 /// under qemu-user nothing of it is left for the host to see and the case passes: the gap
 /// docs/threat-model.md names ("A lift undone within the batch"). This pins it: a lab that
