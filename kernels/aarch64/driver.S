@@ -522,8 +522,11 @@ _start:
     stp     x0, x1, [x2]
 
     bl      protect
-    bl      lab_batch
-
+    bl      lab_batch                           // sp = lab_stack_top here
+// lab_batch's return address (x30 at its entry) in a process and under Unicorn, which stops
+// here: the same saved x30 in lab_batch's frame.
+    .globl  lab_batch_return
+lab_batch_return:
     bl      check_handlers                      // x0 = a signal whose handler is not ours, x1 = it
     LOADADDR x9, lab_io_rep
     stp     x0, x1, [x9, #LAB_RP_SIGNO]         // signo, si_addr

@@ -538,6 +538,7 @@ _start:
 	li	a4, 0
 	li	a7, SYS_prctl
 	ecall
+	addi	sp, sp, 32		/* the loop runs at lab_stack_top, where Unicorn enters lab_batch */
 
 .Lio_loop:
 	lla	t0, lab_loop_sp		/* where lab_fault resumes the loop */
@@ -571,7 +572,10 @@ _start:
 
 	call	protect
 	call	lab_batch
-
+/* lab_batch's return address (ra at its entry) in a process and under Unicorn, which stops
+ * here: the same saved ra in lab_batch's frame. */
+	.globl	lab_batch_return
+lab_batch_return:
 	call	check_handlers		/* a0 = a signal whose handler is not lab_fault, a1 = it */
 	lla	t0, lab_io_rep
 	sd	a0, LAB_RP_SIGNO(t0)

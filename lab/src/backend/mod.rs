@@ -14,7 +14,7 @@ use std::time::Duration;
 
 pub use fault::{Access, Fault, FaultKind};
 pub use process::{confine, ProcessBackend};
-pub use unicorn::{zbb, UnicornBackend, EXIT_ADDRESS as UNICORN_EXIT_ADDRESS};
+pub use unicorn::{zbb, UnicornBackend};
 
 use crate::batch::Batch;
 use crate::image::Image;

@@ -1,5 +1,6 @@
 //! The Unicorn backend: maps the image's segments into a Unicorn 2.1.5 engine, writes the batch
-//! into `lab_arena`, and runs `lab_batch` until it returns to an exit page of its own ([`EXIT_PAGE`]).
+//! into `lab_arena`, and runs `lab_batch` until it returns to `lab_batch_return`, where the
+//! driver's request loop has it return in a process (never run here).
 //!
 //! Facts it relies on (docs/DESIGN.md "Backend facts", measured): an illegal RISC-V instruction
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
@@ -63,23 +64,6 @@ const ALIAS_OFFSET: u64 = 1 << 36;
 /// Distance of the patched copies of code pages ([`zbb::ZbbPatches`]) from the pages: above the
 /// arena's alias, inside riscv64's 56-bit physical address width.
 const CODE_ALIAS_OFFSET: u64 = 2 << 36;
-
-/// A page of its own, mapped executable and never run, whose address `EXIT_OFFSET` bytes in is
-/// the return address of `lab_batch` and the address a run stops at. After every run Unicorn
-/// drops the translated code around the byte before that address (`resume_all_vcpus`, so that
-/// the exit can be translated again as code); at `lab_unicorn_halt` that byte ends the
-/// driver's epilogue, which was then translated again at every run (two blocks per run, ~10%
-/// of a fuzz run with many short runs). Above the arena's and the code's aliases, inside every
-/// target's virtual and physical address width (riscv64 Sv39: 39 bits).
-const EXIT_PAGE: u64 = 3 << 36;
-
-/// Where in [`EXIT_PAGE`] a run stops: the bytes before it are never translated.
-const EXIT_OFFSET: u64 = 64;
-
-/// The address a Unicorn run stops at (`lab_batch`'s return address). A kernel that jumps
-/// there itself ends the run before the driver finished the batch: the call in flight is then
-/// a protocol fault ([`UnicornBackend`] checks the header's `done` against `ncalls`).
-pub const EXIT_ADDRESS: u64 = EXIT_PAGE + EXIT_OFFSET;
 
 /// How far before a buffer's end an access may start and still reach past it: the largest
 /// access a memory hook is called with (QEMU 5's `MemOp` sizes, `MO_SIZE` = 3: 1 to 8 bytes;
@@ -167,7 +151,6 @@ impl UnicornBackend {
         for s in &image.segments {
             uc.mem_write(s.vaddr, &s.data).map_err(uc_err("load segment"))?;
         }
-        uc.mem_map(EXIT_PAGE, PAGE, Prot::READ | Prot::EXEC).map_err(uc_err("map exit page"))?;
         for &(reg, value, what) in spec.init {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
@@ -199,7 +182,11 @@ impl UnicornBackend {
             halt: {
                 // The driver's own halt word stays part of the image contract (kernels/README.md).
                 image.require("lab_unicorn_halt")?;
-                EXIT_ADDRESS
+                // Where the driver's request loop calls lab_batch returns to: the top word of the
+                // driver's stack is then what it is in a process (issue 28, a kernel must not
+                // tell Unicorn apart by it). The byte before it, which Unicorn drops from its
+                // translations after every run, is `_start`'s, never run here.
+                image.require("lab_batch_return")?.addr
             },
             stack_top: image.require("lab_stack_top")?.addr,
             limits,
@@ -342,7 +329,7 @@ impl UnicornBackend {
         self.uc.mem_write(self.arena.addr + word.offset() as u64, &value.to_le_bytes()).map_err(uc_err("write header"))
     }
 
-    /// Sets the stack and the return address so that `lab_batch` returns to the exit ([`EXIT_PAGE`]).
+    /// Sets the stack and the return address so that `lab_batch` returns to `lab_batch_return`.
     fn set_entry_registers(&mut self) -> Result<(), BackendError> {
         let e = uc_err("registers");
         let sp = self.stack_top & !15;
