@@ -84,7 +84,9 @@ pub mod header {
     /// Number of protection-table entries.
     pub const PROT_COUNT: Word = w("prot_count", 7, Host, "number of protection-table entries");
     /// Nonzero id of the protection table, which the qemu/native host gives every table it
-    /// sends to a guest (0: the guest keeps no id and applies the whole table every time).
+    /// sends to a guest (0: the guest keeps no id and applies the whole table every time). The
+    /// Unicorn backend writes the same words (and delta entries), which its engine does not
+    /// read, so that a kernel reads the same header there.
     pub const PROT_ID: Word = w("prot_id", 8, Host, "id of the protection table (qemu/native; 0 = none)");
     /// Id of the table the delta entries turn into this one; the delta applies only when that
     /// table is in force, else the whole table is applied.

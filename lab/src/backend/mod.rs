@@ -6,7 +6,7 @@
 pub mod exec_trace;
 pub mod fault;
 pub mod icount;
-mod process;
+pub(crate) mod process;
 mod recycled;
 mod unicorn;
 

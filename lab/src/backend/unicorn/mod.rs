@@ -33,6 +33,7 @@ use std::rc::Rc;
 use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unicorn};
 
 use super::icount::{BlockIcounts, BlockProfile};
+use super::process::prot_delta::{stamp_header, InForce};
 use super::recycled::Recycler;
 use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::align::{self, SiteCheck};
@@ -119,6 +120,9 @@ pub struct UnicornBackend {
     proven: std::collections::BTreeMap<u64, Fault>,
     /// The kernel instructions a call stops at ([`stop_at_unsupported`](Self::stop_at_unsupported)).
     stops: Vec<crate::isa::UnicornStop>,
+    /// The protection table last stamped into the header, as a process guest would hold it,
+    /// and the delta entries' allocation ([`stamp`](Self::stamp)).
+    in_force: (InForce, Vec<Protection>),
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -199,6 +203,7 @@ impl UnicornBackend {
             profile_hook: None,
             proven: std::collections::BTreeMap::new(),
             stops: Vec::new(),
+            in_force: (InForce::default(), Vec::new()),
         })
     }
 
@@ -401,6 +406,7 @@ impl Backend for UnicornBackend {
             }
         }
         self.data_pages = data;
+        self.stamp(payload);
         self.load_protections(payload);
         self.proven.clear();
         self.run_first(payload, batch.resp_len)
@@ -411,6 +417,7 @@ impl Backend for UnicornBackend {
             return Err(BackendError::Unicorn(format!("write batch: {} bytes do not fit lab_arena", payload.len())));
         }
         self.write_arena(payload)?;
+        self.stamp(payload);
         self.load_protections(payload);
         self.proven.clear();
         self.run_first(payload, resp_len)
@@ -422,6 +429,7 @@ impl Backend for UnicornBackend {
     /// header; [`Backend::response`] reads the rest when the batch stops.
     fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
         self.write_arena(&batch.resume_head(resp, start))?;
+        self.stamp(&batch.payload);
         let mut run = self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)?;
         self.apply_proven(&mut run);
         Ok(run)
@@ -456,6 +464,26 @@ impl UnicornBackend {
             dirty[..n].fill(Span::WHOLE);
         }
         Ok(())
+    }
+
+    /// Writes the header's protection words (`prot_id`, `prot_base`, `delta_count`) and the
+    /// delta entries for `payload` as the host stamps them for a qemu-user or native guest
+    /// ([`stamp_header`]; the engine applies the table itself and reads none of them): a kernel
+    /// reads the same header on every backend (issue 28).
+    fn stamp(&mut self, payload: &[u8]) {
+        let (in_force, out) = &mut self.in_force;
+        let (ram, ram_offset) = (&self.ram, self.ram_offset);
+        let mut st = self.state.borrow_mut();
+        let mut dirty = st.dirty.as_mut();
+        let arena = (self.arena.addr, self.arena.size);
+        stamp_header(in_force, out, payload, arena, |at, v| {
+            ram.write(ram_offset + at, &v.to_le_bytes());
+            let page = at / PAGE as usize;
+            if let Some(d) = dirty.as_mut().and_then(|d| d.get_mut(page)) {
+                let on = Span::on_page((page * PAGE as usize) as u64, at as u64, at as u64 + 8);
+                *d = d.union(on);
+            }
+        });
     }
 
     /// Drops the translations of code the guest fetched from the arena, before the lab writes
