@@ -59,12 +59,17 @@ fn what_a_kernel_reads_of_the_driver_differs_between_unicorn_and_a_process() {
 
 /// The scratch registers a kernel finds at entry (aarch64 x4-x18, riscv64 a1-a7 and t0-t6) are
 /// the driver's own on Unicorn and under qemu-user: the drivers clear those that would hold
-/// what `_start` or Unicorn left.
+/// what `_start` or Unicorn left. So is the return address `lab_batch` saved at the top of the
+/// driver's stack (the probe's last word): `lab_batch_return` on both, at the same place.
 #[test]
 fn the_scratch_registers_at_entry_are_the_same_on_every_backend() {
-    for (arch, words) in [("aarch64", 15), ("riscv64", 14)] {
+    for (arch, words) in [("aarch64", 16), ("riscv64", 15)] {
         let rows = probe(arch, "probe_regs.S", words);
         assert_eq!(rows.len(), 2, "{arch}: Unicorn and qemu-user");
         assert_eq!(rows[0].1, rows[1].1, "{arch}: {:x?}", rows);
+        let (_dir, cfg) = fixture_kernels(arch, "poly1305.S", "probe_regs.S");
+        let image = fixture_image(&cfg, variant(arch), "probe_regs.S");
+        let ret = image.require("lab_batch_return").expect("lab_batch_return").addr;
+        assert_eq!(rows[0].1[words - 1], ret, "{arch}: lab_batch's saved return address");
     }
 }
