@@ -214,3 +214,16 @@ fn a_handler_installed_by_a_batch_that_ends_in_a_fault_fails_that_batch() {
         assert_tamper(&format!("{arch}/handler_last_fault.S"), BackendKind::Qemu, &rows, text, &[]);
     }
 }
+
+/// A known limit, pinned (docs/threat-model.md, "Why the three qemu-user gaps above stay
+/// open"): a SIGSEGV handler that swallows an over-read and is replaced by the driver's own
+/// before the call returns (`handler_restored.S`) is refused natively, and under qemu-user
+/// leaves nothing for the driver's check or the host: the over-read passes. A lab that starts
+/// seeing it must say so there.
+#[test]
+fn a_handler_restored_before_the_return_is_denied_natively_and_unseen_under_qemu() {
+    assert_denied("handler_restored.S", &md5_hostile_md5("handler_restored.S", BackendKind::Native), "rt_sigaction");
+    let [before, hostile, after] = md5_hostile_md5("handler_restored.S", BackendKind::Qemu);
+    assert!(hostile.failed().is_empty() && hostile.passed() > 0, "qemu: {:?}", hostile.failed());
+    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
+}
