@@ -96,6 +96,24 @@ fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
     assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
 }
 
+/// A write deep into the guard page (2000 bytes past the input, beyond the first 256 bytes)
+/// through a lifted guard that is put back before the return (`lift_guard_deep.S`): under
+/// qemu-user the host poisons and checks the whole guard page next to each paged buffer, so the
+/// guarded case fails with a `tamper` finding naming the byte; natively the lift is refused.
+#[test]
+fn a_kernel_writing_deep_into_a_lifted_guard_page_is_not_green() {
+    for arch in ["x86_64", "aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "lift_guard_deep.S", BackendKind::Qemu);
+        let what = format!("{arch}/lift_guard_deep.S");
+        // input+2016..2031: 2000 bytes past the end of a 16..32-byte input.
+        assert_tamper(&what, BackendKind::Qemu, &rows, "guard poison at input+20", &[GUARDED]);
+    }
+    let [_, hostile, _] = md5_hostile_md5("lift_guard_deep.S", BackendKind::Native);
+    let failed = hostile.failed();
+    assert!(failed.len() == 1 && failed[0].name.ends_with(GUARDED), "natively: {failed:?}");
+    assert!(failed[0].findings[0].text.contains("(mprotect)"), "{}", failed[0].findings[0]);
+}
+
 /// A lift fully undone before the return (bytes and protection as laid) is denied natively;
 /// under qemu-user nothing of it is left for the host to see and the case passes: the gap
 /// docs/threat-model.md names ("A lift undone within the batch"). This pins it: a lab that
@@ -181,4 +199,31 @@ fn a_kernel_installing_a_sigsegv_handler_under_qemu_is_not_green() {
         let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
         assert_tamper(&format!("{arch}/sigsegv_handler.S"), BackendKind::Qemu, &rows, text, &[]);
     }
+}
+
+/// The same handler, and the batch's last call ends in an illegal instruction
+/// (`handler_last_fault.S`): the batch's last entry ends in a fault reply, not in the driver's
+/// check after `lab_batch`. The fault handler asks for the handlers too, so the handler fails
+/// the batch that installed it (every case, a `tamper` finding) and the md5 batch after it in
+/// the same guest passes; before, the finding landed on that next batch.
+#[test]
+fn a_handler_installed_by_a_batch_that_ends_in_a_fault_fails_that_batch() {
+    for arch in ["x86_64", "aarch64", "riscv64"] {
+        let rows = md5_hostile_md5_on(arch, "handler_last_fault.S", BackendKind::Qemu);
+        let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
+        assert_tamper(&format!("{arch}/handler_last_fault.S"), BackendKind::Qemu, &rows, text, &[]);
+    }
+}
+
+/// A known limit, pinned (docs/threat-model.md, "Why the three qemu-user gaps above stay
+/// open"): a SIGSEGV handler that swallows an over-read and is replaced by the driver's own
+/// before the call returns (`handler_restored.S`) is refused natively, and under qemu-user
+/// leaves nothing for the driver's check or the host: the over-read passes. A lab that starts
+/// seeing it must say so there.
+#[test]
+fn a_handler_restored_before_the_return_is_denied_natively_and_unseen_under_qemu() {
+    assert_denied("handler_restored.S", &md5_hostile_md5("handler_restored.S", BackendKind::Native), "rt_sigaction");
+    let [before, hostile, after] = md5_hostile_md5("handler_restored.S", BackendKind::Qemu);
+    assert!(hostile.failed().is_empty() && hostile.passed() > 0, "qemu: {:?}", hostile.failed());
+    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
 }

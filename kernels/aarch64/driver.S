@@ -522,8 +522,11 @@ _start:
     stp     x0, x1, [x2]
 
     bl      protect
-    bl      lab_batch
-
+    bl      lab_batch                           // sp = lab_stack_top here
+// lab_batch's return address (x30 at its entry) in a process and under Unicorn, which stops
+// here: the same saved x30 in lab_batch's frame.
+    .globl  lab_batch_return
+lab_batch_return:
     bl      check_handlers                      // x0 = a signal whose handler is not ours, x1 = it
     LOADADDR x9, lab_io_rep
     stp     x0, x1, [x9, #LAB_RP_SIGNO]         // signo, si_addr
@@ -578,6 +581,11 @@ lab_fault_handler:
     LOADADDR x21, lab_arena
     ldr     x0, [x21, #LAB_H_CURRENT]
     str     x0, [x19, #LAB_RP_CURRENT]
+    // A handler of kernel code is reported by the entry that installed it, this one, even when
+    // it ends in a fault (else the next batch of this guest would carry the finding).
+    bl      check_handlers
+    cbnz    x0, .Lfault_foreign_handler
+    ldr     x0, [x19, #LAB_RP_CURRENT]
     bl      sum_upto
     bl      checksum                            // the call table is never protected
     mov     x9, #LAB_KIND_FAULT
@@ -590,6 +598,7 @@ lab_fault_handler:
 1:  stp     x9, x10, [x19, #LAB_RP_SIGNO]       // signo, si_addr
     ldr     x9, [x24, #UC_PC]
     str     x9, [x19, #LAB_RP_PC]               // pc (current is stored above)
+.Lfault_send:
     bl      send_reply
     LOADADDR x9, lab_io_seq
     ldr     x10, [x9]
@@ -602,6 +611,14 @@ lab_fault_handler:
     str     x9, [x24, #UC_SP]
     mov     x30, x25
     ret
+// x0 = the signal whose handler is not ours, x1 = that handler: a KIND_HANDLER reply (as after
+// lab_batch; the checksum covers the whole call table) in place of the fault's.
+.Lfault_foreign_handler:
+    stp     x0, x1, [x19, #LAB_RP_SIGNO]        // signo, si_addr
+    bl      checksum
+    mov     x9, #LAB_KIND_HANDLER
+    stp     x9, x0, [x19, #LAB_RP_KIND]         // kind, sum
+    b       .Lfault_send
     .size   lab_fault_handler, . - lab_fault_handler
     .globl  lab_syscalls_end
 lab_syscalls_end:

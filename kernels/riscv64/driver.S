@@ -538,6 +538,7 @@ _start:
 	li	a4, 0
 	li	a7, SYS_prctl
 	ecall
+	addi	sp, sp, 32		/* the loop runs at lab_stack_top, where Unicorn enters lab_batch */
 
 .Lio_loop:
 	lla	t0, lab_loop_sp		/* where lab_fault resumes the loop */
@@ -571,7 +572,10 @@ _start:
 
 	call	protect
 	call	lab_batch
-
+/* lab_batch's return address (ra at its entry) in a process and under Unicorn, which stops
+ * here: the same saved ra in lab_batch's frame. */
+	.globl	lab_batch_return
+lab_batch_return:
 	call	check_handlers		/* a0 = a signal whose handler is not lab_fault, a1 = it */
 	lla	t0, lab_io_rep
 	sd	a0, LAB_RP_SIGNO(t0)
@@ -632,6 +636,11 @@ lab_fault:
 	lla	t0, lab_arena
 	ld	a0, LAB_H_CURRENT(t0)
 	sd	a0, LAB_RP_CURRENT(s4)
+	/* A handler of kernel code is reported by the entry that installed it, this one, even
+	 * when it ends in a fault (else the next batch of this guest would carry the finding). */
+	call	check_handlers
+	bnez	a0, .Lfault_foreign_handler
+	ld	a0, LAB_RP_CURRENT(s4)
 	call	sum_upto
 	call	checksum		/* the call table is never protected */
 	sd	a0, LAB_RP_SUM(s4)
@@ -646,6 +655,7 @@ lab_fault:
 2:	sd	t1, LAB_RP_SI_ADDR(s4)
 	ld	t1, UC_PC(s3)
 	sd	t1, LAB_RP_PC(s4)
+.Lfault_send:
 	call	send_reply
 	lla	t0, lab_io_seq
 	ld	t1, 0(t0)
@@ -659,6 +669,16 @@ lab_fault:
 	mv	sp, s5
 	mv	ra, s6
 	ret
+/* a0 = the signal whose handler is not ours, a1 = that handler: a KIND_HANDLER reply (as after
+ * lab_batch; the checksum covers the whole call table) in place of the fault's. */
+.Lfault_foreign_handler:
+	sd	a0, LAB_RP_SIGNO(s4)
+	sd	a1, LAB_RP_SI_ADDR(s4)
+	li	t1, LAB_KIND_HANDLER
+	sd	t1, LAB_RP_KIND(s4)
+	call	checksum
+	sd	a0, LAB_RP_SUM(s4)
+	j	.Lfault_send
 	.size	lab_fault, . - lab_fault
 	.globl	lab_syscalls_end
 lab_syscalls_end:

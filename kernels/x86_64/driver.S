@@ -299,8 +299,11 @@ _start:
         add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
 .Lbatch_here:
-        call    lab_batch                       /* rsp 16-aligned at the call */
-
+        call    lab_batch                       /* rsp = lab_stack_top here, 16-aligned */
+/* lab_batch's return address, at lab_stack_top - 8, in every process (a batch child comes here
+ * too) and under Unicorn, which stops here: the same top word of the driver's stack. */
+        .globl  lab_batch_return
+lab_batch_return:
         call    .Lcheck_handlers                /* edi = a signal whose handler is not ours, rsi = it */
         lea     rax, [rip + lab_io_rep]
         mov     [rax + LAB_RP_SIGNO], rdi
@@ -314,6 +317,8 @@ _start:
         lea     rsi, [rip + lab_io_rep]
         mov     [rsi + LAB_RP_SUM], rax
         call    .Lsend_reply
+        cmp     byte ptr [rip + lab_in_child], 0
+        jne     .Lchild_replied                 /* a batch child ends after its reply */
         add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
 
@@ -408,14 +413,11 @@ _start:
         syscall
         test    rax, rax
         jnz     .Lexit_seccomp
-        sub     rsp, 8                          /* 16-aligned at lab_batch's call */
-        call    lab_batch
-        add     rsp, 8
-        call    .Lchecksum
-        lea     rsi, [rip + lab_io_rep]
-        mov     [rsi + LAB_RP_SUM], rax
-        mov     qword ptr [rsi + LAB_RP_KIND], LAB_KIND_DONE
-        call    .Lsend_reply
+        /* The loop's own call of lab_batch, at the loop's depth (the child never returns to
+         * the loop): the driver's stack as a qemu-user guest and Unicorn have it.  Its handler
+         * check is skipped (an allow-list is installed); after the reply it ends here. */
+        lea     rsp, [rip + lab_stack_top]
+        jmp     .Lbatch_here
 .Lchild_replied:
         mov     edi, LAB_EXIT_REPLIED
         mov     eax, SYS_exit_group
@@ -788,6 +790,12 @@ lab_fault_handler:
         lea     r12, [rip + lab_io_rep]
         mov     rax, [rip + lab_arena + LAB_H_CURRENT]
         mov     [r12 + LAB_RP_CURRENT], rax
+        /* A handler of kernel code is reported by the entry that installed it, this one, even
+         * when it ends in a fault (else the next batch of this guest would carry the finding). */
+        call    .Lcheck_handlers
+        test    edi, edi
+        jnz     .Lfault_foreign_handler
+        mov     rax, [r12 + LAB_RP_CURRENT]
         call    .Lsum_upto
         call    .Lchecksum                      /* the call table is never protected */
         mov     [r12 + LAB_RP_SUM], rax
@@ -807,6 +815,7 @@ lab_fault_handler:
         add     ecx, 1
         cmp     ecx, LAB_RP_NREGS
         jb      2b
+.Lfault_send:
         call    .Lsend_reply
         cmp     byte ptr [rip + lab_in_child], 0
         jne     .Lchild_replied                 /* the parent resumes the request loop */
@@ -818,6 +827,15 @@ lab_fault_handler:
         and     qword ptr [r15 + UC_EFL], ~0x400    /* DF clear, as the loop expects */
         mov     rsp, rbx
         ret
+/* edi = the signal whose handler is not ours, rsi = that handler: a KIND_HANDLER reply (as
+ * after lab_batch; the checksum covers the whole call table) in place of the fault's. */
+.Lfault_foreign_handler:
+        mov     [r12 + LAB_RP_SIGNO], rdi
+        mov     [r12 + LAB_RP_SI_ADDR], rsi
+        mov     qword ptr [r12 + LAB_RP_KIND], LAB_KIND_HANDLER
+        call    .Lchecksum
+        mov     [r12 + LAB_RP_SUM], rax
+        jmp     .Lfault_send
         .size   lab_fault_handler, . - lab_fault_handler
 
 /* SA_RESTORER: rt_sigreturn, where the fault handler returns to. */

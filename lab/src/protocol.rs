@@ -84,7 +84,9 @@ pub mod header {
     /// Number of protection-table entries.
     pub const PROT_COUNT: Word = w("prot_count", 7, Host, "number of protection-table entries");
     /// Nonzero id of the protection table, which the qemu/native host gives every table it
-    /// sends to a guest (0: the guest keeps no id and applies the whole table every time).
+    /// sends to a guest (0: the guest keeps no id and applies the whole table every time). The
+    /// Unicorn backend writes the same words (and delta entries), which its engine does not
+    /// read, so that a kernel reads the same header there.
     pub const PROT_ID: Word = w("prot_id", 8, Host, "id of the protection table (qemu/native; 0 = none)");
     /// Id of the table the delta entries turn into this one; the delta applies only when that
     /// table is in force, else the whole table is applied.
@@ -252,10 +254,12 @@ pub mod token {
     pub const KIND_DONE: u64 = 0;
     /// Reply kind: the fault handler ran; the process exits next.
     pub const KIND_FAULT: u64 = 1;
-    /// Reply kind: `lab_batch` returned, but the driver found a handler of one of
-    /// [`SIGNALS`](super::SIGNALS) that is not its own (`rt_sigaction(sig, NULL, &old)` after the
-    /// batch, qemu-user, where the host cannot see the guest's handlers): [`SIGNO`] is the
-    /// signal, [`SI_ADDR`] the handler. Kernel code installed it.
+    /// Reply kind: `lab_batch` returned or the fault handler ran, and the driver found a
+    /// handler of one of [`SIGNALS`](super::SIGNALS) that is not its own
+    /// (`rt_sigaction(sig, NULL, &old)`, qemu-user, where the host cannot see the guest's
+    /// handlers): [`SIGNO`] is the signal, [`SI_ADDR`] the handler, [`CURRENT`] the call in
+    /// flight when a fault sent it. Kernel code installed it; the checksum covers the whole
+    /// requested range.
     pub const KIND_HANDLER: u64 = 2;
 }
 

@@ -6,7 +6,7 @@
 pub mod exec_trace;
 pub mod fault;
 pub mod icount;
-mod process;
+pub(crate) mod process;
 mod recycled;
 mod unicorn;
 
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 pub use fault::{Access, Fault, FaultKind};
 pub use process::{confine, ProcessBackend};
-pub use unicorn::{zbb, UnicornBackend, EXIT_ADDRESS as UNICORN_EXIT_ADDRESS};
+pub use unicorn::{zbb, UnicornBackend};
 
 use crate::batch::Batch;
 use crate::image::Image;

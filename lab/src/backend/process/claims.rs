@@ -4,6 +4,7 @@
 //! reply path, to end a batch early or to claim calls ran that did not. The driver's replies
 //! follow from its records, so the host checks that they do:
 //!
+//! - a `handler` reply: nothing (it fails every call of its batch whatever it claims);
 //! - a `done` reply: every call the entry was sent (`start..ncalls`) returned (`status` 1),
 //!   and the header's `done` is `ncalls`;
 //! - a fault reply (but the host's own poke, which may land anywhere): the call it names is one
@@ -79,7 +80,10 @@ pub(super) fn check(
         Ok(())
     };
     match reply[token::KIND] {
-        token::KIND_DONE | token::KIND_HANDLER => {
+        // A handler reply fails its whole batch whatever the records say (Backend::verify):
+        // nothing to hold it to. The fault handler sends one too, with calls left unrun.
+        token::KIND_HANDLER => Ok(()),
+        token::KIND_DONE => {
             let claim = format!("the reply said calls {start}..{ncalls} all ran (done)");
             returned(ncalls, &claim)?;
             let done = word(header::DONE.offset());
@@ -143,6 +147,14 @@ mod tests {
         resumed[(TABLE + ENTRY) / 8 + entry::STATUS.index] = 0; // call 1 faulted in an earlier entry
         assert_eq!(run(&resumed, reply(token::KIND_DONE, 0, 0), 2, 4), Ok(()));
         assert_eq!(run(&arena(4, 0), reply(token::KIND_FAULT, POKE, 9), 0, 4), Ok(()), "the host's poke");
+    }
+
+    /// A handler reply fails its batch whatever it claims: the fault handler sends one with
+    /// the calls after the faulting one unrun, and that is no forgery.
+    #[test]
+    fn a_handler_reply_is_held_to_nothing() {
+        assert_eq!(run(&arena(4, 2), reply(token::KIND_HANDLER, 11, 2), 0, 4), Ok(()));
+        assert!(run(&arena(4, 2), reply(token::KIND_DONE, 11, 2), 0, 4).is_err(), "the same records, done: forged");
     }
 
     #[test]

@@ -229,8 +229,8 @@ impl ProcessBackend {
                 let (sig, handler) = (reply[token::SIGNO], reply[token::SI_ADDR]);
                 let name = protocol::SIGNALS.iter().find(|s| s.1 == sig).map_or("a signal", |s| s.0);
                 self.foreign_handler.get_or_insert(format!(
-                    "the driver found a handler it did not install for {name} ({sig}) at {handler:#x} after the \
-                     batch: a handler installed by kernel code"
+                    "the driver found a handler it did not install for {name} ({sig}) at {handler:#x} when the \
+                     entry ended: a handler installed by kernel code"
                 ));
                 None
             }
@@ -308,33 +308,15 @@ impl ProcessBackend {
         self.sent = super::claims::Sent { start: call, ncalls: call + 1, table };
     }
 
-    /// Writes the protection words of the header for sending `payload` to the guest: its
-    /// table's id, and the delta entries from the table last sent with that table's id as
-    /// their base when they take no more `mprotect` calls than the whole table and fit the room
-    /// the layout left (`delta_table` up to the call table); else base 0, the whole table.
+    /// Writes the protection words of the header for sending `payload` to the guest
+    /// ([`prot_delta::stamp_header`]) into the shared arena.
     pub(super) fn stamp(&mut self, payload: &[u8]) {
-        let word = |w: protocol::Word| header_word(payload, w);
-        let lo = self.arena.addr;
-        let (delta_at, table) = (word(header::DELTA_TABLE), word(header::TABLE));
-        // Room up to the call table, inside the arena (any other payload gets the whole table).
-        let room = if delta_at >= lo && table > delta_at && table - lo <= self.arena.size {
-            ((table - delta_at) / (protocol::PROT_ENTRY_WORDS as u64 * 8)) as usize
-        } else {
-            0
-        };
-        let entries = crate::batch::protection_entries(payload, lo);
+        use super::prot_delta::stamp_header;
+        let arena = (self.arena.addr, self.arena.size);
         let (guest, out) = &mut self.in_force;
-        let stamp = guest.stamp(entries, (lo, lo + self.arena.size), (delta_at, room), out);
-        let Some(shared) = self.shared.as_mut() else { return };
-        let entry = protocol::PROT_ENTRY_WORDS * 8;
-        for (i, p) in stamp.delta.iter().enumerate() {
-            for (k, v) in [p.addr, p.len, p.prot].into_iter().enumerate() {
-                shared.write_at((delta_at - lo) as usize + i * entry + k * 8, &v.to_le_bytes());
-            }
-        }
-        let count = stamp.delta.len() as u64;
-        for (w, v) in [(header::PROT_ID, stamp.id), (header::PROT_BASE, stamp.base), (header::DELTA_COUNT, count)] {
-            shared.write_at(w.offset(), &v.to_le_bytes());
+        match self.shared.as_mut() {
+            Some(shared) => stamp_header(guest, out, payload, arena, |at, v| shared.write_at(at, &v.to_le_bytes())),
+            None => stamp_header(guest, out, payload, arena, |_, _| {}),
         }
     }
 

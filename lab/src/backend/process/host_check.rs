@@ -5,7 +5,7 @@
 //! - every read-only buffer still holds the bytes the host laid (a kernel that lifted its
 //!   input's protection and wrote it);
 //! - the bytes beside every paged buffer, inside its own pages, are still the zeros the host
-//!   laid, and a window of [`GUARD_WINDOW`] bytes of the guard page on each side still holds
+//!   laid, and the guard page on each side ([`GUARD_WINDOW`] bytes) still holds
 //!   the host's poison ([`poison`]) (a kernel that lifted a guard and wrote past its buffer);
 //! - the guest's mappings of the arena (`PROCMAP_QUERY` on its `/proc/<pid>/maps`, vma_query.rs)
 //!   are the protection table in force, page for page, and the kernels' data is read-only (a
@@ -29,11 +29,12 @@ use std::os::unix::fs::FileExt;
 use super::*;
 use crate::batch::{Protection, PAGE};
 
-/// Bytes of each guard page next to a paged buffer that carry the host's poison: a kernel
-/// that writes past (or before) its buffer with the guard lifted writes here first. Kept small
-/// so the check stays proportional to what was laid (two windows per buffer).
-pub(super) const GUARD_WINDOW: usize = 256;
-const _: () = assert!(GUARD_WINDOW <= 256, "poison_at slices one period of the pattern");
+/// Bytes of each guard page next to a paged buffer that carry the host's poison: the whole
+/// page, so a kernel that writes past (or before) its buffer with the guard lifted is seen
+/// wherever in that page it writes. Two windows per buffer (one where neighbours share a
+/// guard), so the check stays proportional to what was laid; the stack guard's pages beyond
+/// the first are not poisoned (they can be megabytes).
+pub(super) const GUARD_WINDOW: usize = PAGE as usize;
 
 /// The poison byte at arena offset `at` of a guard window: never all one value, so a kernel
 /// that writes a constant (zeros, ones) past its buffer cannot match it by chance.
@@ -41,19 +42,20 @@ pub(super) const fn poison(at: usize) -> u8 {
     (at as u8).wrapping_mul(0x9d) ^ 0xa5
 }
 
-/// [`poison`] of offsets 0..2 * 256: it repeats every 256 bytes, so the poison of any window up
-/// to [`GUARD_WINDOW`] bytes is a slice of this, compared and copied at memcmp speed.
-const POISON: [u8; 512] = {
-    let mut t = [0u8; 512];
+/// [`poison`] of offsets 0..256 + [`GUARD_WINDOW`]: it repeats every 256 bytes, so the poison
+/// of any window up to [`GUARD_WINDOW`] bytes is a slice of this, compared and copied at memcmp
+/// speed.
+const POISON: [u8; 256 + GUARD_WINDOW] = {
+    let mut t = [0u8; 256 + GUARD_WINDOW];
     let mut i = 0;
-    while i < 512 {
+    while i < t.len() {
         t[i] = poison(i);
         i += 1;
     }
     t
 };
 
-/// The poison of arena offsets `[lo, lo + len)` (`len` at most 256).
+/// The poison of arena offsets `[lo, lo + len)` (`len` at most [`GUARD_WINDOW`]).
 fn poison_at(lo: usize, len: usize) -> &'static [u8] {
     &POISON[lo % 256..lo % 256 + len]
 }
@@ -108,6 +110,10 @@ impl Plan {
             regions.push(Region { lo: end, hi: end + GUARD_WINDOW, buf, expect: Expect::Poison });
         }
         regions.retain(|r| r.lo < r.hi);
+        // A guard page between two buffers is both one's window after and the other's before:
+        // poisoned and checked once.
+        let mut windows = std::collections::HashSet::new();
+        regions.retain(|r| r.expect != Expect::Poison || windows.insert(r.lo));
         Plan { key: (batch.payload.as_ptr() as usize, batch.payload.len()), regions }
     }
 
@@ -616,7 +622,12 @@ mod tests {
         let batch = b.layout(crate::image::Arena { addr: ARENA, size: 32 << 20, kernel_data: None }).expect("layout");
         let plan = Plan::of(&batch);
         let kinds = |e: Expect| plan.regions.iter().filter(|r| r.expect == e).count();
-        assert_eq!((kinds(Expect::Laid), kinds(Expect::Poison)), (1, 4));
+        // Four guard pages around two buffers, the one between them shared: three windows,
+        // each a whole page.
+        assert_eq!((kinds(Expect::Laid), kinds(Expect::Poison)), (1, 3));
+        for r in plan.regions.iter().filter(|r| r.expect == Expect::Poison) {
+            assert_eq!((r.lo % PAGE as usize, r.hi - r.lo), (0, PAGE as usize), "{r:?}");
+        }
         // input: flush at its page's end, so slack only before it; state: 8 bytes before it
         // and the rest of its page after it.
         assert_eq!(kinds(Expect::Zero), 3);

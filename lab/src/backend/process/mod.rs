@@ -46,7 +46,7 @@ pub mod confine;
 mod exchange;
 mod guest;
 mod host_check;
-mod prot_delta;
+pub(crate) mod prot_delta;
 mod recover;
 mod shared_arena;
 mod traced;

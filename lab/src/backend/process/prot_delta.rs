@@ -84,6 +84,46 @@ impl InForce {
     }
 }
 
+/// Stamps the protection words of the header for sending `payload` (a batch laid out for the
+/// arena `(addr, size)`) to a guest that was last sent what `in_force` holds: the table's id,
+/// and the delta entries from the table last sent with that table's id as their base when they
+/// take no more `mprotect` calls than the whole table and fit the room the layout left
+/// (`delta_table` up to the call table); else base 0, the whole table. Each word goes through
+/// `write(arena offset, value)`; `out` holds the delta entries' allocation. qemu-user and
+/// native guests apply them; Unicorn writes the same words so that a kernel reads the same
+/// header there (issue 28).
+pub(crate) fn stamp_header(
+    in_force: &mut InForce,
+    out: &mut Vec<Protection>,
+    payload: &[u8],
+    (lo, size): (u64, u64),
+    mut write: impl FnMut(usize, u64),
+) {
+    use crate::protocol::{header, Word};
+    let word = |w: Word| {
+        payload.get(w.offset()..w.offset() + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    };
+    let (delta_at, table) = (word(header::DELTA_TABLE), word(header::TABLE));
+    // Room up to the call table, inside the arena (any other payload gets the whole table).
+    let room = if delta_at >= lo && table > delta_at && table - lo <= size {
+        ((table - delta_at) / (PROT_ENTRY_WORDS as u64 * 8)) as usize
+    } else {
+        0
+    };
+    let entries = crate::batch::protection_entries(payload, lo);
+    let stamp = in_force.stamp(entries, (lo, lo + size), (delta_at, room), out);
+    let entry = PROT_ENTRY_WORDS * 8;
+    for (i, p) in stamp.delta.iter().enumerate() {
+        for (k, v) in [p.addr, p.len, p.prot].into_iter().enumerate() {
+            write((delta_at - lo) as usize + i * entry + k * 8, v);
+        }
+    }
+    let count = stamp.delta.len() as u64;
+    for (w, v) in [(header::PROT_ID, stamp.id), (header::PROT_BASE, stamp.base), (header::DELTA_COUNT, count)] {
+        write(w.offset(), v);
+    }
+}
+
 /// The `mprotect` calls a driver makes to apply `table` (sorted) whole: one to make the arena
 /// readable and writable, one per span of adjacent read-only and guard entries holding a
 /// read-only one, one per run of adjacent entries of another equal `prot` (kernels/README.md).

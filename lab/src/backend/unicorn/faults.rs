@@ -67,7 +67,7 @@ impl UnicornBackend {
     }
 
     /// A run that reached the exit before the driver completed every call: the kernel jumped to
-    /// [`EXIT_ADDRESS`] itself instead of returning, so the call in flight did not return and
+    /// `lab_batch_return` itself instead of returning, so the call in flight did not return and
     /// the calls after it did not run.
     pub(super) fn left_early(&self, pc: u64) -> Result<Option<(FaultKind, u64, String)>, BackendError> {
         let (done, ncalls) = (self.header(protocol::header::DONE)?, self.header(protocol::header::NCALLS)?);

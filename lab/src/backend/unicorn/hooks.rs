@@ -64,13 +64,11 @@ impl UnicornBackend {
         uc.add_tlb_hook(1, 0, move |_, vaddr, ty| {
             let page = vaddr & !(uc_page - 1);
             let mut st = s.borrow_mut();
-            if page >= ALIAS_OFFSET && !(matches!(ty, MemType::FETCH) && (EXIT_PAGE..EXIT_PAGE + PAGE).contains(&page))
-            {
+            if page >= ALIAS_OFFSET {
                 // The engine's own pages above the image (the arena's MMIO alias, the patched
-                // code copies, the exit page) are no guest memory: the virtual TLB maps addresses
-                // one to one, so a kernel reached them at their physical addresses (and the
-                // arena through its alias, past guards and read-only rights), where qemu and
-                // native fault. Only the driver's return to the exit is fetched there.
+                // code copies) are no guest memory: the virtual TLB maps addresses one to one,
+                // so a kernel reached them at their physical addresses (and the arena through
+                // its alias, past guards and read-only rights), where qemu and native fault.
                 let access = match ty {
                     MemType::WRITE => Access::Write,
                     MemType::FETCH => Access::Fetch,

@@ -1,5 +1,6 @@
 //! The Unicorn backend: maps the image's segments into a Unicorn 2.1.5 engine, writes the batch
-//! into `lab_arena`, and runs `lab_batch` until it returns to an exit page of its own ([`EXIT_PAGE`]).
+//! into `lab_arena`, and runs `lab_batch` until it returns to `lab_batch_return`, where the
+//! driver's request loop has it return in a process (never run here).
 //!
 //! Facts it relies on (docs/DESIGN.md "Backend facts", measured): an illegal RISC-V instruction
 //! reaches the interrupt hook as `intno = 2` with `pc = fault + 4`; a timeout still returns
@@ -32,6 +33,7 @@ use std::rc::Rc;
 use unicorn_engine::{uc_error, HookType, MemType, Prot, TlbEntry, TlbType, Unicorn};
 
 use super::icount::{BlockIcounts, BlockProfile};
+use super::process::prot_delta::{stamp_header, InForce};
 use super::recycled::Recycler;
 use super::{Access, Backend, BackendError, BackendKind, Fault, FaultKind, Limits, RawRun};
 use crate::align::{self, SiteCheck};
@@ -63,23 +65,6 @@ const ALIAS_OFFSET: u64 = 1 << 36;
 /// Distance of the patched copies of code pages ([`zbb::ZbbPatches`]) from the pages: above the
 /// arena's alias, inside riscv64's 56-bit physical address width.
 const CODE_ALIAS_OFFSET: u64 = 2 << 36;
-
-/// A page of its own, mapped executable and never run, whose address `EXIT_OFFSET` bytes in is
-/// the return address of `lab_batch` and the address a run stops at. After every run Unicorn
-/// drops the translated code around the byte before that address (`resume_all_vcpus`, so that
-/// the exit can be translated again as code); at `lab_unicorn_halt` that byte ends the
-/// driver's epilogue, which was then translated again at every run (two blocks per run, ~10%
-/// of a fuzz run with many short runs). Above the arena's and the code's aliases, inside every
-/// target's virtual and physical address width (riscv64 Sv39: 39 bits).
-const EXIT_PAGE: u64 = 3 << 36;
-
-/// Where in [`EXIT_PAGE`] a run stops: the bytes before it are never translated.
-const EXIT_OFFSET: u64 = 64;
-
-/// The address a Unicorn run stops at (`lab_batch`'s return address). A kernel that jumps
-/// there itself ends the run before the driver finished the batch: the call in flight is then
-/// a protocol fault ([`UnicornBackend`] checks the header's `done` against `ncalls`).
-pub const EXIT_ADDRESS: u64 = EXIT_PAGE + EXIT_OFFSET;
 
 /// How far before a buffer's end an access may start and still reach past it: the largest
 /// access a memory hook is called with (QEMU 5's `MemOp` sizes, `MO_SIZE` = 3: 1 to 8 bytes;
@@ -135,6 +120,9 @@ pub struct UnicornBackend {
     proven: std::collections::BTreeMap<u64, Fault>,
     /// The kernel instructions a call stops at ([`stop_at_unsupported`](Self::stop_at_unsupported)).
     stops: Vec<crate::isa::UnicornStop>,
+    /// The protection table last stamped into the header, as a process guest would hold it,
+    /// and the delta entries' allocation ([`stamp`](Self::stamp)).
+    in_force: (InForce, Vec<Protection>),
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -167,7 +155,6 @@ impl UnicornBackend {
         for s in &image.segments {
             uc.mem_write(s.vaddr, &s.data).map_err(uc_err("load segment"))?;
         }
-        uc.mem_map(EXIT_PAGE, PAGE, Prot::READ | Prot::EXEC).map_err(uc_err("map exit page"))?;
         for &(reg, value, what) in spec.init {
             uc.reg_write(reg, value).map_err(uc_err(what))?;
         }
@@ -199,7 +186,11 @@ impl UnicornBackend {
             halt: {
                 // The driver's own halt word stays part of the image contract (kernels/README.md).
                 image.require("lab_unicorn_halt")?;
-                EXIT_ADDRESS
+                // Where the driver's request loop calls lab_batch returns to: the top word of the
+                // driver's stack is then what it is in a process (issue 28, a kernel must not
+                // tell Unicorn apart by it). The byte before it, which Unicorn drops from its
+                // translations after every run, is `_start`'s, never run here.
+                image.require("lab_batch_return")?.addr
             },
             stack_top: image.require("lab_stack_top")?.addr,
             limits,
@@ -212,6 +203,7 @@ impl UnicornBackend {
             profile_hook: None,
             proven: std::collections::BTreeMap::new(),
             stops: Vec::new(),
+            in_force: (InForce::default(), Vec::new()),
         })
     }
 
@@ -342,7 +334,7 @@ impl UnicornBackend {
         self.uc.mem_write(self.arena.addr + word.offset() as u64, &value.to_le_bytes()).map_err(uc_err("write header"))
     }
 
-    /// Sets the stack and the return address so that `lab_batch` returns to the exit ([`EXIT_PAGE`]).
+    /// Sets the stack and the return address so that `lab_batch` returns to `lab_batch_return`.
     fn set_entry_registers(&mut self) -> Result<(), BackendError> {
         let e = uc_err("registers");
         let sp = self.stack_top & !15;
@@ -414,6 +406,7 @@ impl Backend for UnicornBackend {
             }
         }
         self.data_pages = data;
+        self.stamp(payload);
         self.load_protections(payload);
         self.proven.clear();
         self.run_first(payload, batch.resp_len)
@@ -424,6 +417,7 @@ impl Backend for UnicornBackend {
             return Err(BackendError::Unicorn(format!("write batch: {} bytes do not fit lab_arena", payload.len())));
         }
         self.write_arena(payload)?;
+        self.stamp(payload);
         self.load_protections(payload);
         self.proven.clear();
         self.run_first(payload, resp_len)
@@ -435,6 +429,7 @@ impl Backend for UnicornBackend {
     /// header; [`Backend::response`] reads the rest when the batch stops.
     fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
         self.write_arena(&batch.resume_head(resp, start))?;
+        self.stamp(&batch.payload);
         let mut run = self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)?;
         self.apply_proven(&mut run);
         Ok(run)
@@ -469,6 +464,26 @@ impl UnicornBackend {
             dirty[..n].fill(Span::WHOLE);
         }
         Ok(())
+    }
+
+    /// Writes the header's protection words (`prot_id`, `prot_base`, `delta_count`) and the
+    /// delta entries for `payload` as the host stamps them for a qemu-user or native guest
+    /// ([`stamp_header`]; the engine applies the table itself and reads none of them): a kernel
+    /// reads the same header on every backend (issue 28).
+    fn stamp(&mut self, payload: &[u8]) {
+        let (in_force, out) = &mut self.in_force;
+        let (ram, ram_offset) = (&self.ram, self.ram_offset);
+        let mut st = self.state.borrow_mut();
+        let mut dirty = st.dirty.as_mut();
+        let arena = (self.arena.addr, self.arena.size);
+        stamp_header(in_force, out, payload, arena, |at, v| {
+            ram.write(ram_offset + at, &v.to_le_bytes());
+            let page = at / PAGE as usize;
+            if let Some(d) = dirty.as_mut().and_then(|d| d.get_mut(page)) {
+                let on = Span::on_page((page * PAGE as usize) as u64, at as u64, at as u64 + 8);
+                *d = d.union(on);
+            }
+        });
     }
 
     /// Drops the translations of code the guest fetched from the arena, before the lab writes
