@@ -66,7 +66,9 @@
  * eight take the scalar loop).  Measured as above, ns/B scalar / AVX2 / IFMA: 240 B 0.30 /
  * 0.37 / 0.36, 256 B 0.29 / 0.27 / 0.21, 336 B 0.30 / 0.29 / 0.27, 448 B 0.27 / 0.20 / 0.18,
  * 592 B 0.27 / 0.20 / 0.15, 1008 B 0.28 / 0.18 / 0.13: from 256 B IFMA is at least as fast as
- * AVX2 at every length (16-byte steps to 784 B), whatever it leaves to the scalar loop. */
+ * AVX2 at every length (16-byte steps to 784 B), whatever it leaves to the scalar loop.  So
+ * the IFMA build dispatches to IFMA or scalar only (one compare, as the AVX2 build): its AVX2
+ * path is assembled (the IFMA path uses its scalar macros) but never taken. */
 #define POLY_IFMA_MIN 256
 #endif
 
@@ -78,10 +80,11 @@ poly1305_processBlocks:
 #ifdef __AVX512IFMA__
         cmp     rsi, POLY_IFMA_MIN
         jge     .Lpoly_ifma                     /* signed: a negative length stays scalar */
-#endif
-#ifdef __AVX2__
+#elif defined(__AVX2__)
         cmp     rsi, POLY_AVX2_MIN
         jge     .Lpoly_avx2                     /* signed: a negative length stays scalar */
+#endif
+#ifdef __AVX2__
 .Lpoly_scalar:
 #endif
         cmp     rsi, 16
