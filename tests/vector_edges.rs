@@ -197,8 +197,8 @@ fn the_ifma_path_passes_every_vector_edge_and_a_fold_by_4_fails_the_largest() {
         "fold4",
         IFMA_FLAGS,
         "poly1305-ifma.inc",
-        "        vpandq      zmm0, zmm3, zmm26\n        vpaddq      zmm0, zmm0, zmm11\n",
-        "        vpandq      zmm0, zmm3, zmm26\n",
+        "        vpandq      \\H0, \\L0, zmm26\n        vpaddq      \\H0, \\H0, zmm25\n",
+        "        vpandq      \\H0, \\L0, zmm26\n",
     );
     // The largest-magnitude entries whose length the IFMA path takes (kernels/x86_64/poly1305.S:
     // POLY_IFMA_MIN, from 256 bytes): all of them (16, 17, 20, 31 and 64 blocks).
