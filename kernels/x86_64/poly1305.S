@@ -63,10 +63,11 @@
 
 #ifdef __AVX512IFMA__
 /* Shortest length (bytes) that takes the AVX-512 IFMA path (the 0..7 blocks after its groups of
- * eight take the scalar loop).  Measured as above, ns/B scalar / AVX2 / IFMA: 240 B 0.30 /
- * 0.37 / 0.36, 256 B 0.29 / 0.27 / 0.21, 336 B 0.30 / 0.29 / 0.27, 448 B 0.27 / 0.20 / 0.18,
- * 592 B 0.27 / 0.20 / 0.15, 1008 B 0.28 / 0.18 / 0.13: from 256 B IFMA is at least as fast as
- * AVX2 at every length (16-byte steps to 784 B), whatever it leaves to the scalar loop.  So
+ * eight take the scalar loop).  Measured as above (the two-chain IFMA loop), ns/B scalar /
+ * AVX2 / IFMA: 240 B 0.28 / 0.36 / 0.40, 256 B 0.26 / 0.27 / 0.23, 320 B 0.26 / 0.23 / 0.23,
+ * 336 B 0.25 / 0.24 / 0.23, 448 B 0.26 / 0.21 / 0.20, 592 B 0.26 / 0.19 / 0.14, 784 B 0.27 /
+ * 0.18 / 0.10: from 256 B IFMA is at least as fast as AVX2 at every length (16-byte steps to
+ * 784 B; equal at 320 B), whatever it leaves to the scalar loop.  So
  * the IFMA build dispatches to IFMA or scalar only (one compare, as the AVX2 build): its AVX2
  * path is assembled (the IFMA path uses its scalar macros) but never taken. */
 #define POLY_IFMA_MIN 256
