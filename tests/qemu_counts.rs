@@ -90,10 +90,11 @@ fn rows_unicorn_cannot_run_are_counted_under_qemu() {
 fn the_ifma_loop_is_counted_from_its_text_and_the_method_agrees_with_qemu_on_avx2() {
     let ifma = row("x86_64+avx512ifma");
     let (c, lp) = static_loop::find(&build(ifma), ifma, Kernel::Poly1305).unwrap();
-    // kernels/x86_64/poly1305-ifma.inc: 59 instructions per eight blocks, 18 of them IFMA.
-    assert_eq!((c.loop_instructions, c.blocks_per_iteration, c.extension.as_str()), (59, 8, "avx512ifma"), "{c:?}");
-    assert_eq!(c.per_block, 59.0 / 8.0);
-    assert_eq!(lp.insns.iter().filter(|i| i.mnemonic().starts_with("vpmadd52")).count(), 18);
+    // kernels/x86_64/poly1305-ifma.inc: 103 instructions per sixteen blocks (two chains of
+    // eight lanes), 36 of them IFMA.
+    assert_eq!((c.loop_instructions, c.blocks_per_iteration, c.extension.as_str()), (103, 16, "avx512ifma"), "{c:?}");
+    assert_eq!(c.per_block, 103.0 / 16.0);
+    assert_eq!(lp.insns.iter().filter(|i| i.mnemonic().starts_with("vpmadd52")).count(), 36);
     assert_eq!(c.counter, "counted statically from the loop text");
 
     let avx2 = row("x86_64+avx2");
@@ -191,7 +192,7 @@ fn native_timing_of_a_users_kernel_never_waits_on_a_count() {
     );
     assert!(native.iter().all(|r| r["ns_per_byte"].as_f64().unwrap() > 0.0), "{json}");
 
-    // AVX-512 IFMA from 640 bytes on: neither Unicorn nor qemu 7.2 runs it, native does.
+    // AVX-512 IFMA from 256 bytes on: neither Unicorn nor qemu 7.2 runs it, native does.
     if !std::arch::is_x86_feature_detected!("avx512ifma") {
         println!("skipped the AVX-512 half: this CPU has no AVX-512 IFMA");
         return;

@@ -52,24 +52,25 @@
 #define M26 0x3ffffff
 
 #ifdef __AVX2__
-/* Shortest length (bytes) that takes the AVX2 path: below it the vector set-up (three
- * scalar multiplies for r^2..r^4 and the limb tables) costs more than the blocks it saves.
- * Measured on this lab's host (AMD EPYC, Zen 4, 2.6 GHz; processBlocks alone, CPU time,
- * best of 15): 128 B scalar 0.33 ns/B, vector 0.34-0.36; 192 B scalar 0.32, vector 0.29-0.30;
- * 256 B scalar 0.31, vector 0.26.  The crossover lies between 8 and 12 blocks: 12. */
-#define POLY_AVX2_MIN 192
+/* Shortest length (bytes) that takes the AVX2 path: below it the vector set-up (three scalar
+ * multiplies for r^2..r^4, one vector multiply for r^5..r^8, the limb tables) costs more than
+ * the blocks it saves.  Measured on this lab's host (AMD EPYC, Zen 5, processBlocks alone, CPU
+ * time, median of 15, 2026-12-02), ns/B scalar / AVX2: 192 B 0.30 / 0.36, 240 B 0.30 / 0.37,
+ * 256 B 0.29 / 0.27, 272-304 B 0.29-0.30 / 0.30-0.31 (1..3 blocks left to the scalar loop),
+ * 320 B 0.30 / 0.27, 384 B 0.29 / 0.22.  The crossover lies between 15 and 16 blocks: 16. */
+#define POLY_AVX2_MIN 256
 #endif
 
 #ifdef __AVX512IFMA__
-/* Lengths that take the AVX-512 IFMA path: every length from POLY_IFMA_MIN bytes, and from
- * POLY_IFMA_SHORT those that leave fewer than 4 blocks after the groups of eight.  The
- * blocks after the last group of eight take the scalar loop, so below ~600 bytes a length
- * with 4..7 of them is faster on the AVX2 path.  Measured on this lab's host (Zen 4,
- * processBlocks alone, CPU time, best of 15, ns/B AVX2 / IFMA): 192 B 0.30 / 0.43,
- * 256 B 0.25 / 0.19, 320 B 0.23 / 0.29, 384 B 0.22 / 0.19, 448 B 0.21 / 0.23,
- * 576 B 0.19 / 0.19, 624 B 0.21 / 0.19, 752 B 0.20 / 0.18, 1008 B 0.19 / 0.15. */
-#define POLY_IFMA_MIN 640
-#define POLY_IFMA_SHORT 256
+/* Shortest length (bytes) that takes the AVX-512 IFMA path (the 0..7 blocks after its groups of
+ * eight take the scalar loop).  Measured as above (the two-chain IFMA loop), ns/B scalar /
+ * AVX2 / IFMA: 240 B 0.28 / 0.36 / 0.40, 256 B 0.26 / 0.27 / 0.23, 320 B 0.26 / 0.23 / 0.23,
+ * 336 B 0.25 / 0.24 / 0.23, 448 B 0.26 / 0.21 / 0.20, 592 B 0.26 / 0.19 / 0.14, 784 B 0.27 /
+ * 0.18 / 0.10: from 256 B IFMA is at least as fast as AVX2 at every length (16-byte steps to
+ * 784 B; equal at 320 B), whatever it leaves to the scalar loop.  So
+ * the IFMA build dispatches to IFMA or scalar only (one compare, as the AVX2 build): its AVX2
+ * path is assembled (the IFMA path uses its scalar macros) but never taken. */
+#define POLY_IFMA_MIN 256
 #endif
 
         .text
@@ -80,15 +81,11 @@ poly1305_processBlocks:
 #ifdef __AVX512IFMA__
         cmp     rsi, POLY_IFMA_MIN
         jge     .Lpoly_ifma                     /* signed: a negative length stays scalar */
-        cmp     rsi, POLY_IFMA_SHORT
-        jl      .Lpoly_no_ifma
-        test    esi, 64                         /* (length / 16) mod 8 >= 4: leaves 4..7 blocks */
-        jz      .Lpoly_ifma                     /* to the scalar loop, where AVX2 is faster */
-.Lpoly_no_ifma:
-#endif
-#ifdef __AVX2__
+#elif defined(__AVX2__)
         cmp     rsi, POLY_AVX2_MIN
         jge     .Lpoly_avx2                     /* signed: a negative length stays scalar */
+#endif
+#ifdef __AVX2__
 .Lpoly_scalar:
 #endif
         cmp     rsi, 16

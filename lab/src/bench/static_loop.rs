@@ -6,8 +6,8 @@
 //! whose instructions need the latest-declared extension of the variant (x86: iced-x86's CPUID
 //! features per instruction against each declared extension's features; IFMA's `vpmadd52luq`
 //! needs AVX512_IFMA), the innermost (fewest instructions) of those. Blocks per iteration: the
-//! loop's advance of the input pointer (the contract's first argument, `add rdi, 128` on
-//! x86_64) over the kernel's block size. Per block = the loop's instructions, head to
+//! loop's advance of the input pointer (the contract's first argument, `add rdi, 256` in
+//! the x86_64 IFMA loop) over the kernel's block size. Per block = the loop's instructions, head to
 //! back-branch included, over that. A model of what a long call executes, not a count of it.
 
 use serde::{Deserialize, Serialize};
