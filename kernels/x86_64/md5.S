@@ -23,7 +23,7 @@
  *
  * Round 2 adds its two disjoint terms separately (see G_STEP): the chain from b is 2 shorter
  * there, for 2 more instructions per step.  `lab bench`, native, CPU time, 16 KiB digests on
- * an AMD EPYC (Zen 4): 1.39 ns/B before (0.98x OpenSSL 3.0.19's md5-x86_64), 1.25-1.28 after
+ * an AMD EPYC (Zen 5, CPU family 26): 1.39 ns/B before (0.98x OpenSSL 3.0.19's md5-x86_64), 1.25-1.28 after
  * (1.06-1.08x); llvm-mca-19 cycles per block 388 -> 356 (znver3/4), 341 -> 293 (skylake).
  * Moving T[i] out of the lea as well (add imm32 before b is known: 64 more instructions)
  * lowers the znver prediction to 292 but measured the same natively, so it is not done.
