@@ -12,7 +12,7 @@
 #define LAB_H_DONE             0x0028  /* driver: number of calls completed (`ncalls` at a normal end) */
 #define LAB_H_PROT_TABLE       0x0030  /* host: absolute guest address of the protection table */
 #define LAB_H_PROT_COUNT       0x0038  /* host: number of protection-table entries */
-#define LAB_H_PROT_ID          0x0040  /* host: id of the protection table (qemu/native; 0 = none) */
+#define LAB_H_PROT_ID          0x0040  /* host: id of the protection table (0 = none; Unicorn stamps it as the host does) */
 #define LAB_H_PROT_BASE        0x0048  /* host: id of the table the delta turns into this one (0 = apply the whole table) */
 #define LAB_H_DELTA_TABLE      0x0050  /* host: absolute guest address of the delta entries */
 #define LAB_H_DELTA_COUNT      0x0058  /* host: number of delta entries */

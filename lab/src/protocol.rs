@@ -87,7 +87,8 @@ pub mod header {
     /// sends to a guest (0: the guest keeps no id and applies the whole table every time). The
     /// Unicorn backend writes the same words (and delta entries), which its engine does not
     /// read, so that a kernel reads the same header there.
-    pub const PROT_ID: Word = w("prot_id", 8, Host, "id of the protection table (qemu/native; 0 = none)");
+    pub const PROT_ID: Word =
+        w("prot_id", 8, Host, "id of the protection table (0 = none; Unicorn stamps it as the host does)");
     /// Id of the table the delta entries turn into this one; the delta applies only when that
     /// table is in force, else the whole table is applied.
     pub const PROT_BASE: Word =
