@@ -263,8 +263,11 @@ struct McaJob<'a> {
     vector_length: Option<&'a str>,
 }
 
+/// The models to predict a loop on, each with its reading's label (`VLEN 256`), if any.
+type ModelReadings = Vec<(String, Option<String>)>;
+
 /// A steady-state loop and the models (each with its reading's label) to predict it on.
-type LoopToPredict = (&'static Variant, Kernel, steady::SteadyLoop, Vec<(String, Option<String>)>);
+type LoopToPredict = (&'static Variant, Kernel, steady::SteadyLoop, ModelReadings);
 
 /// The aligned count rows of `v` and `k` to predict, each with its models: the first row on
 /// every model, or, for rows counted at several vector lengths, each row on the models read at
@@ -274,7 +277,7 @@ fn rows_to_predict<'a>(
     v: &Variant,
     k: Kernel,
     models: &[String],
-) -> Vec<(&'a counts::CountRow, Vec<(String, Option<String>)>)> {
+) -> Vec<(&'a counts::CountRow, ModelReadings)> {
     let rows: Vec<&counts::CountRow> =
         report.counts.iter().filter(|r| r.variant == v.name && r.kernel == k.name() && r.misalign == 0).collect();
     let bits = |r: &counts::CountRow| r.vector_length.as_deref()?.rsplit(' ').next()?.parse::<u32>().ok();

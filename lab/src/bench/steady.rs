@@ -128,7 +128,7 @@ pub fn blocks_per_iteration(blocks: u64, runs: u64, runs_half: u64) -> Result<u3
     let extra = blocks - blocks / 2;
     let more = runs.saturating_sub(runs_half);
     match u32::try_from(extra / more.max(1)) {
-        Ok(k) if more > 0 && extra % more == 0 && (1..=MAX_BLOCKS_PER_ITERATION).contains(&k) => Ok(k),
+        Ok(k) if more > 0 && extra.is_multiple_of(more) && (1..=MAX_BLOCKS_PER_ITERATION).contains(&k) => Ok(k),
         _ => Err(format!(
             "the most executed code ran {runs} times in a {blocks}-block call and {runs_half} times in a {}-block \
              call: not a loop of 1 to {MAX_BLOCKS_PER_ITERATION} blocks per iteration",

@@ -62,7 +62,7 @@ impl OutputArgs {
     /// Err carries the exit status ([`ExitCode::Error`]) after printing why.
     pub(crate) fn start(&self, command: &str) -> Result<(), ExitCode> {
         let stale = self.output.iter().chain(self.also_report.iter().map(|a| &a.path));
-        let removed = stale.map(|p| reporters::remove_stale(p)).collect::<Result<(), _>>();
+        let removed = stale.into_iter().try_for_each(|p| reporters::remove_stale(p));
         let installed = kernel_lab::interrupt::install().map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"));
         removed.map_err(|e| e.to_string()).and(installed).map_err(|e| {
             eprintln!("lab {command}: {e}");

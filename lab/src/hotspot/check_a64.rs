@@ -71,7 +71,7 @@ fn pc_use(w: u32) -> PcUse {
 /// register.
 pub fn a64_stub(name: &str, start: u64, bytes: &[u8]) -> Result<Checked, CaptureError> {
     let refuse = |why: String| CaptureError::Refused { stub: name.to_string(), why };
-    if bytes.is_empty() || bytes.len() % 4 != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
         return Err(refuse(format!(
             "its {} bytes are not whole 4-byte A64 instructions: a truncated capture",
             bytes.len()

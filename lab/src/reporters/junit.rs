@@ -182,7 +182,7 @@ fn row_failure(r: &Row, replay: Option<&Replay>) -> TestCaseStatus {
         if c.findings.len() > FINDINGS_LISTED {
             body.push_str(&format!("  ... and {} more findings\n", c.findings.len() - FINDINGS_LISTED));
         }
-        if let Some(l) = line(Some(&c.name)) {
+        if let Some(l) = line(Some(c.name)) {
             body.push_str(&format!("  replay: {l}\n"));
         }
     }

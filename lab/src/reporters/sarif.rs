@@ -170,7 +170,7 @@ fn case_result(row: &Row, case: &CaseFailure, replay: &Replay, command: &str) ->
         let written = case.findings.iter().rev().find_map(|f| f.text.split_once("; replay: ")).map(|(_, l)| l);
         written.map_or_else(|| replay.fuzz_target(row.variant, row.backend, row.kernel), str::to_string)
     } else {
-        replay.narrowed_at(row.variant, row.backend, row.vector_length, row.kernel, Some(&row.set), Some(&case.name))
+        replay.narrowed_at(row.variant, row.backend, row.vector_length, row.kernel, Some(&row.set), Some(case.name))
     };
     let symbol = crate::contract::contracts(row.family, row.kernel).next().map(|c| c.symbol);
     Pending {

@@ -148,11 +148,12 @@ impl UnicornBackend {
                 // uc.c `_timeout_fn`).
                 let batch_blocks = budget.saturating_mul(64);
                 st.batch_blocks += 1;
-                if st.batch_blocks.is_multiple_of(DEADLINE_STRIDE) && st.seen.hang.is_none() {
-                    if st.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                        st.seen.hang = Some(addr);
-                        let _ = uc.emu_stop();
-                    }
+                if st.batch_blocks.is_multiple_of(DEADLINE_STRIDE)
+                    && st.seen.hang.is_none()
+                    && st.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+                {
+                    st.seen.hang = Some(addr);
+                    let _ = uc.emu_stop();
                 }
                 if st.batch_blocks > batch_blocks && st.seen.budget.is_none() {
                     st.seen.budget = Some(addr);
