@@ -1,10 +1,13 @@
 //! vectors/poly1305/vector-edges.json bites on the x86_64 vector paths: kernels/x86_64/poly1305.S
 //! (with its vector paths, poly1305-avx2.inc and poly1305-ifma.inc) assembled at x86-64-v3 (`__AVX2__`) passes every entry on qemu (and natively on an AVX2
-//! host), while two mutations of its vector code fail the entries aimed at them: a final store
+//! host), while mutations of its vector code fail the entries aimed at them: a final store
 //! that masks limb 4 to 26 bits fails exactly the entries whose stored limb 4 is 2^26, and a
 //! lazy reduction without its last carry (limb 0 up to 2^35.4, truncated by vpmuludq's 32-bit
-//! inputs) fails every largest-magnitude entry. Entries below the crossover take the scalar
-//! loop and pass under both mutations. Assembled with AVX-512 IFMA (`__AVX512IFMA__`), the
+//! inputs) fails every largest-magnitude entry; a 26-bit mask after the lazy reduction's last
+//! 0->1 (or 3->4) carry fails exactly the entries whose model has limb 1 (or 4) reach 2^26 after
+//! a lazy reduction (aimed at each chain's last one); a lazy fold of 2^130 as 4 fails every
+//! r = 1 entry whose lanes fold. Entries below the crossover take the scalar loop and pass under
+//! every mutation. Assembled with AVX-512 IFMA (`__AVX512IFMA__`), the
 //! same file passes natively on a host with IFMA (qemu 7.2 has no AVX-512), and a carry pass
 //! that folds 2^130 as 4 instead of 5 fails every largest-magnitude entry the IFMA path takes.
 
@@ -205,4 +208,73 @@ fn the_ifma_path_passes_every_vector_edge_and_a_fold_by_4_fails_the_largest() {
     assert!(largest.is_subset(&failed), "{:?}", largest.difference(&failed).collect::<Vec<_>>());
     let scalar = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("the scalar loop alone")));
     assert!(scalar.is_disjoint(&failed), "{failed:#?}");
+}
+
+/// POLY_VCARRY2's last 0->1 and 3->4 carries (kernels/x86_64/poly1305-avx2.inc), each with a
+/// 26-bit mask planted after it (the bug of code that takes a lazily reduced limb for < 2^26):
+/// the limb it leaves, and the phrase the generator writes into the comment of every entry
+/// whose model has that limb reach 2^26 after some lazy reduction.
+const LAST_CARRIES: [(&str, &str, &str); 2] = [
+    (
+        "        vpaddq      ymm1, ymm1, ymm10                   /* d0 -> d1 */\n",
+        "        vpand       ymm1, ymm1, ymm15\n",
+        "limb 1 reaches 2^26 after a lazy reduction",
+    ),
+    (
+        "        vpaddq      ymm4, ymm4, ymm10                   /* d3 -> d4 */\n",
+        "        vpand       ymm4, ymm4, ymm15\n",
+        "limb 4 reaches 2^26 after a lazy reduction",
+    ),
+];
+
+#[test]
+fn a_mask_after_either_last_lazy_carry_fails_exactly_the_entries_aimed_at_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (i, (carry, mask, phrase)) in LAST_CARRIES.iter().enumerate() {
+        let masked = assemble(
+            dir.path(),
+            &format!("mask{i}"),
+            AVX2_FLAGS,
+            "poly1305-avx2.inc",
+            carry,
+            &format!("{carry}{mask}"),
+        );
+        let want = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains(phrase)));
+        // Twelve entries aimed at chain A's or chain B's last lazy reduction, four r = 1 entries
+        // whose first lazy reduction leaves limbs 1 and 4 at 2^26; no other entry gets there.
+        assert_eq!(want.len(), 16, "{phrase}: {want:#?}");
+        assert!(want.iter().any(|n| n.contains("chain A's last")) && want.iter().any(|n| n.contains("chain B's last")));
+        for b in backends() {
+            assert_eq!(run(&masked, ISA, b), (369 - 3 * 16, want.clone()), "{phrase} on {b}");
+        }
+    }
+}
+
+#[test]
+fn a_lazy_fold_by_4_fails_every_r_1_entry_whose_lanes_fold() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // POLY_VCARRY2's 4->0 carry adds c and 4c (times 5, 2^130 = 5 mod p); without the first add
+    // it folds 2^130 as 4.
+    let fold4 = assemble(
+        dir.path(),
+        "vfold4",
+        AVX2_FLAGS,
+        "poly1305-avx2.inc",
+        "        vpaddq      ymm5, ymm5, ymm11\n        vpsllq      ymm11, ymm11, 2\n",
+        "        vpsllq      ymm11, ymm11, 2\n",
+    );
+    // r = 1: the eight-lane sums (every lane folds once in its last lazy reduction, 18 entries)
+    // and the lane left as (3, 2^26, 0, 0, 2^26) after a fold (4 entries).
+    let folding = entries(|v| {
+        v["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("r = 1, eight-lane sum") || n.contains("leaves its first lazy carry"))
+    });
+    assert_eq!(folding.len(), 22, "{folding:#?}");
+    let scalar = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains("the scalar loop alone")));
+    for b in backends() {
+        let (_, failed) = run(&fold4, ISA, b);
+        assert!(folding.is_subset(&failed), "{b}: {:?}", folding.difference(&failed).collect::<Vec<_>>());
+        assert!(scalar.is_disjoint(&failed), "{b}: {failed:#?}");
+    }
 }

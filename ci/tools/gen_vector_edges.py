@@ -15,8 +15,9 @@ columns before its lazy reduction; at the end A's lanes times (r^8, r^6, r^7, r^
     r^1..r^8 have the largest limbs (the eight lanes' products are summed before the last
     carry chain: the "limb overflow in the partial reduction of the last multiply" that broke
     shipped AVX2 code);
-  * lazy-reduction edges, per chain: messages whose limbs after chain A's (or B's) lazy carry
-    sit furthest above 2^26 (a carry across a 2^26 boundary the next multiply must absorb),
+  * lazy-reduction edges, per chain: the last group of chain A (or B) chosen so that its last
+    lazy carries leave limbs 1 and 4 above 2^26 (a carry across a 2^26 boundary the next
+    multiply must absorb),
     r = 1 messages whose first lazy reduction leaves limbs 1 and 4 at 2^26, and the largest eight-lane
     sum and product columns of a random pool;
   * r = 1 sums at the final combine: 24 blocks whose eight lanes each fold once in their last
@@ -88,6 +89,9 @@ def vector_model(acc, r, msg):
     the result is acc's Horner value mod p."""
     f4, f8 = avx2_tables(r)
     groups = len(msg) // 64
+    # limbs 1 and 4 after any lazy reduction (the r^5..r^8 table's too): the last 0->1 and
+    # 3->4 carries of POLY_VCARRY2 are what can leave them at or above 2^26
+    top14 = [max(t[1] for t in f8), max(t[4] for t in f8)]
 
     def grp(g):
         return [block_limbs(msg[64 * g + 16 * k:64 * g + 16 * k + 16]) for k in LANES]
@@ -101,14 +105,20 @@ def vector_model(acc, r, msg):
         for c in "ab":
             h = chains[c]
             st["max_h"] = max(st["max_h"], *(x for lane in h for x in lane))
-            ds = [[x + y for x, y in zip(vmul(lane, f8[0]), m)] for lane, m in zip(h, grp(nxt))]
+            prods = [vmul(lane, f8[0]) for lane in h]
+            st[f"last_{c}"] = (nxt, prods)
+            ds = [[x + y for x, y in zip(p, m)] for p, m in zip(prods, grp(nxt))]
             nxt += 1
             st["max_d"] = max(st["max_d"], *(x for d in ds for x in d))
             chains[c] = [lazy2(d) for d in ds]
+            top14 = [max(top14[0], *(lane[1] for lane in chains[c])), max(top14[1], *(lane[4] for lane in chains[c]))]
+            for k in (1, 4):
+                st[f"max_limb{k}_{c}"] = max(st.get(f"max_limb{k}_{c}", 0), *(lane[k] for lane in chains[c]))
             st[f"max_lazy_{c}"] = max(st[f"max_lazy_{c}"], *(x for lane in chains[c] for x in lane))
             if c == acc_chain:
                 st.setdefault("acc_lane_first", list(chains[c][0]))
     assert nxt == groups
+    st["limb1"], st["limb4"] = top14
     for c in "ab":
         st["max_h"] = max(st["max_h"], *(x for lane in chains[c] for x in lane))
     ds = [vmul(h, t) for h, t in zip(chains["a"], f8)] + [vmul(h, t) for h, t in zip(chains["b"], f4)]
@@ -222,6 +232,10 @@ def entry(name, what, acc, r, msg, lengths=None, rng_note="", scheme="avx2"):
                  f"largest product column {log2(st['max_d'])}, largest limb after a lazy reduction: chain A "
                  f"{lazy_note(st['max_lazy_a'])}, chain B {lazy_note(st['max_lazy_b'])}; "
                  f"eight-lane sum column {log2(st['max_sum'])}, eight-lane sum S = {describe(s)}, stored limb 4 = {out[4]:#x}")
+        # tests/vector_edges.rs picks these two phrases (a mask after either carry fails exactly these entries)
+        for k in (1, 4):
+            if st[f"limb{k}"] >= 1 << 26:
+                note += f"; limb {k} reaches 2^26 after a lazy reduction (2^26 {st[f'limb{k}'] - (1 << 26):+d})"
     e["comment"] = note + rng_note
     e["acc"] = list(acc)
     e["r_hex"] = r.to_bytes(16, "little").hex()
@@ -326,12 +340,36 @@ def magnitude_entries(rng):
     return v
 
 
+def aim_last_carries(acc, r, msg, chain):
+    """msg with the group that `chain` ("a" or "b") adds in its last lazy reduction rewritten so
+    that, in every lane, columns 0, 1 and 3 end at 2^26 - 1 after their first carries (so the
+    last 0->1 carry lands its 5 * c4 fold on a full limb 1, and the 2->3 carry on a full limb
+    3), column 2 takes its largest message limb, and column 4 ends at 2^26 - 1 where the
+    message's 24 free bits of limb 4 reach it: limbs 1 and 4 leave at their largest."""
+    msg = bytearray(msg)
+    g, prods = vector_model(acc, r, bytes(msg[:len(msg) // 64 * 64]))[0][f"last_{chain}"]
+    for lane, d in enumerate(prods):
+        m0 = (M26 - d[0]) % (1 << 26)
+        m1 = (M26 - d[1] - ((d[0] + m0) >> 26)) % (1 << 26)
+        m2 = M26
+        m3 = (M26 - d[3]) % (1 << 26)
+        m4 = (M26 - d[4] - (1 << 24) - ((d[3] + m3) >> 26)) % (1 << 26)
+        m4 = m4 if m4 < 1 << 24 else (1 << 24) - 1
+        off = 64 * g + 16 * LANES[lane]
+        msg[off:off + 16] = (m0 | m1 << 26 | m2 << 52 | m3 << 78 | m4 << 104).to_bytes(16, "little")
+    return bytes(msg)
+
+
 def lazy_entries(rng):
-    """Edge-weighted messages: hill-climbed (one block changed at a time, the last group's too:
-    it enters chain B's last lazy reduction) towards the largest limb a lazy reduction leaves
-    in chain A and, separately, in chain B; r = 1 messages whose first lazy reduction leaves
-    limbs 1 and 4 at 2^26; and picked from a random pool, the largest eight-lane sum column and
-    product column."""
+    """Lazy-reduction edges of each chain: for chain A and chain B, the group the chain adds in
+    its last lazy reduction chosen (aim_last_carries) so that its last 0->1 and 3->4 carries
+    leave limbs 1 and 4 at or above 2^26 (hill-climbing random blocks, as for the single-chain
+    loop, no longer gets there: with POLY_VCARRY2's order limb 1 passes 2^26 only when a
+    carry of some 2^4..2^6 lands on a limb within that much of 2^26, about 2^-21 per lane and
+    step; the aimed entries reach 2^26 + 8 .. + 21); r = 1 messages whose first lazy
+    reduction leaves limbs 1 and 4 at 2^26; and picked from a random pool, the largest
+    eight-lane sum column and product column. tests/vector_edges.rs plants a 26-bit mask
+    after either carry: exactly the entries whose comment says that limb reaches 2^26 fail."""
     edge = [b"\xff" * 16, b"\x00" * 16, b"\xfb" + b"\xff" * 15, b"\x01" + b"\x00" * 15]
 
     def block():
@@ -343,22 +381,18 @@ def lazy_entries(rng):
     for rn, r in starts:
         for blocks in (16, 20):
             for chain in "ab":
-                key = f"max_lazy_{chain}"
                 acc = limbs(rng.getrandbits(130))
-                msg = [block() for _ in range(blocks)]
-                best = vector_model(acc, r, b"".join(msg))[0][key]
-                for _ in range(300):
-                    i = rng.randrange(blocks)
-                    old, msg[i] = msg[i], block()
-                    got = vector_model(acc, r, b"".join(msg))[0][key]
-                    if got >= best:
-                        best = got
-                    else:
-                        msg[i] = old
-                v.append(entry(f"lazy reduction: chain {chain.upper()}'s limb {best - (1 << 26):+d} from 2^26 after a lazy carry, "
+                for _ in range(200):
+                    msg = aim_last_carries(acc, r, b"".join(block() for _ in range(blocks)), chain)
+                    st = vector_model(acc, r, msg)[0]
+                    if st["limb4"] >= 1 << 26:
+                        break
+                l1, l4 = (st[f"max_limb{k}_{chain}"] - (1 << 26) for k in (1, 4))
+                v.append(entry(f"lazy reduction: chain {chain.upper()}'s last lazy carry leaves limb 1 at 2^26 {l1:+d}, limb 4 at 2^26 {l4:+d}, "
                                f"{rn}, {blocks} blocks",
-                               f"aims at the carries of chain {chain.upper()}'s lazy reduction (POLY_VCARRY2): blocks hill-climbed "
-                               "towards the largest limb it leaves for the next multiply", acc, r, b"".join(msg)))
+                               f"aims at the last 0->1 and 3->4 carries of chain {chain.upper()}'s lazy reduction (POLY_VCARRY2): its last "
+                               "group's blocks chosen so that every lane's limbs 1 and 4 end at their largest (header bounds 2^26 + 2^8.34 "
+                               "and 2^26 + 2^6.1)", acc, r, msg))
     # r = 1 (the products are the sums): acc, block 0 and block 8 (lane 0's block of group 2,
     # which the chain holding acc adds into its first lazy reduction, G odd or even): lane 0's
     # columns [2^27 - 2, 2^26 - 1, 2^26, 2^26 - 1, 2^27 - 1] go through POLY_VCARRY2's order
@@ -378,7 +412,7 @@ def lazy_entries(rng):
         st = vector_model(acc, 1, msg[:len(msg) // 64 * 64])[0]
         assert st["acc_lane_first"] == [3, 1 << 26, 0, 0, 1 << 26], st
         chain = "A" if total // 4 % 2 == 0 else "B"
-        v.append(entry(f"lazy reduction: r = 1, acc's lane (chain {chain}) leaves its first lazy carry as limbs [3, 2^26, 0, 0, 2^26], "
+        v.append(entry(f"lazy reduction: r = 1, acc's lane (chain {chain}) leaves its first lazy carry as limbs (3, 2^26, 0, 0, 2^26), "
                        f"{total} blocks", f"aims at the last 0->1 and 3->4 carries of chain {chain}'s first lazy reduction: "
                        "each stops at 2^26 (limbs 1 and 4), after a fold of 2^130 into limb 0", acc, 1, msg))
     pool = []
