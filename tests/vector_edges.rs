@@ -9,7 +9,9 @@
 //! r = 1 entry whose lanes fold. Entries below the crossover take the scalar loop and pass under
 //! every mutation. Assembled with AVX-512 IFMA (`__AVX512IFMA__`), the
 //! same file passes natively on a host with IFMA (qemu 7.2 has no AVX-512), and a carry pass
-//! that folds 2^130 as 4 instead of 5 fails every largest-magnitude entry the IFMA path takes.
+//! that folds 2^130 as 4 instead of 5 fails every largest-magnitude entry the IFMA path takes,
+//! and a mask after any of its three parallel carries fails exactly the entries whose IFMA model
+//! has that limb reach its width (aimed at each chain's last carry pass).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -123,8 +125,8 @@ fn the_avx2_path_passes_every_vector_edge() {
     let dir = tempfile::tempdir().expect("temp dir");
     let clean = assemble(dir.path(), "avx2", AVX2_FLAGS, "", "", "");
     for b in backends() {
-        // 123 entries, each a guarded case, its misaligned twin and an offset case.
-        assert_eq!(run(&clean, ISA, b), (369, BTreeSet::new()), "{b}");
+        // 131 entries, each a guarded case, its misaligned twin and an offset case.
+        assert_eq!(run(&clean, ISA, b), (393, BTreeSet::new()), "{b}");
     }
 }
 
@@ -144,7 +146,7 @@ fn a_store_that_masks_limb_4_fails_exactly_the_entries_that_store_2_26() {
     // the NEON entries whose lanes, as the two AVX2 chains sum them, store 2^26 there.
     assert_eq!(want.len(), 12, "{want:#?}");
     for b in backends() {
-        assert_eq!(run(&masked, ISA, b), (369 - 36, want.clone()), "{b}");
+        assert_eq!(run(&masked, ISA, b), (393 - 36, want.clone()), "{b}");
     }
 }
 
@@ -184,11 +186,11 @@ fn the_ifma_path_passes_every_vector_edge_and_a_fold_by_4_fails_the_largest() {
     if !ifma_host() {
         // Nothing can run it here: the lab must say so rather than pass it.
         let row = run_row(&clean, IFMA_ISA, "native");
-        assert_eq!((row["passed"].as_u64(), row["skipped"].as_u64()), (Some(0), Some(369)), "{row}");
+        assert_eq!((row["passed"].as_u64(), row["skipped"].as_u64()), (Some(0), Some(393)), "{row}");
         assert!(row["skip_reason"].as_str().is_some_and(|w| w.contains("avx512")), "{row}");
         return;
     }
-    assert_eq!(run(&clean, IFMA_ISA, "native"), (369, BTreeSet::new()));
+    assert_eq!(run(&clean, IFMA_ISA, "native"), (393, BTreeSet::new()));
     let fold4 = assemble(
         dir.path(),
         "fold4",
@@ -245,7 +247,7 @@ fn a_mask_after_either_last_lazy_carry_fails_exactly_the_entries_aimed_at_it() {
         assert_eq!(want.len(), 16, "{phrase}: {want:#?}");
         assert!(want.iter().any(|n| n.contains("chain A's last")) && want.iter().any(|n| n.contains("chain B's last")));
         for b in backends() {
-            assert_eq!(run(&masked, ISA, b), (369 - 3 * 16, want.clone()), "{phrase} on {b}");
+            assert_eq!(run(&masked, ISA, b), (393 - 3 * 16, want.clone()), "{phrase} on {b}");
         }
     }
 }
@@ -276,5 +278,57 @@ fn a_lazy_fold_by_4_fails_every_r_1_entry_whose_lanes_fold() {
         let (_, failed) = run(&fold4, ISA, b);
         assert!(folding.is_subset(&failed), "{b}: {:?}", folding.difference(&failed).collect::<Vec<_>>());
         assert!(scalar.is_disjoint(&failed), "{b}: {failed:#?}");
+    }
+}
+
+/// POLY_CARRY8's three parallel carries (kernels/x86_64/poly1305-ifma.inc), each followed by a
+/// planted mask to its limb's width, and the phrase the generator writes into the comment of
+/// every entry whose IFMA model has that limb reach its width after a carry pass, and how many
+/// entries say so: the eight aimed at chain A's or chain B's last carry pass, and for h0 and h2
+/// the r = 1 entry of 24 blocks whose lanes the IFMA path also carries to the limit.
+const IFMA_CARRIES: [(&str, &str, &str, usize); 3] = [
+    (
+        "        vpaddq      \\H0, \\H0, zmm25                     /* h0 = t0 & M44 + 5 (t2 >> 42) */\n",
+        "        vpandq      \\H0, \\H0, zmm26\n",
+        "h0 reaches 2^44 after a carry pass",
+        9,
+    ),
+    (
+        "        vpaddq      \\H1, \\H1, zmm9                      /* h1 = t1 & M44 + (t0 >> 44) */\n",
+        "        vpandq      \\H1, \\H1, zmm26\n",
+        "h1 reaches 2^44 after a carry pass",
+        8,
+    ),
+    (
+        "        vpaddq      \\H2, \\H2, zmm24                     /* h2 = t2 & M42 + (t1 >> 44) */\n",
+        "        vpandq      \\H2, \\H2, zmm27\n",
+        "h2 reaches 2^42 after a carry pass",
+        9,
+    ),
+];
+
+#[test]
+fn an_ifma_mask_after_any_carry_fails_exactly_the_entries_aimed_at_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (i, (carry, mask, phrase, count)) in IFMA_CARRIES.iter().enumerate() {
+        let masked = assemble(
+            dir.path(),
+            &format!("imask{i}"),
+            IFMA_FLAGS,
+            "poly1305-ifma.inc",
+            carry,
+            &format!("{carry}{mask}"),
+        );
+        if !ifma_host() {
+            // Nothing can run it here: the lab must say so rather than pass it.
+            let row = run_row(&masked, IFMA_ISA, "native");
+            assert_eq!((row["passed"].as_u64(), row["skipped"].as_u64()), (Some(0), Some(393)), "{row}");
+            continue;
+        }
+        let want = entries(|v| v["comment"].as_str().is_some_and(|c| c.contains(phrase)));
+        assert_eq!(want.len(), *count, "{phrase}: {want:#?}");
+        assert!(want.iter().any(|n| n.contains("chain A's last")) && want.iter().any(|n| n.contains("chain B's last")));
+        let (passed, failed) = run(&masked, IFMA_ISA, "native");
+        assert_eq!((passed, &failed), (393 - 3 * want.len() as u64, &want), "{phrase}");
     }
 }

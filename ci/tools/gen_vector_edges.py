@@ -26,8 +26,11 @@ columns before its lazy reduction; at the end A's lanes times (r^8, r^6, r^7, r^
     (limb 4 = 2^27 - 1), alone and handed to the scalar loop for a 25th block (at 16 blocks the
     two-chain sum cannot come below 7 * 2^129: r1_sum_entries).
 
-The IFMA path (radix 2^44) has no model here: its entries are the length rules above, and the
-AVX2-aimed entries (largest magnitudes, r = 1) run through it too (tests/vector_edges.rs).
+  * the IFMA path's carry passes (ifma_model: radix 2^44, two chains of eight lanes by r^16,
+    vpmadd52's low and high halves, POLY_CARRY8's three parallel carries): for chain A and
+    chain B, its last group chosen so that each carry lands on a full limb (h0, h1 at or
+    above 2^44, h2 at or above 2^42); every entry of 256 bytes or more says what the IFMA
+    model makes of it too.
 
 Every expected value (expect_acc) comes from Python integers, RFC 8439 §2.5.1, not from the
 model; the model of the kernel's arithmetic (vector_model) only chooses the inputs and says in
@@ -139,6 +142,160 @@ def vector_model(acc, r, msg):
     return st, limbs_value(col), out
 
 
+M44, M42 = (1 << 44) - 1, (1 << 42) - 1
+IFMA_LANES = (0, 4, 1, 5, 2, 6, 3, 7)  # block of a group of eight each lane holds
+IFMA_F8 = (8, 4, 7, 3, 6, 2, 5, 1)  # chain B's last-group powers per lane; chain A's are these + 8
+
+
+def split44(v):
+    """An integer (below 2^131) as the IFMA path's limbs: 44, 44 and the rest."""
+    return [v & M44, (v >> 44) & M44, v >> 88]
+
+
+def ifma_block(b):
+    """A 16-byte block as 44-bit limbs with the 2^128 bit (POLY_MSG8)."""
+    x = int.from_bytes(b, "little")
+    return [x & M44, (x >> 44) & M44, (x >> 88) | (1 << 40)]
+
+
+def ifma_columns(h, t, low):
+    """POLY_MUL8 and POLY_COLUMNS8 on one lane: t = (r0, r1, r2), s_j = 20 r_j; the low halves
+    start at `low` (the message, or 0). Asserts vpmadd52's 52-bit operands and 64-bit sums."""
+    r0, r1, r2 = t
+    s1, s2 = 20 * r1, 20 * r2
+    terms = [[(h[2], s1), (h[1], s2), (h[0], r0)], [(h[2], s2), (h[1], r0), (h[0], r1)], [(h[2], r0), (h[1], r1), (h[0], r2)]]
+    lo, hi = list(low), [0, 0, 0]
+    for k in range(3):
+        for a, b in terms[k]:
+            assert a < 1 << 52 and b < 1 << 52
+            lo[k] += (a * b) & ((1 << 52) - 1)
+            hi[k] += (a * b) >> 52
+    t = [lo[0] + (hi[2] << 12) + (hi[2] << 10), lo[1] + (hi[0] << 8), lo[2] + (hi[1] << 8)]
+    assert all(x < 1 << 64 for x in t)
+    return t
+
+
+def ifma_carry(t):
+    """POLY_CARRY8: the three carries in parallel, 0->1, 1->2, 2->0 times 5."""
+    return [(t[0] & M44) + 5 * (t[2] >> 42), (t[1] & M44) + (t[0] >> 44), (t[2] & M42) + (t[1] >> 44)]
+
+
+def ifma_model(acc, r, msg):
+    """The IFMA path (kernels/x86_64/poly1305-ifma.inc) on one call of len(msg) >= IFMA_MIN
+    bytes, a multiple of 128: (stats, result limbs). Two chains of eight lanes, A and B, take
+    the groups of eight in turns, each h <- carry(h * r^16 + its next group) (the message is
+    the low halves' start); G even: A starts at acc + group 0, B at group 1; G odd: A at 0, B
+    at acc + group 0. At the end A's lanes times r^16, r^12, r^15, r^11, r^14, r^10, r^13, r^9,
+    B's times r^8, r^4, r^7, r^3, r^6, r^2, r^5, r^1, sixteen lanes summed, two carry passes.
+    Asserts the result is acc's Horner value mod p."""
+    pw = powers8(r)
+    f8 = [split44(pw[k - 1]) for k in IFMA_F8]
+    f16 = [ifma_carry(ifma_columns(t, f8[0], [0, 0, 0])) for t in f8]
+    groups = len(msg) // 128
+
+    def grp(g):
+        return [ifma_block(msg[128 * g + 16 * k:128 * g + 16 * k + 16]) for k in IFMA_LANES]
+    st = {}
+    top = [0, 0, 0]
+    for t in f16:
+        top = [max(a, b) for a, b in zip(top, t)]
+    first = [[a + b for a, b in zip(h, m)] for h, m in zip([split44(limbs_value(acc))] + [[0] * 3] * 7, grp(0))]
+    if groups % 2 == 0:
+        chains, nxt = {"a": first, "b": grp(1)}, 2
+    else:
+        chains, nxt = {"a": [[0] * 3] * 8, "b": first}, 1
+    for _ in range((groups + 1) // 2 - 1):
+        for c in "ab":
+            cols = [ifma_columns(h, f16[0], [0, 0, 0]) for h in chains[c]]
+            st[f"last_{c}"] = (nxt, cols)
+            chains[c] = [ifma_carry([x + y for x, y in zip(col, m)]) for col, m in zip(cols, grp(nxt))]
+            nxt += 1
+            for k in range(3):
+                st[f"h{k}_{c}"] = max(st.get(f"h{k}_{c}", 0), *(h[k] for h in chains[c]))
+            top = [max(top[k], *(h[k] for h in chains[c])) for k in range(3)]
+    assert nxt == groups
+    st["top"] = top
+    ts = [ifma_columns(h, t, [0, 0, 0]) for h, t in zip(chains["a"], f16)] + \
+        [ifma_columns(h, t, [0, 0, 0]) for h, t in zip(chains["b"], f8)]
+    t = [sum(x[k] for x in ts) for k in range(3)]
+    assert all(x < 1 << 64 for x in t)
+    t[1] += t[0] >> 44
+    t[0] &= M44
+    t[2] += t[1] >> 44
+    t[1] &= M44
+    t[0] += 5 * (t[2] >> 42)
+    t[2] &= M42
+    t[1] += t[0] >> 44
+    t[0] &= M44
+    t[2] += t[1] >> 44
+    t[1] &= M44
+    v = t[0] + (t[1] << 44) + (t[2] << 88)
+    out = limbs(v)
+    assert out[4] <= 1 << 26 and v % P == poly_exact(acc, r, msg) % P
+    return st, out
+
+
+def powers8(r):
+    """r, r^2, .. r^8 as the scalar multiply computes them (partially reduced)."""
+    out = [r]
+    for _ in range(7):
+        out.append(mulr_scalar(out[-1], r))
+    return out
+
+
+def ifma_note(acc, r, msg):
+    """The IFMA model's words for an entry (tests/vector_edges.rs picks "hK reaches 2^44")."""
+    st, out = ifma_model(acc, r, msg[:len(msg) // 128 * 128])
+    widths = (44, 44, 42)
+    note = (f". IFMA model (two chains of eight lanes by r^16): largest limbs after a carry pass h0, h1, h2 = "
+            + ", ".join(f"2^{w} {x - (1 << w):+d}" for x, w in zip(st["top"], widths)))
+    for k, w in enumerate(widths):
+        if st["top"][k] >= 1 << w:
+            note += f"; h{k} reaches 2^{w} after a carry pass"
+    return note
+
+
+def aim_ifma_carries(acc, r, msg, chain):
+    """msg with the group `chain` adds in its last carry pass rewritten so that every lane's
+    columns end at t0 & M44 = t1 & M44 = M44 and (where limb 2's 40 free bits reach) t2 & M42
+    = M42: each of the three parallel carries lands on a full limb (h0, h1 at or above 2^44,
+    h2 at or above 2^42)."""
+    msg = bytearray(msg)
+    g, cols = ifma_model(acc, r, bytes(msg[:len(msg) // 128 * 128]))[0][f"last_{chain}"]
+    for lane, t in enumerate(cols):
+        m0 = (M44 - t[0]) % (1 << 44)
+        m1 = (M44 - t[1]) % (1 << 44)
+        m2 = (M42 - t[2] - (1 << 40)) % (1 << 42)
+        m2 = m2 if m2 < 1 << 40 else (1 << 40) - 1
+        off = 128 * g + 16 * IFMA_LANES[lane]
+        msg[off:off + 16] = (m0 | m1 << 44 | m2 << 88).to_bytes(16, "little")
+    return bytes(msg)
+
+
+def ifma_entries(rng):
+    """For chain A and chain B of the IFMA path: its last carry pass aimed (aim_ifma_carries),
+    at 32 blocks (G = 4: A at acc + group 0, B at group 1, one step each) and 40 (G = 5: A at
+    0, B at acc + group 0, two steps each: A's first multiplies 0, so its carries cannot be
+    aimed before its second), two r each."""
+    v = []
+    for rn, r in [("largest clamped r", CLAMP), ("random r", rng.getrandbits(128) & CLAMP)]:
+        for blocks in (32, 40):
+            for chain in "ab":
+                acc = limbs(rng.getrandbits(130))
+                for _ in range(200):
+                    msg = aim_ifma_carries(acc, r, rbytes(rng, 16 * blocks), chain)
+                    st = ifma_model(acc, r, msg)[0]
+                    if all(st[f"h{k}_{chain}"] >= 1 << w for k, w in enumerate((44, 44, 42))):
+                        break
+                d = [st[f"h{k}_{chain}"] - (1 << w) for k, w in enumerate((44, 44, 42))]
+                v.append(entry(f"IFMA carry pass: chain {chain.upper()}'s last leaves h0 at 2^44 {d[0]:+d}, h1 at 2^44 {d[1]:+d}, "
+                               f"h2 at 2^42 {d[2]:+d}, {rn}, {blocks} blocks",
+                               f"aims at the three parallel carries of chain {chain.upper()}'s last carry pass in the IFMA path "
+                               "(POLY_CARRY8): its last group's blocks chosen so that each carry lands on a full limb",
+                               acc, r, msg))
+    return v
+
+
 # The two other 4-blocks-per-group layouts (powers p[k] = r^(k+1)): per lane, the terms
 # (block of the group, power, whether H is added to that block). aarch64 NEON: two 64-bit
 # lanes, each (H + m_a) r^4 + m_b r^2; the last group (r^4, r^3 | r^2, r^1). riscv64 RVV:
@@ -236,6 +393,8 @@ def entry(name, what, acc, r, msg, lengths=None, rng_note="", scheme="avx2"):
         for k in (1, 4):
             if st[f"limb{k}"] >= 1 << 26:
                 note += f"; limb {k} reaches 2^26 after a lazy reduction (2^26 {st[f'limb{k}'] - (1 << 26):+d})"
+    if len(msg) >= IFMA_MIN and not lengths:
+        note += ifma_note(acc, r, msg)
     e["comment"] = note + rng_note
     e["acc"] = list(acc)
     e["r_hex"] = r.to_bytes(16, "little").hex()
@@ -780,6 +939,7 @@ def rvv_entries(rng):
 def main():
     rng = random.Random(29)
     v = crossover_entries(rng) + magnitude_entries(rng) + lazy_entries(rng) + r1_sum_entries(rng)
+    v += ifma_entries(random.Random(29292))  # after the AVX2 ones, which stay as they were
     rng = random.Random(2929)  # the NEON entries: the AVX2 ones above stay as they were
     v += path_crossover_entries(rng, "neon", NEON_MIN)
     v += path_lazy_entries(rng, "neon", NEON_MIN // 16 + 4)
@@ -791,7 +951,8 @@ def main():
           "limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers r^1..r^8 have the largest limbs); "
           "messages whose limbs after chain A's or chain B's lazy reduction sit furthest above 2^26; with r = 1 and every lane folding "
           "once, the eight-lane sum at the final combine at 2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 "
-          "(stored limb 4 = 2^26). The same kinds of entry for "
+          "(stored limb 4 = 2^26); for the IFMA path (two chains of eight lanes by r^16, radix 2^44), each chain's last carry pass "
+          "with its three parallel carries landing on full limbs. The same kinds of entry for "
           "the aarch64 NEON path (320-byte crossover, two lanes of (r^4 | r^2)) with a model of its arithmetic. Inputs chosen with a "
           "model of the kernel's arithmetic; expect_acc from Python integers", v)
     write("poly1305", "rvv-edges",
