@@ -1,20 +1,36 @@
 #!/usr/bin/env python3
-"""Generates vectors/poly1305/vector-edges.json: Poly1305 processBlocks cases aimed at a 4-lane
-radix-2^26 vector kernel (Goll & Gueron, "Vectorization of Poly1305 message authentication
-code", 2015), as kernels/x86_64/poly1305.S's AVX2 path computes it:
+"""Generates vectors/poly1305/vector-edges.json: Poly1305 processBlocks cases aimed at radix-2^26
+vector code (Goll & Gueron, "Vectorization of Poly1305 message authentication code", 2015), as
+kernels/x86_64/poly1305-avx2.inc computes it: two chains of four lanes, A and B, taking the
+groups of four blocks in turns, each stepping by r^8 with the next group added to the product
+columns before its lazy reduction; at the end A's lanes times (r^8, r^6, r^7, r^5), B's times
+(r^4, r^2, r^3, r^1), the eight lanes' columns summed and carried once in full (vector_model):
 
-  * lengths at the kernel's scalar/vector crossover (CROSSOVER bytes) and one block either
-    side, lengths that are not a multiple of 64 (the scalar loop finishes 1..3 blocks), tails;
-    and the AVX-512 IFMA path's length rules (groups of eight, 0..7 blocks left);
-  * the largest magnitudes the vector multiply sees: every acc limb at its bound, all-0xff
-    blocks, r whose powers r^2..r^4 have the largest limbs (the four lanes' products are summed
-    before the last carry chain: the "limb overflow in the partial reduction of the last
-    multiply" that broke shipped AVX2 code);
-  * lazy-reduction edges: messages whose lane limbs after a lazy carry sit furthest above 2^26
-    (a carry across a 2^26 boundary that the next multiply must absorb);
-  * r = 1 sums: the last group's four-lane sum before the final carry chain at 2p - 1,
-    2p, 2p + 1, 2^131 - 6 .. 2^131 - 1, 2^131 (results p, 2^130 - 1, 2^130, 2^130 + 4: limb 4
-    = 2^26 stored) and 2^131 - 2^104 (limb 4 = 2^27 - 1), alone and handed to the scalar loop for a 17th block.
+  * lengths at the crossover (CROSSOVER = 256 bytes, POLY_AVX2_MIN) and one block either side,
+    odd and even group counts (G even: A starts with acc; G odd: B does), lengths that are not
+    a multiple of 64 (the scalar loop finishes 1..3 blocks), tails, calls handed between the
+    paths; and the AVX-512 IFMA build's length rules (IFMA from 256 bytes, POLY_IFMA_MIN, else
+    scalar; groups of eight for two chains of eight lanes by r^16, 0..7 blocks left);
+  * the largest magnitudes: every acc limb at its bound, all-0xff blocks, r whose powers
+    r^1..r^8 have the largest limbs (the eight lanes' products are summed before the last
+    carry chain: the "limb overflow in the partial reduction of the last multiply" that broke
+    shipped AVX2 code);
+  * lazy-reduction edges, per chain: the last group of chain A (or B) chosen so that its last
+    lazy carries leave limbs 1 and 4 above 2^26 (a carry across a 2^26 boundary the next
+    multiply must absorb),
+    r = 1 messages whose first lazy reduction leaves limbs 1 and 4 at 2^26, and the largest eight-lane
+    sum and product columns of a random pool;
+  * r = 1 sums at the final combine: 24 blocks whose eight lanes each fold once in their last
+    lazy reduction, the eight-lane sum S at 2p - 1, 2p, 2p + 1, 2^131 - 6 .. 2^131 - 1, 2^131
+    (results p, 2^130 - 1, 2^130, 2^130 + 4: limb 4 = 2^26 stored, and 10) and 2^131 - 2^104
+    (limb 4 = 2^27 - 1), alone and handed to the scalar loop for a 25th block (at 16 blocks the
+    two-chain sum cannot come below 7 * 2^129: r1_sum_entries).
+
+  * the IFMA path's carry passes (ifma_model: radix 2^44, two chains of eight lanes by r^16,
+    vpmadd52's low and high halves, POLY_CARRY8's three parallel carries): for chain A and
+    chain B, its last group chosen so that each carry lands on a full limb (h0, h1 at or
+    above 2^44, h2 at or above 2^42); every entry of 256 bytes or more says what the IFMA
+    model makes of it too.
 
 Every expected value (expect_acc) comes from Python integers, RFC 8439 §2.5.1, not from the
 model; the model of the kernel's arithmetic (vector_model) only chooses the inputs and says in
@@ -28,10 +44,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gen_vectors import CLAMP, P, kernel_columns, limbs, limbs_value, poly_exact, write  # noqa: E402
 
 M26 = (1 << 26) - 1
-CROSSOVER = 192  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
+CROSSOVER = 256  # POLY_AVX2_MIN in kernels/x86_64/poly1305.S
 NEON_MIN = 320  # POLY_NEON_MIN in kernels/aarch64/poly1305.S
 RVV_MIN = 256  # POLY_RVV_MIN in kernels/riscv64/poly1305.S
-IFMA_SHORT, IFMA_MIN = 256, 640  # POLY_IFMA_SHORT, POLY_IFMA_MIN there
+IFMA_MIN = 256  # POLY_IFMA_MIN there (the IFMA build: IFMA from 256 bytes, else scalar)
 LANES = (0, 2, 1, 3)  # block of a group each lane holds (vpunpck{l,h}qdq order)
 
 
@@ -57,58 +73,227 @@ def vmul(h, t):
     return [sum(h[i] * (t[k - i] if i <= k else s[k - i + 5]) for i in range(5)) for k in range(5)]
 
 
-def lazy(d):
-    """The lazy reduction: one carry pass 0->1->2->3->4, 4->0 (x5), 0->1."""
-    d = list(d)
-    for k in range(4):
-        d[k + 1] += d[k] >> 26
-        d[k] &= M26
-    c = d[4] >> 26
-    d[4] &= M26
-    d[0] += 5 * c
-    d[1] += d[0] >> 26
-    d[0] &= M26
-    return d
-
-
 def block_limbs(b):
     lo, hi = int.from_bytes(b[:8], "little"), int.from_bytes(b[8:16], "little")
     return [lo & M26, (lo >> 26) & M26, ((lo >> 52) | (hi << 12)) & M26, (hi >> 14) & M26, (hi >> 40) | (1 << 24)]
 
 
 def vector_model(acc, r, msg):
-    """The AVX2 path on one call of len(msg) >= CROSSOVER bytes: (stats, S, result), S the
-    last group's lane sum as an integer (before the final carry chain), result the limbs it stores."""
-    pw = powers(r)
-    table = {0: limbs(pw[3]), 1: limbs(pw[1]), 2: limbs(pw[2]), 3: limbs(pw[0])}
+    """The AVX2 path (kernels/x86_64/poly1305-avx2.inc) on one call of len(msg) >= CROSSOVER
+    bytes, a multiple of 64: (stats, S, result), S the eight lanes' column sum at the final
+    combine as an integer (before the full carry chain), result the limbs it stores.
+
+    Two chains of four lanes, A and B, take the groups of four in turns, each h <- lazy2(h *
+    r^8 + its next group) (the message joins the product columns before the carry); with G
+    groups, G even: A starts at acc + group 0, B at group 1; G odd: A at 0, B at acc + group 0.
+    The chain holding acc takes group 2 into its first lazy reduction either way. At the end
+    A's lanes are multiplied by (r^8, r^6, r^7, r^5), B's by (r^4, r^2, r^3, r^1), and the
+    eight lanes' columns summed. Asserts vpmuludq's 32-bit inputs, 64-bit columns, and that
+    the result is acc's Horner value mod p."""
+    f4, f8 = avx2_tables(r)
     groups = len(msg) // 64
-    h = [list(acc)] + [[0] * 5 for _ in range(3)]
-    st = {"max_h": 0, "max_d": 0, "max_lazy": 0, "max_sum": 0}
-    for g in range(groups):
-        for lane, k in enumerate(LANES):
-            m = block_limbs(msg[64 * g + 16 * k:64 * g + 16 * k + 16])
-            h[lane] = [x + y for x, y in zip(h[lane], m)]
-            st["max_h"] = max(st["max_h"], *h[lane])
-        last = g == groups - 1
-        ds = [vmul(h[lane], table[lane] if last else table[0]) for lane in range(4)]
-        st["max_d"] = max(st["max_d"], *(x for d in ds for x in d))
-        if not last:
-            h = [lazy(d) for d in ds]
-            st["max_lazy"] = max(st["max_lazy"], *(x for lane in h for x in lane))
-            st.setdefault("lane0_first", list(h[0]))
+    # limbs 1 and 4 after any lazy reduction (the r^5..r^8 table's too): the last 0->1 and
+    # 3->4 carries of POLY_VCARRY2 are what can leave them at or above 2^26
+    top14 = [max(t[1] for t in f8), max(t[4] for t in f8)]
+
+    def grp(g):
+        return [block_limbs(msg[64 * g + 16 * k:64 * g + 16 * k + 16]) for k in LANES]
+    st = {"max_h": 0, "max_d": 0, "max_lazy_a": 0, "max_lazy_b": 0, "max_sum": 0}
+    first = [[a + b for a, b in zip(h, m)] for h, m in zip([list(acc)] + [[0] * 5] * 3, grp(0))]
+    if groups % 2 == 0:
+        chains, nxt, acc_chain = {"a": first, "b": grp(1)}, 2, "a"
+    else:
+        chains, nxt, acc_chain = {"a": [[0] * 5] * 4, "b": first}, 1, "b"
+    for _ in range((groups + 1) // 2 - 1):
+        for c in "ab":
+            h = chains[c]
+            st["max_h"] = max(st["max_h"], *(x for lane in h for x in lane))
+            prods = [vmul(lane, f8[0]) for lane in h]
+            st[f"last_{c}"] = (nxt, prods)
+            ds = [[x + y for x, y in zip(p, m)] for p, m in zip(prods, grp(nxt))]
+            nxt += 1
+            st["max_d"] = max(st["max_d"], *(x for d in ds for x in d))
+            chains[c] = [lazy2(d) for d in ds]
+            top14 = [max(top14[0], *(lane[1] for lane in chains[c])), max(top14[1], *(lane[4] for lane in chains[c]))]
+            for k in (1, 4):
+                st[f"max_limb{k}_{c}"] = max(st.get(f"max_limb{k}_{c}", 0), *(lane[k] for lane in chains[c]))
+            st[f"max_lazy_{c}"] = max(st[f"max_lazy_{c}"], *(x for lane in chains[c] for x in lane))
+            if c == acc_chain:
+                st.setdefault("acc_lane_first", list(chains[c][0]))
+    assert nxt == groups
+    st["limb1"], st["limb4"] = top14
+    for c in "ab":
+        st["max_h"] = max(st["max_h"], *(x for lane in chains[c] for x in lane))
+    ds = [vmul(h, t) for h, t in zip(chains["a"], f8)] + [vmul(h, t) for h, t in zip(chains["b"], f4)]
+    st["max_d"] = max(st["max_d"], *(x for d in ds for x in d))
     col = [sum(d[k] for d in ds) for k in range(5)]
     assert all(x < 1 << 64 for x in col)
     st["max_sum"] = max(col)
     out = list(col)
-    for _ in range(2):
+    for i in range(2):
         for k in range(4):
             out[k + 1] += out[k] >> 26
             out[k] &= M26
-        if _ == 0:
+        if i == 0:
             out[0] += 5 * (out[4] >> 26)
             out[4] &= M26
     assert all(x <= M26 for x in out[:4]) and out[4] < 1 << 27
+    assert limbs_value(out) % P == poly_exact(acc, r, msg) % P
     return st, limbs_value(col), out
+
+
+M44, M42 = (1 << 44) - 1, (1 << 42) - 1
+IFMA_LANES = (0, 4, 1, 5, 2, 6, 3, 7)  # block of a group of eight each lane holds
+IFMA_F8 = (8, 4, 7, 3, 6, 2, 5, 1)  # chain B's last-group powers per lane; chain A's are these + 8
+
+
+def split44(v):
+    """An integer (below 2^131) as the IFMA path's limbs: 44, 44 and the rest."""
+    return [v & M44, (v >> 44) & M44, v >> 88]
+
+
+def ifma_block(b):
+    """A 16-byte block as 44-bit limbs with the 2^128 bit (POLY_MSG8)."""
+    x = int.from_bytes(b, "little")
+    return [x & M44, (x >> 44) & M44, (x >> 88) | (1 << 40)]
+
+
+def ifma_columns(h, t, low):
+    """POLY_MUL8 and POLY_COLUMNS8 on one lane: t = (r0, r1, r2), s_j = 20 r_j; the low halves
+    start at `low` (the message, or 0). Asserts vpmadd52's 52-bit operands and 64-bit sums."""
+    r0, r1, r2 = t
+    s1, s2 = 20 * r1, 20 * r2
+    terms = [[(h[2], s1), (h[1], s2), (h[0], r0)], [(h[2], s2), (h[1], r0), (h[0], r1)], [(h[2], r0), (h[1], r1), (h[0], r2)]]
+    lo, hi = list(low), [0, 0, 0]
+    for k in range(3):
+        for a, b in terms[k]:
+            assert a < 1 << 52 and b < 1 << 52
+            lo[k] += (a * b) & ((1 << 52) - 1)
+            hi[k] += (a * b) >> 52
+    t = [lo[0] + (hi[2] << 12) + (hi[2] << 10), lo[1] + (hi[0] << 8), lo[2] + (hi[1] << 8)]
+    assert all(x < 1 << 64 for x in t)
+    return t
+
+
+def ifma_carry(t):
+    """POLY_CARRY8: the three carries in parallel, 0->1, 1->2, 2->0 times 5."""
+    return [(t[0] & M44) + 5 * (t[2] >> 42), (t[1] & M44) + (t[0] >> 44), (t[2] & M42) + (t[1] >> 44)]
+
+
+def ifma_model(acc, r, msg):
+    """The IFMA path (kernels/x86_64/poly1305-ifma.inc) on one call of len(msg) >= IFMA_MIN
+    bytes, a multiple of 128: (stats, result limbs). Two chains of eight lanes, A and B, take
+    the groups of eight in turns, each h <- carry(h * r^16 + its next group) (the message is
+    the low halves' start); G even: A starts at acc + group 0, B at group 1; G odd: A at 0, B
+    at acc + group 0. At the end A's lanes times r^16, r^12, r^15, r^11, r^14, r^10, r^13, r^9,
+    B's times r^8, r^4, r^7, r^3, r^6, r^2, r^5, r^1, sixteen lanes summed, two carry passes.
+    Asserts the result is acc's Horner value mod p."""
+    pw = powers8(r)
+    f8 = [split44(pw[k - 1]) for k in IFMA_F8]
+    f16 = [ifma_carry(ifma_columns(t, f8[0], [0, 0, 0])) for t in f8]
+    groups = len(msg) // 128
+
+    def grp(g):
+        return [ifma_block(msg[128 * g + 16 * k:128 * g + 16 * k + 16]) for k in IFMA_LANES]
+    st = {}
+    top = [0, 0, 0]
+    for t in f16:
+        top = [max(a, b) for a, b in zip(top, t)]
+    first = [[a + b for a, b in zip(h, m)] for h, m in zip([split44(limbs_value(acc))] + [[0] * 3] * 7, grp(0))]
+    if groups % 2 == 0:
+        chains, nxt = {"a": first, "b": grp(1)}, 2
+    else:
+        chains, nxt = {"a": [[0] * 3] * 8, "b": first}, 1
+    for _ in range((groups + 1) // 2 - 1):
+        for c in "ab":
+            cols = [ifma_columns(h, f16[0], [0, 0, 0]) for h in chains[c]]
+            st[f"last_{c}"] = (nxt, cols)
+            chains[c] = [ifma_carry([x + y for x, y in zip(col, m)]) for col, m in zip(cols, grp(nxt))]
+            nxt += 1
+            for k in range(3):
+                st[f"h{k}_{c}"] = max(st.get(f"h{k}_{c}", 0), *(h[k] for h in chains[c]))
+            top = [max(top[k], *(h[k] for h in chains[c])) for k in range(3)]
+    assert nxt == groups
+    st["top"] = top
+    ts = [ifma_columns(h, t, [0, 0, 0]) for h, t in zip(chains["a"], f16)] + \
+        [ifma_columns(h, t, [0, 0, 0]) for h, t in zip(chains["b"], f8)]
+    t = [sum(x[k] for x in ts) for k in range(3)]
+    assert all(x < 1 << 64 for x in t)
+    t[1] += t[0] >> 44
+    t[0] &= M44
+    t[2] += t[1] >> 44
+    t[1] &= M44
+    t[0] += 5 * (t[2] >> 42)
+    t[2] &= M42
+    t[1] += t[0] >> 44
+    t[0] &= M44
+    t[2] += t[1] >> 44
+    t[1] &= M44
+    v = t[0] + (t[1] << 44) + (t[2] << 88)
+    out = limbs(v)
+    assert out[4] <= 1 << 26 and v % P == poly_exact(acc, r, msg) % P
+    return st, out
+
+
+def powers8(r):
+    """r, r^2, .. r^8 as the scalar multiply computes them (partially reduced)."""
+    out = [r]
+    for _ in range(7):
+        out.append(mulr_scalar(out[-1], r))
+    return out
+
+
+def ifma_note(acc, r, msg):
+    """The IFMA model's words for an entry (tests/vector_edges.rs picks "hK reaches 2^44")."""
+    st, out = ifma_model(acc, r, msg[:len(msg) // 128 * 128])
+    widths = (44, 44, 42)
+    note = (f". IFMA model (two chains of eight lanes by r^16): largest limbs after a carry pass h0, h1, h2 = "
+            + ", ".join(f"2^{w} {x - (1 << w):+d}" for x, w in zip(st["top"], widths)))
+    for k, w in enumerate(widths):
+        if st["top"][k] >= 1 << w:
+            note += f"; h{k} reaches 2^{w} after a carry pass"
+    return note
+
+
+def aim_ifma_carries(acc, r, msg, chain):
+    """msg with the group `chain` adds in its last carry pass rewritten so that every lane's
+    columns end at t0 & M44 = t1 & M44 = M44 and (where limb 2's 40 free bits reach) t2 & M42
+    = M42: each of the three parallel carries lands on a full limb (h0, h1 at or above 2^44,
+    h2 at or above 2^42)."""
+    msg = bytearray(msg)
+    g, cols = ifma_model(acc, r, bytes(msg[:len(msg) // 128 * 128]))[0][f"last_{chain}"]
+    for lane, t in enumerate(cols):
+        m0 = (M44 - t[0]) % (1 << 44)
+        m1 = (M44 - t[1]) % (1 << 44)
+        m2 = (M42 - t[2] - (1 << 40)) % (1 << 42)
+        m2 = m2 if m2 < 1 << 40 else (1 << 40) - 1
+        off = 128 * g + 16 * IFMA_LANES[lane]
+        msg[off:off + 16] = (m0 | m1 << 44 | m2 << 88).to_bytes(16, "little")
+    return bytes(msg)
+
+
+def ifma_entries(rng):
+    """For chain A and chain B of the IFMA path: its last carry pass aimed (aim_ifma_carries),
+    at 32 blocks (G = 4: A at acc + group 0, B at group 1, one step each) and 40 (G = 5: A at
+    0, B at acc + group 0, two steps each: A's first multiplies 0, so its carries cannot be
+    aimed before its second), two r each."""
+    v = []
+    for rn, r in [("largest clamped r", CLAMP), ("random r", rng.getrandbits(128) & CLAMP)]:
+        for blocks in (32, 40):
+            for chain in "ab":
+                acc = limbs(rng.getrandbits(130))
+                for _ in range(200):
+                    msg = aim_ifma_carries(acc, r, rbytes(rng, 16 * blocks), chain)
+                    st = ifma_model(acc, r, msg)[0]
+                    if all(st[f"h{k}_{chain}"] >= 1 << w for k, w in enumerate((44, 44, 42))):
+                        break
+                d = [st[f"h{k}_{chain}"] - (1 << w) for k, w in enumerate((44, 44, 42))]
+                v.append(entry(f"IFMA carry pass: chain {chain.upper()}'s last leaves h0 at 2^44 {d[0]:+d}, h1 at 2^44 {d[1]:+d}, "
+                               f"h2 at 2^42 {d[2]:+d}, {rn}, {blocks} blocks",
+                               f"aims at the three parallel carries of chain {chain.upper()}'s last carry pass in the IFMA path "
+                               "(POLY_CARRY8): its last group's blocks chosen so that each carry lands on a full limb",
+                               acc, r, msg))
+    return v
 
 
 # The two other 4-blocks-per-group layouts (powers p[k] = r^(k+1)): per lane, the terms
@@ -200,9 +385,16 @@ def entry(name, what, acc, r, msg, lengths=None, rng_note="", scheme="avx2"):
                  f"last group's lane-sum column {log2(st['max_sum'])}, lane sum S = {describe(s)}, limb 4 stored: {out[4]:#x}")
     if len(msg) >= CROSSOVER and not lengths:
         st, s, out = vector_model(acc, r, msg[:len(msg) // 64 * 64])
-        note += (f". AVX2 model: largest h limb into a multiply {log2(st['max_h'])}, largest product column {log2(st['max_d'])}, "
-                 f"largest limb after a lazy reduction {log2(st['max_lazy'])} ({st['max_lazy'] - (1 << 26):+d} from 2^26), "
-                 f"last group's lane-sum column {log2(st['max_sum'])}, lane sum S = {describe(s)}, stored limb 4 = {out[4]:#x}")
+        note += (f". AVX2 model (two chains of four lanes by r^8): largest h limb into a multiply {log2(st['max_h'])}, "
+                 f"largest product column {log2(st['max_d'])}, largest limb after a lazy reduction: chain A "
+                 f"{lazy_note(st['max_lazy_a'])}, chain B {lazy_note(st['max_lazy_b'])}; "
+                 f"eight-lane sum column {log2(st['max_sum'])}, eight-lane sum S = {describe(s)}, stored limb 4 = {out[4]:#x}")
+        # tests/vector_edges.rs picks these two phrases (a mask after either carry fails exactly these entries)
+        for k in (1, 4):
+            if st[f"limb{k}"] >= 1 << 26:
+                note += f"; limb {k} reaches 2^26 after a lazy reduction (2^26 {st[f'limb{k}'] - (1 << 26):+d})"
+    if len(msg) >= IFMA_MIN and not lengths:
+        note += ifma_note(acc, r, msg)
     e["comment"] = note + rng_note
     e["acc"] = list(acc)
     e["r_hex"] = r.to_bytes(16, "little").hex()
@@ -211,6 +403,11 @@ def entry(name, what, acc, r, msg, lengths=None, rng_note="", scheme="avx2"):
         e["lengths"] = lengths
     e["expect_acc"] = format(poly_exact(acc, r, msg), "x")
     return e
+
+
+def lazy_note(x):
+    """A chain's largest limb after a lazy reduction ("none": the chain never reduces)."""
+    return f"{log2(x)} ({x - (1 << 26):+d} from 2^26)" if x else "none"
 
 
 def describe(x):
@@ -225,33 +422,66 @@ def rbytes(rng, n):
     return bytes(rng.getrandbits(8) for _ in range(n))
 
 
+def avx2_groups_note(n):
+    """What the AVX2 path does with a call of n >= CROSSOVER bytes."""
+    g, blocks, rest = n // 64, n // 16, n % 16
+    start = ("even: A starts at acc + group 0, B at group 1" if g % 2 == 0
+             else "odd: A starts at 0, B at acc + group 0")
+    return (f"{g} groups of four for the two AVX2 chains ({start}; each then takes {(g + 1) // 2 - 1} more by r^8, "
+            f"the last group is B's), then {blocks % 4} block(s) for the scalar loop and a {rest}-byte tail")
+
+
+def ifma_groups_note(n):
+    """What the IFMA build does with a call of n bytes (POLY_IFMA_MIN: IFMA from 256 bytes, else scalar)."""
+    g, blocks, rest = n // 128, n // 16, n % 16
+    if n < IFMA_MIN:
+        return f"below the IFMA path's {IFMA_MIN}-byte crossover: the scalar loop alone"
+    start = ("even: A starts at acc + group 0, B at group 1" if g % 2 == 0
+             else "odd: A starts at 0, B at acc + group 0")
+    return (f"{g} groups of eight for the two IFMA chains ({start}; each then takes {(g + 1) // 2 - 1} more by r^16), "
+            f"then {blocks % 8} block(s) for the scalar loop and a {rest}-byte tail")
+
+
 def crossover_entries(rng):
+    """Lengths at the AVX2 and IFMA crossovers (both 256 bytes) and one block either side, odd
+    and even group counts (which chain starts with acc), every count of blocks left to the
+    scalar loop, and calls handed between the paths."""
     v = []
     for n in [CROSSOVER - 16, CROSSOVER - 1, CROSSOVER, CROSSOVER + 1, CROSSOVER + 15, CROSSOVER + 16, CROSSOVER + 32,
               CROSSOVER + 48, CROSSOVER + 63, CROSSOVER + 64, 2 * CROSSOVER - 16, 2 * CROSSOVER + 16, 1024 + 48, 4096 + 32]:
         acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
         blocks, rest = divmod(n, 16)
         v.append(entry(f"crossover: {n} bytes ({blocks} blocks + {rest})",
-                       f"{n // 64} groups of four for the vector loop, then {blocks % 4} block(s) for the scalar loop and a {rest}-byte tail ignored"
-                       if n >= CROSSOVER else f"below the {CROSSOVER}-byte crossover: the scalar loop alone", acc, r, rbytes(rng, n)))
-    # The AVX-512 IFMA path (POLY_IFMA_SHORT = 256, POLY_IFMA_MIN = 640): groups of eight
-    # blocks, then 0..7 blocks for the scalar loop; 4..7 left below 640 bytes go to AVX2.
-    for n in [IFMA_SHORT - 16, IFMA_SHORT, IFMA_SHORT + 16, IFMA_SHORT + 48, IFMA_SHORT + 64, IFMA_SHORT + 127,
-              IFMA_MIN - 16, IFMA_MIN, IFMA_MIN + 16, IFMA_MIN + 112, IFMA_MIN + 127, 2048 + 112]:
+                       avx2_groups_note(n) if n >= CROSSOVER else f"below the {CROSSOVER}-byte crossover: the scalar loop alone",
+                       acc, r, rbytes(rng, n)))
+    # The AVX-512 IFMA build: groups of eight blocks from 256 bytes (two, so one per chain),
+    # odd and even group counts, 0..7 blocks left to the scalar loop.
+    for n in [IFMA_MIN - 16, IFMA_MIN, IFMA_MIN + 16, IFMA_MIN + 48, IFMA_MIN + 112, IFMA_MIN + 127, 384, 384 + 16,
+              512 - 1, 512, 640, 640 + 112, 1024 + 112, 2048 + 112]:
         acc, r = limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP
         blocks, rest = divmod(n, 16)
-        v.append(entry(f"IFMA lengths: {n} bytes ({blocks} blocks + {rest})",
-                       f"{blocks // 8} groups of eight for an 8-lane path, then {blocks % 8} block(s) and a {rest}-byte tail",
-                       acc, r, rbytes(rng, n)))
-    for lengths in ([CROSSOVER, 48, CROSSOVER + 16], [CROSSOVER - 16, CROSSOVER + 16, 16], [CROSSOVER + 48, CROSSOVER + 48]):
+        v.append(entry(f"IFMA lengths: {n} bytes ({blocks} blocks + {rest})", ifma_groups_note(n), acc, r, rbytes(rng, n)))
+    for lengths in ([CROSSOVER, 48, CROSSOVER + 16], [CROSSOVER - 16, CROSSOVER + 16, 16], [CROSSOVER + 48, CROSSOVER + 48],
+                    [CROSSOVER + 64, CROSSOVER + 128 + 8]):
         n = sum(lengths)
         v.append(entry(f"crossover: calls of {', '.join(map(str, lengths))} bytes", "each call's acc handed to the next between the vector and scalar paths",
                        limbs(rng.getrandbits(130)), rng.getrandbits(128) & CLAMP, rbytes(rng, n), lengths))
     return v
 
 
+def avx2_tables(r):
+    """The AVX2 path's multiplier limbs: F4 = (r^4, r^2, r^3, r^1) per lane (split from the
+    scalar multiply's radix-2^64 powers) and F8 = (r^8, r^6, r^7, r^5) = F4 * r^4, lazily
+    reduced (lazy2); r^4 and r^8 (lane 0) are broadcast for the loop."""
+    pw = powers(r)
+    f4 = [limbs(pw[3]), limbs(pw[1]), limbs(pw[2]), limbs(pw[0])]
+    return f4, [lazy2(vmul(t, f4[0])) for t in f4]
+
+
 def power_weight(r):
-    return sum(sum(limbs(p)) + 4 * sum(limbs(p)[1:]) for p in powers(r)[1:])
+    """How large r's power limbs are (s_j = 5 r_j weighs the limbs 1..4 again)."""
+    f4, f8 = avx2_tables(r)
+    return sum(sum(t) + 4 * sum(t[1:]) for t in f4[:3] + f8)
 
 
 def magnitude_entries(rng):
@@ -264,14 +494,41 @@ def magnitude_entries(rng):
                   ("r with top word 0x0ffffffc whose powers have the largest limbs (searched)", best2)]:
         for blocks in [16, 17, 20, 31, 64]:
             v.append(entry(f"largest magnitudes: acc limbs at their bounds, {rn}, {blocks} blocks of 0xff",
-                           "every h limb and product column at its largest", top, r, b"\xff" * (16 * blocks)))
+                           "aims at the largest magnitudes: every h limb and product column at its largest in both chains "
+                           "(r^8 in the loop, r^1..r^8 at the final combine) and in the eight-lane sum", top, r, b"\xff" * (16 * blocks)))
     return v
 
 
+def aim_last_carries(acc, r, msg, chain):
+    """msg with the group that `chain` ("a" or "b") adds in its last lazy reduction rewritten so
+    that, in every lane, columns 0, 1 and 3 end at 2^26 - 1 after their first carries (so the
+    last 0->1 carry lands its 5 * c4 fold on a full limb 1, and the 2->3 carry on a full limb
+    3), column 2 takes its largest message limb, and column 4 ends at 2^26 - 1 where the
+    message's 24 free bits of limb 4 reach it: limbs 1 and 4 leave at their largest."""
+    msg = bytearray(msg)
+    g, prods = vector_model(acc, r, bytes(msg[:len(msg) // 64 * 64]))[0][f"last_{chain}"]
+    for lane, d in enumerate(prods):
+        m0 = (M26 - d[0]) % (1 << 26)
+        m1 = (M26 - d[1] - ((d[0] + m0) >> 26)) % (1 << 26)
+        m2 = M26
+        m3 = (M26 - d[3]) % (1 << 26)
+        m4 = (M26 - d[4] - (1 << 24) - ((d[3] + m3) >> 26)) % (1 << 26)
+        m4 = m4 if m4 < 1 << 24 else (1 << 24) - 1
+        off = 64 * g + 16 * LANES[lane]
+        msg[off:off + 16] = (m0 | m1 << 26 | m2 << 52 | m3 << 78 | m4 << 104).to_bytes(16, "little")
+    return bytes(msg)
+
+
 def lazy_entries(rng):
-    """Edge-weighted messages: hill-climbed (one block changed at a time) towards the largest
-    limb after a lazy reduction, and picked from a random pool for the largest last-group
-    column and product column."""
+    """Lazy-reduction edges of each chain: for chain A and chain B, the group the chain adds in
+    its last lazy reduction chosen (aim_last_carries) so that its last 0->1 and 3->4 carries
+    leave limbs 1 and 4 at or above 2^26 (hill-climbing random blocks, as for the single-chain
+    loop, no longer gets there: with POLY_VCARRY2's order limb 1 passes 2^26 only when a
+    carry of some 2^4..2^6 lands on a limb within that much of 2^26, about 2^-21 per lane and
+    step; the aimed entries reach 2^26 + 8 .. + 21); r = 1 messages whose first lazy
+    reduction leaves limbs 1 and 4 at 2^26; and picked from a random pool, the largest
+    eight-lane sum column and product column. tests/vector_edges.rs plants a 26-bit mask
+    after either carry: exactly the entries whose comment says that limb reaches 2^26 fail."""
     edge = [b"\xff" * 16, b"\x00" * 16, b"\xfb" + b"\xff" * 15, b"\x01" + b"\x00" * 15]
 
     def block():
@@ -282,41 +539,48 @@ def lazy_entries(rng):
               ("r with top word 0x0ffffffc", (rng.getrandbits(128) & CLAMP) | (0x0fffffc << 96))]
     for rn, r in starts:
         for blocks in (16, 20):
-            acc = limbs(rng.getrandbits(130))
-            msg = [block() for _ in range(blocks)]
-            best = vector_model(acc, r, b"".join(msg))[0]["max_lazy"]
-            for _ in range(400):
-                i, old = rng.randrange(blocks - 4), None
-                old, msg[i] = msg[i], block()
-                got = vector_model(acc, r, b"".join(msg))[0]["max_lazy"]
-                if got >= best:
-                    best = got
-                else:
-                    msg[i] = old
-            v.append(entry(f"lazy reduction: a limb {best - (1 << 26):+d} from 2^26 after a lazy carry, {rn}, {blocks} blocks",
-                           "blocks hill-climbed towards the largest limb a lazy reduction leaves for the next multiply", acc, r, b"".join(msg)))
-    # r = 1 (the products are the sums): acc and block 0 chosen so that lane 0's first lazy
-    # reduction carries through limbs 2, 3 into limb 4 (d4 = 2^27), folds 5 * 2 into limb 0,
-    # whose carry lands on a limb 1 of 2^26 - 1: lane 0 leaves the first group as limbs
-    # [8, 2^26, 0, 0, 0], limb 1 at 2^26 for the next group.
-    acc = [M26, M26 - 1, M26, M26, (1 << 27) - 1 - (1 << 24)]
+            for chain in "ab":
+                acc = limbs(rng.getrandbits(130))
+                for _ in range(200):
+                    msg = aim_last_carries(acc, r, b"".join(block() for _ in range(blocks)), chain)
+                    st = vector_model(acc, r, msg)[0]
+                    if st["limb4"] >= 1 << 26:
+                        break
+                l1, l4 = (st[f"max_limb{k}_{chain}"] - (1 << 26) for k in (1, 4))
+                v.append(entry(f"lazy reduction: chain {chain.upper()}'s last lazy carry leaves limb 1 at 2^26 {l1:+d}, limb 4 at 2^26 {l4:+d}, "
+                               f"{rn}, {blocks} blocks",
+                               f"aims at the last 0->1 and 3->4 carries of chain {chain.upper()}'s lazy reduction (POLY_VCARRY2): its last "
+                               "group's blocks chosen so that every lane's limbs 1 and 4 end at their largest (header bounds 2^26 + 2^8.34 "
+                               "and 2^26 + 2^6.1)", acc, r, msg))
+    # r = 1 (the products are the sums): acc, block 0 and block 8 (lane 0's block of group 2,
+    # which the chain holding acc adds into its first lazy reduction, G odd or even): lane 0's
+    # columns [2^27 - 2, 2^26 - 1, 2^26, 2^26 - 1, 2^27 - 1] go through POLY_VCARRY2's order
+    # (3->4 and 0->1, 4->0 (x5) and 1->2, 2->3 and 0->1, 3->4): 0->1 makes limb 1 2^26, 1->2
+    # empties it, 4->0 folds 5 into limb 0 (2^26 + 3), 2->3 makes limb 3 2^26, and the last
+    # 0->1 and 3->4 carries each land one on a limb of 2^26 - 1: lane 0 leaves as limbs
+    # [3, 2^26, 0, 0, 2^26], limbs 1 and 4 at 2^26 for the next multiply.
+    acc = [M26, M26 - 1, M26, M26, (1 << 27) - 1 - (1 << 25)]
     m = [M26, 0, 1, 0, 0]  # limb 4 without the 2^128 bit
     lo = m[0] | m[1] << 26 | (m[2] & 0xFFF) << 52
     hi = m[2] >> 12 | m[3] << 14 | m[4] << 40
     b0 = lo.to_bytes(8, "little") + hi.to_bytes(8, "little")
-    for rest in (15, 16, 19):
-        msg = b0 + b"".join(block() for _ in range(rest))
+    for total in (16, 17, 20, 24):
+        blocks = [block() for _ in range(total)]
+        blocks[0], blocks[8] = b0, bytes(16)
+        msg = b"".join(blocks)
         st = vector_model(acc, 1, msg[:len(msg) // 64 * 64])[0]
-        assert st["lane0_first"] == [8, 1 << 26, 0, 0, 0], st
-        v.append(entry(f"lazy reduction: r = 1, lane 0 leaves group 1 as limbs [8, 2^26, 0, 0, 0], {rest + 1} blocks",
-                       "the first lazy reduction folds 2 * 2^130 into limb 0, whose carry stops at 2^26 in limb 1", acc, 1, msg))
+        assert st["acc_lane_first"] == [3, 1 << 26, 0, 0, 1 << 26], st
+        chain = "A" if total // 4 % 2 == 0 else "B"
+        v.append(entry(f"lazy reduction: r = 1, acc's lane (chain {chain}) leaves its first lazy carry as limbs (3, 2^26, 0, 0, 2^26), "
+                       f"{total} blocks", f"aims at the last 0->1 and 3->4 carries of chain {chain}'s first lazy reduction: "
+                       "each stops at 2^26 (limbs 1 and 4), after a fold of 2^130 into limb 0", acc, 1, msg))
     pool = []
     for _ in range(600):
         r = rng.choice([CLAMP, rng.getrandbits(128) & CLAMP, (rng.getrandbits(128) & CLAMP) | (0x0fffffc << 96)])
         acc = rng.choice([[M26] * 4 + [(1 << 27) - 1], limbs(rng.getrandbits(130)), [M26] * 4 + [1 << 26]])
         msg = b"".join(block() for _ in range(rng.choice([16, 20, 24])))
         pool.append((vector_model(acc, r, msg)[0], acc, r, msg))
-    for key, label in [("max_sum", "largest last-group lane-sum column"), ("max_d", "largest product column")]:
+    for key, label in [("max_sum", "largest eight-lane sum column"), ("max_d", "largest product column")]:
         pool.sort(key=lambda t: -t[0][key])
         for i, (st, acc, r, msg) in enumerate(pool[:3]):
             v.append(entry(f"lazy reduction: {label} #{i + 1} ({log2(st[key])}), {len(msg) // 16} blocks",
@@ -325,42 +589,63 @@ def lazy_entries(rng):
 
 
 def r1_sum_entries(rng):
-    """r = 1: every power is 1, the products are the sums themselves. Lanes brought to
-    2^130 + 2^105 + t in the third group (limb 4 over 2^26 before the carries: one fold each,
-    leaving about 2^105), then the last group's four blocks make the
-    lane sum S hit the target exactly."""
+    """r = 1: every power is 1 and the products are the sums themselves, so the eight-lane sum S
+    at the final combine is the sum of the lanes' values after their last lazy reduction.
+    At 16 or 17 blocks (one lazy reduction per lane, of two blocks of 2^128 + x each) no lane
+    but acc's can reach 2^130 to fold and S > 7 * 2^129: the single-chain loop's targets near
+    2^131 cannot be reached there, so these entries take 24 blocks (six groups, three blocks a
+    lane): every lane's last lazy reduction folds once (its value 2^130 + y, y just below
+    2^128, chosen), leaving y + 5, and the last lane's y sets S exactly: both chains' folds and
+    the final carry chain at its edges. With a 25th block the scalar loop then continues from
+    the stored limbs."""
     v = []
     targets = [("2^131 - 2^104 (limb 4 = 2^27 - 1)", (1 << 131) - (1 << 104)), ("2p - 1", 2 * P - 1), ("2p (result p)", 2 * P),
                ("2p + 1", 2 * P + 1), ("2^131 - 6 (result 2^130 - 1)", (1 << 131) - 6), ("2^131 - 5 (result 2^130, limb 4 = 2^26)", (1 << 131) - 5),
-               ("2^131 - 4", (1 << 131) - 4), ("2^131 - 1 (result 2^130 + 4, limb 4 = 2^26)", (1 << 131) - 1), ("2^131", 1 << 131)]
+               ("2^131 - 4", (1 << 131) - 4), ("2^131 - 1 (result 2^130 + 4, limb 4 = 2^26)", (1 << 131) - 1), ("2^131 (result 10)", 1 << 131)]
+
+    def at(c, lane, step):
+        """Byte offset of chain c's (0: A, 1: B) lane's block in its step-th group (A takes
+        groups 0, 2, 4 and B 1, 3, 5 of six)."""
+        return 64 * (2 * step + c) + 16 * LANES[lane]
+
+    def put(msg, off, x):
+        msg[off:off + 16] = x.to_bytes(16, "little")
+
+    lanes = [(c, lane) for c in (0, 1) for lane in range(4)]
     for label, target in targets:
         for extra in (0, 1):
-            acc = limbs(rng.getrandbits(100))
-            m = {}
-            for lane in range(4):
-                a = limbs_value(acc) if lane == 0 else 0
-                m0 = (1 << 126) + rng.getrandbits(100)
-                m1 = (1 << 126) + rng.getrandbits(100)
-                v1 = a + m0 + m1 + (1 << 129)
-                m2 = (1 << 130) + (1 << 105) + rng.getrandbits(60) - (1 << 128) - v1
-                assert 0 <= m2 < 1 << 128
-                m[lane] = [m0, m1, m2]
-            first = bytearray(192)
-            for lane, k in enumerate(LANES):
-                for g in range(3):
-                    first[64 * g + 16 * k:64 * g + 16 * k + 16] = m[lane][g].to_bytes(16, "little")
-            zero = bytes(first) + bytes(64)
-            _, s0, _ = vector_model(acc, 1, zero)
-            rest = target - s0
-            assert 0 <= rest <= 4 * ((1 << 128) - 1), label
-            last = [rest // 4 + (1 if i < rest % 4 else 0) for i in range(4)]
-            msg = bytes(first) + b"".join(x.to_bytes(16, "little") for x in last)
-            msg += rbytes(rng, 16) if extra else b""
-            _, s, out = vector_model(acc, 1, msg[:256])
-            assert s == target
-            tail = ", then a 17th block in the scalar loop from the stored limbs" if extra else ""
-            v.append(entry(f"r = 1, last-group lane sum S = {label}{', 17 blocks' if extra else ', 16 blocks'}",
-                           f"three groups fold each lane once at 2^130 + 2^105 + t, the last group's blocks set S{tail}", acc, 1, msg))
+            for _ in range(1000):
+                acc = limbs(rng.getrandbits(100))
+                msg = bytearray(384)
+                before = {}
+                for c, lane in lanes:
+                    for s in (0, 1):
+                        x = (1 << 128) - 1 - rng.getrandbits(120) if (c, lane) == lanes[-1] else (1 << 127) + rng.getrandbits(126)
+                        put(msg, at(c, lane, s), x)
+                    before[c, lane] = sum(int.from_bytes(msg[at(c, lane, s):at(c, lane, s) + 16], "little") + (1 << 128) for s in (0, 1))
+                before[0, 0] += limbs_value(acc)
+                # seven lanes: the last block brings the lane to 2^130 + y, y in [2^128 - 2^125, 2^128 - 2^124)
+                for c, lane in lanes[:-1]:
+                    y = (1 << 128) - (1 << 125) + rng.getrandbits(124)
+                    put(msg, at(c, lane, 2), (1 << 130) + y - before[c, lane] - (1 << 128))
+                # the eighth: S0 with its last block 0 (its lane then 2^128 + before < 2^130 + 2^128 - 1, no fold
+                # only if below 2^130: not needed, the value is checked below), then the block that makes S = target
+                last = at(*lanes[-1], 2)
+                put(msg, last, 0)
+                s0 = vector_model(acc, 1, bytes(msg))[1]
+                rest = s0 - (before[lanes[-1]] + (1 << 128) - P)  # as if the eighth folded once too
+                x = target - rest + P - before[lanes[-1]] - (1 << 128)
+                if 0 <= x < 1 << 128:
+                    put(msg, last, x)
+                    if vector_model(acc, 1, bytes(msg))[1] == target:
+                        break
+            else:
+                raise SystemExit(f"no r = 1 message for S = {label}")
+            msg = bytes(msg) + (rbytes(rng, 16) if extra else b"")
+            tail = ", then a 25th block in the scalar loop from the stored limbs" if extra else ""
+            v.append(entry(f"r = 1, eight-lane sum S = {label}, {24 + extra} blocks",
+                           "aims at the final combine's carry chain (and each chain's fold): every one of the eight lanes "
+                           f"folds once in its chain's last lazy reduction (at 2^130 + y), the last lane's y sets S{tail}", acc, 1, msg))
     return v
 
 
@@ -654,16 +939,20 @@ def rvv_entries(rng):
 def main():
     rng = random.Random(29)
     v = crossover_entries(rng) + magnitude_entries(rng) + lazy_entries(rng) + r1_sum_entries(rng)
+    v += ifma_entries(random.Random(29292))  # after the AVX2 ones, which stay as they were
     rng = random.Random(2929)  # the NEON entries: the AVX2 ones above stay as they were
     v += path_crossover_entries(rng, "neon", NEON_MIN)
     v += path_lazy_entries(rng, "neon", NEON_MIN // 16 + 4)
     v += path_r1_entries(rng, "neon", NEON_MIN // 16)
     write("poly1305", "vector-edges",
-          "Poly1305 processBlocks aimed at 4-lane radix-2^26 vector code (the x86_64 AVX2 path): lengths at the 192-byte "
-          "scalar/vector crossover and one block either side, lengths not a multiple of 64 and tails, calls handed between the "
-          "paths; the largest limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers have the largest "
-          "limbs); messages whose limbs after a lazy reduction sit furthest above 2^26; with r = 1, the last group's four-lane sum at "
-          "2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 (stored limb 4 = 2^26). The same kinds of entry for "
+          "Poly1305 processBlocks aimed at radix-2^26 vector code (the x86_64 AVX2 path: two chains of four lanes stepping by r^8): "
+          "lengths at the 256-byte scalar/vector crossover (AVX2 and IFMA) and one block either side, odd and even group counts, "
+          "lengths not a multiple of 64 and tails, the IFMA build's groups of eight, calls handed between the paths; the largest "
+          "limbs and product columns (acc limbs at their bounds, all-0xff blocks, r whose powers r^1..r^8 have the largest limbs); "
+          "messages whose limbs after chain A's or chain B's lazy reduction sit furthest above 2^26; with r = 1 and every lane folding "
+          "once, the eight-lane sum at the final combine at 2^131 - 2^104, 2p - 1 .. 2p + 1, 2^131 - 6 .. 2^131 - 1 and 2^131 "
+          "(stored limb 4 = 2^26); for the IFMA path (two chains of eight lanes by r^16, radix 2^44), each chain's last carry pass "
+          "with its three parallel carries landing on full limbs. The same kinds of entry for "
           "the aarch64 NEON path (320-byte crossover, two lanes of (r^4 | r^2)) with a model of its arithmetic. Inputs chosen with a "
           "model of the kernel's arithmetic; expect_acc from Python integers", v)
     write("poly1305", "rvv-edges",
