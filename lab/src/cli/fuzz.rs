@@ -234,9 +234,13 @@ pub(crate) fn fuzz_text(results: &[fuzz::TargetResult], seed: u64) -> String {
         Some(_) => "their contracts' call domains",
         None => "the call domain",
     };
+    // Cases a clean target could not run (Unicorn stops at a vector instruction) are neither
+    // passed nor failed: the summary says how many, so "clean" never hides them.
+    let not_run: u64 = results.iter().map(|r| r.not_run.count).sum();
+    let not_run = if not_run > 0 { format!(" ({not_run} more not run, listed per target)") } else { String::new() };
     let _ = writeln!(
         out,
-        "\n{} cases: {} targets clean, {} failed, {} outside {place}, {} skipped, {} not applicable, {} errors, {} image findings (seed {seed})",
+        "\n{} cases{not_run}: {} targets clean, {} failed, {} outside {place}, {} skipped, {} not applicable, {} errors, {} image findings (seed {seed})",
         results.iter().map(|r| r.cases).sum::<u64>(),
         count(|o| matches!(o, fuzz::Outcome::Clean)),
         results.iter().filter(|r| matches!(&r.outcome, fuzz::Outcome::Failed(f) if fuzz::out_of_domain(r, f).is_none())).count(),
