@@ -45,7 +45,7 @@ struct Cli {
 enum Command {
     /// Build the kernels and check them against every vector on every backend.
     #[command(
-        after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json\n  lab run --seed 7 --format junit --output lab-junit.xml\n  lab run --format sarif --output lab.sarif    # for code scanning\n  lab run --format junit --output lab.xml --also-report sarif=lab.sarif   # one run, two reports\n  lab run --format json | jq '.totals'\n  lab run --set rfc1321 --case 'MD5(\"abc\")'   # substrings; =NAME exact; * and ? glob\n\nA full run: about 373,000 cases; JUnit: about 430 test cases (--junit-cases rows, the\ndefault) or one per case (--junit-cases all, tens of MB)."
+        after_help = "Examples:\n  lab run\n  lab run --arch riscv64 --no-zbb\n  lab run --kernel md5 --backend qemu --vectors my-vectors.json\n  lab run --seed 7 --format junit --output lab-junit.xml\n  lab run --format sarif --output lab.sarif    # for code scanning\n  lab run --format junit --output lab.xml --also-report sarif=lab.sarif   # one run, two reports\n  lab run --format json | jq '.totals'\n  lab run --set rfc1321 --case 'MD5(\"abc\")'   # substrings; =NAME exact; * and ? glob\n\nA full run: about 380,000 cases; JUnit: about 450 test cases (--junit-cases rows, the\ndefault) or one per case (--junit-cases all, tens of MB)."
     )]
     Run(RunArgs),
     /// Differential fuzzing against the portable reference; shrinks and saves failures.
