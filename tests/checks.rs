@@ -27,6 +27,7 @@ const LIMITS: Limits = Limits {
     batch_time: Duration::from_millis(500),
     call_instructions: 1_000_000,
     partial_loads: kernel_lab::backend::PartialLoads::Warn,
+    witness: true,
 };
 
 /// One small vector per kernel: MD5 with three whole blocks (so `implCompressMB` loops), Poly1305

@@ -37,6 +37,7 @@ pub const FIXTURE_LIMITS: Limits = Limits {
     batch_time: Duration::from_secs(5),
     call_instructions: 1_000_000,
     partial_loads: kernel_lab::backend::PartialLoads::Warn,
+    witness: true,
 };
 
 /// `v` built from the kernels of `cfg` (a fixture folder); `what` names the fixture in a failure.

@@ -18,12 +18,22 @@ fn md5_hostile_md5(fixture: &str, kind: BackendKind) -> [Row; 3] {
 
 /// [`md5_hostile_md5`] with `arch`'s fixture (tests/fixtures/<arch>/).
 fn md5_hostile_md5_on(arch: &str, fixture: &str, kind: BackendKind) -> [Row; 3] {
+    rows_of(arch, fixture, kind, FIXTURE_LIMITS)
+}
+
+/// [`md5_hostile_md5_on`] under qemu-user without the host's tracer (witness.rs): what the
+/// host's checks after the batch see alone, as where ptrace is not allowed.
+fn untraced(arch: &str, fixture: &str) -> [Row; 3] {
+    rows_of(arch, fixture, BackendKind::Qemu, kernel_lab::backend::Limits { witness: false, ..FIXTURE_LIMITS })
+}
+
+fn rows_of(arch: &str, fixture: &str, kind: BackendKind, limits: kernel_lab::backend::Limits) -> [Row; 3] {
     let v = variant(arch);
     let (_dir, cfg) = fixture_kernels(arch, "poly1305.S", fixture);
     let image = fixture_image(&cfg, v, fixture);
     let md5 = one_vector_set("md5/rfc1321.json", |_| true);
     let poly: VectorSet = one_vector_set("poly1305/rfc8439.json", |v| (16..32).contains(&v.msg_len()));
-    let mut backend = kind.open(v, &image, FIXTURE_LIMITS).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    let mut backend = kind.open(v, &image, limits).unwrap_or_else(|e| panic!("{kind}: {e}"));
     let mut run = |set: &VectorSet| {
         let progress = &mut kernel_lab::progress::ignore;
         let place = kernel_lab::batch::Placement::End;
@@ -75,18 +85,52 @@ fn assert_denied(fixture: &str, rows: &[Row; 3], call: &str) {
     }
 }
 
+/// Under qemu-user the host's tracer (lab/src/backend/process/witness.rs) sees what the kernel
+/// asked of the host kernel while its calls ran: every case of the hostile row fails with a
+/// `tamper` finding holding `what` and naming the tracer (which comes before whatever else the
+/// host saw after the batch), the md5 rows around it pass.
+fn assert_witnessed(fixture: &str, rows: &[Row; 3], what: &str) {
+    let [before, hostile, after] = rows;
+    assert_eq!(hostile.passed(), 0, "{fixture} on qemu: {:?}", hostile.failed());
+    for case in &hostile.failed() {
+        let f = &case.findings[0];
+        assert!(f.text.contains("the host's tracer"), "{fixture} on qemu, {}: {f}", case.name);
+        assert_eq!(f.class, Class::Tamper, "{fixture} on qemu: {f}");
+        assert!(f.text.contains(what), "{fixture} on qemu: {what:?} not in {f}");
+    }
+    for (when, row) in [("before", before), ("after", after)] {
+        assert!(row.passed() > 0 && row.failed().is_empty(), "{fixture} on qemu, md5 {when}: {:?}", row.failed());
+    }
+}
+
+/// With the host's tracer, a batch whose kernel swallowed a guard-page fault with its own
+/// handler fails whole (the driver's handler report), and the guarded case, whose over-read
+/// reached the guard page, names the SIGSEGV the host saw first.
+fn assert_swallowed_fault_seen(fixture: &str, rows: &[Row; 3]) {
+    assert_eq!(rows[1].passed(), 0, "{fixture}: {:?}", rows[1].failed());
+    let failed = rows[1].failed();
+    let guarded = failed.iter().find(|c| c.name.ends_with(GUARDED)).expect("the guarded case failed");
+    let f = &guarded.findings[0];
+    assert!(f.text.contains("the host saw SIGSEGV at 0x") && f.text.contains("the host's tracer"), "{fixture}: {f}");
+    assert!(rows[0].failed().is_empty() && rows[2].failed().is_empty() && rows[2].passed() > 0, "{fixture}");
+}
+
 #[test]
 fn a_kernel_lifting_its_inputs_protection_is_not_green() {
-    let rows = md5_hostile_md5("lift_input.S", BackendKind::Qemu);
+    let rows = untraced("x86_64", "lift_input.S");
     let text = "is read-write in the guest, the table in force says read-only";
     assert_tamper("lift_input.S", BackendKind::Qemu, &rows, text, &[GUARDED, MISALIGNED]);
+    let rows = md5_hostile_md5("lift_input.S", BackendKind::Qemu);
+    assert_witnessed("lift_input.S", &rows, "kernel code called mprotect(");
     assert_denied("lift_input.S", &md5_hostile_md5("lift_input.S", BackendKind::Native), "mprotect");
 }
 
 #[test]
 fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
-    let rows = md5_hostile_md5("lift_guard.S", BackendKind::Qemu);
+    let rows = untraced("x86_64", "lift_guard.S");
     assert_tamper("lift_guard.S", BackendKind::Qemu, &rows, "guard poison at input+", &[GUARDED]);
+    let rows = md5_hostile_md5("lift_guard.S", BackendKind::Qemu);
+    assert_tamper("lift_guard.S", BackendKind::Qemu, &rows, "kernel code called mprotect(", &[GUARDED]);
     // Only the guarded case lifts (its input ends flush against a page); the others pass.
     let [before, hostile, after] = md5_hostile_md5("lift_guard.S", BackendKind::Native);
     let failed = hostile.failed();
@@ -103,10 +147,12 @@ fn a_kernel_writing_past_its_input_through_a_lifted_guard_is_not_green() {
 #[test]
 fn a_kernel_writing_deep_into_a_lifted_guard_page_is_not_green() {
     for arch in ["x86_64", "aarch64", "riscv64"] {
-        let rows = md5_hostile_md5_on(arch, "lift_guard_deep.S", BackendKind::Qemu);
+        let rows = untraced(arch, "lift_guard_deep.S");
         let what = format!("{arch}/lift_guard_deep.S");
         // input+2016..2031: 2000 bytes past the end of a 16..32-byte input.
         assert_tamper(&what, BackendKind::Qemu, &rows, "guard poison at input+20", &[GUARDED]);
+        let rows = md5_hostile_md5_on(arch, "lift_guard_deep.S", BackendKind::Qemu);
+        assert_tamper(&what, BackendKind::Qemu, &rows, "kernel code called mprotect(", &[GUARDED]);
     }
     let [_, hostile, _] = md5_hostile_md5("lift_guard_deep.S", BackendKind::Native);
     let failed = hostile.failed();
@@ -115,26 +161,21 @@ fn a_kernel_writing_deep_into_a_lifted_guard_page_is_not_green() {
 }
 
 /// A lift fully undone before the return (bytes and protection as laid) is denied natively;
-/// under qemu-user nothing of it is left for the host to see and the case passes: the gap
-/// docs/threat-model.md names ("A lift undone within the batch"). This pins it: a lab that
-/// starts seeing it must say so there.
+/// under qemu-user nothing of it is left in the arena or the guest's mappings after the batch,
+/// but the host's tracer saw both `mprotect`s while the call ran: every case fails.
 #[test]
-fn a_lift_undone_within_the_call_is_denied_natively_and_unseen_under_qemu() {
+fn a_lift_undone_within_the_call_is_denied_natively_and_seen_under_qemu() {
     assert_denied("lift_undone.S", &md5_hostile_md5("lift_undone.S", BackendKind::Native), "mprotect");
-    // Under qemu-user the fixture's "restore" to read-only is itself a change where the input's
-    // page was read-write (a packed input): seen. Where it was read-only (the guarded case) it
-    // is truly undone: unseen, the case passes.
-    let [_, hostile, _] = md5_hostile_md5("lift_undone.S", BackendKind::Qemu);
-    let failed = hostile.failed();
-    assert!(failed.iter().all(|c| c.findings[0].class == Class::Tamper), "qemu: {failed:?}");
-    assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)), "qemu: {failed:?}");
-    assert!(hostile.passed() > 0, "qemu: {failed:?}");
+    let rows = md5_hostile_md5("lift_undone.S", BackendKind::Qemu);
+    assert_witnessed("lift_undone.S", &rows, "kernel code called mprotect(");
 }
 
 #[test]
 fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
-    let rows = md5_hostile_md5("patch_driver.S", BackendKind::Qemu);
+    let rows = untraced("x86_64", "patch_driver.S");
     assert_tamper("patch_driver.S", BackendKind::Qemu, &rows, "the kernel patched code", &[]);
+    let rows = md5_hostile_md5("patch_driver.S", BackendKind::Qemu);
+    assert_witnessed("patch_driver.S", &rows, "kernel code called mprotect(");
     // Natively the batch child may not mprotect at all: a system-call finding.
     assert_denied("patch_driver.S", &md5_hostile_md5("patch_driver.S", BackendKind::Native), "mprotect");
 }
@@ -147,22 +188,23 @@ fn a_kernel_installing_a_sigsegv_handler_natively_is_not_green() {
 /// The same tampering from aarch64 and riscv64 kernels (fixtures beside their `hostile.inc`),
 /// under qemu-user, the backend that runs them in a process: lifting the input's protection,
 /// writing through a lifted guard, patching the driver are each a `tamper` finding; a lift
-/// fully undone is seen only where the "restore" differs from the table, as on x86_64.
+/// fully undone is seen by the host's tracer, as on x86_64.
 #[test]
 fn tampering_from_aarch64_and_riscv64_kernels_is_not_green_under_qemu() {
     let qemu = BackendKind::Qemu;
     for arch in ["aarch64", "riscv64"] {
         let rows = md5_hostile_md5_on(arch, "lift_input.S", qemu);
-        let text = "is read-write in the guest, the table in force says read-only";
-        assert_tamper(&format!("{arch}/lift_input.S"), qemu, &rows, text, &[GUARDED, MISALIGNED]);
-        let rows = md5_hostile_md5_on(arch, "lift_guard.S", qemu);
+        assert_witnessed(&format!("{arch}/lift_input.S"), &rows, "kernel code called mprotect(");
+        let rows = untraced(arch, "lift_guard.S");
         assert_tamper(&format!("{arch}/lift_guard.S"), qemu, &rows, "guard poison at input+", &[GUARDED]);
-        let rows = md5_hostile_md5_on(arch, "patch_driver.S", qemu);
+        let rows = md5_hostile_md5_on(arch, "lift_guard.S", qemu);
+        assert_tamper(&format!("{arch}/lift_guard.S"), qemu, &rows, "kernel code called mprotect(", &[GUARDED]);
+        let rows = untraced(arch, "patch_driver.S");
         assert_tamper(&format!("{arch}/patch_driver.S"), qemu, &rows, "the kernel patched code", &[]);
-        let [_, hostile, _] = md5_hostile_md5_on(arch, "lift_undone.S", qemu);
-        let failed = hostile.failed();
-        assert!(failed.iter().all(|c| c.findings[0].class == Class::Tamper), "{arch}: {failed:?}");
-        assert!(!failed.iter().any(|c| c.name.ends_with(GUARDED)) && hostile.passed() > 0, "{arch}: {failed:?}");
+        let rows = md5_hostile_md5_on(arch, "patch_driver.S", qemu);
+        assert_witnessed(&format!("{arch}/patch_driver.S"), &rows, "kernel code called mprotect(");
+        let rows = md5_hostile_md5_on(arch, "lift_undone.S", qemu);
+        assert_witnessed(&format!("{arch}/lift_undone.S"), &rows, "kernel code called mprotect(");
     }
 }
 
@@ -195,9 +237,13 @@ fn a_forged_done_reply_is_not_green() {
 #[test]
 fn a_kernel_installing_a_sigsegv_handler_under_qemu_is_not_green() {
     for arch in ["x86_64", "aarch64", "riscv64"] {
-        let rows = md5_hostile_md5_on(arch, "sigsegv_handler.S", BackendKind::Qemu);
+        let rows = untraced(arch, "sigsegv_handler.S");
         let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
         assert_tamper(&format!("{arch}/sigsegv_handler.S"), BackendKind::Qemu, &rows, text, &[]);
+        assert_swallowed_fault_seen(
+            &format!("{arch}/sigsegv_handler.S"),
+            &md5_hostile_md5_on(arch, "sigsegv_handler.S", BackendKind::Qemu),
+        );
     }
 }
 
@@ -209,21 +255,24 @@ fn a_kernel_installing_a_sigsegv_handler_under_qemu_is_not_green() {
 #[test]
 fn a_handler_installed_by_a_batch_that_ends_in_a_fault_fails_that_batch() {
     for arch in ["x86_64", "aarch64", "riscv64"] {
-        let rows = md5_hostile_md5_on(arch, "handler_last_fault.S", BackendKind::Qemu);
+        let rows = untraced(arch, "handler_last_fault.S");
         let text = "the driver found a handler it did not install for SIGSEGV (11) at 0x";
         assert_tamper(&format!("{arch}/handler_last_fault.S"), BackendKind::Qemu, &rows, text, &[]);
+        let what = format!("{arch}/handler_last_fault.S");
+        assert_swallowed_fault_seen(&what, &md5_hostile_md5_on(arch, "handler_last_fault.S", BackendKind::Qemu));
     }
 }
 
-/// A known limit, pinned (docs/threat-model.md, "Why the three qemu-user gaps above stay
-/// open"): a SIGSEGV handler that swallows an over-read and is replaced by the driver's own
-/// before the call returns (`handler_restored.S`) is refused natively, and under qemu-user
-/// leaves nothing for the driver's check or the host: the over-read passes. A lab that starts
-/// seeing it must say so there.
+/// A SIGSEGV handler that swallows an over-read and is replaced by the driver's own before the
+/// call returns (`handler_restored.S`) is refused natively; under qemu-user the driver's check
+/// finds its own handler again, but the host's tracer saw the SIGSEGV the guard page raised,
+/// which no fault reply reported: the case whose over-read reaches the guard page fails.
 #[test]
-fn a_handler_restored_before_the_return_is_denied_natively_and_unseen_under_qemu() {
+fn a_handler_restored_before_the_return_is_denied_natively_and_seen_under_qemu() {
     assert_denied("handler_restored.S", &md5_hostile_md5("handler_restored.S", BackendKind::Native), "rt_sigaction");
-    let [before, hostile, after] = md5_hostile_md5("handler_restored.S", BackendKind::Qemu);
-    assert!(hostile.failed().is_empty() && hostile.passed() > 0, "qemu: {:?}", hostile.failed());
-    assert!(before.failed().is_empty() && after.failed().is_empty() && after.passed() > 0);
+    // Only the guarded case's over-read reaches the guard page (the others stay in their page).
+    let rows = md5_hostile_md5("handler_restored.S", BackendKind::Qemu);
+    let text = "the host saw SIGSEGV at 0x";
+    assert_tamper("handler_restored.S", BackendKind::Qemu, &rows, text, &[GUARDED]);
+    assert!(rows[1].failed()[0].findings[0].text.contains("the host's tracer"), "{:?}", rows[1].failed());
 }

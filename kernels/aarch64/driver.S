@@ -24,6 +24,7 @@
 #define SYS_prctl         167
 #define SYS_mmap          222
 #define SYS_mprotect      226
+#define SYS_getppid       173
 #define PROT_READ         1
 #define PROT_RW           3
 #define MAP_SHARED        0x01
@@ -311,7 +312,9 @@ sum_upto:
 // between them); then one mprotect per run of adjacent entries with the same prot, but for
 // read-only runs (done): the guards inside the spans cost one call each, their read-only pages
 // none. The id is cleared before the first change and set after the last, so a poke (SIGUSR1)
-// in between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
+// in between leaves it clear. Then one getppid, the marker that ends the driver's protection
+// changes for the host's witness under qemu-user (lab/src/backend/process/witness.rs): any
+// later one is kernel code's. Exits with LAB_EXIT_MPROTECT if mprotect fails.
 // Leaf helper; it uses x0-x2, x8-x15.
     .type   protect, %function
 protect:
@@ -398,6 +401,8 @@ protect:
     b       4b
 2:  ldr     x13, [x9, #LAB_H_PROT_ID]       // in force
     str     x13, [x12]
+    mov     x8, #SYS_getppid                    // the marker: the table is in force
+    svc     #0
     ret
     .size   protect, . - protect
 

@@ -41,6 +41,7 @@
 #define SYS_prctl	167
 #define SYS_mmap	222
 #define SYS_mprotect	226
+#define SYS_getppid	173
 #define PROT_READ	1
 #define PROT_RW		3
 #define MAP_SHARED	0x01
@@ -362,7 +363,9 @@ sum_upto:
  * between them); then one mprotect per run of adjacent entries with the same prot, but for
  * read-only runs (done): the guards inside the spans cost one call each, their read-only
  * pages none. The id is cleared before the first change and set after the last, so a poke
- * (SIGUSR1) in between leaves it clear. Exits with LAB_EXIT_MPROTECT if mprotect fails.
+ * (SIGUSR1) in between leaves it clear. Then one getppid, the marker that ends the driver's
+ * protection changes for the host's witness under qemu-user (lab/src/backend/process/
+ * witness.rs): any later one is kernel code's. Exits with LAB_EXIT_MPROTECT if mprotect fails.
  * Leaf helper; it uses only a0-a2, a7, t0-t6.
  */
 	.type	protect, @function
@@ -450,6 +453,8 @@ protect:
 	j	4b
 2:	ld	t4, LAB_H_PROT_ID(t0)	/* in force */
 	sd	t4, 0(t3)
+	li	a7, SYS_getppid		/* the marker: the table is in force */
+	ecall
 	ret
 	.size	protect, . - protect
 

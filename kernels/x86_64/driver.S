@@ -24,6 +24,7 @@
 #define SYS_write       1
 #define SYS_mmap        9
 #define SYS_mprotect    10
+#define SYS_getppid     110
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigreturn 15
 #define SYS_rt_sigprocmask 14
@@ -546,7 +547,9 @@ lab_batch_return:
  * buffers and the guards between them); then one mprotect per run of adjacent entries with the
  * same prot, but for read-only runs (done): the guards inside the spans cost one call each,
  * their read-only pages none.  The id is cleared before the first change and set after the
- * last, so a poke (SIGUSR1) in between leaves it clear.  Exit on failure.
+ * last, so a poke (SIGUSR1) in between leaves it clear.  Then one getppid, the marker that
+ * ends the driver's protection changes for the host's witness under qemu-user
+ * (lab/src/backend/process/witness.rs): any later one is kernel code's.  Exit on failure.
  * Clobbers rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11. */
 .Lprotect:
         lea     r10, [rip + lab_prot_id]
@@ -640,6 +643,8 @@ lab_batch_return:
 .Lprotect_done:
         mov     rax, [rip + lab_arena + LAB_H_PROT_ID]
         mov     [r10], rax                      /* in force */
+        mov     eax, SYS_getppid                /* the marker: the table is in force */
+        syscall
         ret
 
 /* .Lunprotect: all of lab_arena readable and writable (.Lprotect, before a new table).

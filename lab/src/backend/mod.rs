@@ -13,7 +13,7 @@ mod unicorn;
 use std::time::Duration;
 
 pub use fault::{Access, Fault, FaultKind};
-pub use process::{confine, ProcessBackend};
+pub use process::{confine, witness_gaps, ProcessBackend};
 pub use unicorn::{zbb, UnicornBackend};
 
 use crate::batch::Batch;
@@ -143,11 +143,20 @@ pub struct Limits {
     /// Whether partial loads are warnings or findings (`--partial-loads`; a manifest variant's
     /// `partial_loads` overrides it for that variant).
     pub partial_loads: PartialLoads,
+    /// Whether qemu-user guests run under the host's tracer (backend/process/witness.rs: the
+    /// protection changes and faults of kernel code while its calls run). On by default; off
+    /// only to test the host's after-batch checks alone (the tracer's finding comes first).
+    pub witness: bool,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { batch_time: Duration::from_secs(10), call_instructions: 64_000_000, partial_loads: PartialLoads::Warn }
+        Limits {
+            batch_time: Duration::from_secs(10),
+            call_instructions: 64_000_000,
+            partial_loads: PartialLoads::Warn,
+            witness: true,
+        }
     }
 }
 

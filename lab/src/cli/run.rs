@@ -148,6 +148,7 @@ impl RunArgs {
                 batch_time: std::time::Duration::from_secs(self.batch_seconds),
                 call_instructions: self.call_instructions,
                 partial_loads: self.partial_loads,
+                witness: true,
             },
             flush: self.flush.placement(),
             vector_lengths: self.vlen.clone(),

@@ -182,6 +182,7 @@ pub fn run_loaded(cfg: &RunConfig, loaded: LoadedSets, progress: &mut dyn FnMut(
     );
     progress(Progress::Finish);
     assemble(cfg, &images, scans, &cells, outs, &sets, &mut report);
+    report.warnings.extend(crate::backend::witness_gaps().into_iter().map(|g| format!("qemu guests: {g}")));
     report.warnings = crate::upper_bits_report::merge_paths(std::mem::take(&mut report.warnings));
     report.elapsed = started.elapsed();
     report.interrupted = crate::interrupt::interrupted();

@@ -314,6 +314,36 @@ pub fn refusal_filter(exec_path: u64, native: bool) -> Result<BpfProgram, seccom
     filter.try_into().map_err(seccompiler::Error::Backend)
 }
 
+/// The witness's filter for a qemu-user guest (witness.rs): stops the guest for its tracer
+/// (`SECCOMP_RET_TRACE`) at every call that changes mappings or protections, at `read` of the
+/// request fd, `write` of the reply fd, and `getppid` (the drivers' marker after their
+/// protection table is in force); everything else passes.
+///
+/// # Errors
+/// Only a seccompiler error (an unsupported host architecture).
+pub fn witness_filter() -> Result<BpfProgram, seccompiler::Error> {
+    use libc::*;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in [
+        SYS_mprotect,
+        SYS_pkey_mprotect,
+        SYS_mmap,
+        SYS_munmap,
+        SYS_mremap,
+        SYS_madvise,
+        SYS_remap_file_pages,
+        SYS_shmat,
+        SYS_shmdt,
+        SYS_getppid,
+    ] {
+        rules.insert(nr, vec![]);
+    }
+    rules.insert(SYS_read, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REQUEST)?])?]);
+    rules.insert(SYS_write, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REPLY)?])?]);
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(0), host_arch()?)?;
+    filter.try_into().map_err(seccompiler::Error::Backend)
+}
+
 /// System calls of administration (capabilities(7): CAP_SYS_BOOT, CAP_SYS_ADMIN,
 /// CAP_SYS_MODULE, CAP_SYS_TIME, CAP_SYSLOG, CAP_SYS_RAWIO, CAP_SETUID/SETGID, CAP_BPF,
 /// CAP_PERFMON...) that neither qemu-user nor a kernel under test has any use for.
@@ -405,6 +435,8 @@ pub fn native_allow_list(protectable: &[(u64, u64)]) -> Result<BpfProgram, secco
         (SYS_clone, vec![rule(vec![cond(0, Op::Eq, SIGCHLD as u64)?])?]),
         (SYS_wait4, vec![]),
         (SYS_rt_sigprocmask, vec![]),
+        // The drivers' marker after their protection table (the witness's, under qemu-user).
+        (SYS_getppid, vec![]),
         (
             SYS_prctl,
             vec![

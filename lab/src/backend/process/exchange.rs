@@ -182,7 +182,10 @@ impl ProcessBackend {
             self.guest = Some(self.spawn()?);
         }
         let reply = match self.round_trip(sum) {
-            Some(Ok(r)) => r,
+            Some(Ok(r)) => {
+                self.judge_witness(Some(&r));
+                r
+            }
             Some(Err(why)) if why == CLOSED => return Ok(self.crash()),
             Some(Err(why)) => return Ok(self.surprise(why)),
             None => {

@@ -1,6 +1,8 @@
 //! The guest process: its command line and confinement, start, end and how it ended, its bounded
 //! stderr, and the one-off probe of a qemu `-cpu` string.
 
+use std::os::unix::process::ExitStatusExt;
+
 use super::*;
 
 /// A pipe as (read end, write end), both close-on-exec and numbered 10 or higher.
@@ -155,10 +157,22 @@ impl ProcessBackend {
         let arena_fd = self.shared.as_ref().map(|s| s.fd.as_raw_fd()).expect("arena created");
         let (req_r, req_w) = pipe().map_err(|e| self.error(e))?;
         let (rep_r, rep_w) = pipe().map_err(|e| self.error(e))?;
-        let mut child = self
-            .command([arena_fd, req_r.as_raw_fd(), rep_w.as_raw_fd()])?
-            .spawn()
-            .map_err(|e| self.error(format!("cannot start: {e}")))?;
+        let mut cmd = self.command([arena_fd, req_r.as_raw_fd(), rep_w.as_raw_fd()])?;
+        let mut witness = self.prepare_witness(&mut cmd);
+        let spawned = cmd.spawn();
+        let traced = witness.as_mut().map(|(w, ends, rx)| {
+            drop(std::mem::replace(ends, None));
+            w.traced(rx)
+        });
+        let mut child = spawned.map_err(|e| self.error(format!("cannot start: {e}")))?;
+        let witness = match (witness, traced) {
+            (Some((w, _, _)), Some(Ok(()))) => Some(w),
+            (_, Some(Err(why))) => {
+                witness::note_gap(&why);
+                None
+            }
+            _ => None,
+        };
         crate::interrupt::register(child.id());
         drop((req_r, rep_w)); // the child's ends
         let stdout = child.stdout.take().expect("piped stdout");
@@ -176,7 +190,40 @@ impl ProcessBackend {
             };
             let _ = etx.send(text);
         });
-        Ok(Guest { child, requests: File::from(req_w), replies, stdout, stderr: stderr_rx, seq: 0 })
+        Ok(Guest { child, requests: File::from(req_w), replies, stdout, stderr: stderr_rx, seq: 0, witness })
+    }
+
+    /// A tracer for a qemu-user guest (witness.rs), its half of the handshake added to `cmd`;
+    /// `None` natively (the batch filter denies what the witness sees), without seccomp, or when
+    /// the tracer cannot start (noted as a gap).
+    #[allow(clippy::type_complexity)]
+    fn prepare_witness(
+        &self,
+        cmd: &mut Command,
+    ) -> Option<(witness::Witness, Option<witness::ChildEnds>, Receiver<Result<(), String>>)> {
+        if self.kind != BackendKind::Qemu || !self.limits.witness || !self.support.seccomp {
+            return None;
+        }
+        let ready = confine::witness_filter()
+            .map_err(|e| format!("the witness's seccomp filter: {e}"))
+            .and_then(|filter| witness::Witness::prepare(self.watch()).map(|w| (w, filter)));
+        match ready {
+            Ok(((w, ends, rx), filter)) => {
+                ends.hand_to(cmd, filter);
+                Some((w, Some(ends), rx))
+            }
+            Err(why) => {
+                witness::note_gap(&why);
+                None
+            }
+        }
+    }
+
+    /// The guest addresses the witness watches: every segment of the image and the arena.
+    fn watch(&self) -> witness::Watch {
+        let (lo, hi) = (self.arena.addr, self.arena.addr + self.arena.size);
+        let (lo, hi) = self.span.iter().fold((lo, hi), |(l, h), &(a, b)| (l.min(a), h.max(b)));
+        witness::Watch { span: (lo, hi), arena: self.arena.addr }
     }
 
     /// Ends the guest and says how it ended (exit status with its meaning, or signal, and its
@@ -188,7 +235,9 @@ impl ProcessBackend {
         // is reaped and free for reuse.
         crate::sandbox::kill_group(g.child.id());
         crate::interrupt::unregister(g.child.id());
-        let status = match g.child.wait() {
+        // A traced guest is reaped by its tracer (every thread of it reports there first).
+        let traced = g.witness.as_mut().and_then(|w| w.finish()).map(std::process::ExitStatus::from_raw);
+        let status = match traced.map(Ok).unwrap_or_else(|| g.child.wait()) {
             Ok(s) => match s.code().and_then(protocol::exit::describe) {
                 Some(meaning) => format!("{s} ({meaning})"),
                 None => s.to_string(),

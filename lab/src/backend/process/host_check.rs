@@ -167,6 +167,11 @@ impl ProcessBackend {
         if let Some(pid) = self.guest.as_ref().map(|g| g.child.id()) {
             seen.extend(self.check_process(batch, pid));
         }
+        // After the mappings: a restore that beat that check was a traced call before it. The
+        // tracer's sight comes first: it names the call itself, the checks above its effects.
+        self.judge_witness(None);
+        let mut seen: Vec<Seen> =
+            self.witnessed.drain(..).map(|(what, lo, hi)| Seen { what, lo, hi }).chain(seen).collect();
         self.plan = plan;
         if seen.is_empty() {
             return Vec::new();

@@ -51,6 +51,8 @@ mod recover;
 mod shared_arena;
 mod traced;
 mod vma_query;
+mod witness;
+pub use witness::gaps as witness_gaps;
 
 use exchange::*;
 use guest::*;
@@ -83,6 +85,8 @@ struct Guest {
     stderr: Receiver<String>,
     /// Sequence number of the next request.
     seq: u64,
+    /// The host's tracer of a qemu-user guest (witness.rs).
+    witness: Option<witness::Witness>,
 }
 
 /// qemu-user or native execution of the image.
@@ -143,6 +147,11 @@ pub struct ProcessBackend {
     /// What the driver reported of a signal handler it did not install ([`token::KIND_HANDLER`]),
     /// for the batch in flight: every call of it fails with it ([`Backend::verify`]).
     foreign_handler: Option<String>,
+    /// What the witness (witness.rs) saw during the batch in flight: the sentence and the guest
+    /// addresses concerned; every call pointing there (or every call) fails with it.
+    witnessed: Vec<(String, u64, u64)>,
+    /// Guest address ranges `[start, end)` of the image's segments (the witness watches them).
+    span: Vec<(u64, u64)>,
 }
 
 impl ProcessBackend {
@@ -204,6 +213,8 @@ impl ProcessBackend {
             sent: claims::Sent::default(),
             forged: None,
             foreign_handler: None,
+            witnessed: Vec::new(),
+            span: image.segments.iter().map(|s| (s.vaddr, s.vaddr + s.memsz)).collect(),
         })
     }
 
@@ -242,6 +253,7 @@ impl Backend for ProcessBackend {
         self.plan = host_check::Plan::of(batch);
         self.forged = None;
         self.foreign_handler = None;
+        self.witnessed.clear();
         self.execute(&batch.payload, batch.resp_len)
     }
 
