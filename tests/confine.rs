@@ -225,7 +225,8 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
     };
     let qemu_guest = || processes_mentioning(&needle).into_iter().any(|(pid, cmd)| is_guest(pid, &cmd));
     let hanging = wait_for(Duration::from_secs(120), qemu_guest);
-    // The first guest is qemu-x86_64: in seccomp filter mode (its two filters), no new privileges,
+    // The first guest is qemu-x86_64: in seccomp filter mode (its three filters: refusal,
+    // clone3, the witness's), traced by a thread of the lab, no new privileges,
     // no capability (the bounding set is emptied where the lab may: as root, as CI runs), its
     // limits, and none of the lab's inherited descriptors (this test's `inherited` on fd 7).
     let mut checked = 0;
@@ -233,7 +234,7 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
     for (pid, cmd) in processes_mentioning(&needle) {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         if is_guest(pid, &cmd) && !status.is_empty() {
-            let mut want = vec!["Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"];
+            let mut want = vec!["Seccomp:\t2", "Seccomp_filters:\t3", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"];
             want.extend(["CapPrm:\t0000000000000000", "CapAmb:\t0000000000000000"]);
             if root {
                 want.push("CapBnd:\t0000000000000000");
@@ -241,6 +242,11 @@ fn sigterm_during_a_hang_kills_the_guests_and_writes_an_interrupted_report() {
             for line in want {
                 assert!(status.contains(line), "{line:?} not in the status of {cmd}:\n{status}");
             }
+            // Traced by a thread of the lab (backend/process/witness.rs, the host's witness).
+            let tracer = status.lines().find_map(|l| l.strip_prefix("TracerPid:")).unwrap_or("0").trim();
+            let tracer = std::fs::read_to_string(format!("/proc/{tracer}/status")).unwrap_or_default();
+            let lab_tgid = format!("Tgid:\t{}", lab.id());
+            assert!(tracer.contains(&lab_tgid), "the guest's tracer is not a thread of the lab:\n{status}");
             let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
             let space = kernel_lab::backend::confine::GUEST_ADDRESS_SPACE;
             for (name, value) in [("Max address space", space.to_string()), ("Max open files", "256".into())] {

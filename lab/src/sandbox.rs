@@ -51,8 +51,22 @@ impl Support {
                 self.landlock_abi
             ));
         }
+        if ptrace_disabled() {
+            out.push(
+                "ptrace is disabled (kernel.yama.ptrace_scope = 3): qemu-user guests run without the host's witness \
+                 (a protection lift undone within a call or a fault swallowed by the kernel's own handler is not seen)"
+                    .into(),
+            );
+        }
         out
     }
+}
+
+/// Whether Yama forbids every `ptrace` attach (`/proc/sys/kernel/yama/ptrace_scope` = 3): the
+/// witness of qemu-user guests (backend/process/witness.rs) cannot trace them. Other refusals
+/// (a container's seccomp profile) show when a guest starts, as a report warning.
+fn ptrace_disabled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").is_ok_and(|s| s.trim() == "3")
 }
 
 /// `seccomp(SECCOMP_GET_ACTION_AVAIL, SECCOMP_RET_TRAP)`: filter mode with the trap action.

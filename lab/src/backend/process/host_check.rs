@@ -151,7 +151,8 @@ impl ProcessBackend {
     }
 
     /// The checks of [`Backend::verify`]: memory, then (for a guest still running) its
-    /// mappings, signals and code. Any finding restarts the guest.
+    /// mappings, signals and code, and what the witness saw (witness.rs; first in the list).
+    /// Any finding restarts the guest.
     pub(super) fn host_verify(&mut self, batch: &Batch) -> Vec<Fault> {
         let plan = std::mem::take(&mut self.plan);
         let mut seen = Vec::new();
@@ -170,7 +171,7 @@ impl ProcessBackend {
         // After the mappings: a restore that beat that check was a traced call before it. The
         // tracer's sight comes first: it names the call itself, the checks above its effects.
         self.judge_witness(None);
-        let mut seen: Vec<Seen> =
+        let seen: Vec<Seen> =
             self.witnessed.drain(..).map(|(what, lo, hi)| Seen { what, lo, hi }).chain(seen).collect();
         self.plan = plan;
         if seen.is_empty() {
