@@ -315,27 +315,22 @@ pub fn refusal_filter(exec_path: u64, native: bool) -> Result<BpfProgram, seccom
 }
 
 /// The witness's filter for a qemu-user guest (witness.rs): stops the guest for its tracer
-/// (`SECCOMP_RET_TRACE`) at every call that changes mappings or protections, at `read` of the
-/// request fd, `write` of the reply fd, and `getppid` (the drivers' marker after their
-/// protection table is in force); everything else passes.
+/// (`SECCOMP_RET_TRACE`) at every call that changes mappings or grants a protection (an
+/// `mprotect` to `PROT_NONE` only removes rights), at `read` of the request fd, `write` of the
+/// reply fd, and `getppid` (the drivers' marker after their protection table is in force);
+/// everything else passes.
 ///
 /// # Errors
 /// Only a seccompiler error (an unsupported host architecture).
 pub fn witness_filter() -> Result<BpfProgram, seccompiler::Error> {
     use libc::*;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in [
-        SYS_mprotect,
-        SYS_pkey_mprotect,
-        SYS_mmap,
-        SYS_munmap,
-        SYS_mremap,
-        SYS_madvise,
-        SYS_remap_file_pages,
-        SYS_shmat,
-        SYS_shmdt,
-        SYS_getppid,
-    ] {
+    // A change to PROT_NONE only takes rights away (it can hide no access): not stopped. The
+    // driver's guards are most of its calls (one per guard page).
+    for nr in [SYS_mprotect, SYS_pkey_mprotect] {
+        rules.insert(nr, vec![rule(vec![cond(2, Op::Ne, PROT_NONE as u64)?])?]);
+    }
+    for nr in [SYS_mmap, SYS_munmap, SYS_mremap, SYS_madvise, SYS_remap_file_pages, SYS_shmat, SYS_shmdt, SYS_getppid] {
         rules.insert(nr, vec![]);
     }
     rules.insert(SYS_read, vec![rule(vec![cond(0, Op::Eq, crate::protocol::fd::REQUEST)?])?]);

@@ -517,3 +517,34 @@ impl super::ProcessBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_calls_that_can_change_existing_mappings_are_watched() {
+        let fixed = libc::MAP_FIXED as u64 | libc::MAP_SHARED as u64;
+        let private = libc::MAP_PRIVATE as u64 | libc::MAP_ANONYMOUS as u64;
+        assert_eq!(
+            memory_call(libc::SYS_mmap, [0x40_0000, 0x1000, 3, fixed, 3, 0]),
+            Some(("mmap", 0x40_0000, 0x1000, 3))
+        );
+        // Without MAP_FIXED the kernel picks free addresses: qemu's own allocations.
+        assert_eq!(memory_call(libc::SYS_mmap, [0, 0x800_0000, 0, private, u64::MAX, 0]), None);
+        assert_eq!(
+            memory_call(libc::SYS_mprotect, [0x1000, 0x2000, 3, 0, 0, 0]),
+            Some(("mprotect", 0x1000, 0x2000, 3))
+        );
+        // mremap with MREMAP_FIXED (2) spans both the old range and the new place.
+        let moved = memory_call(libc::SYS_mremap, [0x1000, 0x1000, 0x1000, 3, 0x9000, 0]).expect("watched");
+        assert_eq!((moved.1, moved.2), (0x1000, 0x9000));
+        assert_eq!(memory_call(libc::SYS_read, [4, 0, 32, 0, 0, 0]), None);
+        assert_eq!(protocol_call(libc::SYS_getppid), Some("getppid"));
+    }
+
+    #[test]
+    fn the_witness_filter_compiles_for_this_host() {
+        assert!(!super::super::confine::witness_filter().expect("filter").is_empty());
+    }
+}
