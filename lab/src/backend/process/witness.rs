@@ -248,27 +248,20 @@ impl Tracer {
     fn stopped(&mut self, tid: i32, status: i32) {
         let sig = libc::WSTOPSIG(status);
         let event = status >> 16;
-        let mut resume = libc::PTRACE_CONT;
         let inject = match event {
             libc::PTRACE_EVENT_SECCOMP => {
                 if let Some(SysInfo::Seccomp(nr, args)) = syscall_info(tid) {
-                    if self.call(tid, nr, args) {
-                        resume = libc::PTRACE_SYSCALL;
-                    }
+                    self.call(tid, nr, args);
                 }
                 0
             }
             0 if sig == libc::SIGTRAP | 0x80 => {
-                // The return of the request `read` (TRACESYSGOOD marks syscall stops).
-                match syscall_info(tid) {
-                    Some(SysInfo::Exit(rval)) if tid == self.pid && self.reading => {
-                        self.reading = false;
-                        if rval > 0 {
-                            self.phase = Phase::Protect;
-                        }
+                // A syscall stop (TRACESYSGOOD): the return of the request `read`.
+                if let (true, Some(SysInfo::Exit(rval))) = (tid == self.pid, syscall_info(tid)) {
+                    self.reading = false;
+                    if rval > 0 {
+                        self.phase = Phase::Protect;
                     }
-                    Some(SysInfo::Entry) => resume = libc::PTRACE_SYSCALL,
-                    _ => {}
                 }
                 0
             }
@@ -280,6 +273,9 @@ impl Tracer {
             }
             _ => 0,
         };
+        // While the first thread is in its request `read`, every resume asks for the stop at
+        // its return (a signal delivered in between must not lose it).
+        let resume = if tid == self.pid && self.reading { libc::PTRACE_SYSCALL } else { libc::PTRACE_CONT };
         // SAFETY: resumes a thread stopped for this tracer; ESRCH (killed meanwhile) is fine.
         unsafe { libc::ptrace(resume, tid, 0usize, inject as usize) };
     }
@@ -290,29 +286,26 @@ impl Tracer {
         }
     }
 
-    /// A watched system call `nr` with `args` by thread `tid`; `true`: stop again at its
-    /// return (the driver's request `read`).
-    fn call(&mut self, tid: i32, nr: i64, args: [u64; 6]) -> bool {
+    /// A watched system call `nr` with `args` by thread `tid` (a `read` of the request fd by
+    /// the first thread is followed to its return: [`Tracer::reading`]).
+    fn call(&mut self, tid: i32, nr: i64, args: [u64; 6]) {
         let first = tid == self.pid;
         if let Some(name) = protocol_call(nr) {
             if !first {
                 self.note(|s| s.events.push(Event::ThreadProtocol { call: name }));
-                return false;
+                return;
             }
             match (name, self.phase) {
                 // Only a read that returns a request starts its protection phase: a kernel's
                 // non-blocking read of an empty pipe does not.
-                ("read", _) => {
-                    self.reading = true;
-                    return true;
-                }
+                ("read", _) => self.reading = true,
                 ("getppid", Phase::Protect) => self.phase = Phase::Calls,
                 ("write", _) => self.phase = Phase::Replied,
                 _ => {}
             }
-            return false;
+            return;
         }
-        let Some((call, addr, len, arg)) = memory_call(nr, args) else { return false };
+        let Some((call, addr, len, arg)) = memory_call(nr, args) else { return };
         match self.phase {
             Phase::SetUp => {
                 // `_start` (no kernel code has run): it maps the arena fd over `lab_arena`, whose
@@ -321,9 +314,9 @@ impl Tracer {
                     let base = addr.wrapping_sub(self.watch.arena);
                     self.note(|s| s.base = Some(base));
                 }
-                return false;
+                return;
             }
-            Phase::Protect if first => return false,
+            Phase::Protect if first => return,
             _ => {}
         }
         let base = self.shared.lock().ok().and_then(|s| s.base);
@@ -338,7 +331,6 @@ impl Tracer {
             let phase = self.phase;
             self.note(|s| s.events.push(Event::Memory { call, addr, len, arg, phase, thread: !first }));
         }
-        false
     }
 
     /// A host SIGSEGV/SIGBUS at host address `addr` (0 when unknown).
