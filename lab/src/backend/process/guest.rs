@@ -161,7 +161,7 @@ impl ProcessBackend {
         let mut witness = self.prepare_witness(&mut cmd);
         let spawned = cmd.spawn();
         let traced = witness.as_mut().map(|(w, ends, rx)| {
-            drop(std::mem::replace(ends, None));
+            drop(ends.take());
             w.traced(rx)
         });
         let mut child = spawned.map_err(|e| self.error(format!("cannot start: {e}")))?;
@@ -196,11 +196,10 @@ impl ProcessBackend {
     /// A tracer for a qemu-user guest (witness.rs), its half of the handshake added to `cmd`;
     /// `None` natively (the batch filter denies what the witness sees), without seccomp, or when
     /// the tracer cannot start (noted as a gap).
-    #[allow(clippy::type_complexity)]
     fn prepare_witness(
         &self,
         cmd: &mut Command,
-    ) -> Option<(witness::Witness, Option<witness::ChildEnds>, Receiver<Result<(), String>>)> {
+    ) -> Option<(witness::Witness, Option<witness::ChildEnds>, witness::Seized)> {
         if self.kind != BackendKind::Qemu || !self.limits.witness || !self.support.seccomp {
             return None;
         }

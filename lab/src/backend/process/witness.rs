@@ -83,6 +83,9 @@ pub struct Witness {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Where the tracer thread says whether it seized the child (`Err`: why not).
+pub type Seized = Receiver<Result<(), String>>;
+
 /// The byte the tracer sends the child when it is traced (the child then installs the filter
 /// that stops it for the tracer); any other byte, or none: it runs untraced.
 pub const TRACED: u8 = b'y';
@@ -132,7 +135,7 @@ impl Witness {
     ///
     /// # Errors
     /// A pipe or the thread cannot be made.
-    pub fn prepare(watch: Watch) -> Result<(Witness, ChildEnds, Receiver<Result<(), String>>), String> {
+    pub fn prepare(watch: Watch) -> Result<(Witness, ChildEnds, Seized), String> {
         let (pid_r, pid_w) = super::guest::pipe()?;
         let (go_r, go_w) = super::guest::pipe()?;
         let parents = [pid_r.as_raw_fd(), go_w.as_raw_fd()];
@@ -167,7 +170,7 @@ impl Witness {
 
     /// After the spawn: whether the tracer holds the guest (`Err`: why not; the guest then runs
     /// untraced).
-    pub fn traced(&mut self, rx: &Receiver<Result<(), String>>) -> Result<(), String> {
+    pub fn traced(&mut self, rx: &Seized) -> Result<(), String> {
         match rx.recv_timeout(std::time::Duration::from_secs(10)) {
             Ok(r) => r,
             Err(_) => Err("the tracer never answered".into()),
