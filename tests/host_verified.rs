@@ -170,6 +170,16 @@ fn a_lift_undone_within_the_call_is_denied_natively_and_seen_under_qemu() {
     assert_witnessed("lift_undone.S", &rows, "kernel code called mprotect(");
 }
 
+/// A kernel that starts a thread which lifts its input's protection and puts it back before
+/// the call returns (`thread_lift.S`): the tracer follows qemu's threads, so every case fails
+/// naming the thread; natively the clone itself is refused.
+#[test]
+fn a_lift_from_a_thread_the_kernel_started_is_not_green() {
+    let rows = md5_hostile_md5("thread_lift.S", BackendKind::Qemu);
+    assert_witnessed("thread_lift.S", &rows, "a thread kernel code started called mprotect(");
+    assert_denied("thread_lift.S", &md5_hostile_md5("thread_lift.S", BackendKind::Native), "clone");
+}
+
 #[test]
 fn a_kernel_patching_the_driver_under_qemu_is_not_green() {
     let rows = untraced("x86_64", "patch_driver.S");
