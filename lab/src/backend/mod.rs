@@ -13,7 +13,7 @@ mod unicorn;
 use std::time::Duration;
 
 pub use fault::{Access, Fault, FaultKind};
-pub use process::{confine, witness_gaps, ProcessBackend};
+pub use process::{confine, witness_gaps, witness_probe, ProcessBackend};
 pub use unicorn::{zbb, UnicornBackend};
 
 use crate::batch::Batch;

@@ -318,16 +318,26 @@ fn qemu_cpu_help_check(arch: crate::arch::Arch) -> Check {
     Check { what, state }
 }
 
-/// seccomp and Landlock for the qemu and native guests (lab/src/backend/process/confine.rs) and
-/// Landlock for the builds (lab/src/build_confine.rs); a missing
-/// layer is a warning: runs still work, with less confinement.
+/// seccomp and Landlock for the qemu and native guests (lab/src/backend/process/confine.rs),
+/// the witness of qemu guests (a traced `true`: backend/process/witness.rs) and Landlock for the
+/// builds (lab/src/build_confine.rs); a missing layer is a warning: runs still work, with less
+/// confinement.
 fn confinement_state() -> State {
     let s = crate::sandbox::Support::probe();
     let mut gaps = s.gaps();
     gaps.extend(crate::build_confine::gaps().into_iter().map(|g| format!("builds: {g}")));
+    if s.seccomp {
+        if let Err(why) = crate::backend::witness_probe() {
+            gaps.push(format!(
+                "qemu guests would run without the host's witness ({why}): a protection lift undone within a call \
+                 or a fault swallowed by the kernel's own handler is not seen"
+            ));
+        }
+    }
     if gaps.is_empty() {
         State::Ok(format!(
-            "seccomp filters and Landlock ABI {} (qemu and native guests and the builds are confined)",
+            "seccomp filters and Landlock ABI {} (qemu and native guests and the builds are confined; qemu guests \
+             traced by the host's witness)",
             s.landlock_abi
         ))
     } else {

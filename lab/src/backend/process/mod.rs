@@ -52,7 +52,7 @@ mod shared_arena;
 mod traced;
 mod vma_query;
 mod witness;
-pub use witness::gaps as witness_gaps;
+pub use witness::{gaps as witness_gaps, probe as witness_probe};
 
 use exchange::*;
 use guest::*;

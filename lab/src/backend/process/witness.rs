@@ -427,6 +427,27 @@ fn siginfo_addr(tid: i32) -> u64 {
     unsafe { info.si_addr() as u64 }
 }
 
+/// Traces a short-lived `true` the way a guest is traced (the handshake, the filter, the
+/// tracer): whether this host lets the witness run (`lab doctor`).
+///
+/// # Errors
+/// Why not: `PTRACE_SEIZE` refused (a container's seccomp profile, Yama), no seccomp filter
+/// mode, or `true` cannot start.
+pub fn probe() -> Result<(), String> {
+    let filter = super::confine::witness_filter().map_err(|e| format!("the witness's seccomp filter: {e}"))?;
+    let (mut w, ends, rx) = Witness::prepare(Watch { span: (0, 0), arena: 0 })?;
+    let mut cmd = Command::new("true");
+    ends.hand_to(&mut cmd, filter);
+    let child = cmd.spawn();
+    drop(ends);
+    let traced = w.traced(&rx);
+    let mut child = child.map_err(|e| format!("cannot start `true`: {e}"))?;
+    // The tracer ends once `true` has exited and reaps it; wait() then finds nothing.
+    let _ = w.finish();
+    let _ = child.wait();
+    traced
+}
+
 /// Why a qemu-user guest ran without the witness, once per reason for the life of the process.
 static GAPS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
