@@ -83,6 +83,9 @@ lab_batch:
     str     \reg, [sp, #(F_SAVED + 8 * lab_k)]
     .set    lab_k, lab_k + 1
     .endr
+    .if     FRAME > F_SAVED + 8 * LAB_NSAVED
+    str     xzr, [sp, #(F_SAVED + 8 * LAB_NSAVED)]  // the pad: else what _start left (issue 28)
+    .endif
 
     LOADADDR x9, lab_arena
     ldr     x10, [x9, #LAB_H_START]             // x10 = index of the next call
@@ -426,6 +429,27 @@ check_handlers:
 1:  ret
     .size   check_handlers, . - check_handlers
 
+// batch_clean: what lab_batch and the kernel find of the driver is the same on every backend
+// (issue 28): zero check_handlers' result and the request and reply words (the reply is
+// written after the batch, lab_io_sum holds the request's range), and every callee-saved
+// register (lab_batch saves them in its frame; after a fault they are the kernel's), as Unicorn
+// has them. Clobbers x0, x1 and the callee-saved registers.
+    .type   batch_clean, %function
+batch_clean:
+    LOADADDR x0, lab_oldact
+    mov     x1, #(32 + LAB_REQUEST_SIZE + LAB_REPLY_SIZE)  // lab_oldact, lab_io_req, lab_io_rep
+1:  stp     xzr, xzr, [x0], #16
+    subs    x1, x1, #16
+    b.ne    1b
+    .irp    reg, LAB_SAVED_GPRS
+    mov     \reg, xzr
+    .endr
+    .irp    reg, LAB_SAVED_FPRS
+    fmov    \reg, xzr
+    .endr
+    ret
+    .size   batch_clean, . - batch_clean
+
 // The qemu/native entry (README "_start I/O loop"). Never returns.
     .globl  _start
     .type   _start, %function
@@ -460,6 +484,8 @@ _start:
     mov     x8, #SYS_rt_sigaction
     svc     #0
     .endr
+    stp     xzr, xzr, [sp]                      // only the calls' arguments: zero, as Unicorn
+    stp     xzr, xzr, [sp, #16]                 // has the driver's stack (issue 28)
     add     sp, sp, #32
 
     // mmap(lab_arena, size, RW, MAP_SHARED | MAP_FIXED, LAB_FD_ARENA, 0): the host's view
@@ -522,6 +548,7 @@ _start:
     stp     x0, x1, [x2]
 
     bl      protect
+    bl      batch_clean
     bl      lab_batch                           // sp = lab_stack_top here
 // lab_batch's return address (x30 at its entry) in a process and under Unicorn, which stops
 // here: the same saved x30 in lab_batch's frame.
@@ -543,7 +570,17 @@ lab_batch_return:
     ldr     x0, [x1]
     add     x0, x0, #1
     str     x0, [x1]
-    b       .Lio_loop
+    b       .Lio_resume                         // x19 was cleared before lab_batch
+
+// The fault handler resumes the loop here, off the altstack: the signal's frame (the kernel's
+// registers) and the handler's own words stay there otherwise, for the next batch to read.
+.Lfault_resume:
+    LOADADDR x0, lab_altstack
+    mov     x1, #LAB_ALTSTACK_SIZE
+1:  stp     xzr, xzr, [x0], #16
+    subs    x1, x1, #16
+    b.ne    1b
+    b       .Lio_resume
 
 .Lexit_ok:
     mov     x0, #LAB_EXIT_OK
@@ -604,7 +641,7 @@ lab_fault_handler:
     ldr     x10, [x9]
     add     x10, x10, #1
     str     x10, [x9]
-    LOADADDR x9, .Lio_resume
+    LOADADDR x9, .Lfault_resume
     str     x9, [x24, #UC_PC]
     LOADADDR x9, lab_loop_sp
     ldr     x9, [x9]

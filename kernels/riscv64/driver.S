@@ -84,6 +84,9 @@ lab_batch:
 	fsd	\reg, (F_SAVED + 8 * lab_k)(sp)
 	.set	lab_k, lab_k + 1
 	.endr
+	.if	FRAME > F_SAVED + 8 * LAB_NSAVED
+	sd	zero, (F_SAVED + 8 * LAB_NSAVED)(sp)	/* the pad, as on every backend (issue 28) */
+	.endif
 	lla	t0, lab_saved_sp
 	sd	sp, 0(t0)
 
@@ -477,6 +480,31 @@ check_handlers:
 	.size	check_handlers, . - check_handlers
 
 /*
+ * batch_clean: what lab_batch and the kernel find of the driver is the same on every backend
+ * (issue 28): zero check_handlers' result and the request and reply words (the reply is written
+ * after the batch, lab_io_sum holds the request's range), and every callee-saved register
+ * (lab_batch saves them in its frame; after a fault they are the kernel's), as Unicorn has
+ * them. Clobbers t0, t1 and the callee-saved registers.
+ */
+	.type	batch_clean, @function
+	.p2align 2
+batch_clean:
+	lla	t0, lab_oldact
+	li	t1, 32 + LAB_REQUEST_SIZE + LAB_REPLY_SIZE	/* lab_oldact, lab_io_req, lab_io_rep */
+	add	t1, t1, t0
+1:	sd	zero, 0(t0)
+	addi	t0, t0, 8
+	bltu	t0, t1, 1b
+	.irp	reg, LAB_SAVED_GPRS
+	li	\reg, 0
+	.endr
+	.irp	reg, LAB_SAVED_FPRS
+	fmv.d.x	\reg, zero
+	.endr
+	ret
+	.size	batch_clean, . - batch_clean
+
+/*
  * _start (kernels/README.md, "_start I/O loop"): install the fault handler on an alternate
  * stack, map the shared arena (fd LAB_FD_ARENA) over lab_arena, then for each request token
  * (magic, seq, sum_off, sum_len) on LAB_FD_REQUEST: protect (unless the table is in force
@@ -571,6 +599,7 @@ _start:
 	sd	t1, 8(t2)
 
 	call	protect
+	call	batch_clean
 	call	lab_batch
 /* lab_batch's return address (ra at its entry) in a process and under Unicorn, which stops
  * here: the same saved ra in lab_batch's frame. */
@@ -592,6 +621,17 @@ lab_batch_return:
 	ld	t1, 0(t0)
 	addi	t1, t1, 1
 	sd	t1, 0(t0)
+	j	.Lio_loop
+
+/* The fault handler resumes the loop here, off the signal stack: the signal's frame (the
+ * kernel's registers) and the handler's own words stay there otherwise, for the next batch. */
+.Lfault_resume:
+	lla	t0, lab_sigstack
+	li	t1, LAB_ALTSTACK_SIZE
+	add	t1, t1, t0
+1:	sd	zero, 0(t0)
+	addi	t0, t0, 8
+	bltu	t0, t1, 1b
 	j	.Lio_loop
 
 .Lexit_ok:
@@ -661,7 +701,7 @@ lab_fault:
 	ld	t1, 0(t0)
 	addi	t1, t1, 1
 	sd	t1, 0(t0)
-	lla	t1, .Lio_loop
+	lla	t1, .Lfault_resume
 	sd	t1, UC_PC(s3)
 	lla	t1, lab_loop_sp
 	ld	t1, 0(t1)

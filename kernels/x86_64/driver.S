@@ -91,6 +91,10 @@ lab_batch:
         mov     [rsp + 8 * lab_k], \reg
         .set    lab_k, lab_k + 1
         .endr
+        .if     FRAME > 8 * LAB_NSAVED_GPRS
+        mov     qword ptr [rsp + 8 * LAB_NSAVED_GPRS], 0  /* the pad: else what the loop's
+                                                   last call left there (issue 28) */
+        .endif
         cld
 
         lea     r12, [rip + lab_arena]
@@ -157,6 +161,7 @@ lab_batch:
         mov     rsp, [rip + lab_drv_sp]         /* a broken rsp must not break the driver */
         pushfq
         pop     rax
+        mov     qword ptr [rsp - 8], 0          /* no RFLAGS below the frame for the next call */
         cld
         mov     rdx, [rip + lab_drv_entry]
         mov     [rdx + LAB_E_FLAGS], rax
@@ -177,6 +182,9 @@ lab_batch:
         mov     rax, [rip + lab_drv_sp_after]
         mov     [rdx + LAB_E_SP_AFTER], rax
         mov     qword ptr [rdx + LAB_E_STATUS], 1
+        xor     eax, eax                        /* the next call must not find this one's */
+        mov     [rip + lab_drv_ret], rax        /* (a native batch child's first call finds */
+        mov     [rip + lab_drv_sp_after], rax   /* zeros: its parent never ran lab_batch) */
 
         lea     r12, [rip + lab_arena]
         mov     r13, [rip + lab_drv_index]
@@ -243,6 +251,11 @@ _start:
         mov     eax, SYS_rt_sigaction
         syscall
         .endr
+        /* lab_ss and lab_sigact were only the calls' arguments: zero, as Unicorn has them */
+        lea     rdi, [rip + lab_ss]
+        mov     ecx, (24 + 32) / 8                   /* lab_ss, lab_sigact */
+        xor     eax, eax
+        rep     stosq
 
         /* mmap(lab_arena, size, RW, MAP_SHARED | MAP_FIXED, LAB_FD_ARENA, 0): the host's view */
         lea     rdi, [rip + lab_arena]
@@ -299,6 +312,7 @@ _start:
         add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
 .Lbatch_here:
+        call    .Lbatch_clean
         call    lab_batch                       /* rsp = lab_stack_top here, 16-aligned */
 /* lab_batch's return address, at lab_stack_top - 8, in every process (a batch child comes here
  * too) and under Unicorn, which stops here: the same top word of the driver's stack. */
@@ -320,6 +334,15 @@ lab_batch_return:
         cmp     byte ptr [rip + lab_in_child], 0
         jne     .Lchild_replied                 /* a batch child ends after its reply */
         add     qword ptr [rip + lab_io_seq], 1
+        jmp     .Lio_loop
+
+/* The fault handler resumes the loop here, off the altstack: the signal's frame (the kernel's
+ * registers) and the handler's own words stay there otherwise, for the next batch to read. */
+.Lfault_resume:
+        lea     rdi, [rip + lab_altstack]
+        mov     ecx, LAB_ALTSTACK_SIZE / 8
+        xor     eax, eax
+        rep     stosq
         jmp     .Lio_loop
 
 .Lexit_ok:
@@ -413,6 +436,15 @@ lab_batch_return:
         syscall
         test    rax, rax
         jnz     .Lexit_seccomp
+        /* The filters and the parent's words: the kernel must find what a qemu-user guest
+         * holds there (zeros); lab_in_child stays (issue 28, docs/threat-model.md). */
+        lea     rdi, [rip + lab_fprog]
+        mov     ecx, (16 + 16 + 8 + 8 + 8) / 8       /* lab_fprog .. lab_wstatus */
+        xor     eax, eax
+        rep     stosq
+        lea     rdi, [rip + lab_bpf]
+        mov     ecx, BPF_BUF / 8
+        rep     stosq
         /* The loop's own call of lab_batch, at the loop's depth (the child never returns to
          * the loop): the driver's stack as a qemu-user guest and Unicorn have it.  Its handler
          * check is skipped (an allow-list is installed); after the reply it ends here. */
@@ -423,6 +455,21 @@ lab_batch_return:
         mov     eax, SYS_exit_group
         syscall
         ud2
+
+/* .Lbatch_clean: what lab_batch and the kernel find of the driver is the same on every
+ * backend (issue 28): zero the request and reply words (the reply is written after the batch,
+ * lab_io_sum holds the request's range) and .Lcheck_handlers' result, and every callee-saved
+ * register (lab_batch saves them in its frame; after a fault they are the kernel's), as
+ * Unicorn has them.  Clobbers rax, rcx, rdi and the callee-saved registers. */
+.Lbatch_clean:
+        lea     rdi, [rip + lab_io_req]
+        mov     ecx, (LAB_REQUEST_SIZE + LAB_REPLY_SIZE + 24 + 32 + 32) / 8  /* .. lab_oldact */
+        xor     eax, eax
+        rep     stosq
+        .irp    reg, LAB_SAVED_GPRS
+        xor     \reg, \reg
+        .endr
+        ret
 
 /* .Ldispatch_on: prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a
  * system call from anywhere but this I/O code.  EINVAL under qemu-user: ignored.
@@ -665,6 +712,8 @@ lab_batch_return:
         xor     esi, esi
         cmp     word ptr [rip + lab_fprog], 0
         jne     .Lcheck_handlers_ret
+        cmp     byte ptr [rip + lab_in_child], 0    /* a batch child zeroed its lab_fprog */
+        jne     .Lcheck_handlers_ret
         .irp    sig, LAB_SIGNALS
         mov     edi, \sig
         xor     esi, esi
@@ -820,7 +869,7 @@ lab_fault_handler:
         cmp     byte ptr [rip + lab_in_child], 0
         jne     .Lchild_replied                 /* the parent resumes the request loop */
         add     qword ptr [rip + lab_io_seq], 1
-        lea     rax, [rip + .Lio_loop]
+        lea     rax, [rip + .Lfault_resume]
         mov     [r15 + UC_RIP], rax
         mov     rax, [rip + lab_loop_sp]
         mov     [r15 + UC_RSP], rax
@@ -850,6 +899,7 @@ lab_syscalls_end:
 
 /* ------------------------------------------------------------------------------------------
  * .bss: private words, stacks, and lab_arena LAST (its end is the end of the image).
+ * _start, .Lbatch_clean and .Lin_child clear runs of these words by their sizes: keep the order.
  * ---------------------------------------------------------------------------------------- */
         .bss
         .p2align 4
@@ -861,7 +911,8 @@ lab_drv_sp_after:       .zero 8         /* rsp after the return */
 lab_drv_fpctl:          .zero 8         /* MXCSR and x87 CW to load (LAB_FPCTL_*) */
 lab_io_seq:             .zero 8         /* sequence number of the next request */
 lab_loop_sp:            .zero 8         /* rsp at the top of the request loop */
-lab_io_sum_off:         .zero 8         /* checksum range of the current request */
+lab_io_sum:                             /* checksum range of the current request: off, len */
+lab_io_sum_off:         .zero 8
 lab_io_sum_len:         .zero 8
 lab_io_req:             .zero LAB_REQUEST_SIZE
 lab_io_rep:             .zero LAB_REPLY_SIZE
