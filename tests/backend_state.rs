@@ -145,20 +145,30 @@ fn check(arch: &str, before: Before, (views, image): (Vec<View>, Image), prot_id
 /// batch child, calls `lab_batch` from `lab_stack_top`) and every nonzero word of the driver's
 /// memory are the same, after a batch that returned and after one that faulted. The CPU is not:
 /// CPUID leaf 0 names Unicorn's model ("GenuineIntel") and qemu-user's ("AuthenticAMD", its
-/// `max` model under TCG) whatever the host (docs/threat-model.md).
+/// `max` model under TCG) whatever the host; nor the vector registers at a batch's first call:
+/// the last call's (after a fault, the faulting kernel's) on Unicorn and under qemu-user, zero
+/// in a native batch child, whose parent never runs a kernel (docs/threat-model.md).
 #[test]
 fn what_a_kernel_reads_of_the_driver_is_the_same_on_every_x86_64_backend() {
     for before in [Before::Probe, Before::Fault] {
-        let (mut views, image) = probe("x86_64", "probe_state.S", 8, before);
+        let (mut views, image) = probe("x86_64", "probe_state.S", 10, before);
         assert_eq!(views.len(), 3, "Unicorn, qemu-user and native");
         let ret = image.require("lab_batch_return").expect("lab_batch_return").addr;
+        // What the call before left in xmm0 and xmm15: the probe's mark, or probe_fault's rbx, r15.
+        let left = match before {
+            Before::Probe => [0x0e0e0e0e0e0e0e0e; 2],
+            Before::Fault => [0x1b1b1b1b1b1b1b1b, 0x1515151515151515],
+        };
         for v in &mut views {
             let vendor = std::mem::take(&mut v.fixed[7]);
+            let xmm: Vec<u64> = v.fixed.drain(8..10).collect();
             match v.kind {
                 BackendKind::Unicorn => assert_eq!(vendor, u64::from(u32::from_le_bytes(*b"Genu"))),
                 BackendKind::Qemu => assert_eq!(vendor, u64::from(u32::from_le_bytes(*b"Auth"))),
                 BackendKind::Native => {}
             }
+            let want = if v.kind == BackendKind::Native { vec![0, 0] } else { left.to_vec() };
+            assert_eq!(xmm, want, "x86_64, after a {before:?} batch, {}: xmm0, xmm15 at entry", v.kind);
             assert_eq!(v.fixed[5], ret, "{}: the driver stack's top word", v.kind);
         }
         check("x86_64", before, (views, image), 6, &[(8, ret)]);
