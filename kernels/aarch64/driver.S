@@ -43,6 +43,7 @@
 #define UC_PC         440
 #define UC_SP         (UC_PC - 8)
 #define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
+#define UC_X0         (UC_PC - 32 * 8)
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
 // lab_batch's frame: x29, x30, then the saved registers in ABI order, padded to 16 bytes.
@@ -572,15 +573,24 @@ lab_batch_return:
     str     x0, [x1]
     b       .Lio_resume                         // x19 was cleared before lab_batch
 
-// The fault handler resumes the loop here, off the altstack: the signal's frame (the kernel's
-// registers) and the handler's own words stay there otherwise, for the next batch to read.
+// The fault handler resumes the loop here, off the altstack, with x0 = the lowest altstack
+// address it may have used: the signal's frame (the kernel's registers) and the handler's own
+// words lie between it and the altstack's top, and would stay there for the next batch to read.
+// Only that part is cleared.
 .Lfault_resume:
-    LOADADDR x0, lab_altstack
-    mov     x1, #LAB_ALTSTACK_SIZE
-1:  stp     xzr, xzr, [x0], #16
-    subs    x1, x1, #16
-    b.ne    1b
-    b       .Lio_resume
+    LOADADDR x1, lab_altstack
+    mov     x2, #LAB_ALTSTACK_SIZE
+    add     x2, x1, x2
+    cmp     x0, x1
+    csel    x0, x1, x0, lo
+    cmp     x0, x2
+    csel    x0, x2, x0, hi
+    and     x0, x0, #-16
+1:  cmp     x0, x2
+    b.hs    2f
+    stp     xzr, xzr, [x0], #16
+    b       1b
+2:  b       .Lio_resume
 
 .Lexit_ok:
     mov     x0, #LAB_EXIT_OK
@@ -646,6 +656,9 @@ lab_fault_handler:
     LOADADDR x9, lab_loop_sp
     ldr     x9, [x9]
     str     x9, [x24, #UC_SP]
+    mov     x9, sp                              // below the frame; the handler uses no stack
+    sub     x9, x9, #256
+    str     x9, [x24, #UC_X0]
     mov     x30, x25
     ret
 // x0 = the signal whose handler is not ours, x1 = that handler: a KIND_HANDLER reply (as after

@@ -52,6 +52,7 @@
 #define SA_ONSTACK	0x08000000
 #define UC_PC		176	/* offsetof(ucontext, uc_mcontext.sc_regs.pc), see above */
 #define UC_A7		(UC_PC + 17 * 8)	/* sc_regs.a7 (x17): the system-call number */
+#define UC_A0		(UC_PC + 10 * 8)	/* sc_regs.a0 (x10) */
 #define UC_SP		(UC_PC + 2 * 8)		/* sc_regs.sp (x2) */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
@@ -623,16 +624,24 @@ lab_batch_return:
 	sd	t1, 0(t0)
 	j	.Lio_loop
 
-/* The fault handler resumes the loop here, off the signal stack: the signal's frame (the
- * kernel's registers) and the handler's own words stay there otherwise, for the next batch. */
+/* The fault handler resumes the loop here, off the signal stack, with a0 = the lowest address of
+ * it the handler may have used: the signal's frame (the kernel's registers) and the handler's
+ * own words lie between it and the stack's top, and would stay there for the next batch to
+ * read. Only that part is cleared. */
 .Lfault_resume:
 	lla	t0, lab_sigstack
 	li	t1, LAB_ALTSTACK_SIZE
 	add	t1, t1, t0
-1:	sd	zero, 0(t0)
-	addi	t0, t0, 8
-	bltu	t0, t1, 1b
-	j	.Lio_loop
+	bgeu	a0, t0, 1f
+	mv	a0, t0
+1:	bleu	a0, t1, 2f
+	mv	a0, t1
+2:	andi	a0, a0, -8
+3:	bgeu	a0, t1, 4f
+	sd	zero, 0(a0)
+	addi	a0, a0, 8
+	j	3b
+4:	j	.Lio_loop
 
 .Lexit_ok:
 	li	a0, LAB_EXIT_OK
@@ -706,6 +715,8 @@ lab_fault:
 	lla	t1, lab_loop_sp
 	ld	t1, 0(t1)
 	sd	t1, UC_SP(s3)
+	addi	t1, s5, -256		/* below the frame and all the handler used */
+	sd	t1, UC_A0(s3)
 	mv	sp, s5
 	mv	ra, s6
 	ret

@@ -66,6 +66,7 @@
 #define UC_RIP          168
 #define UC_RSP          (UC_RIP - 8)    /* gregs[REG_RSP] */
 #define UC_EFL          (UC_RIP + 8)    /* gregs[REG_EFL] */
+#define UC_RDI          (UC_GREGS + 8 * 8)  /* gregs[REG_RDI] */
 
 /* lab_batch's frame: the integer callee-saved registers, padded so rsp is 16-aligned
  * (entry rsp = 8 mod 16). */
@@ -336,11 +337,20 @@ lab_batch_return:
         add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
 
-/* The fault handler resumes the loop here, off the altstack: the signal's frame (the kernel's
- * registers) and the handler's own words stay there otherwise, for the next batch to read. */
+/* The fault handler resumes the loop here, off the altstack, with rdi = the lowest altstack
+ * address it may have used: the signal's frame (the kernel's registers) and the handler's own
+ * words lie between it and the altstack's top, and would stay there for the next batch to read.
+ * Only that part is cleared (the whole 64 KiB cost 11 us of CPU per fault under qemu-user). */
 .Lfault_resume:
-        lea     rdi, [rip + lab_altstack]
-        mov     ecx, LAB_ALTSTACK_SIZE / 8
+        lea     rcx, [rip + lab_altstack]
+        cmp     rdi, rcx
+        cmovb   rdi, rcx
+        lea     rcx, [rip + lab_altstack + LAB_ALTSTACK_SIZE]
+        cmp     rdi, rcx
+        cmova   rdi, rcx
+        and     rdi, -8
+        sub     rcx, rdi
+        shr     rcx, 3
         xor     eax, eax
         rep     stosq
         jmp     .Lio_loop
@@ -873,6 +883,8 @@ lab_fault_handler:
         mov     [r15 + UC_RIP], rax
         mov     rax, [rip + lab_loop_sp]
         mov     [r15 + UC_RSP], rax
+        lea     rax, [rbx - 256]                /* below the frame and all the handler used */
+        mov     [r15 + UC_RDI], rax
         and     qword ptr [r15 + UC_EFL], ~0x400    /* DF clear, as the loop expects */
         mov     rsp, rbx
         ret
