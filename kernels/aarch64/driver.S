@@ -686,6 +686,7 @@ lab_loop_sp:                                    // sp at the top of the request 
     .balign 16
 lab_io_sum:                                     // checksum range of the current request
     .zero   16
+// batch_clean zeroes lab_oldact, lab_io_req and lab_io_rep as one run: keep them together.
 lab_oldact:                                     // check_handlers: struct kernel_sigaction
     .zero   32
 lab_io_req:

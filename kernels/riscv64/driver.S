@@ -753,6 +753,7 @@ lab_vector_entry_vill:			/* says: each call is entered with vtype.vill set (VILL
 	.zero	8
 #endif
 	.p2align 3
+/* batch_clean zeroes lab_oldact, lab_io_req and lab_io_rep as one run: keep them together. */
 lab_oldact:				/* check_handlers: struct kernel_sigaction */
 	.zero	32
 lab_io_req:
