@@ -177,9 +177,10 @@ fn what_a_kernel_reads_of_the_driver_is_the_same_on_every_x86_64_backend() {
 
 /// aarch64 and riscv64 on Unicorn and qemu-user: the scratch registers a kernel finds at entry
 /// (aarch64 x4-x18, riscv64 a1-a7 and t0-t6; the drivers clear those that would hold what
-/// `_start` or Unicorn left), the return address `lab_batch` saved in its frame and every
-/// nonzero word of the driver's memory are the same, after a batch that returned and after one
-/// that faulted.
+/// `_start` or Unicorn left), the return address `lab_batch` saved in its frame, two scratch
+/// floating-point registers (aarch64 d0 and d31, riscv64 ft0 and ft11: the last call's, after a
+/// fault the faulting kernel's) and every nonzero word of the driver's memory are the same,
+/// after a batch that returned and after one that faulted.
 #[test]
 fn what_a_kernel_reads_of_the_driver_is_the_same_on_unicorn_and_qemu_user() {
     // (arch, fixed words, the header's prot_id among them, lab_batch's saved return address
@@ -187,14 +188,23 @@ fn what_a_kernel_reads_of_the_driver_is_the_same_on_unicorn_and_qemu_user() {
     let nsaved = |arch: &str| kernel_lab::abi::Abi::of(variant(arch).arch).saved.len() as u64;
     let aarch64_frame = (16 + 8 * nsaved("aarch64") + 15) & !15;
     let riscv64_frame = (8 + 8 * nsaved("riscv64") + 15) & !15;
-    for (arch, fixed, prot_id) in [("aarch64", 17, 16), ("riscv64", 16, 15)] {
+    // (arch, fixed words, lab_batch's saved return address, the header's prot_id and the two
+    // floating-point registers among them, what probe_fault leaves in those).
+    let archs = [("aarch64", 19, 15, 16, 17, [0x1919, 0x2929]), ("riscv64", 18, 14, 15, 16, [0x5050, 0x5b5b])];
+    for (arch, fixed, ret_at, prot_id, fp_at, fault_fp) in archs {
         for before in [Before::Probe, Before::Fault] {
-            let views = probe(arch, "probe_regs.S", fixed, before);
+            let mut views = probe(arch, "probe_regs.S", fixed, before);
             assert_eq!(views.0.len(), 2, "{arch}: Unicorn and qemu-user");
             let at = |s: &'static str| views.1.require(s).expect(s).addr;
             let (ret, top) = (at("lab_batch_return"), at("lab_stack_top"));
-            for v in &views.0 {
-                assert_eq!(v.fixed[fixed - 2], ret, "{arch} {}: lab_batch's saved return address", v.kind);
+            let left = match before {
+                Before::Probe => [0x0e0e0e0e0e0e0e0e; 2],
+                Before::Fault => fault_fp,
+            };
+            for v in &mut views.0 {
+                assert_eq!(v.fixed[ret_at], ret, "{arch} {}: lab_batch's saved return address", v.kind);
+                let fp: Vec<u64> = v.fixed.drain(fp_at..fp_at + 2).collect();
+                assert_eq!(fp, left, "{arch}, after a {before:?} batch, {}: floating-point registers", v.kind);
             }
             // aarch64: x30 above x29 at the frame's bottom, and the x29 lab_batch saves among
             // x19-x29 is its own frame pointer (`mov x29, sp` first); riscv64: ra at the bottom.
