@@ -3,7 +3,8 @@
 //! aarch64 and riscv64) records scratch registers at entry, lab_batch's return address, the
 //! arena header's `prot_id` and every nonzero word of the driver's memory (its private words,
 //! its altstack and its stack, lab_batch's frame with the callee-saved registers included), on
-//! Unicorn, qemu-user and natively, after a batch that returned and after one that faulted.
+//! Unicorn, qemu-user and natively, after a batch that returned, after one that faulted and in
+//! the entry that resumes a batch after its fault.
 //! docs/threat-model.md lists what still differs.
 
 use std::collections::BTreeMap;
@@ -25,14 +26,19 @@ struct View {
     nonzero: BTreeMap<u64, u64>,
 }
 
-/// The batch before the probe's: the probe itself, or a call that faults after setting every
-/// callee-saved register (the request loop resumed with them under qemu-user, and the signal's
-/// frame stayed on the altstack).
-#[derive(Clone, Copy, Debug)]
+/// What runs before the probe: a batch of the probe itself, a batch of a call that faults after
+/// setting every callee-saved register (the request loop resumed with them under qemu-user, and
+/// the signal's frame stayed on the altstack), or that call first in the probe's own batch (the
+/// probe then runs in the entry that resumes the batch: the second request, from call 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Before {
     Probe,
     Fault,
+    FaultInBatch,
 }
+
+/// Every `before`.
+const BEFORE: [Before; 3] = [Before::Probe, Before::Fault, Before::FaultInBatch];
 
 /// `arch`'s probe `fixture` (`fixed` words before the count and pairs), run after `before`, on
 /// every backend that runs `arch`; and the image.
@@ -42,27 +48,34 @@ fn probe(arch: &str, fixture: &str, fixed: usize, before: Before) -> (Vec<View>,
     let image = fixture_image(&cfg, v, fixture);
     let probe = image.require("poly1305_processBlocks").expect("probe").addr;
     let arena = image.arena().expect("arena");
+    let fault = image.require("probe_fault").expect("probe_fault").addr;
     let words = fixed + 1 + 2 * PAIRS;
     let mut b = BatchBuilder::new(kernel_lab::abi::Abi::of(v.arch));
+    if before == Before::FaultInBatch {
+        b.call(fault, [Arg::Imm(0); 4], SEED);
+    }
     let out = b.output(&vec![0; 8 * words]);
     b.call(probe, [Arg::Ptr(out, 0), Arg::Imm(0), Arg::Imm(0), Arg::Imm(0)], SEED);
     let batch = b.layout(arena).expect("layout");
     let first = match before {
-        Before::Probe => batch.clone(),
+        Before::Probe => Some(batch.clone()),
         Before::Fault => {
-            let fault = image.require("probe_fault").expect("probe_fault").addr;
             let mut b = BatchBuilder::new(kernel_lab::abi::Abi::of(v.arch));
             b.call(fault, [Arg::Imm(0); 4], SEED);
-            b.layout(arena).expect("layout")
+            Some(b.layout(arena).expect("layout"))
         }
+        Before::FaultInBatch => None,
     };
     let mut views = Vec::new();
     for kind in BackendKind::ALL.into_iter().filter(|k| k.supports(v).is_ok()) {
         let mut backend = kind.open(v, &image, Limits::default()).expect("backend");
-        let run = run_batch(backend.as_mut(), &first).expect("run");
-        assert_eq!(run.faults.is_empty(), matches!(before, Before::Probe), "{arch} {kind}: {:?}", run.faults);
+        if let Some(first) = &first {
+            let run = run_batch(backend.as_mut(), first).expect("run");
+            assert_eq!(run.faults.is_empty(), before == Before::Probe, "{arch} {kind}: {:?}", run.faults);
+        }
         let run = run_batch(backend.as_mut(), &batch).expect("run");
-        assert!(run.faults.is_empty(), "{arch} {kind}: {:?}", run.faults);
+        let faulted = usize::from(before == Before::FaultInBatch);
+        assert_eq!(run.faults.len(), faulted, "{arch} {kind}: {:?}", run.faults);
         let w: Vec<u64> =
             batch.buffer(&run.resp, out).chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
         let count = w[fixed] as usize;
@@ -143,21 +156,22 @@ fn check(arch: &str, before: Before, (views, image): (Vec<View>, Image), prot_id
 /// x86_64 on Unicorn, qemu-user and natively: r8-r11 and rax at entry, the driver stack's top
 /// word (`lab_batch_return`, where Unicorn stops and where the request loop, or natively the
 /// batch child, calls `lab_batch` from `lab_stack_top`) and every nonzero word of the driver's
-/// memory are the same, after a batch that returned and after one that faulted. The CPU is not:
+/// memory are the same, after a batch that returned, after one that faulted and after a fault
+/// in the same batch. The CPU is not:
 /// CPUID leaf 0 names Unicorn's model ("GenuineIntel") and qemu-user's ("AuthenticAMD", its
 /// `max` model under TCG) whatever the host; nor the vector registers at a batch's first call:
 /// the last call's (after a fault, the faulting kernel's) on Unicorn and under qemu-user, zero
 /// in a native batch child, whose parent never runs a kernel (docs/threat-model.md).
 #[test]
 fn what_a_kernel_reads_of_the_driver_is_the_same_on_every_x86_64_backend() {
-    for before in [Before::Probe, Before::Fault] {
+    for before in BEFORE {
         let (mut views, image) = probe("x86_64", "probe_state.S", 10, before);
         assert_eq!(views.len(), 3, "Unicorn, qemu-user and native");
         let ret = image.require("lab_batch_return").expect("lab_batch_return").addr;
         // What the call before left in xmm0 and xmm15: the probe's mark, or probe_fault's rbx, r15.
         let left = match before {
             Before::Probe => [0x0e0e0e0e0e0e0e0e; 2],
-            Before::Fault => [0x1b1b1b1b1b1b1b1b, 0x1515151515151515],
+            Before::Fault | Before::FaultInBatch => [0x1b1b1b1b1b1b1b1b, 0x1515151515151515],
         };
         for v in &mut views {
             let vendor = std::mem::take(&mut v.fixed[7]);
@@ -180,7 +194,7 @@ fn what_a_kernel_reads_of_the_driver_is_the_same_on_every_x86_64_backend() {
 /// `_start` or Unicorn left), the return address `lab_batch` saved in its frame, two scratch
 /// floating-point registers (aarch64 d0 and d31, riscv64 ft0 and ft11: the last call's, after a
 /// fault the faulting kernel's) and every nonzero word of the driver's memory are the same,
-/// after a batch that returned and after one that faulted.
+/// after a batch that returned, after one that faulted and after a fault in the same batch.
 #[test]
 fn what_a_kernel_reads_of_the_driver_is_the_same_on_unicorn_and_qemu_user() {
     // (arch, fixed words, the header's prot_id among them, lab_batch's saved return address
@@ -192,14 +206,14 @@ fn what_a_kernel_reads_of_the_driver_is_the_same_on_unicorn_and_qemu_user() {
     // floating-point registers among them, what probe_fault leaves in those).
     let archs = [("aarch64", 19, 15, 16, 17, [0x1919, 0x2929]), ("riscv64", 18, 14, 15, 16, [0x5050, 0x5b5b])];
     for (arch, fixed, ret_at, prot_id, fp_at, fault_fp) in archs {
-        for before in [Before::Probe, Before::Fault] {
+        for before in BEFORE {
             let mut views = probe(arch, "probe_regs.S", fixed, before);
             assert_eq!(views.0.len(), 2, "{arch}: Unicorn and qemu-user");
             let at = |s: &'static str| views.1.require(s).expect(s).addr;
             let (ret, top) = (at("lab_batch_return"), at("lab_stack_top"));
             let left = match before {
                 Before::Probe => [0x0e0e0e0e0e0e0e0e; 2],
-                Before::Fault => fault_fp,
+                Before::Fault | Before::FaultInBatch => fault_fp,
             };
             for v in &mut views.0 {
                 assert_eq!(v.fixed[ret_at], ret, "{arch} {}: lab_batch's saved return address", v.kind);
