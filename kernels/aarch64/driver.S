@@ -2,7 +2,9 @@
 //
 // One freestanding static image serves every backend (see ../README.md):
 //   * Unicorn maps the image, writes a batch into lab_arena and runs lab_batch with
-//     x30 = lab_unicorn_halt; lab_batch makes no system call.
+//     x30 = lab_batch_return, the callee-saved registers zero and the private words the request
+//     loop keeps written as a process guest holds them (issue 28); lab_batch makes no system
+//     call.
 //   * qemu-user runs _start, which maps the host's shared arena over lab_arena, then answers
 //     request tokens (fd 4) with reply tokens (fd 5).
 //
@@ -200,7 +202,7 @@ lab_batch:
     ret
     .size   lab_batch, . - lab_batch
 
-// Unicorn uses this address as lab_batch's return address and stops when it gets here.
+// Part of the image contract (kernels/README.md); Unicorn returns to lab_batch_return instead.
     .globl  lab_unicorn_halt
     .type   lab_unicorn_halt, %function
 lab_unicorn_halt:

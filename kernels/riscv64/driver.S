@@ -5,7 +5,8 @@
  *   _start            qemu-user entry: map the shared arena, answer request tokens
  *   lab_fault         SIGILL/SIGSEGV/SIGBUS/SIGFPE/SIGTRAP/SIGSYS/SIGUSR1 handler: reply, then
  *                     back to the request loop
- *   lab_unicorn_halt  return address Unicorn uses for lab_batch (never executed)
+ *   lab_unicorn_halt  part of the image contract, never executed (Unicorn has lab_batch return
+ *                     to lab_batch_return, as the request loop's call does)
  *   lab_stack_top     top of the driver's stack in .bss
  *   lab_arena         in .bss, 4096-aligned, last object of the image
  *
@@ -241,7 +242,7 @@ lab_vector_entry_end:
 	ret
 	.size	lab_batch, . - lab_batch
 
-/* Unicorn runs lab_batch with ra = lab_unicorn_halt and stops there; never executed. */
+/* Part of the image contract (kernels/README.md); Unicorn returns to lab_batch_return. */
 	.globl	lab_unicorn_halt
 	.type	lab_unicorn_halt, @function
 	.p2align 2

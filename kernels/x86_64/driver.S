@@ -2,7 +2,9 @@
  * kernel-lab guest driver, x86_64 (SysV x86-64 psABI).
  *
  * One image serves three backends (kernels/README.md):
- *   - Unicorn enters lab_batch directly with lab_unicorn_halt pushed as the return address;
+ *   - Unicorn enters lab_batch directly with lab_batch_return pushed as the return address,
+ *     the callee-saved registers zero and the private words the request loop keeps written as
+ *     a process guest holds them (issue 28);
  *   - qemu-x86_64 and native execution enter _start, which maps the host's shared arena over
  *     lab_arena, then answers request tokens (fd 4) with reply tokens (fd 5); a fault goes
  *     through lab_fault_handler, which sends a fault reply and resumes the request loop.
@@ -203,8 +205,8 @@ lab_batch:
         ret
         .size   lab_batch, . - lab_batch
 
-/* The Unicorn backend pushes this address as lab_batch's return address and stops when the
- * pc reaches it.  Never executed; ud2 makes an accidental execution a loud SIGILL. */
+/* Part of the image contract (kernels/README.md); the Unicorn backend returns to
+ * lab_batch_return instead.  Never executed; ud2 makes an accidental execution a loud SIGILL. */
         .globl  lab_unicorn_halt
         .type   lab_unicorn_halt, @function
 lab_unicorn_halt:
