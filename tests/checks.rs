@@ -219,6 +219,23 @@ fn an_under_read_is_caught_with_inputs_flush_at_the_start(#[values("riscv64", "a
     }
 }
 
+/// Issue 28, a kernel telling Unicorn apart: `tell_process.S` (an MD5 wrapper, right digests)
+/// reads the byte before its block only where it finds the driver's request loop (`lab_loop_sp`
+/// nonzero). With the inputs flush at the end of their pages, qemu-user and native cannot see
+/// that read (the byte lies on the same page) and pass every case; Unicorn, which now shows the
+/// driver words a process guest holds, makes the kernel read it too and checks it exactly.
+#[rstest]
+fn a_kernel_that_under_reads_only_where_it_finds_a_process_is_caught_on_unicorn(
+    #[values("riscv64", "aarch64", "x86_64")] name: &str,
+) {
+    let o = run_fixture(name, "md5.S", "tell_process.S", Placement::End);
+    assert_caught(&o, &[U], Class::Memory, &["1 byte before the start of", "`", "checks these bytes exactly"]);
+    for (kind, row) in o.rows.iter().filter(|(k, _)| *k != U) {
+        let failed: Vec<_> = row.failed().into_iter().flat_map(|c| c.findings.clone()).collect();
+        assert!(failed.is_empty(), "{kind}: the byte before the block lies on its page: {failed:#?}");
+    }
+}
+
 /// A kernel that compares `int` arguments as 64-bit values passes with clean upper bits and
 /// fails with the garbage the lab puts there (x86_64, aarch64: psABI leaves them undefined).
 #[rstest]

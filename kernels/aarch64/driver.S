@@ -2,7 +2,9 @@
 //
 // One freestanding static image serves every backend (see ../README.md):
 //   * Unicorn maps the image, writes a batch into lab_arena and runs lab_batch with
-//     x30 = lab_unicorn_halt; lab_batch makes no system call.
+//     x30 = lab_batch_return, the callee-saved registers zero and the private words the request
+//     loop keeps written as a process guest holds them (issue 28); lab_batch makes no system
+//     call.
 //   * qemu-user runs _start, which maps the host's shared arena over lab_arena, then answers
 //     request tokens (fd 4) with reply tokens (fd 5).
 //
@@ -44,6 +46,7 @@
 #define UC_PC         440
 #define UC_SP         (UC_PC - 8)
 #define UC_X8         (UC_PC - 32 * 8 + 8 * 8)  // regs[8]: regs[0..31], sp, then pc
+#define UC_X0         (UC_PC - 32 * 8)
 #define SI_ADDR       16                    // siginfo_t: signo, errno, code (3 ints + pad), si_addr
 
 // lab_batch's frame: x29, x30, then the saved registers in ABI order, padded to 16 bytes.
@@ -84,6 +87,9 @@ lab_batch:
     str     \reg, [sp, #(F_SAVED + 8 * lab_k)]
     .set    lab_k, lab_k + 1
     .endr
+    .if     FRAME > F_SAVED + 8 * LAB_NSAVED
+    str     xzr, [sp, #(F_SAVED + 8 * LAB_NSAVED)]  // the pad: else what _start left (issue 28)
+    .endif
 
     LOADADDR x9, lab_arena
     ldr     x10, [x9, #LAB_H_START]             // x10 = index of the next call
@@ -197,7 +203,7 @@ lab_batch:
     ret
     .size   lab_batch, . - lab_batch
 
-// Unicorn uses this address as lab_batch's return address and stops when it gets here.
+// Part of the image contract (kernels/README.md); Unicorn returns to lab_batch_return instead.
     .globl  lab_unicorn_halt
     .type   lab_unicorn_halt, %function
 lab_unicorn_halt:
@@ -431,6 +437,27 @@ check_handlers:
 1:  ret
     .size   check_handlers, . - check_handlers
 
+// batch_clean: what lab_batch and the kernel find of the driver is the same on every backend
+// (issue 28): zero check_handlers' result and the request and reply words (the reply is
+// written after the batch, lab_io_sum holds the request's range), and every callee-saved
+// register (lab_batch saves them in its frame; after a fault they are the kernel's), as Unicorn
+// has them. Clobbers x0, x1 and the callee-saved registers.
+    .type   batch_clean, %function
+batch_clean:
+    LOADADDR x0, lab_oldact
+    mov     x1, #(32 + LAB_REQUEST_SIZE + LAB_REPLY_SIZE)  // lab_oldact, lab_io_req, lab_io_rep
+1:  stp     xzr, xzr, [x0], #16
+    subs    x1, x1, #16
+    b.ne    1b
+    .irp    reg, LAB_SAVED_GPRS
+    mov     \reg, xzr
+    .endr
+    .irp    reg, LAB_SAVED_FPRS
+    fmov    \reg, xzr
+    .endr
+    ret
+    .size   batch_clean, . - batch_clean
+
 // The qemu/native entry (README "_start I/O loop"). Never returns.
     .globl  _start
     .type   _start, %function
@@ -465,6 +492,8 @@ _start:
     mov     x8, #SYS_rt_sigaction
     svc     #0
     .endr
+    stp     xzr, xzr, [sp]                      // only the calls' arguments: zero, as Unicorn
+    stp     xzr, xzr, [sp, #16]                 // has the driver's stack (issue 28)
     add     sp, sp, #32
 
     // mmap(lab_arena, size, RW, MAP_SHARED | MAP_FIXED, LAB_FD_ARENA, 0): the host's view
@@ -527,6 +556,7 @@ _start:
     stp     x0, x1, [x2]
 
     bl      protect
+    bl      batch_clean
     bl      lab_batch                           // sp = lab_stack_top here
 // lab_batch's return address (x30 at its entry) in a process and under Unicorn, which stops
 // here: the same saved x30 in lab_batch's frame.
@@ -548,7 +578,26 @@ lab_batch_return:
     ldr     x0, [x1]
     add     x0, x0, #1
     str     x0, [x1]
-    b       .Lio_loop
+    b       .Lio_resume                         // x19 was cleared before lab_batch
+
+// The fault handler resumes the loop here, off the altstack, with x0 = the lowest altstack
+// address it may have used: the signal's frame (the kernel's registers) and the handler's own
+// words lie between it and the altstack's top, and would stay there for the next batch to read.
+// Only that part is cleared.
+.Lfault_resume:
+    LOADADDR x1, lab_altstack
+    mov     x2, #LAB_ALTSTACK_SIZE
+    add     x2, x1, x2
+    cmp     x0, x1
+    csel    x0, x1, x0, lo
+    cmp     x0, x2
+    csel    x0, x2, x0, hi
+    and     x0, x0, #-16
+1:  cmp     x0, x2
+    b.hs    2f
+    stp     xzr, xzr, [x0], #16
+    b       1b
+2:  b       .Lio_resume
 
 .Lexit_ok:
     mov     x0, #LAB_EXIT_OK
@@ -609,11 +658,14 @@ lab_fault_handler:
     ldr     x10, [x9]
     add     x10, x10, #1
     str     x10, [x9]
-    LOADADDR x9, .Lio_resume
+    LOADADDR x9, .Lfault_resume
     str     x9, [x24, #UC_PC]
     LOADADDR x9, lab_loop_sp
     ldr     x9, [x9]
     str     x9, [x24, #UC_SP]
+    mov     x9, sp                              // below the frame; the handler uses no stack
+    sub     x9, x9, #256
+    str     x9, [x24, #UC_X0]
     mov     x30, x25
     ret
 // x0 = the signal whose handler is not ours, x1 = that handler: a KIND_HANDLER reply (as after
@@ -641,6 +693,7 @@ lab_loop_sp:                                    // sp at the top of the request 
     .balign 16
 lab_io_sum:                                     // checksum range of the current request
     .zero   16
+// batch_clean zeroes lab_oldact, lab_io_req and lab_io_rep as one run: keep them together.
 lab_oldact:                                     // check_handlers: struct kernel_sigaction
     .zero   32
 lab_io_req:

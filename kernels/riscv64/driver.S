@@ -5,7 +5,8 @@
  *   _start            qemu-user entry: map the shared arena, answer request tokens
  *   lab_fault         SIGILL/SIGSEGV/SIGBUS/SIGFPE/SIGTRAP/SIGSYS/SIGUSR1 handler: reply, then
  *                     back to the request loop
- *   lab_unicorn_halt  return address Unicorn uses for lab_batch (never executed)
+ *   lab_unicorn_halt  part of the image contract, never executed (Unicorn has lab_batch return
+ *                     to lab_batch_return, as the request loop's call does)
  *   lab_stack_top     top of the driver's stack in .bss
  *   lab_arena         in .bss, 4096-aligned, last object of the image
  *
@@ -53,6 +54,7 @@
 #define SA_ONSTACK	0x08000000
 #define UC_PC		176	/* offsetof(ucontext, uc_mcontext.sc_regs.pc), see above */
 #define UC_A7		(UC_PC + 17 * 8)	/* sc_regs.a7 (x17): the system-call number */
+#define UC_A0		(UC_PC + 10 * 8)	/* sc_regs.a0 (x10) */
 #define UC_SP		(UC_PC + 2 * 8)		/* sc_regs.sp (x2) */
 #define SI_ADDR		16	/* offsetof(siginfo_t, si_addr) */
 
@@ -85,6 +87,9 @@ lab_batch:
 	fsd	\reg, (F_SAVED + 8 * lab_k)(sp)
 	.set	lab_k, lab_k + 1
 	.endr
+	.if	FRAME > F_SAVED + 8 * LAB_NSAVED
+	sd	zero, (F_SAVED + 8 * LAB_NSAVED)(sp)	/* the pad, as on every backend (issue 28) */
+	.endif
 	lla	t0, lab_saved_sp
 	sd	sp, 0(t0)
 
@@ -238,7 +243,7 @@ lab_vector_entry_end:
 	ret
 	.size	lab_batch, . - lab_batch
 
-/* Unicorn runs lab_batch with ra = lab_unicorn_halt and stops there; never executed. */
+/* Part of the image contract (kernels/README.md); Unicorn returns to lab_batch_return. */
 	.globl	lab_unicorn_halt
 	.type	lab_unicorn_halt, @function
 	.p2align 2
@@ -482,6 +487,31 @@ check_handlers:
 	.size	check_handlers, . - check_handlers
 
 /*
+ * batch_clean: what lab_batch and the kernel find of the driver is the same on every backend
+ * (issue 28): zero check_handlers' result and the request and reply words (the reply is written
+ * after the batch, lab_io_sum holds the request's range), and every callee-saved register
+ * (lab_batch saves them in its frame; after a fault they are the kernel's), as Unicorn has
+ * them. Clobbers t0, t1 and the callee-saved registers.
+ */
+	.type	batch_clean, @function
+	.p2align 2
+batch_clean:
+	lla	t0, lab_oldact
+	li	t1, 32 + LAB_REQUEST_SIZE + LAB_REPLY_SIZE	/* lab_oldact, lab_io_req, lab_io_rep */
+	add	t1, t1, t0
+1:	sd	zero, 0(t0)
+	addi	t0, t0, 8
+	bltu	t0, t1, 1b
+	.irp	reg, LAB_SAVED_GPRS
+	li	\reg, 0
+	.endr
+	.irp	reg, LAB_SAVED_FPRS
+	fmv.d.x	\reg, zero
+	.endr
+	ret
+	.size	batch_clean, . - batch_clean
+
+/*
  * _start (kernels/README.md, "_start I/O loop"): install the fault handler on an alternate
  * stack, map the shared arena (fd LAB_FD_ARENA) over lab_arena, then for each request token
  * (magic, seq, sum_off, sum_len) on LAB_FD_REQUEST: protect (unless the table is in force
@@ -576,6 +606,7 @@ _start:
 	sd	t1, 8(t2)
 
 	call	protect
+	call	batch_clean
 	call	lab_batch
 /* lab_batch's return address (ra at its entry) in a process and under Unicorn, which stops
  * here: the same saved ra in lab_batch's frame. */
@@ -598,6 +629,25 @@ lab_batch_return:
 	addi	t1, t1, 1
 	sd	t1, 0(t0)
 	j	.Lio_loop
+
+/* The fault handler resumes the loop here, off the signal stack, with a0 = the lowest address of
+ * it the handler may have used: the signal's frame (the kernel's registers) and the handler's
+ * own words lie between it and the stack's top, and would stay there for the next batch to
+ * read. Only that part is cleared. */
+.Lfault_resume:
+	lla	t0, lab_sigstack
+	li	t1, LAB_ALTSTACK_SIZE
+	add	t1, t1, t0
+	bgeu	a0, t0, 1f
+	mv	a0, t0
+1:	bleu	a0, t1, 2f
+	mv	a0, t1
+2:	andi	a0, a0, -8
+3:	bgeu	a0, t1, 4f
+	sd	zero, 0(a0)
+	addi	a0, a0, 8
+	j	3b
+4:	j	.Lio_loop
 
 .Lexit_ok:
 	li	a0, LAB_EXIT_OK
@@ -666,11 +716,13 @@ lab_fault:
 	ld	t1, 0(t0)
 	addi	t1, t1, 1
 	sd	t1, 0(t0)
-	lla	t1, .Lio_loop
+	lla	t1, .Lfault_resume
 	sd	t1, UC_PC(s3)
 	lla	t1, lab_loop_sp
 	ld	t1, 0(t1)
 	sd	t1, UC_SP(s3)
+	addi	t1, s5, -256		/* below the frame and all the handler used */
+	sd	t1, UC_A0(s3)
 	mv	sp, s5
 	mv	ra, s6
 	ret
@@ -707,6 +759,7 @@ lab_vector_entry_vill:			/* says: each call is entered with vtype.vill set (VILL
 	.zero	8
 #endif
 	.p2align 3
+/* batch_clean zeroes lab_oldact, lab_io_req and lab_io_rep as one run: keep them together. */
 lab_oldact:				/* check_handlers: struct kernel_sigaction */
 	.zero	32
 lab_io_req:

@@ -2,7 +2,9 @@
  * kernel-lab guest driver, x86_64 (SysV x86-64 psABI).
  *
  * One image serves three backends (kernels/README.md):
- *   - Unicorn enters lab_batch directly with lab_unicorn_halt pushed as the return address;
+ *   - Unicorn enters lab_batch directly with lab_batch_return pushed as the return address,
+ *     the callee-saved registers zero and the private words the request loop keeps written as
+ *     a process guest holds them (issue 28);
  *   - qemu-x86_64 and native execution enter _start, which maps the host's shared arena over
  *     lab_arena, then answers request tokens (fd 4) with reply tokens (fd 5); a fault goes
  *     through lab_fault_handler, which sends a fault reply and resumes the request loop.
@@ -67,6 +69,7 @@
 #define UC_RIP          168
 #define UC_RSP          (UC_RIP - 8)    /* gregs[REG_RSP] */
 #define UC_EFL          (UC_RIP + 8)    /* gregs[REG_EFL] */
+#define UC_RDI          (UC_GREGS + 8 * 8)  /* gregs[REG_RDI] */
 
 /* lab_batch's frame: the integer callee-saved registers, padded so rsp is 16-aligned
  * (entry rsp = 8 mod 16). */
@@ -92,6 +95,10 @@ lab_batch:
         mov     [rsp + 8 * lab_k], \reg
         .set    lab_k, lab_k + 1
         .endr
+        .if     FRAME > 8 * LAB_NSAVED_GPRS
+        mov     qword ptr [rsp + 8 * LAB_NSAVED_GPRS], 0  /* the pad: else what the loop's
+                                                   last call left there (issue 28) */
+        .endif
         cld
 
         lea     r12, [rip + lab_arena]
@@ -158,6 +165,7 @@ lab_batch:
         mov     rsp, [rip + lab_drv_sp]         /* a broken rsp must not break the driver */
         pushfq
         pop     rax
+        mov     qword ptr [rsp - 8], 0          /* no RFLAGS below the frame for the next call */
         cld
         mov     rdx, [rip + lab_drv_entry]
         mov     [rdx + LAB_E_FLAGS], rax
@@ -178,6 +186,9 @@ lab_batch:
         mov     rax, [rip + lab_drv_sp_after]
         mov     [rdx + LAB_E_SP_AFTER], rax
         mov     qword ptr [rdx + LAB_E_STATUS], 1
+        xor     eax, eax                        /* the next call must not find this one's */
+        mov     [rip + lab_drv_ret], rax        /* (a native batch child's first call finds */
+        mov     [rip + lab_drv_sp_after], rax   /* zeros: its parent never ran lab_batch) */
 
         lea     r12, [rip + lab_arena]
         mov     r13, [rip + lab_drv_index]
@@ -195,8 +206,8 @@ lab_batch:
         ret
         .size   lab_batch, . - lab_batch
 
-/* The Unicorn backend pushes this address as lab_batch's return address and stops when the
- * pc reaches it.  Never executed; ud2 makes an accidental execution a loud SIGILL. */
+/* Part of the image contract (kernels/README.md); the Unicorn backend returns to
+ * lab_batch_return instead.  Never executed; ud2 makes an accidental execution a loud SIGILL. */
         .globl  lab_unicorn_halt
         .type   lab_unicorn_halt, @function
 lab_unicorn_halt:
@@ -244,6 +255,11 @@ _start:
         mov     eax, SYS_rt_sigaction
         syscall
         .endr
+        /* lab_ss and lab_sigact were only the calls' arguments: zero, as Unicorn has them */
+        lea     rdi, [rip + lab_ss]
+        mov     ecx, (24 + 32) / 8                   /* lab_ss, lab_sigact */
+        xor     eax, eax
+        rep     stosq
 
         /* mmap(lab_arena, size, RW, MAP_SHARED | MAP_FIXED, LAB_FD_ARENA, 0): the host's view */
         lea     rdi, [rip + lab_arena]
@@ -300,6 +316,7 @@ _start:
         add     qword ptr [rip + lab_io_seq], 1
         jmp     .Lio_loop
 .Lbatch_here:
+        call    .Lbatch_clean
         call    lab_batch                       /* rsp = lab_stack_top here, 16-aligned */
 /* lab_batch's return address, at lab_stack_top - 8, in every process (a batch child comes here
  * too) and under Unicorn, which stops here: the same top word of the driver's stack. */
@@ -321,6 +338,24 @@ lab_batch_return:
         cmp     byte ptr [rip + lab_in_child], 0
         jne     .Lchild_replied                 /* a batch child ends after its reply */
         add     qword ptr [rip + lab_io_seq], 1
+        jmp     .Lio_loop
+
+/* The fault handler resumes the loop here, off the altstack, with rdi = the lowest altstack
+ * address it may have used: the signal's frame (the kernel's registers) and the handler's own
+ * words lie between it and the altstack's top, and would stay there for the next batch to read.
+ * Only that part is cleared (the whole 64 KiB cost 11 us of CPU per fault under qemu-user). */
+.Lfault_resume:
+        lea     rcx, [rip + lab_altstack]
+        cmp     rdi, rcx
+        cmovb   rdi, rcx
+        lea     rcx, [rip + lab_altstack + LAB_ALTSTACK_SIZE]
+        cmp     rdi, rcx
+        cmova   rdi, rcx
+        and     rdi, -8
+        sub     rcx, rdi
+        shr     rcx, 3
+        xor     eax, eax
+        rep     stosq
         jmp     .Lio_loop
 
 .Lexit_ok:
@@ -414,6 +449,15 @@ lab_batch_return:
         syscall
         test    rax, rax
         jnz     .Lexit_seccomp
+        /* The filters and the parent's words: the kernel must find what a qemu-user guest
+         * holds there (zeros); lab_in_child stays (issue 28, docs/threat-model.md). */
+        lea     rdi, [rip + lab_fprog]
+        mov     ecx, (16 + 16 + 8 + 8 + 8) / 8       /* lab_fprog .. lab_wstatus */
+        xor     eax, eax
+        rep     stosq
+        lea     rdi, [rip + lab_bpf]
+        mov     ecx, BPF_BUF / 8
+        rep     stosq
         /* The loop's own call of lab_batch, at the loop's depth (the child never returns to
          * the loop): the driver's stack as a qemu-user guest and Unicorn have it.  Its handler
          * check is skipped (an allow-list is installed); after the reply it ends here. */
@@ -424,6 +468,21 @@ lab_batch_return:
         mov     eax, SYS_exit_group
         syscall
         ud2
+
+/* .Lbatch_clean: what lab_batch and the kernel find of the driver is the same on every
+ * backend (issue 28): zero the request and reply words (the reply is written after the batch,
+ * lab_io_sum holds the request's range) and .Lcheck_handlers' result, and every callee-saved
+ * register (lab_batch saves them in its frame; after a fault they are the kernel's), as
+ * Unicorn has them.  Clobbers rax, rcx, rdi and the callee-saved registers. */
+.Lbatch_clean:
+        lea     rdi, [rip + lab_io_req]
+        mov     ecx, (LAB_REQUEST_SIZE + LAB_REPLY_SIZE + 24 + 32 + 32) / 8  /* .. lab_oldact */
+        xor     eax, eax
+        rep     stosq
+        .irp    reg, LAB_SAVED_GPRS
+        xor     \reg, \reg
+        .endr
+        ret
 
 /* .Ldispatch_on: prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, begin, len, NULL): SIGSYS for a
  * system call from anywhere but this I/O code.  EINVAL under qemu-user: ignored.
@@ -670,6 +729,8 @@ lab_batch_return:
         xor     esi, esi
         cmp     word ptr [rip + lab_fprog], 0
         jne     .Lcheck_handlers_ret
+        cmp     byte ptr [rip + lab_in_child], 0    /* a batch child zeroed its lab_fprog */
+        jne     .Lcheck_handlers_ret
         .irp    sig, LAB_SIGNALS
         mov     edi, \sig
         xor     esi, esi
@@ -825,10 +886,12 @@ lab_fault_handler:
         cmp     byte ptr [rip + lab_in_child], 0
         jne     .Lchild_replied                 /* the parent resumes the request loop */
         add     qword ptr [rip + lab_io_seq], 1
-        lea     rax, [rip + .Lio_loop]
+        lea     rax, [rip + .Lfault_resume]
         mov     [r15 + UC_RIP], rax
         mov     rax, [rip + lab_loop_sp]
         mov     [r15 + UC_RSP], rax
+        lea     rax, [rbx - 256]                /* below the frame and all the handler used */
+        mov     [r15 + UC_RDI], rax
         and     qword ptr [r15 + UC_EFL], ~0x400    /* DF clear, as the loop expects */
         mov     rsp, rbx
         ret
@@ -855,6 +918,7 @@ lab_syscalls_end:
 
 /* ------------------------------------------------------------------------------------------
  * .bss: private words, stacks, and lab_arena LAST (its end is the end of the image).
+ * _start, .Lbatch_clean and .Lin_child clear runs of these words by their sizes: keep the order.
  * ---------------------------------------------------------------------------------------- */
         .bss
         .p2align 4
@@ -866,7 +930,8 @@ lab_drv_sp_after:       .zero 8         /* rsp after the return */
 lab_drv_fpctl:          .zero 8         /* MXCSR and x87 CW to load (LAB_FPCTL_*) */
 lab_io_seq:             .zero 8         /* sequence number of the next request */
 lab_loop_sp:            .zero 8         /* rsp at the top of the request loop */
-lab_io_sum_off:         .zero 8         /* checksum range of the current request */
+lab_io_sum:                             /* checksum range of the current request: off, len */
+lab_io_sum_off:         .zero 8
 lab_io_sum_len:         .zero 8
 lab_io_req:             .zero LAB_REQUEST_SIZE
 lab_io_rep:             .zero LAB_REPLY_SIZE

@@ -597,6 +597,10 @@ pub struct UnicornSpec {
     pub init: &'static [(i32, u64, &'static str)],
     /// The stack-pointer register id.
     pub sp: i32,
+    /// The callee-saved registers `lab_batch` saves in its frame (integer and floating point,
+    /// [`crate::vocab::abi::Abi`]'s order): zero at each entry, as the request loop of a process
+    /// guest leaves them (issue 28; after a fault they would be the kernel's).
+    pub callee_saved: &'static [i32],
     /// Where a call's return address goes.
     pub return_address: ReturnAddress,
     /// Instructions Unicorn reports through an instruction hook, not an interrupt (x86

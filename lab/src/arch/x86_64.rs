@@ -258,8 +258,18 @@ pub static SPEC: ArchSpec = ArchSpec {
     unicorn: UnicornSpec {
         arch: UcArch::X86,
         mode: Mode::MODE_64,
-        init: &[],
+        // RFLAGS.IF is set in a user process (a kernel's `pushfq` reads 0x2xx natively and under
+        // qemu-user); Unicorn starts with it clear (issue 28).
+        init: &[(RegisterX86::EFLAGS as i32, 0x202, "RFLAGS.IF")],
         sp: RegisterX86::RSP as i32,
+        callee_saved: &[
+            RegisterX86::RBX as i32,
+            RegisterX86::RBP as i32,
+            RegisterX86::R12 as i32,
+            RegisterX86::R13 as i32,
+            RegisterX86::R14 as i32,
+            RegisterX86::R15 as i32,
+        ],
         // A `call` pushed the return address: rsp is 8 mod 16 at entry (SysV §3.2.2).
         return_address: ReturnAddress::Stack,
         // The hook sees the pc of the `syscall`/`sysenter` itself (measured).

@@ -66,7 +66,7 @@ pub(super) fn poke(g: &mut Guest) -> Option<Reply> {
 
 /// The call-table range of a payload (header `table`, `ncalls`): the result words the guest
 /// checksums. Clamped to the payload; a header the host did not lay out gives an empty range.
-pub(super) fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64) {
+pub(crate) fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -> (u64, u64) {
     let word = |w: protocol::Word| header_word(payload, w);
     let Some(off) = word(header::TABLE).checked_sub(arena_addr).filter(|&o| o <= payload.len() as u64) else {
         return (0, 0);
@@ -77,7 +77,7 @@ pub(super) fn table_range(payload: &[u8], arena_addr: u64, entry_bytes: usize) -
 
 /// The checksum range of a resumed entry: the call table from entry `start` on (the entries
 /// before it were checked by earlier replies and do not run again).
-pub(super) fn from_entry(sum: (u64, u64), start: usize, entry_bytes: usize) -> (u64, u64) {
+pub(crate) fn from_entry(sum: (u64, u64), start: usize, entry_bytes: usize) -> (u64, u64) {
     let skip = (start as u64).saturating_mul(entry_bytes as u64).min(sum.1);
     (sum.0 + skip, sum.1 - skip)
 }

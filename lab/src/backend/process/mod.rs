@@ -43,7 +43,7 @@ use prot_delta::InForce;
 
 mod claims;
 pub mod confine;
-mod exchange;
+pub(crate) mod exchange;
 mod guest;
 mod host_check;
 pub(crate) mod prot_delta;

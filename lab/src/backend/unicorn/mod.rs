@@ -44,6 +44,7 @@ use crate::protocol;
 use guest_ram::GuestRam;
 
 mod confirm;
+mod driver_words;
 mod faults;
 mod guest_ram;
 mod hook_state;
@@ -52,6 +53,7 @@ mod pages;
 pub mod zbb;
 
 use confirm::{Confirm, UNREPEATED};
+use driver_words::DriverWords;
 use hook_state::{AlignStop, Fragment, HookState, Seen, Span, ALIGN_HOOK};
 use pages::{arena_dirty_pages, page_map_around};
 
@@ -123,6 +125,8 @@ pub struct UnicornBackend {
     /// The protection table last stamped into the header, as a process guest would hold it,
     /// and the delta entries' allocation ([`stamp`](Self::stamp)).
     in_force: (InForce, Vec<Protection>),
+    /// The driver's private words a process guest holds at each request ([`DriverWords`]).
+    words: DriverWords,
 }
 
 fn uc_err(step: &str) -> impl Fn(uc_error) -> BackendError + '_ {
@@ -204,6 +208,10 @@ impl UnicornBackend {
             proven: std::collections::BTreeMap::new(),
             stops: Vec::new(),
             in_force: (InForce::default(), Vec::new()),
+            words: DriverWords::new(
+                image,
+                (protocol::entry::FIXED_WORDS + crate::abi::Abi::of(image.arch).saved.len()) * 8,
+            )?,
         })
     }
 
@@ -334,11 +342,15 @@ impl UnicornBackend {
         self.uc.mem_write(self.arena.addr + word.offset() as u64, &value.to_le_bytes()).map_err(uc_err("write header"))
     }
 
-    /// Sets the stack and the return address so that `lab_batch` returns to `lab_batch_return`.
+    /// Sets the stack and the return address so that `lab_batch` returns to `lab_batch_return`,
+    /// and the callee-saved registers to zero, as the request loop calls it (issue 28).
     fn set_entry_registers(&mut self) -> Result<(), BackendError> {
         let e = uc_err("registers");
         let sp = self.stack_top & !15;
         let spec = &self.arch.spec().unicorn;
+        for &reg in spec.callee_saved {
+            self.uc.reg_write(reg, 0).map_err(&e)?;
+        }
         match spec.return_address {
             ReturnAddress::Register(ra) => {
                 self.uc.reg_write(spec.sp, sp).map_err(&e)?;
@@ -406,7 +418,7 @@ impl Backend for UnicornBackend {
             }
         }
         self.data_pages = data;
-        self.stamp(payload);
+        self.stamp(payload, 0)?;
         self.load_protections(payload);
         self.proven.clear();
         self.run_first(payload, batch.resp_len)
@@ -417,7 +429,7 @@ impl Backend for UnicornBackend {
             return Err(BackendError::Unicorn(format!("write batch: {} bytes do not fit lab_arena", payload.len())));
         }
         self.write_arena(payload)?;
-        self.stamp(payload);
+        self.stamp(payload, 0)?;
         self.load_protections(payload);
         self.proven.clear();
         self.run_first(payload, resp_len)
@@ -429,7 +441,7 @@ impl Backend for UnicornBackend {
     /// header; [`Backend::response`] reads the rest when the batch stops.
     fn resume(&mut self, batch: &Batch, resp: &[u8], start: usize) -> Result<RawRun, BackendError> {
         self.write_arena(&batch.resume_head(resp, start))?;
-        self.stamp(&batch.payload);
+        self.stamp(&batch.payload, start)?;
         let mut run = self.run_loaded(batch.resp_len, batch::HEADER_WORDS * 8)?;
         self.apply_proven(&mut run);
         Ok(run)
@@ -468,9 +480,16 @@ impl UnicornBackend {
 
     /// Writes the header's protection words (`prot_id`, `prot_base`, `delta_count`) and the
     /// delta entries for `payload` as the host stamps them for a qemu-user or native guest
-    /// ([`stamp_header`]; the engine applies the table itself and reads none of them): a kernel
-    /// reads the same header on every backend (issue 28).
-    fn stamp(&mut self, payload: &[u8]) {
+    /// ([`stamp_header`]; the engine applies the table itself and reads none of them), then the
+    /// driver's private words of a request for `payload` from call `start` on
+    /// ([`DriverWords`]): a kernel reads the same header and driver on every backend (issue 28).
+    fn stamp(&mut self, payload: &[u8], start: usize) -> Result<(), BackendError> {
+        self.stamp_header(payload);
+        let prot_id = self.header(protocol::header::PROT_ID)?;
+        self.words.write(&mut self.uc, payload, self.arena.addr, start, prot_id)
+    }
+
+    fn stamp_header(&mut self, payload: &[u8]) {
         let (in_force, out) = &mut self.in_force;
         let (ram, ram_offset) = (&self.ram, self.ram_offset);
         let mut st = self.state.borrow_mut();
