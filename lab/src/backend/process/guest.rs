@@ -115,6 +115,19 @@ pub(crate) fn escape_controls(text: &str) -> String {
         .collect()
 }
 
+/// Waits for a guest (`child`, traced by `witness` or not) to end and says how. A traced guest is
+/// reaped by its tracer (every thread of it reports there first; a `waitpid` of its pid from
+/// another thread could take a ptrace stop for an exit), so this waits for the tracer instead.
+pub(super) fn wait_guest(
+    child: &mut Child,
+    witness: Option<&mut witness::Witness>,
+) -> std::io::Result<std::process::ExitStatus> {
+    match witness.and_then(|w| w.finish()) {
+        Some(raw) => Ok(std::process::ExitStatus::from_raw(raw)),
+        None => child.wait(),
+    }
+}
+
 impl ProcessBackend {
     /// The guest's command: stdin empty, stdout and stderr piped, and the protocol's fds in
     /// place (`pre_exec`). Kept apart from the I/O set-up so confinement can extend it alone.
@@ -234,9 +247,7 @@ impl ProcessBackend {
         // is reaped and free for reuse.
         crate::sandbox::kill_group(g.child.id());
         crate::interrupt::unregister(g.child.id());
-        // A traced guest is reaped by its tracer (every thread of it reports there first).
-        let traced = g.witness.as_mut().and_then(|w| w.finish()).map(std::process::ExitStatus::from_raw);
-        let status = match traced.map(Ok).unwrap_or_else(|| g.child.wait()) {
+        let status = match wait_guest(&mut g.child, g.witness.as_mut()) {
             Ok(s) => match s.code().and_then(protocol::exit::describe) {
                 Some(meaning) => format!("{s} ({meaning})"),
                 None => s.to_string(),

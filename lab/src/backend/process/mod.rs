@@ -408,7 +408,7 @@ mod tests {
         let mut g = b.spawn().expect("spawn");
         g.requests.write_all(bytes).expect("write");
         drop(g.requests);
-        g.child.wait().expect("wait").code()
+        wait_guest(&mut g.child, g.witness.as_mut()).expect("wait").code()
     }
 
     fn request(words: [u64; token::REQUEST_WORDS]) -> Vec<u8> {
