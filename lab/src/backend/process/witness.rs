@@ -161,7 +161,7 @@ impl Witness {
                 let ok = seized.is_ok();
                 let _ = tx.send(seized);
                 if ok {
-                    Tracer { pid, watch, phase: Phase::SetUp, reading: false, shared: keep }.run();
+                    Tracer { pid, watch, phase: Phase::SetUp, reading: false, execed: false, shared: keep }.run();
                 }
             })
             .map_err(|e| format!("cannot start the tracer thread: {e}"))?;
@@ -217,6 +217,9 @@ struct Tracer {
     /// The first thread was resumed from a `read` of the request fd to stop at its return
     /// (`PTRACE_SYSCALL`): a read that returns bytes starts a request's protection phase.
     reading: bool,
+    /// The first thread's `execve` succeeded (`PTRACE_EVENT_EXEC`): from then on the tracer
+    /// reaps it; before, a failed `execve` is `Command::spawn`'s to reap.
+    execed: bool,
     shared: Arc<Mutex<Shared>>,
 }
 
@@ -224,6 +227,10 @@ impl Tracer {
     /// Serves every stop of every traced thread until none is left (`ECHILD`).
     fn run(mut self) {
         loop {
+            if !self.execed && self.leader_ended_before_exec() {
+                // Its `execve` failed: `Command::spawn` reaps it and says why.
+                return;
+            }
             let mut status = 0;
             // SAFETY: waits for this thread's tracees only (__WNOTHREAD): never another
             // backend's guest or a build the lab runs.
@@ -246,6 +253,19 @@ impl Tracer {
         }
     }
 
+    /// Whether the next thing to report is the first thread's end before its `execve` (looked
+    /// at without reaping it: `waitid` with `WNOWAIT`). Blocks until something is reported.
+    fn leader_ended_before_exec(&self) -> bool {
+        // SAFETY: an all-zero siginfo_t is valid; waitid fills it and reaps nothing (WNOWAIT).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT | libc::__WALL | libc::__WNOTHREAD;
+        // SAFETY: as above; P_ALL with this thread's tracees only (__WNOTHREAD).
+        let r = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, flags) };
+        // SAFETY: waitid filled si_pid and si_code for a child it reports.
+        let (pid, code) = unsafe { (info.si_pid(), info.si_code) };
+        r == 0 && pid == self.pid && matches!(code, libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED)
+    }
+
     /// One stop: a seccomp stop (a watched call), a signal about to be delivered, or another
     /// ptrace event (a new thread, a group stop), after which the thread goes on.
     fn stopped(&mut self, tid: i32, status: i32) {
@@ -266,6 +286,10 @@ impl Tracer {
                         self.phase = Phase::Protect;
                     }
                 }
+                0
+            }
+            libc::PTRACE_EVENT_EXEC => {
+                self.execed = true;
                 0
             }
             0 => {
@@ -557,6 +581,28 @@ mod tests {
         assert_eq!((moved.1, moved.2), (0x1000, 0x9000));
         assert_eq!(memory_call(libc::SYS_read, [4, 0, 32, 0, 0, 0]), None);
         assert_eq!(protocol_call(libc::SYS_getppid), Some("getppid"));
+    }
+
+    /// A traced child whose `execve` fails is `Command::spawn`'s to reap (std panics when its
+    /// wait finds the child gone): the tracer leaves it.
+    #[test]
+    fn a_failed_execve_is_an_error_not_a_panic() {
+        let filter = super::super::confine::witness_filter().expect("filter");
+        let (mut w, ends, rx) = Witness::prepare(Watch { span: (0, 0), arena: 0 }).expect("prepare");
+        let mut cmd = Command::new("/nonexistent/qemu-riscv64");
+        ends.hand_to(&mut cmd, filter);
+        let spawned = cmd.spawn();
+        drop(ends);
+        let _ = w.traced(&rx);
+        let err = spawned.expect_err("no such program");
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{err}");
+        assert_eq!(w.finish(), None, "the tracer did not reap the child");
+    }
+
+    /// Where the tests run, the witness works (the lab's own runs depend on it).
+    #[test]
+    fn the_witness_probe_traces_a_child() {
+        assert_eq!(probe(), Ok(()));
     }
 
     #[test]
