@@ -170,7 +170,7 @@ impl Witness {
 
     /// After the spawn: whether the tracer holds the guest (`Err`: why not; the guest then runs
     /// untraced).
-    pub fn traced(&mut self, rx: &Seized) -> Result<(), String> {
+    pub fn traced(&self, rx: &Seized) -> Result<(), String> {
         match rx.recv_timeout(std::time::Duration::from_secs(10)) {
             Ok(r) => r,
             Err(_) => Err("the tracer never answered".into()),
